@@ -1,0 +1,132 @@
+// The flush: seal the head, merge it into the chunks, retire its WAL.
+
+#include <algorithm>
+
+#include "engine/column_ops.h"
+#include "engine/db_impl.h"
+#include "leveldb/write_batch.h"
+#include "storage/chunk_codec.h"
+#include "storage/key_layout.h"
+
+namespace gpulse::engine {
+
+namespace {
+// LevelDB batches are written in pieces of about this size.
+constexpr size_t kFlushBatchBytes = 8 << 20;
+}  // namespace
+
+Status DbImpl::Flush() {
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::lock_guard<std::mutex> l(flush_mu_);
+  return FlushLocked();
+}
+
+Status DbImpl::FlushLocked() {
+  {
+    std::lock_guard<std::mutex> bg(bg_mu_);
+    if (!bg_error_.ok()) return bg_error_;
+  }
+  uint64_t first_live_segment = 0;
+  std::shared_ptr<const Head> sealed;
+  {
+    std::lock_guard<std::mutex> w(write_mu_);
+    if (head_->empty()) return Status::Ok();
+    // Records appended from here on go to the new segment and the new head,
+    // so every segment below it holds only points of the sealed head (or of
+    // chunks already written).
+    GPULSE_RETURN_IF_ERROR(wal_->Rotate(&first_live_segment));
+    std::unique_lock<std::shared_mutex> l(mu_);
+    head_->Seal();
+    imm_ = head_;
+    sealed = imm_;
+    head_ = std::make_shared<Head>();
+    head_bytes_ = 0;
+  }
+  {
+    std::lock_guard<std::mutex> bg(bg_mu_);
+    imm_pending_ = true;
+  }
+
+  const Status s = WriteChunks(*sealed);
+  if (s.ok()) {
+    std::unique_lock<std::shared_mutex> l(mu_);
+    imm_.reset();
+  }
+  {
+    // On failure the sealed head stays readable and its WAL segments stay:
+    // writes are refused from now on, and reopening replays and retries.
+    std::lock_guard<std::mutex> bg(bg_mu_);
+    if (s.ok()) {
+      imm_pending_ = false;
+    } else if (bg_error_.ok()) {
+      bg_error_ = s;
+    }
+  }
+  bg_cv_.notify_all();
+  GPULSE_RETURN_IF_ERROR(s);
+  ++flushes_;
+  return wal_->RemoveSegmentsBefore(first_live_segment);
+}
+
+Status DbImpl::WriteChunks(const Head& sealed) {
+  leveldb::WriteBatch batch;
+  Status status;
+  std::string encoded;
+  sealed.ForEach([&](const Head::Entry& entry) {
+    if (!status.ok()) return;
+    const Column& column = entry.column;
+    size_t i = 0;
+    while (i < column.ts.size() && status.ok()) {
+      const int64_t window = storage::WindowStart(column.ts[i], window_ns_);
+      // The last window may end past INT64_MAX: then it holds the rest.
+      const size_t end =
+          window > INT64_MAX - window_ns_
+              ? column.ts.size()
+              : std::lower_bound(column.ts.begin() + i, column.ts.end(), window + window_ns_) -
+                    column.ts.begin();
+      Column part;
+      part.type = column.type;
+      AppendPoints(column, i, end, &part);
+      i = end;
+      const std::string key =
+          storage::ChunkKey(storage::kRawTier, entry.series_id, entry.field_id, window);
+      std::string existing;
+      const leveldb::Status got = store_->Get(leveldb::ReadOptions(), key, &existing);
+      if (got.ok()) {
+        Column base;
+        const Status decoded = storage::DecodeChunk(existing, &base);
+        if (!decoded.ok()) {
+          status = decoded.WithContext("flush: existing chunk of series " +
+                                       std::to_string(entry.series_id));
+          return;
+        }
+        MergeNewer(part, &base);
+        part = std::move(base);
+      } else if (!got.IsNotFound()) {
+        status = Status::IOError("flush: read chunk: " + got.ToString());
+        return;
+      }
+      encoded.clear();
+      storage::EncodeChunk(part, &encoded);
+      batch.Put(key, encoded);
+      if (batch.ApproximateSize() >= kFlushBatchBytes) {
+        const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &batch);
+        if (!s.ok()) status = Status::IOError("flush: write chunks: " + s.ToString());
+        batch.Clear();
+      }
+    }
+  });
+  GPULSE_RETURN_IF_ERROR(status);
+  // The synced write makes every earlier (unsynced) LevelDB write durable
+  // too, since LevelDB's log is written in order. Only then may the WAL go.
+  std::string version;
+  storage::PutU32BE(&version, storage::kFormatVersion);
+  batch.Put(storage::VersionKey(), version);
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  const leveldb::Status s = store_->Write(sync, &batch);
+  if (!s.ok()) return Status::IOError("flush: write chunks: " + s.ToString());
+  return Status::Ok();
+}
+
+}  // namespace gpulse::engine

@@ -1,0 +1,186 @@
+#include "engine/db_impl.h"
+
+#include <cstdio>
+
+#include "leveldb/options.h"
+#include "leveldb/write_batch.h"
+#include "storage/key_layout.h"
+
+namespace gpulse {
+
+const char* Version() { return GPULSE_VERSION; }
+
+Status Db::Open(const Options& options, const std::string& path, std::unique_ptr<Db>* db) {
+  if (options.chunk_window.count() <= 0) {
+    return Status::InvalidArgument("chunk_window must be positive");
+  }
+  if (options.sync_policy == SyncPolicy::kInterval && options.sync_interval.count() <= 0) {
+    return Status::InvalidArgument("sync_interval must be positive with SyncPolicy::kInterval");
+  }
+  auto impl = std::make_unique<engine::DbImpl>(options, path, storage::Env::Default());
+  GPULSE_RETURN_IF_ERROR(impl->Open());
+  *db = std::move(impl);
+  return Status::Ok();
+}
+
+namespace engine {
+
+DbImpl::DbImpl(const Options& options, std::string path, storage::Env* env)
+    : options_(options),
+      path_(std::move(path)),
+      env_(env),
+      window_ns_(options.chunk_window.count()),
+      head_(std::make_shared<Head>()) {}
+
+DbImpl::~DbImpl() {
+  const Status s = Close();
+  if (!s.ok()) Log("close: " + s.ToString());
+}
+
+void DbImpl::Log(const std::string& line) const {
+  if (options_.info_log) {
+    options_.info_log(line);
+  } else {
+    std::fprintf(stderr, "gpulse: %s\n", line.c_str());
+  }
+}
+
+Status DbImpl::Open() {
+  if (!env_->FileExists(path_)) {
+    if (!options_.create_if_missing) {
+      return Status::NotFound("data directory " + path_ + " does not exist");
+    }
+  }
+  GPULSE_RETURN_IF_ERROR(env_->CreateDirIfMissing(path_));
+  const Status locked = env_->LockFile(path_ + "/LOCK", &lock_);
+  if (locked.IsBusy()) {
+    return Status::Busy("data directory " + path_ + " is in use by another process (" +
+                        locked.message() + ")");
+  }
+  GPULSE_RETURN_IF_ERROR(locked);
+
+  leveldb::Options store_options;
+  store_options.create_if_missing = true;
+  // Chunks are zstd-compressed by the chunk codec; Snappy on top gains nothing.
+  store_options.compression = leveldb::kNoCompression;
+  store_options.write_buffer_size = 16 << 20;
+  leveldb::DB* store = nullptr;
+  const leveldb::Status opened = leveldb::DB::Open(store_options, path_ + "/store", &store);
+  if (!opened.ok()) return Status::IOError("open " + path_ + "/store: " + opened.ToString());
+  store_.reset(store);
+
+  std::string version;
+  const leveldb::Status got = store_->Get(leveldb::ReadOptions(), storage::VersionKey(), &version);
+  if (got.IsNotFound()) {
+    std::string bytes;
+    storage::PutU32BE(&bytes, storage::kFormatVersion);
+    leveldb::WriteOptions sync;
+    sync.sync = true;
+    const leveldb::Status put = store_->Put(sync, storage::VersionKey(), bytes);
+    if (!put.ok()) return Status::IOError("write format version: " + put.ToString());
+  } else if (!got.ok() || version.size() != 4 ||
+             storage::GetU32BE(version.data()) != storage::kFormatVersion) {
+    return Status::Corruption(path_ + "/store: unsupported or unreadable format version");
+  }
+  GPULSE_RETURN_IF_ERROR(index_.Load(store_.get()).WithContext(path_ + "/store"));
+
+  storage::WalOptions wal_options;
+  wal_options.segment_bytes = options_.wal_segment_bytes;
+  storage::WalReplayReport report;
+  GPULSE_RETURN_IF_ERROR(storage::Wal::Open(
+      env_, path_ + "/wal", wal_options,
+      [this](std::string_view record) { return ReplayRecord(record); }, &report, &wal_));
+  if (report.records > 0) {
+    Log("replayed " + std::to_string(report.records) + " WAL records (" +
+        std::to_string(report.bytes) + " bytes, " + std::to_string(head_->values()) +
+        " values) from " + path_ + "/wal");
+  }
+  if (report.dropped_bytes > 0) Log("WAL tail cut: " + report.dropped_reason);
+  head_bytes_ = head_->bytes();
+
+  closed_ = false;
+  flusher_ = std::thread([this] { FlusherLoop(); });
+  if (options_.sync_policy == SyncPolicy::kInterval) {
+    syncer_ = std::thread([this] { SyncerLoop(); });
+  }
+  return Status::Ok();
+}
+
+Status DbImpl::CheckOpen() const {
+  if (closed_) return Status::InvalidArgument("database " + path_ + " is closed");
+  return Status::Ok();
+}
+
+Status DbImpl::Close() {
+  if (closed_.exchange(true)) return Status::Ok();
+  {
+    std::lock_guard<std::mutex> l(bg_mu_);
+    shutting_down_ = true;
+  }
+  bg_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  if (syncer_.joinable()) syncer_.join();
+
+  Status s;
+  {
+    std::lock_guard<std::mutex> l(flush_mu_);
+    s = FlushLocked();
+  }
+  const Status closed = wal_->Close();
+  if (s.ok()) s = closed;
+  wal_.reset();
+  store_.reset();
+  lock_.reset();
+  return s;
+}
+
+void DbImpl::FlusherLoop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> l(bg_mu_);
+      bg_cv_.wait(l, [this] { return flush_requested_ || shutting_down_; });
+      if (shutting_down_) return;
+      flush_requested_ = false;
+    }
+    std::lock_guard<std::mutex> l(flush_mu_);
+    const Status s = FlushLocked();
+    if (!s.ok()) {
+      Log("background flush failed: " + s.ToString());
+      std::lock_guard<std::mutex> bg(bg_mu_);
+      if (bg_error_.ok()) bg_error_ = s;
+      bg_cv_.notify_all();
+    }
+  }
+}
+
+void DbImpl::SyncerLoop() {
+  std::unique_lock<std::mutex> l(bg_mu_);
+  while (!shutting_down_) {
+    bg_cv_.wait_for(l, options_.sync_interval, [this] { return shutting_down_; });
+    if (shutting_down_) return;
+    l.unlock();
+    const Status s = wal_->Sync();
+    l.lock();
+    if (!s.ok() && bg_error_.ok()) {
+      bg_error_ = s;
+      Log("WAL sync failed; writes are refused from now on: " + s.ToString());
+    }
+  }
+}
+
+DbStats DbImpl::GetStats() {
+  DbStats stats;
+  {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    stats.series = index_.series_count();
+    stats.head_bytes = head_->bytes() + (imm_ ? imm_->bytes() : 0);
+    stats.head_values = head_->values() + (imm_ ? imm_->values() : 0);
+  }
+  if (!closed_) stats.wal_bytes = wal_->total_bytes();
+  stats.values_written = values_written_;
+  stats.flushes = flushes_;
+  return stats;
+}
+
+}  // namespace engine
+}  // namespace gpulse

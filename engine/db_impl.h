@@ -1,0 +1,142 @@
+// DbImpl: the engine behind gpulse::Db. It owns a data directory:
+//
+//   DIR/LOCK       advisory lock: one process at a time
+//   DIR/wal/       the write-ahead log (storage/wal.h)
+//   DIR/store/     LevelDB: catalog, inverted index, chunks (storage/key_layout.h)
+//
+// A write is validated, framed as one WAL record, appended, applied to the
+// head, and acknowledged per the sync policy. A flush seals the head (it
+// becomes `imm_`), starts a new WAL segment for the new head, merges the
+// sealed head into the chunks in LevelDB, and then deletes the WAL segments
+// the sealed head came from. A read merges chunks, the sealed head and the
+// head, newest winning. docs/architecture.md tells the story.
+//
+// Threading: any number of writer and reader threads, plus two background
+// threads (the flusher, and the syncer under SyncPolicy::kInterval).
+//  - write_mu_ serialises writers from WAL append to head apply, so replay
+//    order equals apply order; a flush takes it to swap heads at a WAL
+//    segment boundary.
+//  - mu_ (shared) guards the catalog and the head pointers and contents:
+//    writers take it exclusively for short mutations, readers shared.
+//  - flush_mu_ serialises flushes.
+//  - bg_mu_ guards the flusher's wake-up flags and the writer stall.
+// Lock order: flush_mu_ -> write_mu_ -> mu_; bg_mu_ is never held with another.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/gpulse.h"
+#include "engine/head.h"
+#include "engine/series_index.h"
+#include "engine/wal_batch.h"
+#include "leveldb/db.h"
+#include "storage/env.h"
+#include "storage/wal.h"
+
+namespace gpulse::engine {
+
+class DbImpl final : public Db {
+ public:
+  DbImpl(const Options& options, std::string path, storage::Env* env);
+  ~DbImpl() override;
+
+  // Opens the directory: lock, LevelDB, catalog, WAL replay, threads.
+  Status Open();
+
+  Status Write(const std::vector<Point>& points, WriteResult* result) override;
+  Status Read(const ReadRequest& request, std::vector<SeriesColumn>* out) override;
+  Status ListMeasurements(std::vector<std::string>* out) override;
+  Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
+                    std::vector<Series>* out) override;
+  Status ListTagKeys(std::string_view measurement, std::vector<std::string>* out) override;
+  Status ListTagValues(std::string_view measurement, std::string_view key,
+                       std::vector<std::string>* out) override;
+  Status ListFields(std::string_view measurement, std::vector<FieldInfo>* out) override;
+  Status Flush() override;
+  DbStats GetStats() override;
+  Status Close() override;
+
+ private:
+  // A point whose series and fields have catalog ids.
+  struct ResolvedPoint {
+    uint32_t series_id = 0;
+    int64_t ts = 0;
+    struct Value {
+      uint32_t field_id;
+      FieldType type;
+      const FieldValue* value;
+    };
+    std::vector<Value> values;
+  };
+
+  void Log(const std::string& line) const;
+
+  // --- write path (db_write.cc) ---
+  // REQUIRES: write_mu_ held. Checks each view against the catalog (field
+  // types, the out-of-order window), adding new series and fields; accepted
+  // points go to *resolved, the others to *rejected with their index in
+  // `views` plus `index_base`.
+  Status ResolveLocked(const std::vector<PointView>& views, std::vector<ResolvedPoint>* resolved,
+                       std::vector<size_t>* accepted,
+                       std::vector<WriteResult::Rejected>* rejected);
+  // REQUIRES: write_mu_ held. Adds resolved points to the head.
+  void ApplyLocked(const std::vector<ResolvedPoint>& points);
+  // Replays one WAL record at Open.
+  Status ReplayRecord(std::string_view record);
+  // Blocks while a sealed head is still flushing and the head is full.
+  void StallIfHeadFull();
+  void MaybeScheduleFlush();
+
+  // --- flush (db_flush.cc) ---
+  // REQUIRES: flush_mu_ held.
+  Status FlushLocked();
+  // Merges every column of `sealed` into the chunks in LevelDB; the last
+  // LevelDB write is synced.
+  Status WriteChunks(const Head& sealed);
+  void FlusherLoop();
+  void SyncerLoop();
+
+  // --- read path (db_read.cc) ---
+  Status ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
+                    int64_t start, int64_t end, Column* out);
+  Status CheckOpen() const;
+
+  const Options options_;
+  const std::string path_;
+  storage::Env* const env_;
+  const int64_t window_ns_;
+
+  std::unique_ptr<storage::FileLock> lock_;
+  std::unique_ptr<leveldb::DB> store_;
+  std::unique_ptr<storage::Wal> wal_;
+  std::atomic<bool> closed_{true};
+
+  std::mutex flush_mu_;
+  std::mutex write_mu_;
+  mutable std::shared_mutex mu_;
+  SeriesIndex index_;                // GUARDED_BY(mu_); mutated with write_mu_ held too
+  std::shared_ptr<Head> head_;       // GUARDED_BY(mu_)
+  std::shared_ptr<const Head> imm_;  // GUARDED_BY(mu_): sealed, being flushed
+
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;  // flusher wake-ups, stall releases, shutdown
+  bool flush_requested_ = false;   // GUARDED_BY(bg_mu_)
+  bool imm_pending_ = false;       // GUARDED_BY(bg_mu_)
+  bool shutting_down_ = false;     // GUARDED_BY(bg_mu_)
+  Status bg_error_;                // GUARDED_BY(bg_mu_): sticky flush or sync failure
+  std::thread flusher_;
+  std::thread syncer_;
+
+  std::atomic<uint64_t> head_bytes_{0};
+  std::atomic<uint64_t> values_written_{0};
+  std::atomic<uint64_t> flushes_{0};
+};
+
+}  // namespace gpulse::engine

@@ -1,0 +1,148 @@
+// The read path: chunks from a LevelDB snapshot, then the sealed head, then
+// the head, each newer source winning on equal timestamps.
+
+#include <algorithm>
+
+#include "engine/column_ops.h"
+#include "engine/db_impl.h"
+#include "storage/chunk_codec.h"
+#include "storage/key_layout.h"
+
+namespace gpulse::engine {
+
+namespace {
+
+// Releases a LevelDB snapshot when the read is done.
+class SnapshotGuard {
+ public:
+  SnapshotGuard(leveldb::DB* db, const leveldb::Snapshot* snapshot)
+      : db_(db), snapshot_(snapshot) {}
+  ~SnapshotGuard() { db_->ReleaseSnapshot(snapshot_); }
+  SnapshotGuard(const SnapshotGuard&) = delete;
+  SnapshotGuard& operator=(const SnapshotGuard&) = delete;
+
+ private:
+  leveldb::DB* db_;
+  const leveldb::Snapshot* snapshot_;
+};
+
+}  // namespace
+
+Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) {
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  if (request.start_ns >= request.end_ns) return Status::Ok();
+
+  // What the head and the sealed head hold is copied under the lock, together
+  // with the snapshot, so that a flush finishing meanwhile cannot make a point
+  // vanish (it is then in both places, which the merge tolerates).
+  struct Pending {
+    uint32_t series_id;
+    Series series;
+    Column sealed;
+    Column head;
+  };
+  std::vector<Pending> pending;
+  uint32_t field_id = 0;
+  FieldType type = FieldType::kFloat;
+  const leveldb::Snapshot* snapshot = nullptr;
+  {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    const FieldEntry* field = index_.FindField(request.measurement, request.field);
+    if (!field) {
+      return Status::NotFound("measurement " + request.measurement + " has no field " +
+                              request.field);
+    }
+    field_id = field->id;
+    type = field->type;
+    for (uint32_t id : index_.Match(request.measurement, request.tags)) {
+      Pending p{id, index_.series(id).series, {}, {}};
+      p.sealed.type = p.head.type = type;
+      if (imm_) imm_->CopyRange(id, field_id, request.start_ns, request.end_ns, &p.sealed);
+      head_->CopyRange(id, field_id, request.start_ns, request.end_ns, &p.head);
+      pending.push_back(std::move(p));
+    }
+    snapshot = store_->GetSnapshot();
+  }
+  SnapshotGuard guard(store_.get(), snapshot);
+
+  for (Pending& p : pending) {
+    SeriesColumn result{std::move(p.series), {}};
+    result.column.type = type;
+    GPULSE_RETURN_IF_ERROR(ReadChunks(snapshot, p.series_id, field_id, request.start_ns,
+                                      request.end_ns, &result.column));
+    MergeNewer(p.sealed, &result.column);
+    MergeNewer(p.head, &result.column);
+    if (!result.column.ts.empty()) out->push_back(std::move(result));
+  }
+  return Status::Ok();
+}
+
+Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
+                          int64_t start, int64_t end, Column* out) {
+  leveldb::ReadOptions read_options;
+  read_options.snapshot = snapshot;
+  std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(read_options));
+  const std::string first = storage::ChunkKey(storage::kRawTier, series_id, field_id,
+                                              storage::WindowStart(start, window_ns_));
+  Column chunk;
+  for (it->Seek(first); it->Valid(); it->Next()) {
+    storage::ChunkKeyParts parts;
+    const leveldb::Slice key = it->key();
+    if (!storage::ParseChunkKey(std::string_view(key.data(), key.size()), &parts) ||
+        parts.tier != storage::kRawTier || parts.series_id != series_id ||
+        parts.field_id != field_id || parts.window_start >= end) {
+      break;
+    }
+    const leveldb::Slice value = it->value();
+    const Status s = storage::DecodeChunk(std::string_view(value.data(), value.size()), &chunk);
+    const bool ordered = std::is_sorted(chunk.ts.begin(), chunk.ts.end());
+    if (!s.ok() || chunk.type != out->type || !ordered) {
+      return Status::Corruption("chunk of series " + std::to_string(series_id) + " field " +
+                                std::to_string(field_id) + " window " +
+                                std::to_string(parts.window_start) + ": " +
+                                (s.ok() ? "type or order mismatch" : s.message()));
+    }
+    AppendRange(chunk, start, end, out);
+  }
+  if (!it->status().ok()) return Status::IOError("read chunks: " + it->status().ToString());
+  return Status::Ok();
+}
+
+Status DbImpl::ListMeasurements(std::vector<std::string>* out) {
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::shared_lock<std::shared_mutex> l(mu_);
+  *out = index_.Measurements();
+  return Status::Ok();
+}
+
+Status DbImpl::ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
+                          std::vector<Series>* out) {
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::shared_lock<std::shared_mutex> l(mu_);
+  for (uint32_t id : index_.Match(measurement, tags)) out->push_back(index_.series(id).series);
+  return Status::Ok();
+}
+
+Status DbImpl::ListTagKeys(std::string_view measurement, std::vector<std::string>* out) {
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::shared_lock<std::shared_mutex> l(mu_);
+  *out = index_.TagKeys(measurement);
+  return Status::Ok();
+}
+
+Status DbImpl::ListTagValues(std::string_view measurement, std::string_view key,
+                             std::vector<std::string>* out) {
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::shared_lock<std::shared_mutex> l(mu_);
+  *out = index_.TagValues(measurement, key);
+  return Status::Ok();
+}
+
+Status DbImpl::ListFields(std::string_view measurement, std::vector<FieldInfo>* out) {
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::shared_lock<std::shared_mutex> l(mu_);
+  *out = index_.Fields(measurement);
+  return Status::Ok();
+}
+
+}  // namespace gpulse::engine

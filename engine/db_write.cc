@@ -1,0 +1,255 @@
+// The write path: validate, resolve against the catalog, log, apply.
+
+#include <algorithm>
+
+#include "engine/column_ops.h"
+#include "engine/db_impl.h"
+#include "leveldb/write_batch.h"
+
+namespace gpulse::engine {
+
+namespace {
+
+bool ValidName(std::string_view name) {
+  return !name.empty() && name.find('\0') == std::string_view::npos;
+}
+
+// Checks what can be checked of a point without the catalog, and builds its
+// canonical series key. Returns an empty string when it is valid, else why not.
+std::string CheckPoint(const Point& p, std::string* key) {
+  if (!ValidName(p.measurement)) return "measurement must be non-empty and free of NUL bytes";
+  if (p.fields.empty()) return "point has no fields";
+  std::vector<const Tag*> tags;
+  tags.reserve(p.tags.size());
+  for (const Tag& t : p.tags) {
+    if (!ValidName(t.key)) return "tag keys must be non-empty and free of NUL bytes";
+    if (!ValidName(t.value)) return "tag " + t.key + " has an empty value or a NUL byte";
+    if (t.key == "time") return "'time' is not a valid tag key";
+    tags.push_back(&t);
+  }
+  std::sort(tags.begin(), tags.end(), [](const Tag* a, const Tag* b) { return a->key < b->key; });
+  for (size_t i = 1; i < tags.size(); ++i) {
+    if (tags[i]->key == tags[i - 1]->key) return "tag key " + tags[i]->key + " appears twice";
+  }
+  for (size_t i = 0; i < p.fields.size(); ++i) {
+    const std::string& name = p.fields[i].key;
+    if (!ValidName(name)) return "field keys must be non-empty and free of NUL bytes";
+    if (name == "time") return "'time' is not a valid field key";
+    for (size_t j = 0; j < i; ++j) {
+      if (p.fields[j].key == name) return "field key " + name + " appears twice";
+    }
+  }
+  key->clear();
+  key->append(p.measurement);
+  for (const Tag* t : tags) {
+    key->push_back('\0');
+    key->append(t->key);
+    key->push_back('\0');
+    key->append(t->value);
+  }
+  return std::string();
+}
+
+int64_t SaturatingSub(int64_t a, int64_t b) {
+  int64_t out = 0;
+  return __builtin_sub_overflow(a, b, &out) ? INT64_MIN : out;
+}
+
+std::string MeasurementOf(std::string_view series_key) {
+  return std::string(series_key.substr(0, series_key.find('\0')));
+}
+
+}  // namespace
+
+void DbImpl::StallIfHeadFull() {
+  std::unique_lock<std::mutex> l(bg_mu_);
+  bg_cv_.wait(l, [this] {
+    return !imm_pending_ || head_bytes_ < options_.head_memory_bytes || shutting_down_ ||
+           !bg_error_.ok();
+  });
+}
+
+void DbImpl::MaybeScheduleFlush() {
+  bool full = head_bytes_ >= options_.head_memory_bytes;
+  if (!full) {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    // A head that spans more than a chunk window holds a closed window:
+    // flush it so chunks are written whole and the WAL stays short.
+    full = !head_->empty() && head_->bytes() >= (1u << 20) &&
+           head_->max_ts() - head_->min_ts() >= window_ns_;
+  }
+  if (!full) return;
+  {
+    std::lock_guard<std::mutex> l(bg_mu_);
+    if (imm_pending_ || flush_requested_) return;
+    flush_requested_ = true;
+  }
+  bg_cv_.notify_all();
+}
+
+Status DbImpl::Write(const std::vector<Point>& points, WriteResult* result) {
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  StallIfHeadFull();
+  WriteResult local;
+  WriteResult* out = result ? result : &local;
+  *out = WriteResult();
+
+  std::vector<std::string> keys(points.size());
+  std::vector<PointView> views;
+  std::vector<size_t> view_index;  // views[i] is points[view_index[i]]
+  views.reserve(points.size());
+  view_index.reserve(points.size());
+  for (size_t i = 0; i < points.size(); ++i) {
+    std::string why = CheckPoint(points[i], &keys[i]);
+    if (!why.empty()) {
+      out->rejected.push_back({i, std::move(why)});
+      continue;
+    }
+    PointView view{keys[i], points[i].timestamp_ns, {}};
+    view.fields.reserve(points[i].fields.size());
+    for (const Field& f : points[i].fields) view.fields.emplace_back(f.key, f.value);
+    views.push_back(std::move(view));
+    view_index.push_back(i);
+  }
+
+  uint64_t wal_end = 0;
+  bool wrote = false;
+  {
+    std::lock_guard<std::mutex> l(write_mu_);
+    GPULSE_RETURN_IF_ERROR(CheckOpen());
+    {
+      std::lock_guard<std::mutex> bg(bg_mu_);
+      if (!bg_error_.ok()) return bg_error_;
+    }
+    std::vector<ResolvedPoint> resolved;
+    std::vector<size_t> accepted;
+    std::vector<WriteResult::Rejected> rejected;
+    GPULSE_RETURN_IF_ERROR(ResolveLocked(views, &resolved, &accepted, &rejected));
+    for (WriteResult::Rejected& r : rejected) {
+      r.index = view_index[r.index];
+      out->rejected.push_back(std::move(r));
+    }
+    if (!accepted.empty()) {
+      std::string record;
+      if (accepted.size() == views.size()) {
+        EncodeWalBatch(views, &record);
+      } else {
+        std::vector<PointView> logged;
+        logged.reserve(accepted.size());
+        for (size_t i : accepted) logged.push_back(views[i]);
+        EncodeWalBatch(logged, &record);
+      }
+      GPULSE_RETURN_IF_ERROR(wal_->Append(record, &wal_end));
+      ApplyLocked(resolved);
+      for (const ResolvedPoint& p : resolved) out->values_written += p.values.size();
+      wrote = true;
+    }
+  }
+  if (wrote && options_.sync_policy == SyncPolicy::kEveryBatch) {
+    GPULSE_RETURN_IF_ERROR(wal_->SyncTo(wal_end));
+  }
+  if (wrote) MaybeScheduleFlush();
+
+  out->points_written = points.size() - out->rejected.size();
+  if (out->rejected.empty()) return Status::Ok();
+  std::sort(out->rejected.begin(), out->rejected.end(),
+            [](const auto& a, const auto& b) { return a.index < b.index; });
+  const auto& first = out->rejected.front();
+  return Status::InvalidArgument(std::to_string(out->rejected.size()) + " of " +
+                                 std::to_string(points.size()) +
+                                 " points rejected; first: point " + std::to_string(first.index) +
+                                 ": " + first.reason);
+}
+
+Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
+                             std::vector<ResolvedPoint>* resolved, std::vector<size_t>* accepted,
+                             std::vector<WriteResult::Rejected>* rejected) {
+  leveldb::WriteBatch catalog;
+  bool catalog_changed = false;
+  resolved->reserve(views.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    const PointView& v = views[i];
+    const std::string measurement = MeasurementOf(v.series_key);
+    uint32_t series_id = index_.FindSeries(v.series_key);
+    if (series_id != kNoId && options_.out_of_order_window.count() > 0) {
+      const int64_t newest = index_.series(series_id).max_ts;
+      if (newest != INT64_MIN &&
+          v.timestamp_ns < SaturatingSub(newest, options_.out_of_order_window.count())) {
+        rejected->push_back({i, "timestamp " + std::to_string(v.timestamp_ns) +
+                                    " is older than the newest point of its series by more "
+                                    "than the out-of-order window"});
+        continue;
+      }
+    }
+    // Field types first, so a rejected point adds nothing to the catalog.
+    std::string why;
+    for (const auto& [name, value] : v.fields) {
+      const FieldEntry* field = index_.FindField(measurement, name);
+      if (field && field->type != TypeOf(value)) {
+        why = "field " + std::string(name) + " is " + storage::FieldTypeName(field->type) +
+              " in measurement " + measurement + ", not " + storage::FieldTypeName(TypeOf(value));
+        break;
+      }
+    }
+    if (!why.empty()) {
+      rejected->push_back({i, std::move(why)});
+      continue;
+    }
+    if (series_id == kNoId) {
+      std::unique_lock<std::shared_mutex> l(mu_);
+      series_id = index_.AddSeries(std::string(v.series_key), &catalog);
+      catalog_changed = true;
+    }
+    ResolvedPoint p{series_id, v.timestamp_ns, {}};
+    p.values.reserve(v.fields.size());
+    for (const auto& [name, value] : v.fields) {
+      const FieldEntry* field = index_.FindField(measurement, name);
+      uint32_t field_id = field ? field->id : kNoId;
+      if (!field) {
+        std::unique_lock<std::shared_mutex> l(mu_);
+        field_id = index_.AddField(measurement, name, TypeOf(value), &catalog);
+        catalog_changed = true;
+      }
+      p.values.push_back({field_id, TypeOf(value), &value});
+    }
+    resolved->push_back(std::move(p));
+    accepted->push_back(i);
+  }
+  if (catalog_changed) {
+    // Not synced: until a flush (which syncs) references these ids, WAL
+    // replay can recreate any catalog entry a crash loses.
+    const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &catalog);
+    if (!s.ok()) return Status::IOError("write catalog: " + s.ToString());
+  }
+  return Status::Ok();
+}
+
+void DbImpl::ApplyLocked(const std::vector<ResolvedPoint>& points) {
+  uint64_t values = 0;
+  std::unique_lock<std::shared_mutex> l(mu_);
+  for (const ResolvedPoint& p : points) {
+    SeriesEntry& series = index_.mutable_series(p.series_id);
+    if (p.ts > series.max_ts) series.max_ts = p.ts;
+    for (const ResolvedPoint::Value& v : p.values) {
+      head_->Append(p.series_id, v.field_id, v.type, p.ts, *v.value);
+    }
+    values += p.values.size();
+  }
+  head_bytes_ = head_->bytes();
+  values_written_ += values;
+}
+
+Status DbImpl::ReplayRecord(std::string_view record) {
+  std::vector<PointView> views;
+  GPULSE_RETURN_IF_ERROR(DecodeWalBatch(record, &views));
+  std::vector<ResolvedPoint> resolved;
+  std::vector<size_t> accepted;
+  std::vector<WriteResult::Rejected> rejected;
+  std::lock_guard<std::mutex> l(write_mu_);
+  GPULSE_RETURN_IF_ERROR(ResolveLocked(views, &resolved, &accepted, &rejected));
+  for (const auto& r : rejected) Log("WAL replay skipped a point: " + r.reason);
+  ApplyLocked(resolved);
+  return Status::Ok();
+}
+
+}  // namespace gpulse::engine

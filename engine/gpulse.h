@@ -1,0 +1,208 @@
+// gpulse: an embedded time-series database for GPU fleets.
+//
+// This header is the whole public face of the engine. A program opens a data
+// directory, writes batches of points, reads back time ranges of one field,
+// lists what is stored, and closes:
+//
+//   gpulse::Options options;
+//   std::unique_ptr<gpulse::Db> db;
+//   gpulse::Status s = gpulse::Db::Open(options, "/var/lib/gpulse", &db);
+//   if (!s.ok()) { ... s.ToString() ... }
+//   s = db->Write(points);            // durable per options.sync_policy when OK
+//   s = db->Read(request, &result);   // flushed chunks and the head, merged
+//
+// Errors are values (Status, Result); no exception crosses this API.
+//
+// Thread safety: every method of Db may be called from any number of threads
+// at once. Writes are atomic per batch with respect to readers only in the
+// sense that a reader sees each point either entirely or not at all.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "storage/column.h"
+#include "storage/status.h"
+
+namespace gpulse {
+
+using storage::Column;     // timestamps + values of one field, one type
+using storage::FieldType;  // float, integer, unsigned, boolean, string
+
+// One value of a field, in line protocol's five types.
+using FieldValue = std::variant<double, int64_t, uint64_t, bool, std::string>;
+
+struct Tag {
+  std::string key;
+  std::string value;
+  friend bool operator==(const Tag&, const Tag&) = default;
+};
+
+struct Field {
+  std::string key;
+  FieldValue value;
+};
+
+// A point: measurement, tag set, field set, timestamp in nanoseconds since the
+// Unix epoch. Tags may come in any order (they are sorted on write); tag keys
+// must be unique within a point, field keys too.
+struct Point {
+  std::string measurement;
+  std::vector<Tag> tags;
+  std::vector<Field> fields;
+  int64_t timestamp_ns = 0;
+};
+
+// A series: a measurement and its sorted tag set.
+struct Series {
+  std::string measurement;
+  std::vector<Tag> tags;  // sorted by key
+  friend bool operator==(const Series&, const Series&) = default;
+};
+
+enum class SyncPolicy {
+  kEveryBatch,  // fsync the WAL before Write returns (group commit across threads)
+  kInterval,    // Write returns once the batch is in the OS; a background fsync runs every
+                // sync_interval. Survives a process crash; a power loss may cost one interval.
+  kNone,        // never fsync; the OS writes back when it likes. For tests and bulk loads.
+};
+
+struct Options {
+  // Create the data directory when it does not exist. When false, opening a
+  // missing directory returns NotFound.
+  bool create_if_missing = true;
+
+  SyncPolicy sync_policy = SyncPolicy::kInterval;
+  std::chrono::milliseconds sync_interval{100};
+
+  // The head (unflushed points in memory) is flushed to chunks once it holds
+  // this many bytes. Writers wait while a second head fills up behind a flush
+  // still running, so memory stays near twice this bound.
+  uint64_t head_memory_bytes = 128ull << 20;
+
+  // The time span one chunk covers: points of one series and field whose
+  // timestamps fall in the same window are stored together. A day of minute
+  // samples (1440 points) compresses to well under a byte a value.
+  std::chrono::nanoseconds chunk_window = std::chrono::hours(24);
+
+  // A point older than the newest point of its series (seen since Open) by
+  // more than this is rejected. Zero accepts points of any age.
+  std::chrono::nanoseconds out_of_order_window = std::chrono::hours(24 * 7);
+
+  uint64_t wal_segment_bytes = 64ull << 20;
+
+  // Receives one line per notable event (WAL replay, torn tail cut, flushes).
+  // Default: stderr, prefixed "gpulse: ".
+  std::function<void(std::string_view line)> info_log;
+};
+
+// A tag condition of a read or listing: the tag `key` equals `value`.
+struct TagMatcher {
+  std::string key;
+  std::string value;
+};
+
+// Read one field of every series of `measurement` whose tags match all of
+// `tags`, over timestamps in [start_ns, end_ns).
+struct ReadRequest {
+  std::string measurement;
+  std::vector<TagMatcher> tags;
+  std::string field;
+  int64_t start_ns = INT64_MIN;
+  int64_t end_ns = INT64_MAX;
+};
+
+// The points of one series in a read: timestamps ascending, one value each.
+struct SeriesColumn {
+  Series series;
+  Column column;
+};
+
+struct FieldInfo {
+  std::string name;
+  FieldType type = FieldType::kFloat;
+};
+
+// What Write did with a batch.
+struct WriteResult {
+  uint64_t points_written = 0;
+  uint64_t values_written = 0;
+  // One entry per rejected point: its index in the batch and why.
+  struct Rejected {
+    size_t index = 0;
+    std::string reason;
+  };
+  std::vector<Rejected> rejected;
+};
+
+struct DbStats {
+  uint64_t series = 0;
+  uint64_t head_bytes = 0;
+  uint64_t head_values = 0;
+  uint64_t wal_bytes = 0;
+  uint64_t values_written = 0;
+  uint64_t flushes = 0;
+};
+
+class Db {
+ public:
+  // Opens the data directory at `path`, replaying its write-ahead log into
+  // the head. Returns Busy when another process (or another Db in this one)
+  // has it open, NotFound when it is missing and !create_if_missing, and
+  // Corruption when stored data cannot be read. On success *db owns it.
+  static Status Open(const Options& options, const std::string& path, std::unique_ptr<Db>* db);
+
+  Db() = default;
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+  // Closes if Close was not called; errors are logged, not returned.
+  virtual ~Db() = default;
+
+  // Writes a batch. Invalid points (empty measurement or field set, a NUL in
+  // a name, a repeated tag or field key, a field whose type differs from the
+  // type first written for that measurement and field, a point too far out
+  // of order) are rejected one by one and the rest is written: the Status is
+  // then InvalidArgument naming the first rejected point, and *result (when
+  // given) lists all of them. Returns OK only when every point was written
+  // and is durable per the sync policy. A point with the same series, field
+  // and timestamp as an earlier one replaces its value.
+  virtual Status Write(const std::vector<Point>& points, WriteResult* result = nullptr) = 0;
+
+  // Appends to *out one SeriesColumn per matching series that has points of
+  // the field in range, series in catalog order. Sees every write that has
+  // returned, and may see writes still in progress.
+  virtual Status Read(const ReadRequest& request, std::vector<SeriesColumn>* out) = 0;
+
+  virtual Status ListMeasurements(std::vector<std::string>* out) = 0;
+  // Series of `measurement` (every measurement when empty) matching `tags`.
+  virtual Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
+                            std::vector<Series>* out) = 0;
+  // Sorted distinct tag keys of the measurement's series.
+  virtual Status ListTagKeys(std::string_view measurement, std::vector<std::string>* out) = 0;
+  // Sorted distinct values of tag `key` among the measurement's series.
+  virtual Status ListTagValues(std::string_view measurement, std::string_view key,
+                               std::vector<std::string>* out) = 0;
+  // The measurement's fields, by name.
+  virtual Status ListFields(std::string_view measurement, std::vector<FieldInfo>* out) = 0;
+
+  // Writes the whole head to chunks and retires the WAL segments it came from.
+  // Returns when done.
+  virtual Status Flush() = 0;
+
+  virtual DbStats GetStats() = 0;
+
+  // Flushes, syncs and releases the data directory. Later calls return an
+  // error. Calling it twice is harmless.
+  virtual Status Close() = 0;
+};
+
+// The library version, "0.1.0".
+const char* Version();
+
+}  // namespace gpulse

@@ -1,0 +1,65 @@
+// Head: the points not yet in chunks, per series and field, in memory.
+//
+// Writes append to a column per (series, field). In-order points (the
+// common case: agents report every minute) are a push_back; a point that
+// repeats the last timestamp replaces its value; an earlier point is appended
+// and the column is marked unsorted, to be sorted (last write wins) when the
+// head is sealed for a flush or copied out by a reader.
+//
+// Thread safety: none inside. DbImpl's state lock guards the mutable head;
+// once sealed (Seal()), a head is immutable and may be read from any thread.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+
+#include "engine/gpulse.h"
+
+namespace gpulse::engine {
+
+class Head {
+ public:
+  struct Entry {
+    uint32_t series_id = 0;
+    uint32_t field_id = 0;
+    Column column;
+    bool sorted = true;
+  };
+
+  // Adds one value. `type` is the field's catalog type and matches `value`.
+  void Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
+              const FieldValue& value);
+
+  // Appends the points of (series, field) in [start, end), sorted and
+  // de-duplicated, to `out` (which has the field's type).
+  void CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64_t end,
+                 Column* out) const;
+
+  // Sorts every unsorted column; afterwards the head must not change.
+  void Seal();
+
+  uint64_t bytes() const { return bytes_; }
+  uint64_t values() const { return values_; }
+  bool empty() const { return entries_.empty(); }
+  int64_t min_ts() const { return min_ts_; }
+  int64_t max_ts() const { return max_ts_; }
+
+  // Every column, for the flush. Valid until the head is destroyed.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const auto& [key, entry] : entries_) fn(entry);
+  }
+
+ private:
+  static uint64_t Key(uint32_t series_id, uint32_t field_id) {
+    return (static_cast<uint64_t>(series_id) << 32) | field_id;
+  }
+
+  std::unordered_map<uint64_t, Entry> entries_;
+  uint64_t bytes_ = 0;
+  uint64_t values_ = 0;
+  int64_t min_ts_ = INT64_MAX;
+  int64_t max_ts_ = INT64_MIN;
+};
+
+}  // namespace gpulse::engine

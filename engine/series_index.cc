@@ -1,0 +1,197 @@
+#include "engine/series_index.h"
+
+#include <algorithm>
+#include <iterator>
+#include <memory>
+
+#include "leveldb/db.h"
+#include "leveldb/write_batch.h"
+#include "storage/key_layout.h"
+
+namespace gpulse::engine {
+
+namespace {
+
+// Appends `id` to an ascending list, keeping it ascending (ids arrive in
+// ascending order on write; Load may see them in key order).
+void InsertSorted(std::vector<uint32_t>* ids, uint32_t id) {
+  if (ids->empty() || ids->back() < id) {
+    ids->push_back(id);
+  } else if (!std::binary_search(ids->begin(), ids->end(), id)) {
+    ids->insert(std::lower_bound(ids->begin(), ids->end(), id), id);
+  }
+}
+
+std::vector<uint32_t> Intersect(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  std::vector<uint32_t> out;
+  std::set_intersection(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
+  return out;
+}
+
+Series ToSeries(const std::string& measurement,
+                std::vector<std::pair<std::string, std::string>> tags) {
+  Series series{measurement, {}};
+  series.tags.reserve(tags.size());
+  for (auto& [k, v] : tags) series.tags.push_back(Tag{std::move(k), std::move(v)});
+  return series;
+}
+
+}  // namespace
+
+Status SeriesIndex::Load(leveldb::DB* db) {
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
+  for (it->Seek(std::string(1, storage::kSeriesPrefix));
+       it->Valid() && it->key()[0] == storage::kSeriesPrefix; it->Next()) {
+    std::string measurement;
+    std::vector<std::pair<std::string, std::string>> tags;
+    const leveldb::Slice key = it->key();
+    const std::string canonical = it->value().ToString();
+    if (key.size() != 5 || !storage::ParseCanonicalSeriesKey(canonical, &measurement, &tags)) {
+      return Status::Corruption("series catalog: unreadable entry");
+    }
+    const uint32_t id = storage::GetU32BE(key.data() + 1);
+    if (id != series_.size()) {
+      return Status::Corruption("series catalog: ids not dense at " + std::to_string(id));
+    }
+    series_.push_back(SeriesEntry{id, canonical, ToSeries(measurement, std::move(tags))});
+    series_by_key_.emplace(canonical, id);
+    InsertSorted(&measurements_[measurement].series, id);
+  }
+  for (it->Seek(std::string(1, storage::kFieldPrefix));
+       it->Valid() && it->key()[0] == storage::kFieldPrefix; it->Next()) {
+    FieldEntry entry;
+    uint8_t type = 0;
+    const leveldb::Slice key = it->key();
+    if (key.size() != 5 ||
+        !storage::ParseFieldValueBytes(it->value().ToString(), &type, &entry.measurement,
+                                       &entry.name) ||
+        !storage::IsValidFieldType(type)) {
+      return Status::Corruption("field catalog: unreadable entry");
+    }
+    entry.id = storage::GetU32BE(key.data() + 1);
+    entry.type = static_cast<FieldType>(type);
+    if (entry.id != fields_.size()) {
+      return Status::Corruption("field catalog: ids not dense at " + std::to_string(entry.id));
+    }
+    InsertField(std::move(entry));
+  }
+  // The tag postings come from the durable inverted index.
+  for (it->Seek(std::string(1, storage::kIndexPrefix));
+       it->Valid() && it->key()[0] == storage::kIndexPrefix; it->Next()) {
+    storage::IndexKeyParts parts;
+    if (!storage::ParseIndexKey(std::string_view(it->key().data(), it->key().size()), &parts) ||
+        parts.series_id >= series_.size()) {
+      return Status::Corruption("inverted index: unreadable entry");
+    }
+    Post(parts.measurement, parts.tag_key, parts.tag_value, parts.series_id);
+  }
+  if (!it->status().ok()) return Status::Corruption("catalog scan: " + it->status().ToString());
+  return Status::Ok();
+}
+
+uint32_t SeriesIndex::FindSeries(std::string_view canonical_key) const {
+  const auto it = series_by_key_.find(canonical_key);
+  return it == series_by_key_.end() ? kNoId : it->second;
+}
+
+const FieldEntry* SeriesIndex::FindField(std::string_view measurement,
+                                         std::string_view name) const {
+  const auto m = measurements_.find(measurement);
+  if (m == measurements_.end()) return nullptr;
+  const auto f = m->second.fields.find(name);
+  return f == m->second.fields.end() ? nullptr : &fields_[f->second];
+}
+
+uint32_t SeriesIndex::AddSeries(std::string canonical_key, leveldb::WriteBatch* batch) {
+  const uint32_t id = static_cast<uint32_t>(series_.size());
+  std::string measurement;
+  std::vector<std::pair<std::string, std::string>> tags;
+  storage::ParseCanonicalSeriesKey(canonical_key, &measurement, &tags);
+  batch->Put(storage::SeriesKey(id), canonical_key);
+  for (const auto& [k, v] : tags) {
+    batch->Put(storage::IndexKey(measurement, k, v, id), leveldb::Slice());
+    Post(measurement, k, v, id);
+  }
+  InsertSorted(&measurements_[measurement].series, id);
+  series_by_key_.emplace(canonical_key, id);
+  series_.push_back(SeriesEntry{id, std::move(canonical_key), ToSeries(measurement, std::move(tags))});
+  return id;
+}
+
+uint32_t SeriesIndex::AddField(std::string_view measurement, std::string_view name, FieldType type,
+                               leveldb::WriteBatch* batch) {
+  const uint32_t id = static_cast<uint32_t>(fields_.size());
+  batch->Put(storage::FieldKey(id),
+             storage::FieldValueBytes(static_cast<uint8_t>(type), measurement, name));
+  InsertField(FieldEntry{id, type, std::string(measurement), std::string(name)});
+  return id;
+}
+
+void SeriesIndex::Post(std::string_view measurement, std::string_view key, std::string_view value,
+                       uint32_t id) {
+  auto& values = measurements_[std::string(measurement)].tags[std::string(key)];
+  InsertSorted(&values[std::string(value)], id);
+}
+
+void SeriesIndex::InsertField(FieldEntry entry) {
+  measurements_[entry.measurement].fields.emplace(entry.name, entry.id);
+  fields_.push_back(std::move(entry));
+}
+
+std::vector<uint32_t> SeriesIndex::Match(std::string_view measurement,
+                                         const std::vector<TagMatcher>& matchers) const {
+  std::vector<uint32_t> out;
+  for (const auto& [name, postings] : measurements_) {
+    if (!measurement.empty() && name != measurement) continue;
+    std::vector<uint32_t> ids = postings.series;
+    for (const TagMatcher& m : matchers) {
+      const auto key = postings.tags.find(m.key);
+      const std::vector<uint32_t>* hits = nullptr;
+      if (key != postings.tags.end()) {
+        const auto value = key->second.find(m.value);
+        if (value != key->second.end()) hits = &value->second;
+      }
+      ids = hits ? Intersect(ids, *hits) : std::vector<uint32_t>();
+    }
+    out.insert(out.end(), ids.begin(), ids.end());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::string> SeriesIndex::Measurements() const {
+  std::vector<std::string> out;
+  for (const auto& [name, postings] : measurements_) {
+    if (!postings.series.empty() || !postings.fields.empty()) out.push_back(name);
+  }
+  return out;
+}
+
+std::vector<std::string> SeriesIndex::TagKeys(std::string_view measurement) const {
+  std::vector<std::string> out;
+  const auto m = measurements_.find(measurement);
+  if (m == measurements_.end()) return out;
+  for (const auto& [key, values] : m->second.tags) out.push_back(key);
+  return out;
+}
+
+std::vector<std::string> SeriesIndex::TagValues(std::string_view measurement,
+                                                std::string_view key) const {
+  std::vector<std::string> out;
+  const auto m = measurements_.find(measurement);
+  if (m == measurements_.end()) return out;
+  const auto k = m->second.tags.find(key);
+  if (k == m->second.tags.end()) return out;
+  for (const auto& [value, ids] : k->second) out.push_back(value);
+  return out;
+}
+
+std::vector<FieldInfo> SeriesIndex::Fields(std::string_view measurement) const {
+  std::vector<FieldInfo> out;
+  const auto m = measurements_.find(measurement);
+  if (m == measurements_.end()) return out;
+  for (const auto& [name, id] : m->second.fields) out.push_back(FieldInfo{name, fields_[id].type});
+  return out;
+}
+
+}  // namespace gpulse::engine

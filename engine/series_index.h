@@ -1,0 +1,102 @@
+// SeriesIndex: the catalog of series and fields, in memory, and its durable
+// form in LevelDB (the 'S', 'F' and 'I' keys of storage/key_layout.h).
+//
+// Series and fields are few (one series per GPU, a dozen fields per
+// measurement) and long-lived, so the whole catalog is loaded at open and
+// looked up in hash maps on every write. New entries are assigned the next
+// id and their LevelDB records are appended to the caller's batch.
+//
+// Thread safety: none inside. DbImpl guards it: writers mutate it holding
+// both the write mutex and the exclusive state lock; readers hold the state
+// lock shared.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "engine/gpulse.h"
+
+namespace leveldb {
+class DB;
+class WriteBatch;
+}  // namespace leveldb
+
+namespace gpulse::engine {
+
+inline constexpr uint32_t kNoId = UINT32_MAX;
+
+struct SeriesEntry {
+  uint32_t id = kNoId;
+  std::string canonical_key;
+  Series series;
+  // Newest timestamp written since open, for the out-of-order window.
+  int64_t max_ts = INT64_MIN;
+};
+
+struct FieldEntry {
+  uint32_t id = kNoId;
+  FieldType type = FieldType::kFloat;
+  std::string measurement;
+  std::string name;
+};
+
+class SeriesIndex {
+ public:
+  // Reads the catalog from `db`. Corruption when an entry cannot be parsed.
+  Status Load(leveldb::DB* db);
+
+  // The id of the series with this canonical key, or kNoId.
+  uint32_t FindSeries(std::string_view canonical_key) const;
+  const SeriesEntry& series(uint32_t id) const { return series_[id]; }
+  SeriesEntry& mutable_series(uint32_t id) { return series_[id]; }
+  size_t series_count() const { return series_.size(); }
+
+  // The field of `measurement` named `name`, or nullptr.
+  const FieldEntry* FindField(std::string_view measurement, std::string_view name) const;
+
+  // Adds a series (the key must be new and valid) and queues its catalog and
+  // index records in *batch. Returns its id.
+  uint32_t AddSeries(std::string canonical_key, leveldb::WriteBatch* batch);
+  // Adds a field (must be new) and queues its catalog record. Returns its id.
+  uint32_t AddField(std::string_view measurement, std::string_view name, FieldType type,
+                    leveldb::WriteBatch* batch);
+
+  // Ids of the series of `measurement` (all measurements when empty) whose
+  // tags match every matcher, ascending.
+  std::vector<uint32_t> Match(std::string_view measurement,
+                              const std::vector<TagMatcher>& matchers) const;
+
+  std::vector<std::string> Measurements() const;
+  std::vector<std::string> TagKeys(std::string_view measurement) const;
+  std::vector<std::string> TagValues(std::string_view measurement, std::string_view key) const;
+  std::vector<FieldInfo> Fields(std::string_view measurement) const;
+
+ private:
+  struct MeasurementPostings {
+    std::vector<uint32_t> series;  // ascending
+    // tag key -> tag value -> series ids, ascending
+    std::map<std::string, std::map<std::string, std::vector<uint32_t>>, std::less<>> tags;
+    std::map<std::string, uint32_t, std::less<>> fields;  // name -> field id
+  };
+
+  void Post(std::string_view measurement, std::string_view key, std::string_view value,
+            uint32_t id);
+  void InsertField(FieldEntry entry);
+
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
+  };
+
+  std::vector<SeriesEntry> series_;  // by id
+  std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> series_by_key_;
+  std::vector<FieldEntry> fields_;  // by id
+  std::map<std::string, MeasurementPostings, std::less<>> measurements_;
+};
+
+}  // namespace gpulse::engine

@@ -1,0 +1,11 @@
+# Sources of the engine (series index, head, flush, public API).
+set(GPULSE_ENGINE_SOURCES
+  engine/column_ops.cc
+  engine/db_flush.cc
+  engine/db_impl.cc
+  engine/db_read.cc
+  engine/db_write.cc
+  engine/head.cc
+  engine/series_index.cc
+  engine/wal_batch.cc
+)

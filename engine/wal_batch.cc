@@ -1,0 +1,183 @@
+#include "engine/wal_batch.h"
+
+#include <bit>
+#include <cstring>
+
+namespace gpulse::engine {
+
+namespace {
+
+void PutVarint(std::string* out, uint64_t v) {
+  while (v >= 0x80) {
+    out->push_back(static_cast<char>(v | 0x80));
+    v >>= 7;
+  }
+  out->push_back(static_cast<char>(v));
+}
+
+void PutBytes(std::string* out, std::string_view bytes) {
+  PutVarint(out, bytes.size());
+  out->append(bytes);
+}
+
+uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
+
+// A bounds-checked cursor over a record.
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  size_t offset() const { return pos_; }
+  bool done() const { return pos_ == data_.size(); }
+
+  bool Varint(uint64_t* v) {
+    uint64_t result = 0;
+    for (int shift = 0; shift <= 63 && pos_ < data_.size(); shift += 7) {
+      const uint8_t byte = static_cast<uint8_t>(data_[pos_++]);
+      result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if (!(byte & 0x80)) {
+        *v = result;
+        return true;
+      }
+    }
+    return false;
+  }
+  bool Bytes(std::string_view* out) {
+    uint64_t n = 0;
+    if (!Varint(&n) || n > data_.size() - pos_) return false;
+    *out = data_.substr(pos_, n);
+    pos_ += n;
+    return true;
+  }
+  bool Byte(uint8_t* out) {
+    if (pos_ >= data_.size()) return false;
+    *out = static_cast<uint8_t>(data_[pos_++]);
+    return true;
+  }
+  bool Fixed64(uint64_t* out) {
+    if (data_.size() - pos_ < 8) return false;
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(data_[pos_ + i]);
+    pos_ += 8;
+    *out = v;
+    return true;
+  }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+void PutValue(std::string* out, const FieldValue& value) {
+  out->push_back(static_cast<char>(TypeOf(value)));
+  switch (TypeOf(value)) {
+    case FieldType::kFloat: {
+      const uint64_t bits = std::bit_cast<uint64_t>(std::get<double>(value));
+      for (int i = 0; i < 8; ++i) out->push_back(static_cast<char>(bits >> (8 * i)));
+      break;
+    }
+    case FieldType::kInt:
+      PutVarint(out, ZigZag(std::get<int64_t>(value)));
+      break;
+    case FieldType::kUint:
+      PutVarint(out, std::get<uint64_t>(value));
+      break;
+    case FieldType::kBool:
+      out->push_back(std::get<bool>(value) ? 1 : 0);
+      break;
+    case FieldType::kString:
+      PutBytes(out, std::get<std::string>(value));
+      break;
+  }
+}
+
+bool ReadValue(Reader* in, FieldValue* value) {
+  uint8_t type = 0;
+  if (!in->Byte(&type)) return false;
+  uint64_t raw = 0;
+  switch (static_cast<FieldType>(type)) {
+    case FieldType::kFloat:
+      if (!in->Fixed64(&raw)) return false;
+      *value = std::bit_cast<double>(raw);
+      return true;
+    case FieldType::kInt:
+      if (!in->Varint(&raw)) return false;
+      *value = UnZigZag(raw);
+      return true;
+    case FieldType::kUint:
+      if (!in->Varint(&raw)) return false;
+      *value = raw;
+      return true;
+    case FieldType::kBool: {
+      uint8_t b = 0;
+      if (!in->Byte(&b) || b > 1) return false;
+      *value = b == 1;
+      return true;
+    }
+    case FieldType::kString: {
+      std::string_view s;
+      if (!in->Bytes(&s)) return false;
+      *value = std::string(s);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+FieldType TypeOf(const FieldValue& value) {
+  static constexpr FieldType kByIndex[] = {FieldType::kFloat, FieldType::kInt, FieldType::kUint,
+                                           FieldType::kBool, FieldType::kString};
+  return kByIndex[value.index()];
+}
+
+void EncodeWalBatch(const std::vector<PointView>& points, std::string* out) {
+  out->push_back(static_cast<char>(kWalBatchV1));
+  PutVarint(out, points.size());
+  for (const PointView& p : points) {
+    PutBytes(out, p.series_key);
+    PutVarint(out, ZigZag(p.timestamp_ns));
+    PutVarint(out, p.fields.size());
+    for (const auto& [name, value] : p.fields) {
+      PutBytes(out, name);
+      PutValue(out, value);
+    }
+  }
+}
+
+Status DecodeWalBatch(std::string_view record, std::vector<PointView>* points) {
+  points->clear();
+  Reader in(record);
+  uint8_t version = 0;
+  if (!in.Byte(&version) || version != kWalBatchV1) {
+    return Status::Corruption("WAL record: unknown batch version " + std::to_string(version));
+  }
+  uint64_t count = 0;
+  // Each point takes at least 4 bytes, which bounds the count before we reserve.
+  if (!in.Varint(&count) || count > record.size() / 4) {
+    return Status::Corruption("WAL record: bad point count");
+  }
+  points->resize(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    PointView& p = (*points)[i];
+    uint64_t ts = 0, nfields = 0;
+    bool ok = in.Bytes(&p.series_key) && in.Varint(&ts) && in.Varint(&nfields) &&
+              nfields <= record.size() - in.offset();
+    p.timestamp_ns = UnZigZag(ts);
+    for (uint64_t f = 0; ok && f < nfields; ++f) {
+      std::string_view name;
+      FieldValue value;
+      ok = in.Bytes(&name) && ReadValue(&in, &value);
+      if (ok) p.fields.emplace_back(name, std::move(value));
+    }
+    if (!ok) {
+      return Status::Corruption("WAL record: point " + std::to_string(i) + " is malformed at byte " +
+                                std::to_string(in.offset()));
+    }
+  }
+  if (!in.done()) return Status::Corruption("WAL record: trailing bytes after the last point");
+  return Status::Ok();
+}
+
+}  // namespace gpulse::engine

@@ -1,0 +1,14 @@
+// The gpulse command's subcommands. Each takes the arguments after its name
+// and returns the process exit status; errors go to stderr.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace gpulse::cli {
+
+// `gpulse demo [--data DIR]`: writes a small synthetic fleet through the
+// embedding API, reopens the directory, reads it back and reports.
+int RunDemo(const std::vector<std::string>& args);
+
+}  // namespace gpulse::cli

@@ -1,0 +1,47 @@
+// gpulse: the command-line entry point. Subcommands dispatch to shell/*.cc.
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "engine/gpulse.h"
+#include "shell/commands.h"
+
+namespace {
+
+constexpr const char* kUsage =
+    "gpulse: a time-series database for GPU fleets\n"
+    "\n"
+    "Usage: gpulse <command> [options]\n"
+    "\n"
+    "Commands:\n"
+    "  demo [--data DIR]   Write a small synthetic GPU fleet (2 nodes x 8 GPUs, 6 hours at\n"
+    "                      minute grain) into DIR (default ./gpulse-data), reopen it, read\n"
+    "                      it back and print what was stored and how compactly.\n"
+    "  version             Print the version.\n"
+    "  help, --help, -h    Print this help.\n"
+    "\n"
+    "Documentation: README.md and docs/ in the source tree.\n";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const std::string command = args.front();
+  args.erase(args.begin());
+  if (command == "help" || command == "--help" || command == "-h") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  if (command == "version" || command == "--version") {
+    std::printf("gpulse %s\n", gpulse::Version());
+    return 0;
+  }
+  if (command == "demo") return gpulse::cli::RunDemo(args);
+  std::fprintf(stderr, "gpulse: unknown command '%s'\n\n%s", command.c_str(), kUsage);
+  return 2;
+}

@@ -1,0 +1,41 @@
+// Column: the decoded form of one chunk, the timestamps and values of one
+// field of one series. The head builds columns; the chunk codec turns a column
+// into bytes and back. A column holds exactly one value type; the vector that
+// matches `type` has ts.size() entries and the others are empty.
+//
+// Thread safety: a plain value type; no internal synchronisation.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gpulse::storage {
+
+// The line-protocol value types. The numbers are stored on disk (chunk
+// headers, the field catalog, WAL records): never renumber them.
+enum class FieldType : uint8_t {
+  kFloat = 1,
+  kInt = 2,
+  kUint = 3,
+  kBool = 4,
+  kString = 5,
+};
+
+const char* FieldTypeName(FieldType type);
+bool IsValidFieldType(uint8_t raw);
+
+struct Column {
+  FieldType type = FieldType::kFloat;
+  std::vector<int64_t> ts;  // nanoseconds since the Unix epoch
+  std::vector<double> floats;
+  std::vector<int64_t> ints;
+  std::vector<uint64_t> uints;
+  std::vector<uint8_t> bools;  // 0 or 1
+  std::vector<std::string> strings;
+
+  size_t size() const { return ts.size(); }
+  void Clear();
+};
+
+}  // namespace gpulse::storage

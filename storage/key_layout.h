@@ -1,0 +1,82 @@
+// Key layout: how gpulse names things in LevelDB. Every key starts with a
+// one-byte kind; integers are big-endian (signed ones with the sign bit
+// flipped) so that LevelDB's bytewise order is numeric order and a time range
+// of one series and field is one contiguous scan. docs/format/key-layout.md
+// draws each key.
+//
+//   'V'                                          -> format version (u32 BE)
+//   'S' series_id(u32)                           -> canonical series key
+//   'F' field_id(u32)                            -> type(u8) measurement \0 field name
+//   'I' measurement \0 tag key \0 tag value \0 series_id(u32)   -> (empty)
+//   'C' tier(u8) series_id(u32) field_id(u32) window_start(i64) -> chunk
+//
+// A canonical series key is the measurement followed by each tag key and
+// value, in tag-key order, each preceded by a NUL byte (names may not hold
+// NUL, so the encoding is unambiguous and sorts like the tag set).
+//
+// Thread safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace gpulse::storage {
+
+inline constexpr char kVersionKey = 'V';
+inline constexpr char kSeriesPrefix = 'S';
+inline constexpr char kFieldPrefix = 'F';
+inline constexpr char kIndexPrefix = 'I';
+inline constexpr char kChunkPrefix = 'C';
+inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint8_t kRawTier = 0;
+
+void PutU32BE(std::string* out, uint32_t v);
+void PutI64BE(std::string* out, int64_t v);  // sign bit flipped: orders like int64
+uint32_t GetU32BE(const char* p);
+int64_t GetI64BE(const char* p);
+
+std::string VersionKey();
+std::string SeriesKey(uint32_t series_id);
+std::string FieldKey(uint32_t field_id);
+std::string IndexKey(std::string_view measurement, std::string_view tag_key,
+                     std::string_view tag_value, uint32_t series_id);
+std::string ChunkKey(uint8_t tier, uint32_t series_id, uint32_t field_id, int64_t window_start);
+
+// The parts of a chunk key; false when `key` is not one.
+struct ChunkKeyParts {
+  uint8_t tier = 0;
+  uint32_t series_id = 0;
+  uint32_t field_id = 0;
+  int64_t window_start = 0;
+};
+bool ParseChunkKey(std::string_view key, ChunkKeyParts* parts);
+
+// The parts of an index key; false when `key` is not one.
+struct IndexKeyParts {
+  std::string_view measurement;
+  std::string_view tag_key;
+  std::string_view tag_value;
+  uint32_t series_id = 0;
+};
+bool ParseIndexKey(std::string_view key, IndexKeyParts* parts);
+
+// Canonical series key. `tags` must be sorted by key.
+std::string CanonicalSeriesKey(std::string_view measurement,
+                               const std::vector<std::pair<std::string, std::string>>& tags);
+// Splits a canonical series key; false when it is malformed.
+bool ParseCanonicalSeriesKey(std::string_view key, std::string* measurement,
+                             std::vector<std::pair<std::string, std::string>>* tags);
+
+// Field catalog value: type byte, then measurement \0 field name.
+std::string FieldValueBytes(uint8_t type, std::string_view measurement, std::string_view field);
+bool ParseFieldValueBytes(std::string_view value, uint8_t* type, std::string* measurement,
+                          std::string* field);
+
+// The start of the window of `window_ns` that holds `ts` (floor division, so
+// negative timestamps land in the window below zero).
+int64_t WindowStart(int64_t ts, int64_t window_ns);
+
+}  // namespace gpulse::storage

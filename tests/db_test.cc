@@ -1,0 +1,325 @@
+// The embedding API end to end: writes, reads, last-write-wins in the head,
+// in chunks and across restarts, partial writes, listings, the directory
+// lock, and concurrent writers and readers.
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "engine/gpulse.h"
+#include "tests/support/scratch_dir.h"
+
+namespace gpulse {
+namespace {
+
+constexpr int64_t kMinute = 60'000'000'000;
+
+Point GpuPoint(const std::string& node, int gpu, int64_t ts, FieldValue util) {
+  Point p;
+  p.measurement = "gpu";
+  p.tags = {{"node", node}, {"gpu", std::to_string(gpu)}};
+  p.fields = {{"util", std::move(util)}};
+  p.timestamp_ns = ts;
+  return p;
+}
+
+class DbTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.sync_policy = SyncPolicy::kNone;
+    options_.info_log = [](std::string_view) {};
+    Reopen();
+  }
+
+  void Reopen() {
+    db_.reset();
+    ASSERT_TRUE(Db::Open(options_, dir_.path(), &db_).ok());
+  }
+
+  // The (ts, value) pairs of `field` of the series with node=`node`, gpu=`gpu`.
+  std::vector<std::pair<int64_t, int64_t>> ReadInts(const std::string& node, int gpu,
+                                                    int64_t start = INT64_MIN,
+                                                    int64_t end = INT64_MAX) {
+    ReadRequest r;
+    r.measurement = "gpu";
+    r.field = "util";
+    r.tags = {{"node", node}, {"gpu", std::to_string(gpu)}};
+    r.start_ns = start;
+    r.end_ns = end;
+    std::vector<SeriesColumn> out;
+    EXPECT_TRUE(db_->Read(r, &out).ok());
+    std::vector<std::pair<int64_t, int64_t>> points;
+    for (const SeriesColumn& c : out) {
+      for (size_t i = 0; i < c.column.size(); ++i) {
+        points.emplace_back(c.column.ts[i], c.column.ints[i]);
+      }
+    }
+    return points;
+  }
+
+  storage::ScratchDir dir_;
+  Options options_;
+  std::unique_ptr<Db> db_;
+};
+
+TEST_F(DbTest, WriteThenReadInOrder) {
+  std::vector<Point> batch;
+  for (int m = 0; m < 10; ++m) batch.push_back(GpuPoint("n1", 0, m * kMinute, int64_t{m}));
+  ASSERT_TRUE(db_->Write(batch).ok());
+  const auto points = ReadInts("n1", 0);
+  ASSERT_EQ(points.size(), 10u);
+  for (int m = 0; m < 10; ++m) EXPECT_EQ(points[m], std::make_pair(m * kMinute, int64_t{m}));
+  EXPECT_EQ(ReadInts("n1", 0, 3 * kMinute, 5 * kMinute).size(), 2u);
+}
+
+TEST_F(DbTest, LastWriteWinsInHeadChunksAndAcrossRestart) {
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, kMinute, int64_t{1})}).ok());
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, kMinute, int64_t{2})}).ok());
+  EXPECT_EQ(ReadInts("n1", 0), (std::vector<std::pair<int64_t, int64_t>>{{kMinute, 2}}));
+
+  ASSERT_TRUE(db_->Flush().ok());
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, kMinute, int64_t{3})}).ok());
+  EXPECT_EQ(ReadInts("n1", 0), (std::vector<std::pair<int64_t, int64_t>>{{kMinute, 3}}));
+
+  ASSERT_TRUE(db_->Flush().ok());  // merges into the existing chunk
+  EXPECT_EQ(ReadInts("n1", 0), (std::vector<std::pair<int64_t, int64_t>>{{kMinute, 3}}));
+
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, kMinute, int64_t{4})}).ok());
+  Reopen();  // Close flushed it
+  EXPECT_EQ(ReadInts("n1", 0), (std::vector<std::pair<int64_t, int64_t>>{{kMinute, 4}}));
+}
+
+TEST_F(DbTest, OutOfOrderPointsAreSortedAndDeduplicated) {
+  std::vector<Point> batch;
+  for (int m : {5, 1, 3, 1, 4, 2}) batch.push_back(GpuPoint("n1", 0, m * kMinute, int64_t{m * 10}));
+  batch.push_back(GpuPoint("n1", 0, 3 * kMinute, int64_t{99}));
+  ASSERT_TRUE(db_->Write(batch).ok());
+  const std::vector<std::pair<int64_t, int64_t>> want = {
+      {kMinute, 10}, {2 * kMinute, 20}, {3 * kMinute, 99}, {4 * kMinute, 40}, {5 * kMinute, 50}};
+  EXPECT_EQ(ReadInts("n1", 0), want);
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_EQ(ReadInts("n1", 0), want);
+}
+
+TEST_F(DbTest, ReplayRestoresUnflushedPoints) {
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, kMinute, int64_t{7})}).ok());
+  // Simulate a crash: the process exits without Close, so nothing is flushed;
+  // the WAL (written to the OS even under kNone) must bring the point back.
+  std::filesystem::copy(dir_.path(), dir_.path() + "-copy",
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::remove(dir_.path() + "-copy/LOCK");
+  std::unique_ptr<Db> copy;
+  ASSERT_TRUE(Db::Open(options_, dir_.path() + "-copy", &copy).ok());
+  ReadRequest r{"gpu", {}, "util"};
+  std::vector<SeriesColumn> out;
+  ASSERT_TRUE(copy->Read(r, &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].column.ints, std::vector<int64_t>{7});
+  copy.reset();
+  std::filesystem::remove_all(dir_.path() + "-copy");
+}
+
+TEST_F(DbTest, PartialWriteKeepsGoodPoints) {
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, 0, int64_t{1})}).ok());
+  Point no_fields = GpuPoint("n1", 1, 0, int64_t{1});
+  no_fields.fields.clear();
+  Point dup_tag = GpuPoint("n1", 2, 0, int64_t{1});
+  dup_tag.tags.push_back({"node", "n2"});
+  std::vector<Point> batch = {GpuPoint("n1", 3, 0, int64_t{5}), no_fields,
+                              GpuPoint("n1", 4, 0, 5.0),  // util is an integer field
+                              dup_tag, GpuPoint("n1", 5, 0, int64_t{6})};
+  WriteResult result;
+  const Status s = db_->Write(batch, &result);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("point 1"), std::string::npos) << s.message();
+  ASSERT_EQ(result.rejected.size(), 3u);
+  EXPECT_EQ(result.rejected[0].index, 1u);
+  EXPECT_EQ(result.rejected[1].index, 2u);
+  EXPECT_NE(result.rejected[1].reason.find("integer"), std::string::npos);
+  EXPECT_EQ(result.rejected[2].index, 3u);
+  EXPECT_EQ(result.points_written, 2u);
+  EXPECT_EQ(ReadInts("n1", 3).size(), 1u);
+  EXPECT_EQ(ReadInts("n1", 5).size(), 1u);
+  EXPECT_TRUE(ReadInts("n1", 4).empty());
+}
+
+TEST_F(DbTest, OutOfOrderWindowRejectsTooOldPoints) {
+  options_.out_of_order_window = std::chrono::hours(1);
+  Reopen();
+  const int64_t now = 1000 * kMinute;
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, now, int64_t{1})}).ok());
+  EXPECT_TRUE(db_->Write({GpuPoint("n1", 0, now - 30 * kMinute, int64_t{2})}).ok());
+  WriteResult result;
+  EXPECT_TRUE(db_->Write({GpuPoint("n1", 0, now - 61 * kMinute, int64_t{3})}, &result)
+                  .IsInvalidArgument());
+  ASSERT_EQ(result.rejected.size(), 1u);
+  EXPECT_NE(result.rejected[0].reason.find("out-of-order window"), std::string::npos);
+  // Another series has its own newest point.
+  EXPECT_TRUE(db_->Write({GpuPoint("n2", 0, now - 61 * kMinute, int64_t{3})}).ok());
+}
+
+TEST_F(DbTest, AllFieldTypesRoundTrip) {
+  Point p;
+  p.measurement = "job";
+  p.tags = {{"node", "n1"}};
+  p.fields = {{"f", 1.5},         {"i", int64_t{-3}}, {"u", uint64_t{UINT64_MAX}},
+              {"b", true},        {"s", std::string("train-llm")}};
+  p.timestamp_ns = -5;  // before the epoch is allowed
+  ASSERT_TRUE(db_->Write({p}).ok());
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<FieldInfo> fields;
+    ASSERT_TRUE(db_->ListFields("job", &fields).ok());
+    ASSERT_EQ(fields.size(), 5u);
+    EXPECT_EQ(fields[0].name, "b");
+    EXPECT_EQ(fields[0].type, FieldType::kBool);
+    std::vector<SeriesColumn> out;
+    ASSERT_TRUE(db_->Read({"job", {}, "s"}, &out).ok());
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_EQ(out[0].column.strings, std::vector<std::string>{"train-llm"});
+    EXPECT_EQ(out[0].column.ts, std::vector<int64_t>{-5});
+    out.clear();
+    ASSERT_TRUE(db_->Read({"job", {}, "u"}, &out).ok());
+    EXPECT_EQ(out[0].column.uints, std::vector<uint64_t>{UINT64_MAX});
+    Reopen();
+  }
+}
+
+TEST_F(DbTest, ListingsReflectTheCatalogAcrossRestart) {
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, 0, int64_t{1}), GpuPoint("n1", 1, 0, int64_t{1}),
+                          GpuPoint("n2", 0, 0, int64_t{1})})
+                  .ok());
+  Point node;
+  node.measurement = "node";
+  node.tags = {{"node", "n1"}};
+  node.fields = {{"cpu", 0.5}};
+  ASSERT_TRUE(db_->Write({node}).ok());
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<std::string> names;
+    ASSERT_TRUE(db_->ListMeasurements(&names).ok());
+    EXPECT_EQ(names, (std::vector<std::string>{"gpu", "node"}));
+    ASSERT_TRUE(db_->ListTagKeys("gpu", &names).ok());
+    EXPECT_EQ(names, (std::vector<std::string>{"gpu", "node"}));
+    ASSERT_TRUE(db_->ListTagValues("gpu", "node", &names).ok());
+    EXPECT_EQ(names, (std::vector<std::string>{"n1", "n2"}));
+    std::vector<Series> series;
+    ASSERT_TRUE(db_->ListSeries("gpu", {{"node", "n1"}}, &series).ok());
+    ASSERT_EQ(series.size(), 2u);
+    EXPECT_EQ(series[1].tags, (std::vector<Tag>{{"gpu", "1"}, {"node", "n1"}}));
+    series.clear();
+    ASSERT_TRUE(db_->ListSeries("", {}, &series).ok());
+    EXPECT_EQ(series.size(), 4u);
+    Reopen();
+  }
+}
+
+TEST_F(DbTest, SecondOpenOfTheSameDirectoryIsBusy) {
+  std::unique_ptr<Db> second;
+  const Status s = Db::Open(options_, dir_.path(), &second);
+  EXPECT_TRUE(s.IsBusy()) << s.ToString();
+  EXPECT_NE(s.message().find(dir_.path()), std::string::npos);
+}
+
+TEST_F(DbTest, MissingDirectoryWithoutCreateIsNotFound) {
+  Options o = options_;
+  o.create_if_missing = false;
+  std::unique_ptr<Db> db;
+  EXPECT_TRUE(Db::Open(o, dir_.path() + "/absent", &db).IsNotFound());
+}
+
+TEST_F(DbTest, ChunkWindowsSplitLongSeries) {
+  options_.chunk_window = std::chrono::hours(1);
+  Reopen();
+  std::vector<Point> batch;
+  for (int m = 0; m < 300; ++m) batch.push_back(GpuPoint("n1", 0, m * kMinute, int64_t{m}));
+  ASSERT_TRUE(db_->Write(batch).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  const auto all = ReadInts("n1", 0);
+  ASSERT_EQ(all.size(), 300u);
+  for (int m = 0; m < 300; ++m) ASSERT_EQ(all[m].second, m);
+  // A range that starts and ends inside windows.
+  const auto some = ReadInts("n1", 0, 59 * kMinute, 121 * kMinute);
+  ASSERT_EQ(some.size(), 62u);
+  EXPECT_EQ(some.front().second, 59);
+  EXPECT_EQ(some.back().second, 120);
+}
+
+TEST_F(DbTest, HeadMemoryBoundTriggersBackgroundFlush) {
+  options_.head_memory_bytes = 8 << 10;  // 200 minutes x 8 GPUs is about 26 KiB
+  Reopen();
+  for (int m = 0; m < 200; ++m) {
+    std::vector<Point> batch;
+    for (int g = 0; g < 8; ++g) batch.push_back(GpuPoint("n1", g, m * kMinute, int64_t{m}));
+    ASSERT_TRUE(db_->Write(batch).ok());
+  }
+  // No explicit Flush: the background flusher must have run on its own.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (db_->GetStats().flushes == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GE(db_->GetStats().flushes, 1u);
+  EXPECT_LT(db_->GetStats().head_values, 200u * 8);
+  for (int g = 0; g < 8; ++g) ASSERT_EQ(ReadInts("n1", g).size(), 200u);
+}
+
+TEST_F(DbTest, ConcurrentWritersAndReaders) {
+  options_.head_memory_bytes = 256 << 10;  // flushes happen while readers read
+  Reopen();
+  constexpr int kWriters = 4;
+  constexpr int kMinutes = 400;
+  for (int w = 0; w < kWriters; ++w) {  // the field exists before the reader starts
+    ASSERT_TRUE(db_->Write({GpuPoint("n" + std::to_string(w), 0, 0, int64_t{0})}).ok());
+  }
+  std::atomic<bool> done{false};
+  std::atomic<int> bad_reads{0};
+  std::thread reader([&] {
+    while (!done) {
+      for (int w = 0; w < kWriters; ++w) {
+        const auto points = ReadInts("n" + std::to_string(w), 0);
+        // Each writer writes minutes in order, so a reader sees a prefix.
+        for (size_t i = 0; i < points.size(); ++i) {
+          if (points[i].first != static_cast<int64_t>(i) * kMinute) ++bad_reads;
+        }
+      }
+    }
+  });
+  std::vector<std::thread> writers;
+  for (int w = 0; w < kWriters; ++w) {
+    writers.emplace_back([&, w] {
+      for (int m = 0; m < kMinutes; ++m) {
+        std::vector<Point> batch;
+        for (int g = 0; g < 4; ++g) {
+          batch.push_back(GpuPoint("n" + std::to_string(w), g, m * kMinute, int64_t{m}));
+        }
+        ASSERT_TRUE(db_->Write(batch).ok());
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  done = true;
+  reader.join();
+  EXPECT_EQ(bad_reads, 0);
+  for (int w = 0; w < kWriters; ++w) {
+    for (int g = 0; g < 4; ++g) ASSERT_EQ(ReadInts("n" + std::to_string(w), g).size(), 400u);
+  }
+  EXPECT_EQ(db_->GetStats().values_written, uint64_t{kWriters} * (kMinutes * 4 + 1));
+}
+
+TEST_F(DbTest, UnknownFieldIsNotFound) {
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, 0, int64_t{1})}).ok());
+  std::vector<SeriesColumn> out;
+  const Status s = db_->Read({"gpu", {}, "temperature"}, &out);
+  EXPECT_TRUE(s.IsNotFound());
+  EXPECT_NE(s.message().find("temperature"), std::string::npos);
+}
+
+TEST_F(DbTest, CallsAfterCloseFail) {
+  ASSERT_TRUE(db_->Close().ok());
+  EXPECT_TRUE(db_->Close().ok());
+  EXPECT_FALSE(db_->Write({GpuPoint("n1", 0, 0, int64_t{1})}).ok());
+}
+
+}  // namespace
+}  // namespace gpulse
