@@ -1,0 +1,211 @@
+#include "storage/chunk_codec.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <cassert>
+#include <memory>
+
+#include "storage/bool_codec.h"
+#include "storage/byte_reader.h"
+#include "storage/coding.h"
+#include "storage/float_codec.h"
+#include "storage/integer_codec.h"
+#include "storage/string_codec.h"
+#include "storage/timestamp_codec.h"
+
+namespace gpulse::storage {
+
+namespace {
+
+constexpr uint8_t kFormatVersion = 1;
+constexpr uint8_t kFlagZstd = 0x01;
+constexpr int kZstdLevel = 3;
+// Below this a zstd frame (at least 9 bytes of framing) cannot win.
+constexpr size_t kMinZstdBody = 32;
+// The encoder only keeps a zstd body whose raw size is within this ratio of
+// its compressed size, so the decoder can refuse larger claimed sizes before
+// it allocates anything.
+constexpr uint64_t kMaxZstdRatio = 1024;
+
+struct Header {
+  FieldType type = FieldType::kFloat;
+  uint8_t flags = 0;
+  uint8_t ts_method = 0;
+  uint8_t value_method = 0;
+  uint32_t count = 0;
+  int64_t min_ts = 0;
+  int64_t max_ts = 0;
+};
+
+uint8_t EncodeValues(const Column& column, std::string* out) {
+  size_t n = column.ts.size();
+  switch (column.type) {
+    case FieldType::kFloat:
+      assert(column.floats.size() == n);
+      return static_cast<uint8_t>(EncodeFloats({column.floats.data(), n}, out));
+    case FieldType::kInt:
+      assert(column.ints.size() == n);
+      // Same bits, read as unsigned so deltas wrap instead of overflowing.
+      return EncodeIntegers({reinterpret_cast<const uint64_t*>(column.ints.data()), n}, out);
+    case FieldType::kUint:
+      assert(column.uints.size() == n);
+      return EncodeIntegers({column.uints.data(), n}, out);
+    case FieldType::kBool:
+      assert(column.bools.size() == n);
+      EncodeBools({column.bools.data(), n}, out);
+      return 0;
+    case FieldType::kString:
+      assert(column.strings.size() == n);
+      EncodeStrings({column.strings.data(), n}, out);
+      return 0;
+  }
+  return 0;
+}
+
+Status DecodeValues(const Header& h, ByteReader* in, Column* column) {
+  switch (h.type) {
+    case FieldType::kFloat:
+      return DecodeFloats(h.value_method, h.count, in, &column->floats);
+    case FieldType::kInt:
+    case FieldType::kUint: {
+      std::vector<uint64_t> bits;
+      GPULSE_RETURN_IF_ERROR(DecodeIntegers(h.value_method, h.count, in, &bits));
+      if (h.type == FieldType::kUint) {
+        column->uints = std::move(bits);
+      } else {
+        column->ints.assign(bits.begin(), bits.end());  // modular conversion, C++20
+      }
+      return Status::Ok();
+    }
+    case FieldType::kBool:
+      return DecodeBools(h.count, in, &column->bools);
+    case FieldType::kString:
+      return DecodeStrings(h.count, in, &column->strings);
+  }
+  return Status::Corruption("unknown field type");
+}
+
+// Compresses `body` in place when zstd makes it smaller.
+bool MaybeCompress(std::string* body) {
+  if (body->size() < kMinZstdBody) return false;
+  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(),
+                                                                       ZSTD_freeCCtx);
+  std::string packed(ZSTD_compressBound(body->size()), '\0');
+  size_t n = ZSTD_compressCCtx(cctx.get(), packed.data(), packed.size(), body->data(), body->size(),
+                               kZstdLevel);
+  if (ZSTD_isError(n) || n >= body->size() || body->size() > kMaxZstdRatio * n) return false;
+  packed.resize(n);
+  *body = std::move(packed);
+  return true;
+}
+
+Status Decompress(std::string_view frame, std::string* body) {
+  unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
+    return Status::Corruption("bad zstd frame header");
+  }
+  if (size > kMaxZstdRatio * frame.size()) return Status::Corruption("zstd size out of bounds");
+  if (ZSTD_findFrameCompressedSize(frame.data(), frame.size()) != frame.size()) {
+    return Status::Corruption("zstd frame does not fill the chunk");
+  }
+  body->resize(size);
+  size_t n = ZSTD_decompress(body->data(), body->size(), frame.data(), frame.size());
+  if (ZSTD_isError(n) || n != size) return Status::Corruption("zstd frame does not decode");
+  return Status::Ok();
+}
+
+Status ReadHeader(ByteReader* in, Header* h) {
+  uint8_t version, type;
+  uint64_t count;
+  if (!in->ReadByte(&version) || !in->ReadByte(&type) || !in->ReadByte(&h->flags) ||
+      !in->ReadByte(&h->ts_method) || !in->ReadByte(&h->value_method) ||
+      !in->ReadVarint64(&count)) {
+    return Status::Corruption("chunk header truncated");
+  }
+  if (version != kFormatVersion) {
+    return Status::Corruption("unknown chunk format version " + std::to_string(version));
+  }
+  if (!IsValidFieldType(type)) return Status::Corruption("bad field type " + std::to_string(type));
+  if ((h->flags & ~kFlagZstd) != 0) return Status::Corruption("unknown chunk flags");
+  if (count > kMaxChunkPoints) return Status::Corruption("point count above kMaxChunkPoints");
+  h->type = static_cast<FieldType>(type);
+  h->count = static_cast<uint32_t>(count);
+  if (h->count > 0) {
+    uint64_t min_ts, span;
+    if (!in->ReadFixed64(&min_ts) || !in->ReadVarint64(&span)) {
+      return Status::Corruption("chunk header truncated");
+    }
+    h->min_ts = static_cast<int64_t>(min_ts);
+    h->max_ts = static_cast<int64_t>(min_ts + span);
+    if (h->max_ts < h->min_ts) return Status::Corruption("max timestamp below min timestamp");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+void EncodeChunk(const Column& column, std::string* out) {
+  size_t n = column.ts.size();
+  assert(n <= kMaxChunkPoints);
+  int64_t min_ts = 0, max_ts = 0;
+  if (n > 0) {
+    auto [lo, hi] = std::minmax_element(column.ts.begin(), column.ts.end());
+    min_ts = *lo;
+    max_ts = *hi;
+  }
+  std::string body;
+  uint8_t ts_method = EncodeTimestamps(column.ts, min_ts, &body);
+  uint8_t value_method = EncodeValues(column, &body);
+  uint8_t flags = MaybeCompress(&body) ? kFlagZstd : 0;
+
+  out->push_back(static_cast<char>(kFormatVersion));
+  out->push_back(static_cast<char>(column.type));
+  out->push_back(static_cast<char>(flags));
+  out->push_back(static_cast<char>(ts_method));
+  out->push_back(static_cast<char>(value_method));
+  PutVarint64(out, n);
+  if (n > 0) {
+    PutFixed64(out, static_cast<uint64_t>(min_ts));
+    PutVarint64(out, static_cast<uint64_t>(max_ts) - static_cast<uint64_t>(min_ts));
+  }
+  out->append(body);
+}
+
+Status ReadChunkInfo(std::string_view data, ChunkInfo* info) {
+  ByteReader in(data);
+  Header h;
+  GPULSE_RETURN_IF_ERROR(ReadHeader(&in, &h));
+  info->type = h.type;
+  info->count = h.count;
+  info->min_ts = h.min_ts;
+  info->max_ts = h.max_ts;
+  return Status::Ok();
+}
+
+Status DecodeChunk(std::string_view data, Column* column) {
+  ByteReader in(data);
+  Header h;
+  GPULSE_RETURN_IF_ERROR(ReadHeader(&in, &h));
+  std::string inflated;
+  std::string_view body = data.substr(in.position());
+  if (h.flags & kFlagZstd) {
+    GPULSE_RETURN_IF_ERROR(Decompress(body, &inflated));
+    body = inflated;
+  }
+  column->Clear();
+  column->type = h.type;
+  ByteReader reader(body);
+  GPULSE_RETURN_IF_ERROR(DecodeTimestamps(h.ts_method, h.count, h.min_ts, &reader, &column->ts));
+  GPULSE_RETURN_IF_ERROR(DecodeValues(h, &reader, column));
+  if (reader.remaining() != 0) return Status::Corruption("trailing bytes after the values");
+  if (h.count > 0) {
+    auto [lo, hi] = std::minmax_element(column->ts.begin(), column->ts.end());
+    if (*lo != h.min_ts || *hi != h.max_ts) {
+      return Status::Corruption("timestamps disagree with the header's range");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpulse::storage

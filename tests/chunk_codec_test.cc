@@ -1,0 +1,419 @@
+#include "storage/chunk_codec.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <set>
+
+#include "storage/float_codec.h"
+#include "storage/integer_codec.h"
+
+namespace gpulse::storage {
+namespace {
+
+constexpr int64_t kMinute = 60'000'000'000;  // ns
+constexpr int64_t kT0 = 1'704'067'200'000'000'000;
+
+std::vector<int64_t> Grid(size_t n, int64_t step = kMinute) {
+  std::vector<int64_t> ts(n);
+  for (size_t i = 0; i < n; ++i) ts[i] = kT0 + static_cast<int64_t>(i) * step;
+  return ts;
+}
+
+std::vector<uint64_t> Bits(const std::vector<double>& v) {
+  std::vector<uint64_t> out;
+  for (double d : v) out.push_back(std::bit_cast<uint64_t>(d));
+  return out;
+}
+
+// Encodes, decodes and checks every field bit for bit; returns the size.
+size_t RoundTrip(const Column& in) {
+  std::string chunk;
+  EncodeChunk(in, &chunk);
+  Column out;
+  out.ints = {99};  // DecodeChunk must replace, not append
+  Status s = DecodeChunk(chunk, &out);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(out.type, in.type);
+  EXPECT_EQ(out.ts, in.ts);
+  EXPECT_EQ(Bits(out.floats), Bits(in.floats));
+  EXPECT_EQ(out.ints, in.ints);
+  EXPECT_EQ(out.uints, in.uints);
+  EXPECT_EQ(out.bools, in.bools);
+  EXPECT_EQ(out.strings, in.strings);
+  ChunkInfo info;
+  EXPECT_TRUE(ReadChunkInfo(chunk, &info).ok());
+  EXPECT_EQ(info.count, in.size());
+  EXPECT_EQ(info.type, in.type);
+  if (!in.ts.empty()) {
+    EXPECT_EQ(info.min_ts, *std::min_element(in.ts.begin(), in.ts.end()));
+    EXPECT_EQ(info.max_ts, *std::max_element(in.ts.begin(), in.ts.end()));
+  }
+  return chunk.size();
+}
+
+Column Floats(std::vector<double> v, std::vector<int64_t> ts = {}) {
+  Column c;
+  c.type = FieldType::kFloat;
+  c.ts = ts.empty() ? Grid(v.size()) : ts;
+  c.floats = std::move(v);
+  return c;
+}
+
+Column Ints(std::vector<int64_t> v, std::vector<int64_t> ts = {}) {
+  Column c;
+  c.type = FieldType::kInt;
+  c.ts = ts.empty() ? Grid(v.size()) : ts;
+  c.ints = std::move(v);
+  return c;
+}
+
+Column Uints(std::vector<uint64_t> v) {
+  Column c;
+  c.type = FieldType::kUint;
+  c.ts = Grid(v.size());
+  c.uints = std::move(v);
+  return c;
+}
+
+// The value codec byte sits at offset 4 of the header (docs/format/chunks.md).
+uint8_t ValueMethod(const Column& c) {
+  std::string chunk;
+  EncodeChunk(c, &chunk);
+  return static_cast<uint8_t>(chunk[4]);
+}
+
+TEST(ChunkCodecTest, ZeroPoints) {
+  for (FieldType t : {FieldType::kFloat, FieldType::kInt, FieldType::kUint, FieldType::kBool,
+                      FieldType::kString}) {
+    Column c;
+    c.type = t;
+    EXPECT_LE(RoundTrip(c), 8u);  // header, plus empty string tables
+  }
+}
+
+TEST(ChunkCodecTest, OnePoint) {
+  RoundTrip(Floats({612.3}));
+  RoundTrip(Floats({std::numeric_limits<double>::quiet_NaN()}));
+  RoundTrip(Ints({std::numeric_limits<int64_t>::min()}, {std::numeric_limits<int64_t>::min()}));
+  RoundTrip(Uints({std::numeric_limits<uint64_t>::max()}));
+}
+
+TEST(ChunkCodecTest, FloatEdgeValuesBitForBit) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> v = {0.0,
+                           -0.0,
+                           nan,
+                           -nan,
+                           std::bit_cast<double>(uint64_t{0x7ff0000000000001}),  // signalling
+                           std::bit_cast<double>(uint64_t{0xfff8dead0000beef}),  // payload
+                           inf,
+                           -inf,
+                           std::numeric_limits<double>::denorm_min(),
+                           -std::numeric_limits<double>::denorm_min(),
+                           DBL_MIN / 3,
+                           DBL_MAX,
+                           -DBL_MAX,
+                           DBL_MIN,
+                           1.0,
+                           0.1 + 0.2};
+  Column c = Floats(v);
+  RoundTrip(c);
+  EXPECT_EQ(ValueMethod(c), static_cast<uint8_t>(FloatMethod::kGorilla));
+}
+
+TEST(ChunkCodecTest, DecimalFloatsUseIntegerForm) {
+  std::vector<double> v;
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 1440; ++i) v.push_back(static_cast<double>(3000 + rng() % 400) / 10.0);
+  Column c = Floats(v);
+  EXPECT_EQ(FindDecimalDigits(v), 1);
+  EXPECT_EQ(ValueMethod(c), static_cast<uint8_t>(FloatMethod::kDecimal));
+  size_t bytes = RoundTrip(c);
+  // ~8.6 bits of entropy per delta; Gorilla needs about 5 bytes a value here.
+  EXPECT_LT(bytes, 1440u * 13 / 8);
+}
+
+TEST(ChunkCodecTest, DecimalDetection) {
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{1.0, 2.0, -7.0}), 0);
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{612.3, 0.25}), 2);
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{0.000001}), 6);
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{0.0000001}), -1);
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{0.1 + 0.2}), -1);  // 0.30000000000000004
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{1.5, -0.0}), -1);
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{1.5, std::nan("")}), -1);
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{1e300}), -1);
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{9007199254740992.0}), -1);  // 2^53
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{9007199254740991.0}), 0);
+}
+
+TEST(ChunkCodecTest, DecimalFallbackKeepsExactValues) {
+  // One value that is not a short decimal sends the chunk down the Gorilla
+  // path, and every value must still come back exactly.
+  std::vector<double> v(100, 612.3);
+  v[50] = 0.1 + 0.2;
+  Column c = Floats(v);
+  EXPECT_EQ(ValueMethod(c), static_cast<uint8_t>(FloatMethod::kGorilla));
+  RoundTrip(c);
+  v[50] = -0.0;
+  RoundTrip(Floats(v));
+}
+
+TEST(ChunkCodecTest, IntegerExtremes) {
+  const int64_t lo = std::numeric_limits<int64_t>::min();
+  const int64_t hi = std::numeric_limits<int64_t>::max();
+  std::vector<int64_t> alternating;
+  for (int i = 0; i < 300; ++i) alternating.push_back(i % 2 ? lo : hi);
+  RoundTrip(Ints(alternating));
+  RoundTrip(Ints({lo, hi, 0, -1, 1, lo + 1, hi - 1, lo, lo, hi, hi}));
+  std::vector<uint64_t> u;
+  for (int i = 0; i < 300; ++i) u.push_back(i % 3 == 0 ? ~uint64_t{0} : uint64_t(i) * 977);
+  RoundTrip(Uints(u));
+  RoundTrip(Uints({0, ~uint64_t{0}, 0, ~uint64_t{0}}));
+}
+
+TEST(ChunkCodecTest, IntegerShapes) {
+  std::mt19937_64 rng(1);
+  std::vector<int64_t> noise, counter, random, steps;
+  int64_t total = 171198588053049;
+  for (int i = 0; i < 1440; ++i) {
+    noise.push_back(85 + static_cast<int64_t>(rng() % 7) - 3);
+    total += static_cast<int64_t>(1703 + rng() % 90) * 1000000000;
+    counter.push_back(total);
+    random.push_back(static_cast<int64_t>(rng()));
+    steps.push_back(i / 100);
+  }
+  EXPECT_LT(RoundTrip(Ints(noise)), 1440u * 3 / 8 + 60);  // ~2.8 bits of entropy
+  RoundTrip(Ints(counter));
+  RoundTrip(Ints(random));
+  RoundTrip(Ints(steps));
+}
+
+TEST(ChunkCodecTest, EveryIntegerMethodRoundTrips) {
+  // Each shape is built to make a different method the smallest.
+  std::mt19937_64 rng(3);
+  std::vector<std::vector<uint64_t>> shapes(4);
+  for (int i = 0; i < 1000; ++i) {
+    shapes[0].push_back(7);                 // constant
+    shapes[1].push_back(uint64_t(i) * 60);  // constant delta
+    shapes[2].push_back(rng() % 1000);      // noise
+    shapes[3].push_back(shapes[3].empty() ? 5 : shapes[3].back() + 1000003 * (1 + rng() % 4));
+  }
+  std::set<uint8_t> methods;
+  for (const auto& values : shapes) {
+    std::string out;
+    uint8_t method = EncodeIntegers(values, &out);
+    methods.insert(method);
+    ByteReader in(out);
+    std::vector<uint64_t> back;
+    ASSERT_TRUE(DecodeIntegers(method, values.size(), &in, &back).ok()) << int{method};
+    EXPECT_EQ(back, values) << IntegerMethodName(method);
+    EXPECT_EQ(in.remaining(), 0u);
+  }
+  EXPECT_EQ(methods.size(), 4u);
+}
+
+TEST(ChunkCodecTest, RegularMinuteGridCostsUnderOneBitPerPoint) {
+  std::vector<int64_t> zeros(1440, 0);
+  Column c = Ints(zeros);
+  size_t bytes = RoundTrip(c);
+  // The header is ~22 bytes; 1,440 timestamps at one bit each would be 180.
+  EXPECT_LE(bytes, 40u);
+  EXPECT_LE(RoundTrip(Ints(std::vector<int64_t>(100000, 0), Grid(100000))), 40u);
+}
+
+TEST(ChunkCodecTest, IrregularTimestamps) {
+  std::vector<int64_t> dup = {kT0, kT0, kT0, kT0 + 1, kT0 + 1, kT0};
+  RoundTrip(Ints({1, 2, 3, 4, 5, 6}, dup));
+  std::vector<int64_t> decreasing = {kT0 + 5 * kMinute, kT0 + 4 * kMinute, kT0, kT0 - kMinute};
+  RoundTrip(Ints({1, 2, 3, 4}, decreasing));
+  const int64_t lo = std::numeric_limits<int64_t>::min();
+  const int64_t hi = std::numeric_limits<int64_t>::max();
+  RoundTrip(Ints({1, 2, 3, 4, 5}, {lo, hi, 0, lo, hi}));
+  RoundTrip(Ints({1, 2, 3}, {-1, kT0, 0}));
+  std::vector<int64_t> jittered = Grid(1440);
+  std::mt19937_64 rng(5);
+  for (int64_t& t : jittered) t += static_cast<int64_t>(rng() % 2000000);
+  jittered[700] += 1000 * kMinute;  // a large jump
+  RoundTrip(Ints(std::vector<int64_t>(1440, 3), jittered));
+}
+
+TEST(ChunkCodecTest, Bools) {
+  Column c;
+  c.type = FieldType::kBool;
+  for (int i = 0; i < 1001; ++i) c.bools.push_back((i % 7 == 0 || i > 900) ? 1 : 0);
+  c.ts = Grid(c.bools.size());
+  RoundTrip(c);
+  c.bools.resize(3);
+  c.ts.resize(3);
+  RoundTrip(c);
+}
+
+TEST(ChunkCodecTest, Strings) {
+  Column c;
+  c.type = FieldType::kString;
+  c.strings = {"",
+               "",
+               "running",
+               "running",
+               std::string("a\0b", 3),
+               "ünïcödé ✓ 日本",
+               "",
+               "x",
+               "running",
+               std::string(1000, 'z'),
+               std::string("\0", 1)};
+  c.ts = Grid(c.strings.size());
+  RoundTrip(c);
+  Column many;
+  many.type = FieldType::kString;
+  for (int i = 0; i < 1440; ++i) many.strings.push_back(i < 700 ? "idle" : "training");
+  many.ts = Grid(many.strings.size());
+  EXPECT_LT(RoundTrip(many), 60u);
+}
+
+TEST(ChunkCodecTest, ZstdOnAndOff) {
+  // A string chunk of long, distinct but similar strings is compressed...
+  Column text;
+  text.type = FieldType::kString;
+  for (int i = 0; i < 200; ++i) {
+    text.strings.push_back("job/" + std::to_string(i) + "/checkpoint/shard-000" +
+                           std::to_string(i % 10) + "-of-00010.safetensors");
+  }
+  text.ts = Grid(text.strings.size());
+  std::string chunk;
+  EncodeChunk(text, &chunk);
+  EXPECT_EQ(chunk[2] & 1, 1);
+  RoundTrip(text);
+  // ...random integers are not.
+  std::mt19937_64 rng(9);
+  std::vector<int64_t> random(500);
+  for (int64_t& v : random) v = static_cast<int64_t>(rng());
+  chunk.clear();
+  EncodeChunk(Ints(random), &chunk);
+  EXPECT_EQ(chunk[2] & 1, 0);
+}
+
+TEST(ChunkCodecTest, HeaderRejectsBadInput) {
+  Column out;
+  EXPECT_TRUE(DecodeChunk("", &out).IsCorruption());
+  std::string chunk;
+  EncodeChunk(Ints({1, 2, 3}), &chunk);
+  std::string bad = chunk;
+  bad[0] = 9;  // version
+  EXPECT_TRUE(DecodeChunk(bad, &out).IsCorruption());
+  bad = chunk;
+  bad[1] = 0;  // type
+  EXPECT_TRUE(DecodeChunk(bad, &out).IsCorruption());
+  bad = chunk;
+  bad[2] = 0x40;  // flags
+  EXPECT_TRUE(DecodeChunk(bad, &out).IsCorruption());
+  // A point count above kMaxChunkPoints: varint 2^24 + 1.
+  std::string huge = chunk.substr(0, 5) + std::string("\x81\x80\x80\x08", 4) + chunk.substr(6);
+  EXPECT_TRUE(DecodeChunk(huge, &out).IsCorruption());
+  EXPECT_TRUE(DecodeChunk(chunk + "x", &out).IsCorruption());
+}
+
+std::vector<std::string> SampleChunks() {
+  std::vector<Column> columns;
+  std::mt19937_64 rng(11);
+  std::vector<double> power, gorilla;
+  std::vector<int64_t> util, counter;
+  int64_t total = 1 << 30;
+  for (int i = 0; i < 300; ++i) {
+    power.push_back(static_cast<double>(3000 + rng() % 400) / 10.0);
+    gorilla.push_back(std::sin(i) * 1e3);
+    util.push_back(80 + static_cast<int64_t>(rng() % 15));
+    total += static_cast<int64_t>(rng() % 5) * 123456789;
+    counter.push_back(total);
+  }
+  columns.push_back(Floats(power));
+  columns.push_back(Floats(gorilla));
+  columns.push_back(Ints(util));
+  columns.push_back(Ints(counter));
+  columns.push_back(Ints(std::vector<int64_t>(300, 0)));
+  Column s;
+  s.type = FieldType::kString;
+  for (int i = 0; i < 300; ++i) s.strings.push_back("state-" + std::to_string(i / 40));
+  s.ts = Grid(300);
+  columns.push_back(s);
+  Column b;
+  b.type = FieldType::kBool;
+  for (int i = 0; i < 300; ++i) b.bools.push_back(rng() % 2);
+  b.ts = Grid(300);
+  columns.push_back(b);
+  std::vector<std::string> chunks;
+  for (const Column& c : columns) {
+    chunks.emplace_back();
+    EncodeChunk(c, &chunks.back());
+  }
+  // Also every integer method on its own, through the chunk format.
+  for (const std::vector<int64_t>& v :
+       {std::vector<int64_t>{5, 9, 2, 7, 1, 8, 3}, std::vector<int64_t>(40, 3)}) {
+    chunks.emplace_back();
+    EncodeChunk(Ints(v), &chunks.back());
+  }
+  return chunks;
+}
+
+// Truncation at every length must fail cleanly (ASan/UBSan watch the reads).
+TEST(ChunkCodecTest, TruncatedChunksAreCorruption) {
+  for (const std::string& chunk : SampleChunks()) {
+    Column out;
+    ASSERT_TRUE(DecodeChunk(chunk, &out).ok());
+    for (size_t len = 0; len < chunk.size(); ++len) {
+      EXPECT_FALSE(DecodeChunk(std::string_view(chunk).substr(0, len), &out).ok())
+          << "length " << len << " of " << chunk.size();
+    }
+  }
+}
+
+// Flipped bytes may decode to other values (there is no checksum at this
+// level; the block around the chunk has one) but must never crash.
+TEST(ChunkCodecTest, FlippedBytesNeverCrash) {
+  std::mt19937_64 rng(13);
+  size_t decoded = 0, rejected = 0;
+  for (const std::string& chunk : SampleChunks()) {
+    for (int trial = 0; trial < 400; ++trial) {
+      std::string bad = chunk;
+      int flips = 1 + static_cast<int>(rng() % 3);
+      for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
+      Column out;
+      if (DecodeChunk(bad, &out).ok()) {
+        ++decoded;
+        EXPECT_EQ(out.size(), [&] {
+          ChunkInfo info;
+          EXPECT_TRUE(ReadChunkInfo(bad, &info).ok());
+          return size_t{info.count};
+        }());
+      } else {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, 0u);
+  EXPECT_GT(decoded + rejected, 0u);
+}
+
+TEST(ChunkCodecTest, RandomBytesNeverCrash) {
+  std::mt19937_64 rng(17);
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::string junk(1 + rng() % 64, '\0');
+    for (char& ch : junk) ch = static_cast<char>(rng());
+    junk[0] = 1;                                 // valid version, to get past it
+    junk[1] = static_cast<char>(1 + rng() % 5);  // valid type
+    junk[2] = static_cast<char>(rng() % 2);
+    Column out;
+    (void)DecodeChunk(junk, &out);
+  }
+}
+
+}  // namespace
+}  // namespace gpulse::storage
