@@ -17,7 +17,8 @@ Status Db::Open(const Options& options, const std::string& path, std::unique_ptr
   if (options.sync_policy == SyncPolicy::kInterval && options.sync_interval.count() <= 0) {
     return Status::InvalidArgument("sync_interval must be positive with SyncPolicy::kInterval");
   }
-  auto impl = std::make_unique<engine::DbImpl>(options, path, storage::Env::Default());
+  storage::Env* env = options.env ? options.env : storage::Env::Default();
+  auto impl = std::make_unique<engine::DbImpl>(options, path, env);
   GPULSE_RETURN_IF_ERROR(impl->Open());
   *db = std::move(impl);
   return Status::Ok();

@@ -55,8 +55,8 @@ int64_t SaturatingSub(int64_t a, int64_t b) {
   return __builtin_sub_overflow(a, b, &out) ? INT64_MIN : out;
 }
 
-std::string MeasurementOf(std::string_view series_key) {
-  return std::string(series_key.substr(0, series_key.find('\0')));
+std::string_view MeasurementOf(std::string_view series_key) {
+  return series_key.substr(0, series_key.find('\0'));
 }
 
 }  // namespace
@@ -169,7 +169,7 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
   resolved->reserve(views.size());
   for (size_t i = 0; i < views.size(); ++i) {
     const PointView& v = views[i];
-    const std::string measurement = MeasurementOf(v.series_key);
+    const std::string_view measurement = MeasurementOf(v.series_key);
     uint32_t series_id = index_.FindSeries(v.series_key);
     if (series_id != kNoId && options_.out_of_order_window.count() > 0) {
       const int64_t newest = index_.series(series_id).max_ts;
@@ -184,10 +184,12 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
     // Field types first, so a rejected point adds nothing to the catalog.
     std::string why;
     for (const auto& [name, value] : v.fields) {
-      const FieldEntry* field = index_.FindField(measurement, name);
+      const FieldEntry* field = series_id != kNoId ? index_.FindSeriesField(series_id, name)
+                                                   : index_.FindField(measurement, name);
       if (field && field->type != TypeOf(value)) {
         why = "field " + std::string(name) + " is " + storage::FieldTypeName(field->type) +
-              " in measurement " + measurement + ", not " + storage::FieldTypeName(TypeOf(value));
+              " in measurement " + std::string(measurement) + ", not " +
+              storage::FieldTypeName(TypeOf(value));
         break;
       }
     }
@@ -203,7 +205,7 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
     ResolvedPoint p{series_id, v.timestamp_ns, {}};
     p.values.reserve(v.fields.size());
     for (const auto& [name, value] : v.fields) {
-      const FieldEntry* field = index_.FindField(measurement, name);
+      const FieldEntry* field = index_.FindSeriesField(series_id, name);
       uint32_t field_id = field ? field->id : kNoId;
       if (!field) {
         std::unique_lock<std::shared_mutex> l(mu_);

@@ -30,6 +30,10 @@
 #include "storage/column.h"
 #include "storage/status.h"
 
+namespace gpulse::storage {
+class Env;
+}  // namespace gpulse::storage
+
 namespace gpulse {
 
 using storage::Column;     // timestamps + values of one field, one type
@@ -96,6 +100,10 @@ struct Options {
   std::chrono::nanoseconds out_of_order_window = std::chrono::hours(24 * 7);
 
   uint64_t wal_segment_bytes = 64ull << 20;
+
+  // The file layer for the WAL and the directory lock (LevelDB uses its own).
+  // Null means POSIX. Tests pass a fault-injecting one; it must outlive the Db.
+  storage::Env* env = nullptr;
 
   // Receives one line per notable event (WAL replay, torn tail cut, flushes).
   // Default: stderr, prefixed "gpulse: ".

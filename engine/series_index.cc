@@ -102,6 +102,16 @@ const FieldEntry* SeriesIndex::FindField(std::string_view measurement,
   return f == m->second.fields.end() ? nullptr : &fields_[f->second];
 }
 
+const FieldEntry* SeriesIndex::FindSeriesField(uint32_t series_id, std::string_view name) {
+  SeriesEntry& entry = series_[series_id];
+  for (const SeriesEntry::CachedField& f : entry.fields) {
+    if (f.name == name) return &fields_[f.id];
+  }
+  const FieldEntry* field = FindField(entry.series.measurement, name);
+  if (field) entry.fields.push_back({field->name, field->id, field->type});
+  return field;
+}
+
 uint32_t SeriesIndex::AddSeries(std::string canonical_key, leveldb::WriteBatch* batch) {
   const uint32_t id = static_cast<uint32_t>(series_.size());
   std::string measurement;

@@ -8,7 +8,8 @@
 //
 // Thread safety: none inside. DbImpl guards it: writers mutate it holding
 // both the write mutex and the exclusive state lock; readers hold the state
-// lock shared.
+// lock shared. The per-series field cache (SeriesEntry::fields) is only
+// touched by writers, under the write mutex.
 #pragma once
 
 #include <cstdint>
@@ -36,6 +37,14 @@ struct SeriesEntry {
   Series series;
   // Newest timestamp written since open, for the out-of-order window.
   int64_t max_ts = INT64_MIN;
+  // The fields this series was written with, so the write path finds a
+  // field id by a short scan instead of two map lookups per value.
+  struct CachedField {
+    std::string name;
+    uint32_t id;
+    FieldType type;
+  };
+  std::vector<CachedField> fields;
 };
 
 struct FieldEntry {
@@ -58,6 +67,10 @@ class SeriesIndex {
 
   // The field of `measurement` named `name`, or nullptr.
   const FieldEntry* FindField(std::string_view measurement, std::string_view name) const;
+  // The same for the measurement of series `series_id`, through the series'
+  // field cache (filled on a miss: hence not const).
+  const FieldEntry* FindSeriesField(uint32_t series_id, std::string_view name);
+  const FieldEntry& field(uint32_t id) const { return fields_[id]; }
 
   // Adds a series (the key must be new and valid) and queues its catalog and
   // index records in *batch. Returns its id.

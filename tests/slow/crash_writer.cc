@@ -12,7 +12,7 @@
 #include <string>
 
 #include "engine/gpulse.h"
-#include "tests/slow/crash_workload.h"
+#include "tests/support/crash_workload.h"
 
 int main(int argc, char** argv) {
   if (argc != 3) {

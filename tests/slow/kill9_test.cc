@@ -17,7 +17,7 @@
 #include <thread>
 
 #include "engine/gpulse.h"
-#include "tests/slow/crash_workload.h"
+#include "tests/support/crash_workload.h"
 #include "tests/support/scratch_dir.h"
 
 namespace gpulse {
