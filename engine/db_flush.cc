@@ -16,6 +16,7 @@ constexpr size_t kFlushBatchBytes = 8 << 20;
 }  // namespace
 
 Status DbImpl::Flush() {
+  const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::lock_guard<std::mutex> l(flush_mu_);
   return FlushLocked();

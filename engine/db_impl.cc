@@ -116,9 +116,10 @@ Status DbImpl::Close() {
   if (closed_.exchange(true)) return Status::Ok();
   {
     std::lock_guard<std::mutex> l(bg_mu_);
-    shutting_down_ = true;
+    shutting_down_ = true;  // releases stalled writers, which then see closed_
   }
   bg_cv_.notify_all();
+  std::unique_lock<std::shared_mutex> no_calls(open_mu_);
   if (flusher_.joinable()) flusher_.join();
   if (syncer_.joinable()) syncer_.join();
 
@@ -170,6 +171,7 @@ void DbImpl::SyncerLoop() {
 }
 
 DbStats DbImpl::GetStats() {
+  const auto open = HoldOpen();
   DbStats stats;
   {
     std::shared_lock<std::shared_mutex> l(mu_);

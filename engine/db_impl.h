@@ -18,9 +18,11 @@
 //    segment boundary.
 //  - mu_ (shared) guards the catalog and the head pointers and contents:
 //    writers take it exclusively for short mutations, readers shared.
+//  - open_mu_ is held shared by every call in flight and exclusively by
+//    Close, so Close never tears down what a call is using.
 //  - flush_mu_ serialises flushes.
 //  - bg_mu_ guards the flusher's wake-up flags and the writer stall.
-// Lock order: flush_mu_ -> write_mu_ -> mu_; bg_mu_ is never held with another.
+// Lock order: open_mu_ -> flush_mu_ -> write_mu_ -> mu_; bg_mu_ is never held with another.
 #pragma once
 
 #include <atomic>
@@ -107,6 +109,11 @@ class DbImpl final : public Db {
   Status ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
                     int64_t start, int64_t end, Column* out);
   Status CheckOpen() const;
+  // Holds off Close until the calling method returns; every public method
+  // but Close takes it before CheckOpen.
+  std::shared_lock<std::shared_mutex> HoldOpen() const {
+    return std::shared_lock<std::shared_mutex>(open_mu_);
+  }
 
   const Options options_;
   const std::string path_;
@@ -117,6 +124,7 @@ class DbImpl final : public Db {
   std::unique_ptr<leveldb::DB> store_;
   std::unique_ptr<storage::Wal> wal_;
   std::atomic<bool> closed_{true};
+  mutable std::shared_mutex open_mu_;  // shared by calls in flight, exclusive in Close
 
   std::mutex flush_mu_;
   std::mutex write_mu_;

@@ -29,6 +29,7 @@ class SnapshotGuard {
 }  // namespace
 
 Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) {
+  const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   if (request.start_ns >= request.end_ns) return Status::Ok();
 
@@ -109,6 +110,7 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
 }
 
 Status DbImpl::ListMeasurements(std::vector<std::string>* out) {
+  const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::shared_lock<std::shared_mutex> l(mu_);
   *out = index_.Measurements();
@@ -117,6 +119,7 @@ Status DbImpl::ListMeasurements(std::vector<std::string>* out) {
 
 Status DbImpl::ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
                           std::vector<Series>* out) {
+  const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::shared_lock<std::shared_mutex> l(mu_);
   for (uint32_t id : index_.Match(measurement, tags)) out->push_back(index_.series(id).series);
@@ -124,6 +127,7 @@ Status DbImpl::ListSeries(std::string_view measurement, const std::vector<TagMat
 }
 
 Status DbImpl::ListTagKeys(std::string_view measurement, std::vector<std::string>* out) {
+  const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::shared_lock<std::shared_mutex> l(mu_);
   *out = index_.TagKeys(measurement);
@@ -132,6 +136,7 @@ Status DbImpl::ListTagKeys(std::string_view measurement, std::vector<std::string
 
 Status DbImpl::ListTagValues(std::string_view measurement, std::string_view key,
                              std::vector<std::string>* out) {
+  const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::shared_lock<std::shared_mutex> l(mu_);
   *out = index_.TagValues(measurement, key);
@@ -139,6 +144,7 @@ Status DbImpl::ListTagValues(std::string_view measurement, std::string_view key,
 }
 
 Status DbImpl::ListFields(std::string_view measurement, std::vector<FieldInfo>* out) {
+  const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::shared_lock<std::shared_mutex> l(mu_);
   *out = index_.Fields(measurement);

@@ -14,22 +14,28 @@ bool ValidName(std::string_view name) {
   return !name.empty() && name.find('\0') == std::string_view::npos;
 }
 
-// Checks what can be checked of a point without the catalog, and builds its
-// canonical series key. Returns an empty string when it is valid, else why not.
+// Checks what can be checked of a point without the catalog, and appends its
+// canonical series key to *key. Returns an empty string when it is valid,
+// else why not.
 std::string CheckPoint(const Point& p, std::string* key) {
   if (!ValidName(p.measurement)) return "measurement must be non-empty and free of NUL bytes";
   if (p.fields.empty()) return "point has no fields";
-  std::vector<const Tag*> tags;
-  tags.reserve(p.tags.size());
+  // Agents send tags sorted (line protocol recommends it); sort only when not.
+  thread_local std::vector<const Tag*> tags;
+  tags.clear();
+  bool sorted = true;
   for (const Tag& t : p.tags) {
     if (!ValidName(t.key)) return "tag keys must be non-empty and free of NUL bytes";
     if (!ValidName(t.value)) return "tag " + t.key + " has an empty value or a NUL byte";
     if (t.key == "time") return "'time' is not a valid tag key";
+    if (!tags.empty() && !(tags.back()->key < t.key)) sorted = false;
     tags.push_back(&t);
   }
-  std::sort(tags.begin(), tags.end(), [](const Tag* a, const Tag* b) { return a->key < b->key; });
-  for (size_t i = 1; i < tags.size(); ++i) {
-    if (tags[i]->key == tags[i - 1]->key) return "tag key " + tags[i]->key + " appears twice";
+  if (!sorted) {
+    std::sort(tags.begin(), tags.end(), [](const Tag* a, const Tag* b) { return a->key < b->key; });
+    for (size_t i = 1; i < tags.size(); ++i) {
+      if (tags[i]->key == tags[i - 1]->key) return "tag key " + tags[i]->key + " appears twice";
+    }
   }
   for (size_t i = 0; i < p.fields.size(); ++i) {
     const std::string& name = p.fields[i].key;
@@ -39,7 +45,6 @@ std::string CheckPoint(const Point& p, std::string* key) {
       if (p.fields[j].key == name) return "field key " + name + " appears twice";
     }
   }
-  key->clear();
   key->append(p.measurement);
   for (const Tag* t : tags) {
     key->push_back('\0');
@@ -88,28 +93,38 @@ void DbImpl::MaybeScheduleFlush() {
 }
 
 Status DbImpl::Write(const std::vector<Point>& points, WriteResult* result) {
+  const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   StallIfHeadFull();
   WriteResult local;
   WriteResult* out = result ? result : &local;
   *out = WriteResult();
 
-  std::vector<std::string> keys(points.size());
-  std::vector<PointView> views;
+  // Canonical keys go into one buffer; views point into it once it is full.
+  std::string keys;
+  std::vector<size_t> key_ends;
   std::vector<size_t> view_index;  // views[i] is points[view_index[i]]
-  views.reserve(points.size());
+  key_ends.reserve(points.size());
   view_index.reserve(points.size());
   for (size_t i = 0; i < points.size(); ++i) {
-    std::string why = CheckPoint(points[i], &keys[i]);
+    const size_t start = keys.size();
+    std::string why = CheckPoint(points[i], &keys);
     if (!why.empty()) {
+      keys.resize(start);
       out->rejected.push_back({i, std::move(why)});
       continue;
     }
-    PointView view{keys[i], points[i].timestamp_ns, {}};
-    view.fields.reserve(points[i].fields.size());
-    for (const Field& f : points[i].fields) view.fields.emplace_back(f.key, f.value);
-    views.push_back(std::move(view));
+    key_ends.push_back(keys.size());
     view_index.push_back(i);
+  }
+  std::vector<PointView> views(view_index.size());
+  for (size_t v = 0; v < views.size(); ++v) {
+    const size_t start = v == 0 ? 0 : key_ends[v - 1];
+    const Point& p = points[view_index[v]];
+    views[v].series_key = std::string_view(keys).substr(start, key_ends[v] - start);
+    views[v].timestamp_ns = p.timestamp_ns;
+    views[v].fields.reserve(p.fields.size());
+    for (const Field& f : p.fields) views[v].fields.emplace_back(f.key, f.value);
   }
 
   uint64_t wal_end = 0;

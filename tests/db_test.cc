@@ -307,6 +307,33 @@ TEST_F(DbTest, ConcurrentWritersAndReaders) {
   EXPECT_EQ(db_->GetStats().values_written, uint64_t{kWriters} * (kMinutes * 4 + 1));
 }
 
+TEST_F(DbTest, CloseWhileWritersAndReadersRunIsSafe) {
+  std::atomic<int> ok_writes{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      for (int m = 0; m < 2000; ++m) {
+        if (t == 2) {
+          std::vector<SeriesColumn> out;
+          (void)db_->Read({"gpu", {}, "util"}, &out);
+          continue;
+        }
+        if (!db_->Write({GpuPoint("n" + std::to_string(t), 0, m * kMinute, int64_t{m})}).ok()) {
+          return;  // closed under us: every later write fails too
+        }
+        ++ok_writes;
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_TRUE(db_->Close().ok());
+  for (auto& t : threads) t.join();
+  // Whatever was acknowledged before the close is there after reopening.
+  Reopen();
+  EXPECT_EQ(ReadInts("n0", 0).size() + ReadInts("n1", 0).size(),
+            static_cast<size_t>(ok_writes.load()));
+}
+
 TEST_F(DbTest, UnknownFieldIsNotFound) {
   ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, 0, int64_t{1})}).ok());
   std::vector<SeriesColumn> out;
