@@ -13,6 +13,34 @@ namespace {
 constexpr int kMaxLeading = 31;
 }  // namespace
 
+size_t GorillaEncodedSize(std::span<const double> values) {
+  if (values.empty()) return 0;
+  // Mirrors EncodeGorilla's choices bit for bit.
+  uint64_t bits = 64;
+  uint64_t prev = std::bit_cast<uint64_t>(values[0]);
+  int window_lead = -1, window_trail = 0;
+  for (size_t i = 1; i < values.size(); ++i) {
+    uint64_t cur = std::bit_cast<uint64_t>(values[i]);
+    uint64_t x = cur ^ prev;
+    prev = cur;
+    if (x == 0) {
+      bits += 1;
+      continue;
+    }
+    int lead = std::countl_zero(x), trail = std::countr_zero(x);
+    if (lead > kMaxLeading) lead = kMaxLeading;
+    if (window_lead >= 0 && lead >= window_lead && trail >= window_trail) {
+      bits += 2 + static_cast<uint64_t>(64 - window_lead - window_trail);
+      continue;
+    }
+    bits += 2 + 5 + 6 + static_cast<uint64_t>(64 - lead - trail);
+    window_lead = lead;
+    window_trail = trail;
+  }
+  uint64_t bytes = (bits + 7) / 8;
+  return static_cast<size_t>(bytes + (std::bit_width(bytes | 1) + 6) / 7);
+}
+
 void EncodeGorilla(std::span<const double> values, std::string* out) {
   if (values.empty()) return;
   std::string bits_out;

@@ -16,6 +16,9 @@
 namespace gpulse::storage {
 
 void EncodeGorilla(std::span<const double> values, std::string* out);
+// The number of bytes EncodeGorilla would append, computed without writing
+// them (a few times cheaper), so the float codec can choose its form first.
+size_t GorillaEncodedSize(std::span<const double> values);
 // Appends `count` values to `*values`; consumes exactly the bytes written.
 Status DecodeGorilla(uint32_t count, ByteReader* in, std::vector<double>* values);
 

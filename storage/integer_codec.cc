@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <unordered_map>
 
 #include "storage/adaptive_int_model.h"
 #include "storage/bit_stream.h"
@@ -28,16 +27,6 @@ uint8_t MethodByte(int order, Packing packing) {
   return static_cast<uint8_t>((order << 4) | packing);
 }
 
-// residual[i] = difference of order `order` at i; the first `order` entries
-// are lower-order differences so the sequence can be integrated back.
-std::vector<uint64_t> Residuals(std::span<const uint64_t> values, int order) {
-  std::vector<uint64_t> r(values.begin(), values.end());
-  for (int pass = 0; pass < order; ++pass) {
-    for (size_t i = r.size(); i-- > static_cast<size_t>(pass + 1);) r[i] -= r[i - 1];
-  }
-  return r;
-}
-
 void Integrate(std::vector<uint64_t>* r, size_t begin, int order) {
   for (int pass = order; pass-- > 0;) {
     for (size_t i = begin + pass + 1; i < r->size(); ++i) (*r)[i] += (*r)[i - 1];
@@ -47,6 +36,20 @@ void Integrate(std::vector<uint64_t>* r, size_t begin, int order) {
 void PutRangeStream(const std::string& stream, std::string* out) {
   PutVarint64(out, stream.size());
   out->append(stream);
+}
+
+size_t VarintLength(uint64_t v) { return static_cast<size_t>(std::bit_width(v | 1) + 6) / 7; }
+
+// Bytes PackBitPacked writes, computed without writing them.
+size_t BitPackedSize(std::span<const uint64_t> tail) {
+  size_t size = 0;
+  for (size_t start = 0; start < tail.size(); start += kBlockSize) {
+    auto block = tail.subspan(start, std::min(kBlockSize, tail.size() - start));
+    auto [lo_it, hi_it] = std::minmax_element(block.begin(), block.end());
+    size_t width = static_cast<size_t>(std::bit_width(*hi_it - *lo_it));
+    size += VarintLength(*lo_it) + 1 + (block.size() * width + 7) / 8;
+  }
+  return size;
 }
 
 void PackBitPacked(std::span<const uint64_t> tail, std::string* out) {
@@ -63,8 +66,16 @@ void PackBitPacked(std::span<const uint64_t> tail, std::string* out) {
   }
 }
 
-void PackAdaptive(std::span<const uint64_t> tail, std::string* out) {
+// Range-coded streams of noisy gauges take ~3-9 bits a value; reserving that
+// up front keeps the coder's appends from reallocating.
+std::string RangeStreamBuffer(size_t values) {
   std::string stream;
+  stream.reserve(values + 16);
+  return stream;
+}
+
+void PackAdaptive(std::span<const uint64_t> tail, std::string* out) {
+  std::string stream = RangeStreamBuffer(tail.size());
   RangeEncoder enc(&stream);
   AdaptiveIntModel model;
   for (uint64_t v : tail) model.Encode(v, &enc);
@@ -79,41 +90,62 @@ void PackAdaptive(std::span<const uint64_t> tail, std::string* out) {
 // is taken between signed residuals (zigzag undone) when `zigzagged`.
 uint64_t Unmap(uint64_t z, bool zigzagged) { return zigzagged ? ZigZagDecode(z) : z; }
 
-void PackDictionary(std::span<const uint64_t> tail, bool zigzagged, std::string* out) {
-  std::string stream;
+// The dictionary ids of a tail (0 = escape: a value not in the dictionary),
+// found with a small open-addressing hash table: the dictionary never holds
+// more than kMaxDictionary values, so 512 slots keep probes short.
+void DictionaryIds(std::span<const uint64_t> tail, std::vector<uint8_t>* ids) {
+  constexpr int kSlotBits = 9;
+  constexpr size_t kSlots = size_t{1} << kSlotBits;
+  uint64_t keys[kSlots];
+  uint8_t slot_ids[kSlots] = {};  // 0 = empty slot
+  size_t size = 0;
+  ids->resize(tail.size());
+  for (size_t i = 0; i < tail.size(); ++i) {
+    uint64_t v = tail[i];
+    size_t slot = (v * 0x9E3779B97F4A7C15u) >> (64 - kSlotBits);
+    while (slot_ids[slot] != 0 && keys[slot] != v) slot = (slot + 1) & (kSlots - 1);
+    uint8_t id = slot_ids[slot];
+    if (id == 0 && size < kMaxDictionary) {
+      keys[slot] = v;
+      slot_ids[slot] = static_cast<uint8_t>(++size);
+    }
+    (*ids)[i] = id;
+  }
+}
+
+void PackDictionary(std::span<const uint64_t> tail, std::span<const uint8_t> ids, bool zigzagged,
+                    std::string* out) {
+  std::string stream = RangeStreamBuffer(tail.size());
   RangeEncoder enc(&stream);
   AdaptiveIntModel escapes;
-  Prob ids[256];
-  std::unordered_map<uint64_t, uint32_t> index;
+  Prob id_probs[256];
   uint64_t prev = 0;
-  for (uint64_t v : tail) {
-    auto it = index.find(v);
-    if (it != index.end()) {
-      enc.EncodeTree(ids, 8, it->second + 1);
-    } else {
-      enc.EncodeTree(ids, 8, 0);
-      escapes.Encode(ZigZagEncode(Unmap(v, zigzagged) - prev), &enc);
-      if (index.size() < kMaxDictionary) index.emplace(v, static_cast<uint32_t>(index.size()));
-    }
-    prev = Unmap(v, zigzagged);
+  for (size_t i = 0; i < tail.size(); ++i) {
+    enc.EncodeTree(id_probs, 8, ids[i]);
+    uint64_t x = Unmap(tail[i], zigzagged);
+    if (ids[i] == 0) escapes.Encode(ZigZagEncode(x - prev), &enc);
+    prev = x;
   }
   enc.Finish();
   PutRangeStream(stream, out);
 }
 
-void Pack(Packing packing, std::span<const uint64_t> tail, bool zigzagged, std::string* out) {
-  switch (packing) {
-    case kConstant:
-      // An order-0 constant tail is all zero offsets from its minimum.
-      if (!tail.empty() && zigzagged) PutVarint64(out, tail[0]);
-      return;
-    case kBitPacked:
-      return PackBitPacked(tail, out);
-    case kAdaptive:
-      return PackAdaptive(tail, out);
-    case kDictionary:
-      return PackDictionary(tail, zigzagged, out);
+// Bits of the dictionary stream: the ids' entropy plus, per escape, a guess
+// at what the escape model spends (its bit length, plus a few bits of length
+// code while it learns: escapes are rare, so it never learns much).
+double EstimateDictionaryBits(std::span<const uint64_t> tail, std::span<const uint8_t> ids,
+                              bool zigzagged) {
+  constexpr double kEscapeOverheadBits = 4;
+  uint32_t counts[256] = {};
+  double escape_bits = 0;
+  uint64_t prev = 0;
+  for (size_t i = 0; i < tail.size(); ++i) {
+    ++counts[ids[i]];
+    uint64_t x = Unmap(tail[i], zigzagged);
+    if (ids[i] == 0) escape_bits += std::bit_width(ZigZagEncode(x - prev)) + kEscapeOverheadBits;
+    prev = x;
   }
+  return AdaptiveIntModel::HistogramBits(counts, 256) + escape_bits;
 }
 
 bool IsConstant(std::span<const uint64_t> tail) {
@@ -128,35 +160,37 @@ struct Mapped {
   std::vector<uint64_t> tail;
 };
 
-Mapped MapTail(std::span<const uint64_t> residuals, int order) {
-  Mapped m;
+void MapTail(std::span<const uint64_t> residuals, int order, Mapped* m) {
   size_t head = std::min(residuals.size(), static_cast<size_t>(order));
   auto tail = residuals.subspan(head);
+  m->tail.resize(tail.size());
   if (order == 0) {
     // Signed minimum: the mapping is exact mod 2^64 whichever is used, and
     // signed suits int64 data and uint64 data below 2^63 alike.
-    int64_t lo = 0;
-    for (size_t i = 0; i < tail.size(); ++i) {
-      int64_t v = static_cast<int64_t>(tail[i]);
-      if (i == 0 || v < lo) lo = v;
-    }
-    m.min = static_cast<uint64_t>(lo);
-    for (uint64_t v : tail) m.tail.push_back(v - m.min);
+    int64_t lo = tail.empty() ? 0 : static_cast<int64_t>(tail[0]);
+    for (uint64_t v : tail) lo = std::min(lo, static_cast<int64_t>(v));
+    m->min = static_cast<uint64_t>(lo);
+    for (size_t i = 0; i < tail.size(); ++i) m->tail[i] = tail[i] - m->min;
   } else {
-    for (uint64_t v : tail) m.tail.push_back(ZigZagEncode(v));
+    for (size_t i = 0; i < tail.size(); ++i) m->tail[i] = ZigZagEncode(tail[i]);
   }
-  return m;
 }
 
-std::string EncodeWith(std::span<const uint64_t> residuals, int order, const Mapped& mapped,
-                       Packing packing) {
-  std::string out;
+// The part of an integer section before the packed tail: the first `order`
+// residuals, and the minimum for order 0.
+void PutHead(std::span<const uint64_t> residuals, int order, const Mapped& mapped,
+             std::string* out) {
   size_t head = std::min(residuals.size(), static_cast<size_t>(order));
-  for (size_t i = 0; i < head; ++i) PutVarint64(&out, ZigZagEncode(residuals[i]));
-  if (order == 0 && !residuals.empty()) PutVarint64(&out, ZigZagEncode(mapped.min));
-  Pack(packing, mapped.tail, order > 0, &out);
-  return out;
+  for (size_t i = 0; i < head; ++i) PutVarint64(out, ZigZagEncode(residuals[i]));
+  if (order == 0 && !residuals.empty()) PutVarint64(out, ZigZagEncode(mapped.min));
 }
+
+// A candidate encoding of the tail and the estimate that ranks it.
+struct Candidate {
+  int order;
+  Packing packing;
+  double bytes;  // estimated size of the packed tail
+};
 
 Status Corrupt(const char* what) { return Status::Corruption(std::string("integers: ") + what); }
 
@@ -261,39 +295,73 @@ Status Unpack(Packing packing, uint32_t n, bool zigzagged, ByteReader* in,
 }  // namespace
 
 uint8_t EncodeIntegers(std::span<const uint64_t> values, std::string* out) {
-  std::vector<uint64_t> residuals[kMaxOrder + 1];
+  // residuals[0..order) are the heads of every order: differencing in place
+  // leaves the lower-order differences there.
+  std::vector<uint64_t> residuals(values.begin(), values.end());
   Mapped mapped[kMaxOrder + 1];
   for (int order = 0; order <= kMaxOrder; ++order) {
-    residuals[order] = Residuals(values, order);
-    mapped[order] = MapTail(residuals[order], order);
-  }
-
-  // A constant tail is as small as an encoding gets; the lowest order that
-  // has one wins outright.
-  for (int order = 0; order <= kMaxOrder; ++order) {
+    for (size_t i = residuals.size(); order > 0 && i-- > static_cast<size_t>(order);) {
+      residuals[i] -= residuals[i - 1];
+    }
+    MapTail(residuals, order, &mapped[order]);
+    // A constant tail is as small as an encoding gets; the lowest order that
+    // has one wins outright.
     if (IsConstant(mapped[order].tail)) {
-      out->append(EncodeWith(residuals[order], order, mapped[order], kConstant));
+      PutHead(residuals, order, mapped[order], out);
+      if (!mapped[order].tail.empty() && order > 0) PutVarint64(out, mapped[order].tail[0]);
       return MethodByte(order, kConstant);
     }
   }
-  // Bit packing is cheap to try; range coding is the expensive part of
-  // encoding, so only the orders that won on real telemetry are tried for the
-  // dictionary (order 0 and 2 dictionaries decode but are never chosen).
-  static constexpr struct {
-    int order;
-    Packing packing;
-  } kCandidates[] = {
-      {0, kBitPacked}, {1, kBitPacked}, {2, kBitPacked},  {0, kAdaptive},
-      {1, kAdaptive},  {2, kAdaptive},  {1, kDictionary},
-  };
+
+  // Range coding is the expensive part of encoding, so the range-coded
+  // candidates are ranked by estimate (AdaptiveIntModel::EstimateBits) and
+  // only the best, or the best two when their estimates are close, are
+  // coded. Bit packing's size is exact and cheap. The dictionary is tried on
+  // deltas only: order 0 and 2 dictionaries decode but never won on real
+  // telemetry.
+  constexpr double kStreamOverheadBytes = 6;  // coder flush + length varint
+  constexpr double kCloseRatio = 1.03;
+  Candidate best_packed{0, kBitPacked, 0};
+  std::vector<Candidate> coded;
+  for (int order = 0; order <= kMaxOrder; ++order) {
+    double packed = static_cast<double>(BitPackedSize(mapped[order].tail));
+    if (order == 0 || packed < best_packed.bytes) best_packed = {order, kBitPacked, packed};
+    double adaptive = AdaptiveIntModel::EstimateBits(mapped[order].tail) / 8;
+    coded.push_back({order, kAdaptive, adaptive + kStreamOverheadBytes});
+  }
+  std::vector<uint8_t> ids;
+  DictionaryIds(mapped[1].tail, &ids);
+  coded.push_back({1, kDictionary,
+                   EstimateDictionaryBits(mapped[1].tail, ids, true) / 8 + kStreamOverheadBytes});
+  std::sort(coded.begin(), coded.end(),
+            [](const Candidate& a, const Candidate& b) { return a.bytes < b.bytes; });
+
   std::string best;
   uint8_t best_method = 0;
-  for (const auto& c : kCandidates) {
-    std::string candidate = EncodeWith(residuals[c.order], c.order, mapped[c.order], c.packing);
+  for (size_t i = 0; i < 2; ++i) {
+    const Candidate& c = coded[i];
+    if (i > 0 && c.bytes > coded[0].bytes * kCloseRatio) break;
+    // A clearly smaller bit packing is not worth coding anything for.
+    if (best_packed.bytes * kCloseRatio < c.bytes) break;
+    std::string candidate;
+    PutHead(residuals, c.order, mapped[c.order], &candidate);
+    if (c.packing == kDictionary) {
+      PackDictionary(mapped[c.order].tail, ids, true, &candidate);
+    } else {
+      PackAdaptive(mapped[c.order].tail, &candidate);
+    }
     if (best.empty() || candidate.size() < best.size()) {
       best = std::move(candidate);
       best_method = MethodByte(c.order, c.packing);
     }
+  }
+  const Mapped& packed = mapped[best_packed.order];
+  std::string packed_head;
+  PutHead(residuals, best_packed.order, packed, &packed_head);
+  if (best.empty() || packed_head.size() + static_cast<size_t>(best_packed.bytes) <= best.size()) {
+    out->append(packed_head);
+    PackBitPacked(packed.tail, out);
+    return MethodByte(best_packed.order, kBitPacked);
   }
   out->append(best);
   return best_method;

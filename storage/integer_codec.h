@@ -11,7 +11,8 @@
 // of four methods: constant (one varint), frame-of-reference bit packing in
 // blocks of 128, adaptive range coding (storage/adaptive_int_model.h), or a
 // dictionary of repeated residuals (for counters whose increments repeat).
-// The encoder tries the candidates and keeps the smallest; the choice is one
+// The encoder ranks the candidates by estimated size (exact for the cheap
+// ones) and range-codes only the best one or two; the choice is one
 // method byte, (order << 4) | method, which the caller stores (the chunk
 // header). The byte layout is in docs/format/chunks.md.
 //

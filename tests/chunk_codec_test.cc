@@ -12,6 +12,7 @@
 #include <set>
 
 #include "storage/float_codec.h"
+#include "storage/gorilla_codec.h"
 #include "storage/integer_codec.h"
 
 namespace gpulse::storage {
@@ -152,6 +153,33 @@ TEST(ChunkCodecTest, DecimalDetection) {
   EXPECT_EQ(FindDecimalDigits(std::vector<double>{1e300}), -1);
   EXPECT_EQ(FindDecimalDigits(std::vector<double>{9007199254740992.0}), -1);  // 2^53
   EXPECT_EQ(FindDecimalDigits(std::vector<double>{9007199254740991.0}), 0);
+}
+
+TEST(ChunkCodecTest, DecimalDetectionRoundsHalfToEven) {
+  // Halves at k = 0 are not integers; their scaled forms at k = 1 are exact.
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{2.5, -2.5, 0.5, -0.5, 3.0}), 1);
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{4503599627370497.0, -4503599627370497.0}), 0);
+  EXPECT_EQ(FindDecimalDigits(std::vector<double>{-0.001, 0.999}), 3);
+}
+
+// The float codec picks its form from GorillaEncodedSize before writing.
+TEST(ChunkCodecTest, GorillaEncodedSizeIsExact) {
+  std::mt19937_64 rng(19);
+  std::vector<std::vector<double>> inputs = {{}, {1.0}, {0.1 + 0.2, 0.1 + 0.2}};
+  std::vector<double> sine, noise, mixed;
+  for (int i = 0; i < 1000; ++i) {
+    sine.push_back(std::sin(i) * 1e3);
+    noise.push_back(std::bit_cast<double>(rng()));
+    mixed.push_back(i % 50 == 0 ? std::bit_cast<double>(rng()) : 612.3 + (i % 7) * 1e-9);
+  }
+  inputs.push_back(sine);
+  inputs.push_back(noise);
+  inputs.push_back(mixed);
+  for (const auto& v : inputs) {
+    std::string out;
+    EncodeGorilla(v, &out);
+    EXPECT_EQ(GorillaEncodedSize(v), out.size()) << v.size();
+  }
 }
 
 TEST(ChunkCodecTest, DecimalFallbackKeepsExactValues) {
