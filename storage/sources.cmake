@@ -1,0 +1,22 @@
+# Sources of the storage layer (WAL, chunk codecs, key layout). Knows nothing above it.
+set(GPULSE_STORAGE_SOURCES
+  storage/status.cc
+  storage/column.cc
+  storage/adaptive_int_model.cc
+  storage/bit_stream.cc
+  storage/bool_codec.cc
+  storage/byte_reader.cc
+  storage/chunk_codec.cc
+  storage/coding.cc
+  storage/float_codec.cc
+  storage/gorilla_codec.cc
+  storage/integer_codec.cc
+  storage/range_coder.cc
+  storage/string_codec.cc
+  storage/timestamp_codec.cc
+  storage/key_layout.cc
+  storage/env.cc
+  storage/wal_writer.cc
+  storage/wal_reader.cc
+  storage/wal.cc
+)

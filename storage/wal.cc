@@ -1,0 +1,341 @@
+#include "storage/wal.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "storage/wal_reader.h"
+
+namespace gpulse::storage {
+
+namespace {
+
+Status ClosedError(const std::string& dir) {
+  return Status::InvalidArgument("wal " + dir + " is closed");
+}
+
+bool AllZero(std::string_view bytes) {
+  return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
+}
+
+std::string ParentDir(const std::string& dir) {
+  size_t slash = dir.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return dir.substr(0, slash);
+}
+
+}  // namespace
+
+std::string Wal::SegmentPath(const std::string& dir, uint64_t segment) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "%08llu.log", static_cast<unsigned long long>(segment));
+  return dir + "/" + name;
+}
+
+bool Wal::ParseSegmentName(std::string_view name, uint64_t* segment) {
+  constexpr std::string_view kSuffix = ".log";
+  if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix)) return false;
+  std::string_view stem = name.substr(0, name.size() - kSuffix.size());
+  if (stem.size() > 20 ||
+      !std::all_of(stem.begin(), stem.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return false;
+  }
+  unsigned long long value = std::strtoull(std::string(stem).c_str(), nullptr, 10);
+  // Only the exact spelling SegmentPath produces, so "7.log" or "000000007.log"
+  // (another tool's file) is never mistaken for a segment.
+  char canonical[32];
+  std::snprintf(canonical, sizeof(canonical), "%08llu", value);
+  if (stem != canonical) return false;
+  *segment = value;
+  return true;
+}
+
+Wal::Wal(Env* env, std::string dir, const WalOptions& options)
+    : env_(env), dir_(std::move(dir)), options_(options) {}
+
+Wal::~Wal() = default;
+
+Status Wal::Open(Env* env, const std::string& dir, const WalOptions& options,
+                 const std::function<Status(std::string_view record)>& apply,
+                 WalReplayReport* report, std::unique_ptr<Wal>* wal) {
+  wal->reset();
+  WalReplayReport unused;
+  if (report == nullptr) report = &unused;
+  *report = WalReplayReport();
+
+  bool existed = env->FileExists(dir);
+  GPULSE_RETURN_IF_ERROR(env->CreateDirIfMissing(dir));
+  // A new directory's own entry must survive a crash along with its segments.
+  if (!existed) GPULSE_RETURN_IF_ERROR(env->SyncDir(ParentDir(dir)));
+
+  std::vector<std::string> names;
+  GPULSE_RETURN_IF_ERROR(env->GetChildren(dir, &names));
+  std::vector<uint64_t> segments;
+  for (const std::string& name : names) {
+    uint64_t number;
+    if (ParseSegmentName(name, &number)) segments.push_back(number);
+  }
+  std::sort(segments.begin(), segments.end());
+
+  std::unique_ptr<Wal> result(new Wal(env, dir, options));
+  GPULSE_RETURN_IF_ERROR(result->Replay(segments, apply, report));
+  {
+    std::unique_lock<std::mutex> lock(result->mu_);
+    uint64_t live = 0;
+    const uint64_t* last_with_data = nullptr;
+    for (const auto& [number, size] : result->segment_sizes_) {
+      live += size;
+      if (size > 0) last_with_data = &number;
+    }
+    // A process that crashed (the machine did not) leaves its last segment's
+    // tail unsynced in the page cache; it was just replayed as if durable. Sync
+    // it before a newer segment gets data, or a later power loss could tear it
+    // behind a surviving newer segment, which replay must call Corruption.
+    if (last_with_data != nullptr) {
+      GPULSE_RETURN_IF_ERROR(env->SyncFile(SegmentPath(dir, *last_with_data)));
+    }
+    result->appended_ = live;
+    result->synced_ = live;
+    GPULSE_RETURN_IF_ERROR(result->StartSegmentLocked(segments.empty() ? 1 : segments.back() + 1));
+  }
+  *wal = std::move(result);
+  return Status::Ok();
+}
+
+Status Wal::Replay(const std::vector<uint64_t>& segments,
+                   const std::function<Status(std::string_view record)>& apply,
+                   WalReplayReport* report) {
+  // Runs inside Open before the Wal is shared; mu_ is taken only to keep the
+  // GUARDED_BY contract literal.
+  for (size_t i = 0; i < segments.size(); ++i) {
+    std::string contents;
+    GPULSE_RETURN_IF_ERROR(env_->ReadFileToString(SegmentPath(dir_, segments[i]), &contents));
+    ++report->segments;
+    WalReader reader(contents);
+    std::string_view record;
+    while (reader.Next(&record)) {
+      if (apply) GPULSE_RETURN_IF_ERROR(apply(record));
+      ++report->records;
+      report->bytes += WalWriter::FramedSize(record.size());
+    }
+    {
+      std::lock_guard<std::mutex> guard(mu_);
+      segment_sizes_[segments[i]] = reader.good_offset();
+    }
+    if (reader.stopped_early()) {
+      return CutTail(segments, i, contents.size(), reader.good_offset(), reader.reason(), report);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Wal::CutTail(const std::vector<uint64_t>& segments, size_t index, uint64_t size,
+                    uint64_t offset, const std::string& reason, WalReplayReport* report) {
+  const std::string path = SegmentPath(dir_, segments[index]);
+  const std::string where = path + " offset " + std::to_string(offset) + ": " + reason;
+  // Check every later segment before cutting anything: damage followed by
+  // real data is not a torn tail, and must not be "repaired" by deleting data.
+  std::vector<uint64_t> later_sizes;
+  for (size_t j = index + 1; j < segments.size(); ++j) {
+    const std::string later = SegmentPath(dir_, segments[j]);
+    uint64_t later_size;
+    GPULSE_RETURN_IF_ERROR(env_->GetFileSize(later, &later_size));
+    if (later_size > 0) {
+      std::string contents;
+      GPULSE_RETURN_IF_ERROR(env_->ReadFileToString(later, &contents));
+      if (!AllZero(contents)) {
+        return Status::Corruption(where + " (not the last segment: " + later + " holds data)");
+      }
+    }
+    later_sizes.push_back(later_size);
+  }
+
+  GPULSE_RETURN_IF_ERROR(env_->TruncateFile(path, offset));
+  uint64_t later_cut = 0;
+  for (size_t j = index + 1; j < segments.size(); ++j) {
+    uint64_t later_size = later_sizes[j - index - 1];
+    if (later_size > 0) {
+      GPULSE_RETURN_IF_ERROR(env_->TruncateFile(SegmentPath(dir_, segments[j]), 0));
+    }
+    later_cut += later_size;
+    ++report->segments;
+    std::lock_guard<std::mutex> guard(mu_);
+    segment_sizes_[segments[j]] = 0;
+  }
+  report->dropped_bytes = (size - offset) + later_cut;
+  report->dropped_reason = where + "; cut " + std::to_string(size - offset) + " bytes";
+  if (later_cut > 0) {
+    report->dropped_reason +=
+        " and " + std::to_string(later_cut) + " zero bytes from later segments";
+  }
+  return Status::Ok();
+}
+
+Status Wal::SetErrorLocked(Status s) {
+  if (!s.ok() && error_.ok()) error_ = s;
+  return s;
+}
+
+void Wal::WaitForSyncLocked(std::unique_lock<std::mutex>& lock) {
+  sync_done_.wait(lock, [this] { return !sync_in_progress_; });
+}
+
+Status Wal::StartSegmentLocked(uint64_t number) {
+  if (file_ != nullptr) {
+    // Seal the old segment before any byte goes to the new one: replay treats
+    // damage in a non-last segment as corruption, which is only true if it
+    // was durable before its successor existed.
+    GPULSE_RETURN_IF_ERROR(SetErrorLocked(file_->Sync()));
+    synced_ = appended_;
+    Status s = file_->Close();
+    writer_.reset();
+    file_.reset();
+    GPULSE_RETURN_IF_ERROR(SetErrorLocked(s));
+  }
+  std::unique_ptr<WritableFile> file;
+  GPULSE_RETURN_IF_ERROR(SetErrorLocked(env_->NewWritableFile(SegmentPath(dir_, number), &file)));
+  // Without this a synced record in the new segment could vanish with the
+  // segment's directory entry after a power loss.
+  GPULSE_RETURN_IF_ERROR(SetErrorLocked(env_->SyncDir(dir_)));
+  file_ = std::move(file);
+  writer_ = std::make_unique<WalWriter>(file_.get());
+  active_ = number;
+  segment_sizes_[number] = 0;
+  return Status::Ok();
+}
+
+Status Wal::Append(std::string_view record, uint64_t* end) {
+  if (record.size() > wal_format::kMaxRecordBytes) {
+    return Status::InvalidArgument("wal record of " + std::to_string(record.size()) +
+                                   " bytes exceeds the limit of " +
+                                   std::to_string(wal_format::kMaxRecordBytes));
+  }
+  const uint64_t framed = WalWriter::FramedSize(record.size());
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    if (closed_) return ClosedError(dir_);
+    if (!error_.ok()) return error_;
+    uint64_t used = writer_->offset();
+    if (used == 0 || used + framed <= options_.segment_bytes) break;
+    // The file may be swapped only while nobody syncs it outside the lock.
+    if (sync_in_progress_) {
+      WaitForSyncLocked(lock);
+      continue;
+    }
+    GPULSE_RETURN_IF_ERROR(StartSegmentLocked(active_ + 1));
+  }
+  Status s = writer_->AddRecord(record);
+  segment_sizes_[active_] = writer_->offset();
+  appended_ += framed;
+  if (!s.ok()) return SetErrorLocked(s);
+  if (end != nullptr) *end = appended_;
+  return Status::Ok();
+}
+
+Status Wal::SyncTo(uint64_t end) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    if (closed_) return ClosedError(dir_);
+    if (!error_.ok()) return error_;
+    if (end > appended_) {
+      return Status::InvalidArgument("wal sync to " + std::to_string(end) +
+                                     " is past the appended end " + std::to_string(appended_));
+    }
+    if (synced_ >= end) return Status::Ok();
+    if (sync_in_progress_) {
+      // Group commit: the running sync may cover `end`; if not, the loop
+      // starts the next one with everything appended meanwhile.
+      WaitForSyncLocked(lock);
+      continue;
+    }
+    sync_in_progress_ = true;
+    const uint64_t target = appended_;
+    WritableFile* file = file_.get();
+    lock.unlock();
+    Status s = file->Sync();
+    lock.lock();
+    sync_in_progress_ = false;
+    if (s.ok()) {
+      synced_ = std::max(synced_, target);
+    } else {
+      (void)SetErrorLocked(s);  // sticky; the loop returns it
+    }
+    sync_done_.notify_all();
+  }
+}
+
+Status Wal::Sync() {
+  uint64_t end;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    end = appended_;
+  }
+  return SyncTo(end);
+}
+
+Status Wal::Rotate(uint64_t* segment) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    if (closed_) return ClosedError(dir_);
+    if (!error_.ok()) return error_;
+    if (!sync_in_progress_) break;
+    WaitForSyncLocked(lock);
+  }
+  GPULSE_RETURN_IF_ERROR(StartSegmentLocked(active_ + 1));
+  if (segment != nullptr) *segment = active_;
+  return Status::Ok();
+}
+
+Status Wal::RemoveSegmentsBefore(uint64_t segment) {
+  std::vector<uint64_t> doomed;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    if (closed_) return ClosedError(dir_);
+    if (segment > active_) {
+      return Status::InvalidArgument("wal " + dir_ + ": cannot remove segments before " +
+                                     std::to_string(segment) + ", above the active segment " +
+                                     std::to_string(active_));
+    }
+    while (!segment_sizes_.empty() && segment_sizes_.begin()->first < segment) {
+      doomed.push_back(segment_sizes_.begin()->first);
+      segment_sizes_.erase(segment_sizes_.begin());
+    }
+  }
+  if (doomed.empty()) return Status::Ok();
+  // Oldest first, so a failure part-way leaves a contiguous run of segments.
+  for (uint64_t number : doomed) {
+    GPULSE_RETURN_IF_ERROR(env_->RemoveFile(SegmentPath(dir_, number)));
+  }
+  return env_->SyncDir(dir_);
+}
+
+uint64_t Wal::active_segment() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return active_;
+}
+
+uint64_t Wal::total_bytes() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  uint64_t total = 0;
+  for (const auto& [number, size] : segment_sizes_) total += size;
+  return total;
+}
+
+Status Wal::Close() {
+  std::unique_lock<std::mutex> lock(mu_);
+  WaitForSyncLocked(lock);
+  if (closed_) return ClosedError(dir_);
+  closed_ = true;
+  Status s = error_;
+  if (file_ != nullptr) {
+    if (s.ok()) s = file_->Sync();
+    if (s.ok()) synced_ = appended_;
+    Status c = file_->Close();
+    if (s.ok()) s = c;
+    writer_.reset();
+    file_.reset();
+  }
+  return s;
+}
+
+}  // namespace gpulse::storage

@@ -1,0 +1,155 @@
+// Wal: the segmented write-ahead log. It owns the segment files
+// DIR/%08llu.log, numbered upward: replay at Open, appends to the active
+// (highest) segment, rotation, group-committed syncs, and retirement of old
+// segments. Records are opaque byte strings; the engine decides what goes in
+// one and when to sync (every batch, on an interval, or never). The byte
+// format is in docs/format/wal.md.
+//
+// Durability: a record is durable once SyncTo(end) (or Sync) returns OK for
+// an `end` at or past it. A segment is synced before appends move to the next
+// one, and a new segment's directory entry is synced before it is used, so
+// every byte below the last synced position survives a power loss.
+//
+// Errors are sticky: after a failed write or sync every later Append, Sync
+// and Rotate returns that error (after a failed fsync the page cache state is
+// unknown, so nothing may be retried as if it worked).
+//
+// Thread safety: every method may be called from any thread at once.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "storage/env.h"
+#include "storage/status.h"
+#include "storage/wal_writer.h"
+
+namespace gpulse::storage {
+
+struct WalOptions {
+  uint64_t segment_bytes = 64ull << 20;  // rotate when the active segment passes this
+};
+
+struct WalReplayReport {
+  uint64_t segments = 0;       // segment files found (including empty ones)
+  uint64_t records = 0;        // records handed to `apply`
+  uint64_t bytes = 0;          // framed bytes of those records (headers included)
+  uint64_t dropped_bytes = 0;  // bytes cut from the tail of the last segment(s)
+  std::string dropped_reason;  // "DIR/00000007.log offset 1234: bad checksum; cut 517 bytes"
+};
+
+class Wal {
+ public:
+  // Opens (creating DIR if missing) and replays every existing record, oldest
+  // segment first, through `apply` (may be empty) before returning.
+  //
+  // A torn or corrupt record in the last segment that holds data cuts that
+  // file at the last good record (TruncateFile) and is described in *report
+  // (may be null); later segments must then be empty or all zeros, and are cut
+  // to zero length. Corruption followed by data in a later segment is
+  // Corruption naming the file and offset, since a segment is synced before the
+  // next one is used. If `apply` returns an error, Open returns it unchanged.
+  // The last segment holding data is synced before appends go to a NEW segment
+  // numbered above every existing one (a killed process leaves it unsynced).
+  static Status Open(Env* env, const std::string& dir, const WalOptions& options,
+                     const std::function<Status(std::string_view record)>& apply,
+                     WalReplayReport* report, std::unique_ptr<Wal>* wal);
+
+  Wal(const Wal&) = delete;
+  Wal& operator=(const Wal&) = delete;
+
+  // Closes the active segment WITHOUT syncing: unsynced appends are left to the
+  // OS, as if the process had died. Call Close() for a clean shutdown. No
+  // other call may be in progress.
+  ~Wal();
+
+  // Writes one record (rotating first when the active segment is past
+  // segment_bytes) and hands it to the OS, not synced. *end (may be null) gets
+  // the log position just past it: a byte count that increases across segments
+  // and starts at the bytes of the live segments found at Open. A record over
+  // wal_format::kMaxRecordBytes is InvalidArgument and not sticky.
+  Status Append(std::string_view record, uint64_t* end);
+
+  // Returns once everything up to `end` (a value from Append) is durable.
+  // Concurrent callers share one fsync: a caller whose end is covered by a
+  // finished sync returns at once, one caller syncs while the others wait for it.
+  Status SyncTo(uint64_t end);
+
+  // Everything appended so far.
+  Status Sync();
+
+  // Seals the active segment (synced) and starts a new one, even when the
+  // active one is empty; *segment (may be null) gets the new segment's number.
+  Status Rotate(uint64_t* segment);
+
+  // Deletes every segment numbered below `segment` (their records are durable
+  // elsewhere), then syncs the directory. InvalidArgument when `segment` is
+  // above the active segment: the active segment is never deleted.
+  Status RemoveSegmentsBefore(uint64_t segment);
+
+  uint64_t active_segment() const;
+
+  // Bytes in the live segment files, counting appended but unsynced bytes.
+  uint64_t total_bytes() const;
+
+  // Syncs and closes the active segment; every later call fails.
+  Status Close();
+
+  // "DIR/00000042.log".
+  static std::string SegmentPath(const std::string& dir, uint64_t segment);
+
+  // Sets *segment from a name "00000042.log"; false for other names.
+  static bool ParseSegmentName(std::string_view name, uint64_t* segment);
+
+ private:
+  Wal(Env* env, std::string dir, const WalOptions& options);
+
+  // Replays the existing segments (sorted) into `apply`; fills segment_sizes_.
+  Status Replay(const std::vector<uint64_t>& segments,
+                const std::function<Status(std::string_view record)>& apply,
+                WalReplayReport* report);
+
+  // Cuts segments[index] at `offset` and every later segment to zero; fails
+  // when a later segment holds anything but zeros.
+  // `size` is the damaged segment's length.
+  Status CutTail(const std::vector<uint64_t>& segments, size_t index, uint64_t size,
+                 uint64_t offset, const std::string& reason, WalReplayReport* report);
+
+  // REQUIRES: mu_ held, no sync in progress, no sticky error.
+  // Syncs and closes the active segment (if any), then creates segment
+  // `number`, syncs the directory and makes it active.
+  Status StartSegmentLocked(uint64_t number);
+
+  // REQUIRES: mu_ held through `lock`. Waits until no sync is in progress.
+  void WaitForSyncLocked(std::unique_lock<std::mutex>& lock);
+
+  // REQUIRES: mu_ held. Records `s` as the sticky error when it is one.
+  Status SetErrorLocked(Status s);
+
+  Env* const env_;
+  const std::string dir_;
+  const WalOptions options_;
+
+  mutable std::mutex mu_;
+  std::condition_variable sync_done_;           // signalled when a sync finishes
+  Status error_;                                // GUARDED_BY(mu_): sticky
+  bool closed_ = false;                         // GUARDED_BY(mu_)
+  bool sync_in_progress_ = false;               // GUARDED_BY(mu_)
+  uint64_t appended_ = 0;                       // GUARDED_BY(mu_): log position of the last append
+  uint64_t synced_ = 0;                         // GUARDED_BY(mu_): every byte below is durable
+  uint64_t active_ = 0;                         // GUARDED_BY(mu_): active segment number
+  std::map<uint64_t, uint64_t> segment_sizes_;  // GUARDED_BY(mu_): live segment -> bytes
+  // The active segment. The file is swapped only under mu_ with no sync in
+  // progress, so a syncer may call file_->Sync() outside mu_.
+  std::unique_ptr<WritableFile> file_;  // GUARDED_BY(mu_)
+  std::unique_ptr<WalWriter> writer_;   // GUARDED_BY(mu_)
+};
+
+}  // namespace gpulse::storage
