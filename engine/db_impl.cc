@@ -60,15 +60,8 @@ Status DbImpl::Open() {
   }
   GPULSE_RETURN_IF_ERROR(locked);
 
-  leveldb::Options store_options;
-  store_options.create_if_missing = true;
-  // Chunks are zstd-compressed by the chunk codec; Snappy on top gains nothing.
-  store_options.compression = leveldb::kNoCompression;
-  store_options.write_buffer_size = 16 << 20;
-  leveldb::DB* store = nullptr;
-  const leveldb::Status opened = leveldb::DB::Open(store_options, path_ + "/store", &store);
-  if (!opened.ok()) return Status::IOError("open " + path_ + "/store: " + opened.ToString());
-  store_.reset(store);
+  GPULSE_RETURN_IF_ERROR(RecoverStoreSwap());
+  GPULSE_RETURN_IF_ERROR(OpenStore());
 
   std::string version;
   const leveldb::Status got = store_->Get(leveldb::ReadOptions(), storage::VersionKey(), &version);

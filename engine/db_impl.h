@@ -62,6 +62,7 @@ class DbImpl final : public Db {
                        std::vector<std::string>* out) override;
   Status ListFields(std::string_view measurement, std::vector<FieldInfo>* out) override;
   Status Flush() override;
+  Status Compact() override;
   DbStats GetStats() override;
   Status Close() override;
 
@@ -104,6 +105,15 @@ class DbImpl final : public Db {
   Status WriteChunks(const Head& sealed);
   void FlusherLoop();
   void SyncerLoop();
+
+  // --- store maintenance (db_compact.cc) ---
+  // Opens DIR/store into store_.
+  Status OpenStore();
+  // Finishes or undoes a store swap that a crash interrupted (see Compact).
+  Status RecoverStoreSwap();
+  // Copies the newest version of every key of store_ into a new LevelDB at
+  // `path`, synced.
+  Status CopyStore(const std::string& path);
 
   // --- read path (db_read.cc) ---
   Status ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,

@@ -1,6 +1,7 @@
 # Sources of the engine (series index, head, flush, public API).
 set(GPULSE_ENGINE_SOURCES
   engine/column_ops.cc
+  engine/db_compact.cc
   engine/db_flush.cc
   engine/db_impl.cc
   engine/db_read.cc

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -332,6 +333,63 @@ TEST_F(DbTest, CloseWhileWritersAndReadersRunIsSafe) {
   Reopen();
   EXPECT_EQ(ReadInts("n0", 0).size() + ReadInts("n1", 0).size(),
             static_cast<size_t>(ok_writes.load()));
+}
+
+uint64_t DirBytes(const std::string& dir) {
+  uint64_t total = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (e.is_regular_file()) total += e.file_size();
+  }
+  return total;
+}
+
+TEST_F(DbTest, CompactDropsReplacedChunkVersionsAndKeepsData) {
+  // Ten flushes into the same day window leave ten versions of its chunk.
+  for (int round = 0; round < 10; ++round) {
+    std::vector<Point> batch;
+    for (int m = round * 100; m < (round + 1) * 100; ++m) {
+      batch.push_back(GpuPoint("n1", 0, m * kMinute / 10, int64_t{m}));
+    }
+    ASSERT_TRUE(db_->Write(batch).ok());
+    ASSERT_TRUE(db_->Flush().ok());
+  }
+  const uint64_t before = DirBytes(dir_.path() + "/store");
+  ASSERT_TRUE(db_->Compact().ok());
+  const uint64_t after = DirBytes(dir_.path() + "/store");
+  EXPECT_LT(after, before);
+  EXPECT_EQ(ReadInts("n1", 0).size(), 1000u);
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, 0, int64_t{-1})}).ok());  // still writable
+  Reopen();
+  const auto points = ReadInts("n1", 0);
+  ASSERT_EQ(points.size(), 1000u);
+  EXPECT_EQ(points[0].second, -1);
+  EXPECT_EQ(points[999].second, 999);
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/store.compacting"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() + "/store.old"));
+}
+
+TEST_F(DbTest, OpenFinishesACompactionSwapACrashInterrupted) {
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, kMinute, int64_t{5})}).ok());
+  db_.reset();
+  // The crash came between "store -> store.old" and "store.compacting -> store".
+  const std::string store = dir_.path() + "/store";
+  std::filesystem::copy(store, store + ".old");
+  std::filesystem::rename(store, store + ".compacting");
+  Reopen();
+  EXPECT_EQ(ReadInts("n1", 0), (std::vector<std::pair<int64_t, int64_t>>{{kMinute, 5}}));
+  EXPECT_FALSE(std::filesystem::exists(store + ".compacting"));
+  EXPECT_FALSE(std::filesystem::exists(store + ".old"));
+}
+
+TEST_F(DbTest, OpenDropsAnUnfinishedCompactionCopy) {
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, kMinute, int64_t{5})}).ok());
+  db_.reset();
+  const std::string copy = dir_.path() + "/store.compacting";
+  std::filesystem::create_directory(copy);
+  std::ofstream(copy + "/000001.log") << "half a copy";
+  Reopen();
+  EXPECT_EQ(ReadInts("n1", 0), (std::vector<std::pair<int64_t, int64_t>>{{kMinute, 5}}));
+  EXPECT_FALSE(std::filesystem::exists(copy));
 }
 
 TEST_F(DbTest, UnknownFieldIsNotFound) {

@@ -1,0 +1,117 @@
+// Compact: rewrite the chunk store without replaced versions, and swap it in.
+//
+// The swap is three renames in DIR, each made durable before the next:
+//   1. the copy is written, complete and synced, to DIR/store.compacting;
+//   2. DIR/store becomes DIR/store.old;
+//   3. DIR/store.compacting becomes DIR/store; then DIR/store.old is removed.
+// A crash after 2 and before 3 leaves no DIR/store: Open then finishes the
+// swap (store.compacting is known complete, since 2 follows 1). Any other
+// leftover is removed at Open: a store.compacting beside a store is an
+// unfinished copy, and a store.old is a finished swap's remains.
+
+#include <filesystem>
+
+#include "engine/db_impl.h"
+#include "leveldb/options.h"
+#include "leveldb/write_batch.h"
+
+namespace gpulse::engine {
+
+namespace {
+
+constexpr size_t kCopyBatchBytes = 8 << 20;
+
+leveldb::Options StoreOptions() {
+  leveldb::Options options;
+  options.create_if_missing = true;
+  // Chunks are zstd-compressed by the chunk codec; Snappy on top gains nothing.
+  options.compression = leveldb::kNoCompression;
+  options.write_buffer_size = 16 << 20;
+  return options;
+}
+
+}  // namespace
+
+Status DbImpl::OpenStore() {
+  leveldb::DB* store = nullptr;
+  const leveldb::Status s = leveldb::DB::Open(StoreOptions(), path_ + "/store", &store);
+  if (!s.ok()) return Status::IOError("open " + path_ + "/store: " + s.ToString());
+  store_.reset(store);
+  return Status::Ok();
+}
+
+Status DbImpl::RecoverStoreSwap() {
+  const std::string store = path_ + "/store";
+  const std::string copy = store + ".compacting";
+  const std::string old = store + ".old";
+  if (!env_->FileExists(store) && env_->FileExists(copy)) {
+    Log("finishing a store compaction a crash interrupted");
+    GPULSE_RETURN_IF_ERROR(env_->RenameFile(copy, store));
+    GPULSE_RETURN_IF_ERROR(env_->SyncDir(path_));
+  }
+  for (const std::string& leftover : {copy, old}) {
+    if (!env_->FileExists(leftover)) continue;
+    std::error_code ec;
+    std::filesystem::remove_all(leftover, ec);
+    if (ec) return Status::IOError("remove " + leftover + ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
+Status DbImpl::CopyStore(const std::string& path) {
+  leveldb::DB* raw = nullptr;
+  leveldb::Status s = leveldb::DB::Open(StoreOptions(), path, &raw);
+  if (!s.ok()) return Status::IOError("create " + path + ": " + s.ToString());
+  std::unique_ptr<leveldb::DB> copy(raw);
+  std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
+  leveldb::WriteBatch batch;
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    batch.Put(it->key(), it->value());
+    if (batch.ApproximateSize() >= kCopyBatchBytes) {
+      s = copy->Write(leveldb::WriteOptions(), &batch);
+      if (!s.ok()) return Status::IOError("write " + path + ": " + s.ToString());
+      batch.Clear();
+    }
+  }
+  if (!it->status().ok()) return Status::IOError("read store: " + it->status().ToString());
+  // The synced last write makes the whole copy durable (LevelDB's log is in order).
+  s = copy->Write(sync, &batch);
+  if (!s.ok()) return Status::IOError("write " + path + ": " + s.ToString());
+  return Status::Ok();
+}
+
+Status DbImpl::Compact() {
+  std::unique_lock<std::shared_mutex> exclusive(open_mu_);
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::lock_guard<std::mutex> flush(flush_mu_);
+  GPULSE_RETURN_IF_ERROR(FlushLocked());
+
+  const std::string store = path_ + "/store";
+  const std::string copy = store + ".compacting";
+  const std::string old = store + ".old";
+  GPULSE_RETURN_IF_ERROR(RecoverStoreSwap());  // a failed earlier Compact's leftovers
+  GPULSE_RETURN_IF_ERROR(CopyStore(copy));
+  GPULSE_RETURN_IF_ERROR(env_->SyncDir(path_));
+
+  store_.reset();
+  Status s = env_->RenameFile(store, old);
+  if (s.ok()) s = env_->SyncDir(path_);
+  if (s.ok()) s = env_->RenameFile(copy, store);
+  if (s.ok()) s = env_->SyncDir(path_);
+  // Whatever happened, DIR/store (or the recoverable swap state) is there:
+  // reopen it, so a failed swap leaves the database usable.
+  const Status recovered = RecoverStoreSwap();
+  const Status reopened = recovered.ok() ? OpenStore() : recovered;
+  if (!reopened.ok()) {
+    // Without a store nothing can be served: behave as closed. The WAL and
+    // DIR are intact; the next Open recovers.
+    Log("compaction could not reopen the store; closing: " + reopened.ToString());
+    closed_ = true;
+    return reopened;
+  }
+  return s;
+}
+
+}  // namespace gpulse::engine
