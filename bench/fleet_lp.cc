@@ -47,8 +47,8 @@ bool ParseLine(std::string_view line, Point* p) {
   ForEachPair(line.substr(s1 + 1, s2 - s1 - 1), [&](std::string_view k, std::string_view v) {
     p->fields.push_back(Field{std::string(k), ParseValue(v)});
   });
-  p->timestamp_ns = std::strtoll(std::string(line.substr(s2 + 1)).c_str(), nullptr, 10) *
-                    int64_t{1000000000};
+  p->timestamp_ns =
+      std::strtoll(std::string(line.substr(s2 + 1)).c_str(), nullptr, 10) * int64_t{1000000000};
   return true;
 }
 

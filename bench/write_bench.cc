@@ -62,7 +62,8 @@ Batches LoadBatches(size_t max_points) {
   }
   size_t points = 0;
   std::vector<Point> batch;
-  while (points < max_points && reader.NextBatch(std::min(kBatchPoints, max_points - points), &batch)) {
+  while (points < max_points &&
+         reader.NextBatch(std::min(kBatchPoints, max_points - points), &batch)) {
     points += batch.size();
     for (const Point& p : batch) data.values += p.fields.size();
     data.batches.push_back(std::move(batch));
@@ -164,7 +165,7 @@ int Load(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--policy" && i + 1 < argc) {
       const std::string p = argv[++i];
-      policy = p == "every" ? SyncPolicy::kEveryBatch
+      policy = p == "every"  ? SyncPolicy::kEveryBatch
                : p == "none" ? SyncPolicy::kNone
                              : SyncPolicy::kInterval;
     } else if (arg == "--threads" && i + 1 < argc) {
@@ -194,13 +195,15 @@ int Load(int argc, char** argv) {
   if (!db->Flush().ok()) return 1;
   const double total_s = std::chrono::duration<double>(Clock::now() - start).count();
   const double values = static_cast<double>(data.values);
-  std::printf("threads %d: %.0f values/s acknowledged (%.2f s), %.0f values/s until flushed (%.2f s)\n",
-              threads, values / write_s, write_s, values / total_s, total_s);
+  std::printf(
+      "threads %d: %.0f values/s acknowledged (%.2f s), %.0f values/s until flushed (%.2f s)\n",
+      threads, values / write_s, write_s, values / total_s, total_s);
   const auto report = [&](const char* when) {
     const DiskUsage usage = Measure(dir);
-    std::printf("disk %s: %llu bytes allocated = %.3f bytes/value; %llu apparent = %.3f bytes/value\n",
-                when, static_cast<unsigned long long>(usage.allocated), usage.allocated / values,
-                static_cast<unsigned long long>(usage.apparent), usage.apparent / values);
+    std::printf(
+        "disk %s: %llu bytes allocated = %.3f bytes/value; %llu apparent = %.3f bytes/value\n",
+        when, static_cast<unsigned long long>(usage.allocated), usage.allocated / values,
+        static_cast<unsigned long long>(usage.apparent), usage.apparent / values);
   };
   report("after flush");
   const auto compact_start = Clock::now();

@@ -45,11 +45,13 @@ typename Vec::value_type As(const FieldValue& value) {
 
 void AppendValue(Column* column, int64_t ts, const FieldValue& value) {
   column->ts.push_back(ts);
-  WithValues(*column, [&](auto& values) { values.push_back(As<std::decay_t<decltype(values)>>(value)); });
+  WithValues(*column,
+             [&](auto& values) { values.push_back(As<std::decay_t<decltype(values)>>(value)); });
 }
 
 void ReplaceLastValue(Column* column, const FieldValue& value) {
-  WithValues(*column, [&](auto& values) { values.back() = As<std::decay_t<decltype(values)>>(value); });
+  WithValues(*column,
+             [&](auto& values) { values.back() = As<std::decay_t<decltype(values)>>(value); });
 }
 
 void SortAndDedup(Column* column) {

@@ -87,8 +87,7 @@ class DbImpl final : public Db {
   // points go to *resolved, the others to *rejected with their index in
   // `views` plus `index_base`.
   Status ResolveLocked(const std::vector<PointView>& views, std::vector<ResolvedPoint>* resolved,
-                       std::vector<size_t>* accepted,
-                       std::vector<WriteResult::Rejected>* rejected);
+                       std::vector<size_t>* accepted, std::vector<WriteResult::Rejected>* rejected);
   // REQUIRES: write_mu_ held. Adds resolved points to the head.
   void ApplyLocked(const std::vector<ResolvedPoint>& points);
   // Replays one WAL record at Open.

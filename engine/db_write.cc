@@ -123,9 +123,12 @@ Status DbImpl::Write(const std::vector<Point>& points, WriteResult* result) {
     const Point& p = points[view_index[v]];
     views[v].series_key = std::string_view(keys).substr(start, key_ends[v] - start);
     views[v].timestamp_ns = p.timestamp_ns;
-    views[v].fields.reserve(p.fields.size());
-    for (const Field& f : p.fields) views[v].fields.emplace_back(f.key, f.value);
+    views[v].fields = p.fields;
   }
+  // Encoded before taking the write mutex, so concurrent writers overlap
+  // here; re-encoded under it only if the catalog rejects some point.
+  std::string record;
+  EncodeWalBatch(views, &record);
 
   uint64_t wal_end = 0;
   bool wrote = false;
@@ -145,13 +148,11 @@ Status DbImpl::Write(const std::vector<Point>& points, WriteResult* result) {
       out->rejected.push_back(std::move(r));
     }
     if (!accepted.empty()) {
-      std::string record;
-      if (accepted.size() == views.size()) {
-        EncodeWalBatch(views, &record);
-      } else {
+      if (accepted.size() != views.size()) {
         std::vector<PointView> logged;
         logged.reserve(accepted.size());
         for (size_t i : accepted) logged.push_back(views[i]);
+        record.clear();
         EncodeWalBatch(logged, &record);
       }
       GPULSE_RETURN_IF_ERROR(wal_->Append(record, &wal_end));
@@ -171,9 +172,8 @@ Status DbImpl::Write(const std::vector<Point>& points, WriteResult* result) {
             [](const auto& a, const auto& b) { return a.index < b.index; });
   const auto& first = out->rejected.front();
   return Status::InvalidArgument(std::to_string(out->rejected.size()) + " of " +
-                                 std::to_string(points.size()) +
-                                 " points rejected; first: point " + std::to_string(first.index) +
-                                 ": " + first.reason);
+                                 std::to_string(points.size()) + " points rejected; first: point " +
+                                 std::to_string(first.index) + ": " + first.reason);
 }
 
 Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
@@ -198,13 +198,12 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
     }
     // Field types first, so a rejected point adds nothing to the catalog.
     std::string why;
-    for (const auto& [name, value] : v.fields) {
-      const FieldEntry* field = series_id != kNoId ? index_.FindSeriesField(series_id, name)
-                                                   : index_.FindField(measurement, name);
-      if (field && field->type != TypeOf(value)) {
-        why = "field " + std::string(name) + " is " + storage::FieldTypeName(field->type) +
-              " in measurement " + std::string(measurement) + ", not " +
-              storage::FieldTypeName(TypeOf(value));
+    for (const Field& f : v.fields) {
+      const FieldEntry* field = series_id != kNoId ? index_.FindSeriesField(series_id, f.key)
+                                                   : index_.FindField(measurement, f.key);
+      if (field && field->type != TypeOf(f.value)) {
+        why = "field " + f.key + " is " + storage::FieldTypeName(field->type) + " in measurement " +
+              std::string(measurement) + ", not " + storage::FieldTypeName(TypeOf(f.value));
         break;
       }
     }
@@ -219,15 +218,15 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
     }
     ResolvedPoint p{series_id, v.timestamp_ns, {}};
     p.values.reserve(v.fields.size());
-    for (const auto& [name, value] : v.fields) {
-      const FieldEntry* field = index_.FindSeriesField(series_id, name);
+    for (const Field& f : v.fields) {
+      const FieldEntry* field = index_.FindSeriesField(series_id, f.key);
       uint32_t field_id = field ? field->id : kNoId;
       if (!field) {
         std::unique_lock<std::shared_mutex> l(mu_);
-        field_id = index_.AddField(measurement, name, TypeOf(value), &catalog);
+        field_id = index_.AddField(measurement, f.key, TypeOf(f.value), &catalog);
         catalog_changed = true;
       }
-      p.values.push_back({field_id, TypeOf(value), &value});
+      p.values.push_back({field_id, TypeOf(f.value), &f.value});
     }
     resolved->push_back(std::move(p));
     accepted->push_back(i);
@@ -257,8 +256,9 @@ void DbImpl::ApplyLocked(const std::vector<ResolvedPoint>& points) {
 }
 
 Status DbImpl::ReplayRecord(std::string_view record) {
-  std::vector<PointView> views;
-  GPULSE_RETURN_IF_ERROR(DecodeWalBatch(record, &views));
+  DecodedBatch batch;
+  GPULSE_RETURN_IF_ERROR(DecodeWalBatch(record, &batch));
+  const std::vector<PointView>& views = batch.points;
   std::vector<ResolvedPoint> resolved;
   std::vector<size_t> accepted;
   std::vector<WriteResult::Rejected> rejected;

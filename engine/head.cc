@@ -11,14 +11,23 @@ constexpr uint64_t kEntryOverhead = sizeof(Head::Entry) + 64;
 
 void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
                   const FieldValue& value) {
-  auto [it, inserted] = entries_.try_emplace(Key(series_id, field_id));
-  Entry& entry = it->second;
-  if (inserted) {
-    entry.series_id = series_id;
-    entry.field_id = field_id;
-    entry.column.type = type;
+  if (series_id >= series_.size()) series_.resize(series_id + 1);
+  std::vector<Entry>& columns = series_[series_id];
+  Entry* found = nullptr;
+  for (Entry& e : columns) {
+    if (e.field_id == field_id) {
+      found = &e;
+      break;
+    }
+  }
+  if (found == nullptr) {
+    found = &columns.emplace_back();
+    found->series_id = series_id;
+    found->field_id = field_id;
+    found->column.type = type;
     bytes_ += kEntryOverhead;
   }
+  Entry& entry = *found;
   std::vector<int64_t>& times = entry.column.ts;
   if (!times.empty() && times.back() == ts) {
     ReplaceLastValue(&entry.column, value);
@@ -34,9 +43,9 @@ void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t
 
 void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64_t end,
                      Column* out) const {
-  const auto it = entries_.find(Key(series_id, field_id));
-  if (it == entries_.end()) return;
-  const Entry& entry = it->second;
+  const Entry* found = Find(series_id, field_id);
+  if (found == nullptr) return;
+  const Entry& entry = *found;
   if (entry.sorted) {
     AppendRange(entry.column, start, end, out);
     return;
@@ -46,11 +55,21 @@ void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64
   AppendRange(copy, start, end, out);
 }
 
+const Head::Entry* Head::Find(uint32_t series_id, uint32_t field_id) const {
+  if (series_id >= series_.size()) return nullptr;
+  for (const Entry& e : series_[series_id]) {
+    if (e.field_id == field_id) return &e;
+  }
+  return nullptr;
+}
+
 void Head::Seal() {
-  for (auto& [key, entry] : entries_) {
-    if (!entry.sorted) {
-      SortAndDedup(&entry.column);
-      entry.sorted = true;
+  for (std::vector<Entry>& columns : series_) {
+    for (Entry& entry : columns) {
+      if (!entry.sorted) {
+        SortAndDedup(&entry.column);
+        entry.sorted = true;
+      }
     }
   }
 }

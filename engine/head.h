@@ -11,7 +11,7 @@
 #pragma once
 
 #include <cstdint>
-#include <unordered_map>
+#include <vector>
 
 #include "engine/gpulse.h"
 
@@ -40,22 +40,25 @@ class Head {
 
   uint64_t bytes() const { return bytes_; }
   uint64_t values() const { return values_; }
-  bool empty() const { return entries_.empty(); }
+  bool empty() const { return values_ == 0; }
   int64_t min_ts() const { return min_ts_; }
   int64_t max_ts() const { return max_ts_; }
 
   // Every column, for the flush. Valid until the head is destroyed.
   template <typename Fn>
   void ForEach(Fn&& fn) const {
-    for (const auto& [key, entry] : entries_) fn(entry);
+    for (const std::vector<Entry>& columns : series_) {
+      for (const Entry& entry : columns) fn(entry);
+    }
   }
 
  private:
-  static uint64_t Key(uint32_t series_id, uint32_t field_id) {
-    return (static_cast<uint64_t>(series_id) << 32) | field_id;
-  }
+  // The column of (series, field), or nullptr.
+  const Entry* Find(uint32_t series_id, uint32_t field_id) const;
 
-  std::unordered_map<uint64_t, Entry> entries_;
+  // Indexed by series id (ids are dense); each series holds its few fields'
+  // columns, found by a short scan: cheaper than hashing on every value.
+  std::vector<std::vector<Entry>> series_;
   uint64_t bytes_ = 0;
   uint64_t values_ = 0;
   int64_t min_ts_ = INT64_MAX;

@@ -124,7 +124,8 @@ uint32_t SeriesIndex::AddSeries(std::string canonical_key, leveldb::WriteBatch* 
   }
   InsertSorted(&measurements_[measurement].series, id);
   series_by_key_.emplace(canonical_key, id);
-  series_.push_back(SeriesEntry{id, std::move(canonical_key), ToSeries(measurement, std::move(tags))});
+  series_.push_back(
+      SeriesEntry{id, std::move(canonical_key), ToSeries(measurement, std::move(tags))});
   return id;
 }
 

@@ -20,7 +20,9 @@ void PutBytes(std::string* out, std::string_view bytes) {
   out->append(bytes);
 }
 
-uint64_t ZigZag(int64_t v) { return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63); }
+uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
 int64_t UnZigZag(uint64_t v) { return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1); }
 
 // A bounds-checked cursor over a record.
@@ -139,15 +141,16 @@ void EncodeWalBatch(const std::vector<PointView>& points, std::string* out) {
     PutBytes(out, p.series_key);
     PutVarint(out, ZigZag(p.timestamp_ns));
     PutVarint(out, p.fields.size());
-    for (const auto& [name, value] : p.fields) {
-      PutBytes(out, name);
-      PutValue(out, value);
+    for (const Field& f : p.fields) {
+      PutBytes(out, f.key);
+      PutValue(out, f.value);
     }
   }
 }
 
-Status DecodeWalBatch(std::string_view record, std::vector<PointView>* points) {
-  points->clear();
+Status DecodeWalBatch(std::string_view record, DecodedBatch* batch) {
+  batch->points.clear();
+  batch->fields.clear();
   Reader in(record);
   uint8_t version = 0;
   if (!in.Byte(&version) || version != kWalBatchV1) {
@@ -158,9 +161,10 @@ Status DecodeWalBatch(std::string_view record, std::vector<PointView>* points) {
   if (!in.Varint(&count) || count > record.size() / 4) {
     return Status::Corruption("WAL record: bad point count");
   }
-  points->resize(count);
+  batch->points.resize(count);
+  std::vector<size_t> field_counts(count);
   for (uint64_t i = 0; i < count; ++i) {
-    PointView& p = (*points)[i];
+    PointView& p = batch->points[i];
     uint64_t ts = 0, nfields = 0;
     bool ok = in.Bytes(&p.series_key) && in.Varint(&ts) && in.Varint(&nfields) &&
               nfields <= record.size() - in.offset();
@@ -169,14 +173,21 @@ Status DecodeWalBatch(std::string_view record, std::vector<PointView>* points) {
       std::string_view name;
       FieldValue value;
       ok = in.Bytes(&name) && ReadValue(&in, &value);
-      if (ok) p.fields.emplace_back(name, std::move(value));
+      if (ok) batch->fields.push_back(Field{std::string(name), std::move(value)});
     }
     if (!ok) {
-      return Status::Corruption("WAL record: point " + std::to_string(i) + " is malformed at byte " +
-                                std::to_string(in.offset()));
+      return Status::Corruption("WAL record: point " + std::to_string(i) +
+                                " is malformed at byte " + std::to_string(in.offset()));
     }
+    field_counts[i] = nfields;
   }
   if (!in.done()) return Status::Corruption("WAL record: trailing bytes after the last point");
+  // The field vector is complete: now the spans can point into it.
+  size_t next = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    batch->points[i].fields = std::span<const Field>(batch->fields).subspan(next, field_counts[i]);
+    next += field_counts[i];
+  }
   return Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -16,11 +17,18 @@
 
 namespace gpulse::engine {
 
-// A point as the head applies it: the series by canonical key, fields by name.
+// A point as the head applies it: the series by canonical key, and the
+// fields of the caller's Point (or of a DecodedBatch), not copied.
 struct PointView {
   std::string_view series_key;
   int64_t timestamp_ns = 0;
-  std::vector<std::pair<std::string_view, FieldValue>> fields;
+  std::span<const Field> fields;
+};
+
+// A decoded record: the points, whose field spans point into `fields`.
+struct DecodedBatch {
+  std::vector<PointView> points;
+  std::vector<Field> fields;
 };
 
 inline constexpr uint8_t kWalBatchV1 = 1;
@@ -28,9 +36,10 @@ inline constexpr uint8_t kWalBatchV1 = 1;
 // Appends the record for `points` to *out.
 void EncodeWalBatch(const std::vector<PointView>& points, std::string* out);
 
-// Decodes a record. The views in *points point into `record`, which must
-// outlive them. Returns Corruption naming the point and byte offset at fault.
-Status DecodeWalBatch(std::string_view record, std::vector<PointView>* points);
+// Decodes a record. The series keys in *batch point into `record`, which
+// must outlive them. Returns Corruption naming the point and byte offset at
+// fault.
+Status DecodeWalBatch(std::string_view record, DecodedBatch* batch);
 
 FieldType TypeOf(const FieldValue& value);
 

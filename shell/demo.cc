@@ -88,8 +88,8 @@ int RunDemo(const std::vector<std::string>& args) {
   const double write_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::printf("wrote %llu field values (%d GPUs x %d minutes x 3 fields) to %s in %.3f s\n",
-              static_cast<unsigned long long>(values), kNodes * kGpusPerNode, kMinutes,
-              dir.c_str(), write_s);
+              static_cast<unsigned long long>(values), kNodes * kGpusPerNode, kMinutes, dir.c_str(),
+              write_s);
 
   s = db->Close();
   if (!s.ok()) return Fail("close", s);
@@ -139,11 +139,11 @@ int RunDemo(const std::vector<std::string>& args) {
   s = db->Close();
   if (!s.ok()) return Fail("close", s);
   const uint64_t bytes = DirectoryBytes(dir);
-  std::printf("data directory %s: %llu bytes on disk (%.2f bytes per field value, catalog and\n"
-              "LevelDB overhead included; run it again and the same points are rewritten, not\n"
-              "duplicated)\n",
-              dir.c_str(), static_cast<unsigned long long>(bytes),
-              static_cast<double>(bytes) / values);
+  std::printf(
+      "data directory %s: %llu bytes on disk (%.2f bytes per field value, catalog and\n"
+      "LevelDB overhead included; run it again and the same points are rewritten, not\n"
+      "duplicated)\n",
+      dir.c_str(), static_cast<unsigned long long>(bytes), static_cast<double>(bytes) / values);
   return 0;
 }
 

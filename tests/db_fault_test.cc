@@ -56,8 +56,7 @@ void Report(int out, int batch) {
   storage::FaultInjectionEnv env(storage::Env::Default());
   const bool torn = fault == Fault::kTornTail;
   std::unique_ptr<Db> db;
-  const Options options =
-      ChildOptions(&env, torn ? SyncPolicy::kNone : SyncPolicy::kEveryBatch);
+  const Options options = ChildOptions(&env, torn ? SyncPolicy::kNone : SyncPolicy::kEveryBatch);
   if (!Db::Open(options, dir, &db).ok()) _exit(3);
   if (fault == Fault::kAppend) env.FailNthAppend(n);
   if (fault == Fault::kSync) env.FailNthSync(n);
@@ -72,8 +71,8 @@ void Report(int out, int batch) {
       }
     }
   }
-  const Status dropped = fault == Fault::kTornTail ? env.DropUnsyncedDataKeepingTornPrefix(n)
-                                                   : env.DropUnsyncedData();
+  const Status dropped =
+      fault == Fault::kTornTail ? env.DropUnsyncedDataKeepingTornPrefix(n) : env.DropUnsyncedData();
   if (!dropped.ok()) _exit(5);
   // Report how many file operations the run made, for sizing the sweep.
   const std::string counts =

@@ -154,8 +154,8 @@ TEST_F(DbTest, OutOfOrderWindowRejectsTooOldPoints) {
   ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, now, int64_t{1})}).ok());
   EXPECT_TRUE(db_->Write({GpuPoint("n1", 0, now - 30 * kMinute, int64_t{2})}).ok());
   WriteResult result;
-  EXPECT_TRUE(db_->Write({GpuPoint("n1", 0, now - 61 * kMinute, int64_t{3})}, &result)
-                  .IsInvalidArgument());
+  EXPECT_TRUE(
+      db_->Write({GpuPoint("n1", 0, now - 61 * kMinute, int64_t{3})}, &result).IsInvalidArgument());
   ASSERT_EQ(result.rejected.size(), 1u);
   EXPECT_NE(result.rejected[0].reason.find("out-of-order window"), std::string::npos);
   // Another series has its own newest point.
@@ -166,8 +166,11 @@ TEST_F(DbTest, AllFieldTypesRoundTrip) {
   Point p;
   p.measurement = "job";
   p.tags = {{"node", "n1"}};
-  p.fields = {{"f", 1.5},         {"i", int64_t{-3}}, {"u", uint64_t{UINT64_MAX}},
-              {"b", true},        {"s", std::string("train-llm")}};
+  p.fields = {{"f", 1.5},
+              {"i", int64_t{-3}},
+              {"u", uint64_t{UINT64_MAX}},
+              {"b", true},
+              {"s", std::string("train-llm")}};
   p.timestamp_ns = -5;  // before the epoch is allowed
   ASSERT_TRUE(db_->Write({p}).ok());
   for (int pass = 0; pass < 2; ++pass) {

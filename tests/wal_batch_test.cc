@@ -9,30 +9,30 @@ namespace {
 
 TEST(WalBatchTest, RoundTripsEveryType) {
   const std::string key = std::string("gpu\0node\0n1", 11);
-  std::vector<PointView> points(2);
-  points[0] = {key, -7, {{"f", -0.0}, {"i", INT64_MIN}, {"u", UINT64_MAX}}};
-  points[1] = {key, INT64_MAX, {{"b", true}, {"s", std::string("job-\xc3\xa9\0x", 8)}}};
+  const std::vector<Field> first = {{"f", -0.0}, {"i", INT64_MIN}, {"u", UINT64_MAX}};
+  const std::vector<Field> second = {{"b", true}, {"s", std::string("job-\xc3\xa9\0x", 8)}};
+  std::vector<PointView> points = {{key, -7, first}, {key, INT64_MAX, second}};
   std::string record;
   EncodeWalBatch(points, &record);
-  std::vector<PointView> decoded;
-  ASSERT_TRUE(DecodeWalBatch(record, &decoded).ok());
+  DecodedBatch batch;
+  ASSERT_TRUE(DecodeWalBatch(record, &batch).ok());
+  const std::vector<PointView>& decoded = batch.points;
   ASSERT_EQ(decoded.size(), 2u);
   EXPECT_EQ(decoded[0].series_key, key);
   EXPECT_EQ(decoded[0].timestamp_ns, -7);
-  EXPECT_TRUE(std::signbit(std::get<double>(decoded[0].fields[0].second)));
-  EXPECT_EQ(std::get<int64_t>(decoded[0].fields[1].second), INT64_MIN);
-  EXPECT_EQ(std::get<uint64_t>(decoded[0].fields[2].second), UINT64_MAX);
+  EXPECT_TRUE(std::signbit(std::get<double>(decoded[0].fields[0].value)));
+  EXPECT_EQ(std::get<int64_t>(decoded[0].fields[1].value), INT64_MIN);
+  EXPECT_EQ(std::get<uint64_t>(decoded[0].fields[2].value), UINT64_MAX);
   EXPECT_EQ(decoded[1].timestamp_ns, INT64_MAX);
-  EXPECT_EQ(std::get<bool>(decoded[1].fields[0].second), true);
-  EXPECT_EQ(std::get<std::string>(decoded[1].fields[1].second), std::string("job-\xc3\xa9\0x", 8));
+  EXPECT_EQ(std::get<bool>(decoded[1].fields[0].value), true);
+  EXPECT_EQ(std::get<std::string>(decoded[1].fields[1].value), std::string("job-\xc3\xa9\0x", 8));
 }
 
 TEST(WalBatchTest, EveryTruncationIsCorruptionNotACrash) {
-  std::vector<PointView> points(1);
-  points[0] = {"gpu", 1, {{"util", int64_t{93}}, {"job", std::string("train")}}};
+  const std::vector<Field> fields = {{"util", int64_t{93}}, {"job", std::string("train")}};
   std::string record;
-  EncodeWalBatch(points, &record);
-  std::vector<PointView> decoded;
+  EncodeWalBatch({{"gpu", 1, fields}}, &record);
+  DecodedBatch decoded;
   for (size_t n = 0; n < record.size(); ++n) {
     EXPECT_TRUE(DecodeWalBatch(record.substr(0, n), &decoded).IsCorruption()) << n;
   }
