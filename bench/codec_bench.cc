@@ -28,6 +28,9 @@
 #include <string_view>
 #include <vector>
 
+#include "bench/fleet_lp.h"
+#include "engine/column_ops.h"
+#include "engine/wal_batch.h"
 #include "storage/chunk_codec.h"
 #include "storage/column.h"
 
@@ -47,49 +50,22 @@ struct FieldChunks {
 // Field name -> its chunks, in a fixed order for stable output.
 using Dataset = std::map<std::string, FieldChunks>;
 
-// Bench-only splitter for the simple line protocol gen_fleet.py writes:
-// "measurement,tags field=value,... seconds", no escapes, no quoted spaces.
-void AddValue(Column* column, std::string_view raw) {
-  if (!raw.empty() && raw.back() == 'i') {
-    column->type = FieldType::kInt;
-    column->ints.push_back(std::strtoll(std::string(raw).c_str(), nullptr, 10));
-  } else if (!raw.empty() && raw.back() == 'u') {
-    column->type = FieldType::kUint;
-    column->uints.push_back(std::strtoull(std::string(raw).c_str(), nullptr, 10));
-  } else if (raw == "t" || raw == "true" || raw == "f" || raw == "false") {
-    column->type = FieldType::kBool;
-    column->bools.push_back(raw[0] == 't');
-  } else if (!raw.empty() && raw.front() == '"') {
-    column->type = FieldType::kString;
-    column->strings.emplace_back(raw.substr(1, raw.size() - 2));
-  } else {
-    column->type = FieldType::kFloat;
-    column->floats.push_back(std::strtod(std::string(raw).c_str(), nullptr));
-  }
-}
-
 bool LoadLineProtocol(const std::string& path, Dataset* data) {
-  std::ifstream file(path);
-  if (!file) return false;
+  gpulse::bench::FleetLpReader reader;
+  if (!reader.Open(path)) return false;
   // (series key, day, field) -> column
   std::map<std::tuple<std::string, int64_t, std::string>, Column> columns;
-  std::string line;
-  while (std::getline(file, line)) {
-    std::string_view l = line;
-    size_t s1 = l.find(' '), s2 = l.rfind(' ');
-    if (s1 == std::string_view::npos || s2 <= s1) continue;
-    std::string key(l.substr(0, s1));
-    int64_t ts = std::strtoll(line.c_str() + s2 + 1, nullptr, 10) * kNanosPerSecond;
-    int64_t day = ts / kNanosPerDay;
-    std::string_view fields = l.substr(s1 + 1, s2 - s1 - 1);
-    while (!fields.empty()) {
-      size_t comma = fields.find(',');
-      std::string_view kv = fields.substr(0, comma);
-      size_t eq = kv.find('=');
-      Column& column = columns[{key, day, std::string(kv.substr(0, eq))}];
-      column.ts.push_back(ts);
-      AddValue(&column, kv.substr(eq + 1));
-      fields = comma == std::string_view::npos ? std::string_view() : fields.substr(comma + 1);
+  std::vector<gpulse::Point> batch;
+  while (reader.NextBatch(10000, &batch)) {
+    for (const gpulse::Point& p : batch) {
+      std::string key = p.measurement;
+      for (const gpulse::Tag& t : p.tags) key += "," + t.key + "=" + t.value;
+      const int64_t day = p.timestamp_ns / kNanosPerDay;
+      for (const gpulse::Field& f : p.fields) {
+        Column& column = columns[{key, day, f.key}];
+        column.type = gpulse::engine::TypeOf(f.value);
+        gpulse::engine::AppendValue(&column, p.timestamp_ns, f.value);
+      }
     }
   }
   for (auto& [k, column] : columns) {
@@ -125,8 +101,7 @@ void Synthesize(Dataset* data) {
 const Dataset& Data() {
   static Dataset* data = [] {
     auto* d = new Dataset;
-    const char* env = std::getenv("GPULSE_BENCH_LP");
-    std::string path = env != nullptr ? env : "/tmp/fleet/fleet-80x1.lp";
+    const std::string path = gpulse::bench::FleetLpPath();
     if (!LoadLineProtocol(path, d)) {
       std::fprintf(stderr, "codec_bench: cannot read %s; using a synthetic series\n", path.c_str());
       Synthesize(d);
