@@ -55,6 +55,11 @@ std::string CheckPoint(const Point& p, std::string* key) {
   return std::string();
 }
 
+int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? INT64_MAX : out;
+}
+
 int64_t SaturatingSub(int64_t a, int64_t b) {
   int64_t out = 0;
   return __builtin_sub_overflow(a, b, &out) ? INT64_MIN : out;
@@ -81,7 +86,7 @@ void DbImpl::MaybeScheduleFlush() {
     // A head that spans more than a chunk window holds a closed window:
     // flush it so chunks are written whole and the WAL stays short.
     full = !head_->empty() && head_->bytes() >= (1u << 20) &&
-           head_->max_ts() - head_->min_ts() >= window_ns_;
+           head_->max_ts() >= SaturatingAdd(head_->min_ts(), window_ns_);
   }
   if (!full) return;
   {

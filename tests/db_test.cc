@@ -3,6 +3,8 @@
 // lock, and concurrent writers and readers.
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
@@ -224,6 +226,31 @@ TEST_F(DbTest, SecondOpenOfTheSameDirectoryIsBusy) {
   const Status s = Db::Open(options_, dir_.path(), &second);
   EXPECT_TRUE(s.IsBusy()) << s.ToString();
   EXPECT_NE(s.message().find(dir_.path()), std::string::npos);
+}
+
+TEST_F(DbTest, AnotherProcessOpeningTheDirectoryIsBusy) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::unique_ptr<Db> other;
+    const Status s = Db::Open(options_, dir_.path(), &other);
+    const bool clear = s.IsBusy() && s.message().find("in use by another process") !=
+                                         std::string::npos;
+    _exit(clear ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+TEST_F(DbTest, ExtremeTimestampsAreStored) {
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, INT64_MIN, int64_t{1}),
+                          GpuPoint("n1", 0, INT64_MAX - 1, int64_t{2})})
+                  .ok());
+  for (int pass = 0; pass < 2; ++pass) {
+    EXPECT_EQ(ReadInts("n1", 0), (std::vector<std::pair<int64_t, int64_t>>{
+                                     {INT64_MIN, 1}, {INT64_MAX - 1, 2}}));
+    ASSERT_TRUE(db_->Flush().ok());
+  }
 }
 
 TEST_F(DbTest, MissingDirectoryWithoutCreateIsNotFound) {
