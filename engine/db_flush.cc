@@ -31,7 +31,11 @@ Status DbImpl::FlushLocked() {
   std::shared_ptr<const Head> sealed;
   {
     std::lock_guard<std::mutex> w(write_mu_);
-    if (head_->empty()) return Status::Ok();
+    if (head_->empty()) {
+      // Every logged point is in chunks: segments left by earlier opens
+      // (each Open starts a new one) can go.
+      return wal_->RemoveSegmentsBefore(wal_->active_segment());
+    }
     // Records appended from here on go to the new segment and the new head,
     // so every segment below it holds only points of the sealed head (or of
     // chunks already written).

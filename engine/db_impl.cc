@@ -90,6 +90,10 @@ Status DbImpl::Open() {
         " values) from " + path_ + "/wal");
   }
   if (report.dropped_bytes > 0) Log("WAL tail cut: " + report.dropped_reason);
+  if (head_->empty()) {
+    // Nothing to replay: the segments an earlier session left are done with.
+    GPULSE_RETURN_IF_ERROR(wal_->RemoveSegmentsBefore(wal_->active_segment()));
+  }
   head_bytes_ = head_->bytes();
 
   closed_ = false;

@@ -233,8 +233,8 @@ TEST_F(DbTest, AnotherProcessOpeningTheDirectoryIsBusy) {
   if (pid == 0) {
     std::unique_ptr<Db> other;
     const Status s = Db::Open(options_, dir_.path(), &other);
-    const bool clear = s.IsBusy() && s.message().find("in use by another process") !=
-                                         std::string::npos;
+    const bool clear =
+        s.IsBusy() && s.message().find("in use by another process") != std::string::npos;
     _exit(clear ? 0 : 1);
   }
   int status = 0;
@@ -242,13 +242,24 @@ TEST_F(DbTest, AnotherProcessOpeningTheDirectoryIsBusy) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+TEST_F(DbTest, ReopeningDoesNotPileUpWalSegments) {
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, 0, int64_t{1})}).ok());
+  for (int i = 0; i < 5; ++i) Reopen();
+  size_t segments = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path() + "/wal")) {
+    segments += e.path().extension() == ".log";
+  }
+  EXPECT_EQ(segments, 1u);
+  EXPECT_EQ(ReadInts("n1", 0).size(), 1u);
+}
+
 TEST_F(DbTest, ExtremeTimestampsAreStored) {
   ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, INT64_MIN, int64_t{1}),
                           GpuPoint("n1", 0, INT64_MAX - 1, int64_t{2})})
                   .ok());
   for (int pass = 0; pass < 2; ++pass) {
-    EXPECT_EQ(ReadInts("n1", 0), (std::vector<std::pair<int64_t, int64_t>>{
-                                     {INT64_MIN, 1}, {INT64_MAX - 1, 2}}));
+    EXPECT_EQ(ReadInts("n1", 0),
+              (std::vector<std::pair<int64_t, int64_t>>{{INT64_MIN, 1}, {INT64_MAX - 1, 2}}));
     ASSERT_TRUE(db_->Flush().ok());
   }
 }
