@@ -176,7 +176,16 @@ DbStats DbImpl::GetStats() {
     stats.head_bytes = head_->bytes() + (imm_ ? imm_->bytes() : 0);
     stats.head_values = head_->values() + (imm_ ? imm_->values() : 0);
   }
-  if (!closed_) stats.wal_bytes = wal_->total_bytes();
+  if (!closed_) {
+    stats.wal_bytes = wal_->total_bytes();
+    const storage::WalSyncStats syncs = wal_->sync_stats();
+    stats.wal_syncs = syncs.syncs;
+    stats.wal_sync_seconds = static_cast<double>(syncs.sync_nanos) / 1e9;
+  }
+  {
+    std::lock_guard<std::mutex> bg(bg_mu_);
+    stats.writes_refused_full = writes_refused_full_;
+  }
   stats.values_written = values_written_;
   stats.flushes = flushes_;
   return stats;

@@ -92,8 +92,9 @@ class DbImpl final : public Db {
   void ApplyLocked(const std::vector<ResolvedPoint>& points);
   // Replays one WAL record at Open.
   Status ReplayRecord(std::string_view record);
-  // Blocks while a sealed head is still flushing and the head is full.
-  void StallIfHeadFull();
+  // While a sealed head is still flushing and the head is full: waits, or
+  // with !wait_when_full returns ResourceExhausted.
+  Status WaitForRoom();
   void MaybeScheduleFlush();
 
   // --- flush (db_flush.cc) ---
@@ -154,6 +155,7 @@ class DbImpl final : public Db {
   std::atomic<uint64_t> head_bytes_{0};
   std::atomic<uint64_t> values_written_{0};
   std::atomic<uint64_t> flushes_{0};
+  uint64_t writes_refused_full_ = 0;  // GUARDED_BY(bg_mu_)
 };
 
 }  // namespace gpulse::engine

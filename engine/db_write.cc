@@ -71,12 +71,20 @@ std::string_view MeasurementOf(std::string_view series_key) {
 
 }  // namespace
 
-void DbImpl::StallIfHeadFull() {
+Status DbImpl::WaitForRoom() {
   std::unique_lock<std::mutex> l(bg_mu_);
-  bg_cv_.wait(l, [this] {
+  const auto room = [this] {
     return !imm_pending_ || head_bytes_ < options_.head_memory_bytes || shutting_down_ ||
            !bg_error_.ok();
-  });
+  };
+  if (options_.wait_when_full) {
+    bg_cv_.wait(l, room);
+  } else if (!room()) {
+    ++writes_refused_full_;
+    return Status::ResourceExhausted("the head is full (" + std::to_string(head_bytes_) +
+                                     " bytes) and the previous flush is still running; retry");
+  }
+  return Status::Ok();
 }
 
 void DbImpl::MaybeScheduleFlush() {
@@ -100,7 +108,7 @@ void DbImpl::MaybeScheduleFlush() {
 Status DbImpl::Write(const std::vector<Point>& points, WriteResult* result) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  StallIfHeadFull();
+  GPULSE_RETURN_IF_ERROR(WaitForRoom());
   WriteResult local;
   WriteResult* out = result ? result : &local;
   *out = WriteResult();

@@ -90,6 +90,11 @@ struct Options {
   // still running, so memory stays near twice this bound.
   uint64_t head_memory_bytes = 128ull << 20;
 
+  // What Write does when the head is full and the previous flush has not
+  // finished: wait for it (true), or return ResourceExhausted at once so the
+  // caller can push back on its own client (the HTTP server answers 503).
+  bool wait_when_full = true;
+
   // The time span one chunk covers: points of one series and field whose
   // timestamps fall in the same window are stored together. A day of minute
   // samples (1440 points) compresses to well under a byte a value.
@@ -154,8 +159,11 @@ struct DbStats {
   uint64_t head_bytes = 0;
   uint64_t head_values = 0;
   uint64_t wal_bytes = 0;
+  uint64_t wal_syncs = 0;
+  double wal_sync_seconds = 0;  // total time spent in WAL fsyncs
   uint64_t values_written = 0;
   uint64_t flushes = 0;
+  uint64_t writes_refused_full = 0;  // Writes that got ResourceExhausted (wait_when_full off)
 };
 
 class Db {

@@ -11,4 +11,8 @@ namespace gpulse::cli {
 // embedding API, reopens the directory, reads it back and reports.
 int RunDemo(const std::vector<std::string>& args);
 
+// `gpulse serve [--data DIR] [--listen HOST:PORT] [--config FILE]`: the HTTP
+// server. Returns when SIGINT or SIGTERM arrives.
+int RunServe(const std::vector<std::string>& args);
+
 }  // namespace gpulse::cli

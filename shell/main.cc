@@ -18,6 +18,10 @@ constexpr const char* kUsage =
     "  demo [--data DIR]   Write a small synthetic GPU fleet (2 nodes x 8 GPUs, 6 hours at\n"
     "                      minute grain) into DIR (default ./gpulse-data), reopen it, read\n"
     "                      it back and print what was stored and how compactly.\n"
+    "  serve [--data DIR] [--listen HOST:PORT] [--config FILE]\n"
+    "                      Run the HTTP server: InfluxDB 1.x/2.x line-protocol writes on\n"
+    "                      127.0.0.1:8086 by default, Prometheus scrapes, /metrics, /health.\n"
+    "                      `gpulse serve --help` for details.\n"
     "  version             Print the version.\n"
     "  help, --help, -h    Print this help.\n"
     "\n"
@@ -42,6 +46,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (command == "demo") return gpulse::cli::RunDemo(args);
+  if (command == "serve") return gpulse::cli::RunServe(args);
   std::fprintf(stderr, "gpulse: unknown command '%s'\n\n%s", command.c_str(), kUsage);
   return 2;
 }

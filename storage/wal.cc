@@ -1,6 +1,7 @@
 #include "storage/wal.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "storage/wal_reader.h"
@@ -252,9 +253,13 @@ Status Wal::SyncTo(uint64_t end) {
     const uint64_t target = appended_;
     WritableFile* file = file_.get();
     lock.unlock();
+    const auto started = std::chrono::steady_clock::now();
     Status s = file->Sync();
+    const auto took = std::chrono::steady_clock::now() - started;
     lock.lock();
     sync_in_progress_ = false;
+    ++sync_stats_.syncs;
+    sync_stats_.sync_nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(took).count();
     if (s.ok()) {
       synced_ = std::max(synced_, target);
     } else {
@@ -307,6 +312,11 @@ Status Wal::RemoveSegmentsBefore(uint64_t segment) {
     GPULSE_RETURN_IF_ERROR(env_->RemoveFile(SegmentPath(dir_, number)));
   }
   return env_->SyncDir(dir_);
+}
+
+WalSyncStats Wal::sync_stats() const {
+  std::lock_guard<std::mutex> guard(mu_);
+  return sync_stats_;
 }
 
 uint64_t Wal::active_segment() const {

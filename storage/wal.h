@@ -45,6 +45,12 @@ struct WalReplayReport {
   std::string dropped_reason;  // "DIR/00000007.log offset 1234: bad checksum; cut 517 bytes"
 };
 
+// Group-commit syncs done by SyncTo and Sync, and the time spent in them.
+struct WalSyncStats {
+  uint64_t syncs = 0;
+  uint64_t sync_nanos = 0;
+};
+
 class Wal {
  public:
   // Opens (creating DIR if missing) and replays every existing record, oldest
@@ -96,6 +102,8 @@ class Wal {
 
   uint64_t active_segment() const;
 
+  WalSyncStats sync_stats() const;
+
   // Bytes in the live segment files, counting appended but unsynced bytes.
   uint64_t total_bytes() const;
 
@@ -144,6 +152,7 @@ class Wal {
   bool sync_in_progress_ = false;               // GUARDED_BY(mu_)
   uint64_t appended_ = 0;                       // GUARDED_BY(mu_): log position of the last append
   uint64_t synced_ = 0;                         // GUARDED_BY(mu_): every byte below is durable
+  WalSyncStats sync_stats_;                     // GUARDED_BY(mu_)
   uint64_t active_ = 0;                         // GUARDED_BY(mu_): active segment number
   std::map<uint64_t, uint64_t> segment_sizes_;  // GUARDED_BY(mu_): live segment -> bytes
   // The active segment. The file is swapped only under mu_ with no sync in

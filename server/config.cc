@@ -1,0 +1,188 @@
+#include "server/config.h"
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace gpulse::server {
+
+namespace {
+
+using Json = nlohmann::json;
+
+// Reads `key` of `object` into *out when present; a wrong type is an error
+// naming the key.
+template <typename T>
+Status Get(const Json& object, const std::string& where, const char* key, T* out) {
+  const auto it = object.find(key);
+  if (it == object.end()) return Status::Ok();
+  try {
+    *out = it->template get<T>();
+  } catch (const Json::exception&) {
+    return Status::InvalidArgument(where + "." + key + ": wrong type (" +
+                                   std::string(it->type_name()) + ")");
+  }
+  return Status::Ok();
+}
+
+Status GetMillis(const Json& object, const std::string& where, const char* key,
+                 std::chrono::milliseconds* out) {
+  double seconds = static_cast<double>(out->count()) / 1000.0;
+  GPULSE_RETURN_IF_ERROR(Get(object, where, key, &seconds));
+  if (seconds <= 0) return Status::InvalidArgument(where + "." + key + ": must be positive");
+  *out = std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+  return Status::Ok();
+}
+
+Status CheckKeys(const Json& object, const std::string& where,
+                 std::initializer_list<const char*> known) {
+  for (const auto& [key, value] : object.items()) {
+    bool found = false;
+    for (const char* k : known) found = found || key == k;
+    if (!found) return Status::InvalidArgument(where + ": unknown key \"" + key + "\"");
+  }
+  return Status::Ok();
+}
+
+Status LoadTokens(const Json& list, ServerConfig* config) {
+  if (!list.is_array()) return Status::InvalidArgument("auth.tokens: must be an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "auth.tokens[" + std::to_string(i) + "]";
+    const Json& t = list[i];
+    if (!t.is_object()) return Status::InvalidArgument(where + ": must be an object");
+    GPULSE_RETURN_IF_ERROR(CheckKeys(t, where, {"name", "token", "read", "write"}));
+    TokenConfig token;
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "name", &token.name));
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "token", &token.token));
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "read", &token.read));
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "write", &token.write));
+    if (token.token.size() < 8) {
+      return Status::InvalidArgument(where + ".token: at least 8 characters");
+    }
+    if (token.name.empty()) token.name = "token" + std::to_string(i);
+    config->tokens.push_back(std::move(token));
+  }
+  return Status::Ok();
+}
+
+Status LoadScrape(const Json& list, ServerConfig* config) {
+  if (!list.is_array()) return Status::InvalidArgument("scrape: must be an array");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "scrape[" + std::to_string(i) + "]";
+    const Json& t = list[i];
+    if (!t.is_object()) return Status::InvalidArgument(where + ": must be an object");
+    GPULSE_RETURN_IF_ERROR(
+        CheckKeys(t, where, {"url", "interval", "timeout", "measurement", "tags"}));
+    ScrapeTarget target;
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "url", &target.url));
+    if (target.url.rfind("http://", 0) != 0) {
+      return Status::InvalidArgument(where + ".url: must start with http://");
+    }
+    GPULSE_RETURN_IF_ERROR(GetMillis(t, where, "interval", &target.interval));
+    GPULSE_RETURN_IF_ERROR(GetMillis(t, where, "timeout", &target.timeout));
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "measurement", &target.measurement));
+    std::map<std::string, std::string> tags;
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "tags", &tags));
+    for (auto& [k, v] : tags) target.tags.push_back(Tag{k, v});
+    config->scrape.push_back(std::move(target));
+  }
+  return Status::Ok();
+}
+
+Status LoadStorage(const Json& s, ServerConfig* config) {
+  GPULSE_RETURN_IF_ERROR(CheckKeys(s, "storage",
+                                   {"sync", "sync_interval", "head_memory_mb", "chunk_window_hours",
+                                    "out_of_order_window_hours"}));
+  std::string sync;
+  GPULSE_RETURN_IF_ERROR(Get(s, "storage", "sync", &sync));
+  if (sync == "every-batch") {
+    config->db.sync_policy = SyncPolicy::kEveryBatch;
+  } else if (sync == "interval") {
+    config->db.sync_policy = SyncPolicy::kInterval;
+  } else if (sync == "none") {
+    config->db.sync_policy = SyncPolicy::kNone;
+  } else if (!sync.empty()) {
+    return Status::InvalidArgument("storage.sync: \"" + sync +
+                                   "\" is not one of every-batch, interval, none");
+  }
+  GPULSE_RETURN_IF_ERROR(GetMillis(s, "storage", "sync_interval", &config->db.sync_interval));
+  double mb = static_cast<double>(config->db.head_memory_bytes) / (1 << 20);
+  GPULSE_RETURN_IF_ERROR(Get(s, "storage", "head_memory_mb", &mb));
+  config->db.head_memory_bytes = static_cast<uint64_t>(mb * (1 << 20));
+  double hours = std::chrono::duration<double, std::ratio<3600>>(config->db.chunk_window).count();
+  GPULSE_RETURN_IF_ERROR(Get(s, "storage", "chunk_window_hours", &hours));
+  config->db.chunk_window = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double, std::ratio<3600>>(hours));
+  hours = std::chrono::duration<double, std::ratio<3600>>(config->db.out_of_order_window).count();
+  GPULSE_RETURN_IF_ERROR(Get(s, "storage", "out_of_order_window_hours", &hours));
+  config->db.out_of_order_window = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double, std::ratio<3600>>(hours));
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status LoadConfigFile(const std::string& path, ServerConfig* config) {
+  std::ifstream in(path);
+  if (!in) return Status::NotFound("config file " + path + " cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  Json root;
+  try {
+    root = Json::parse(text.str());
+  } catch (const Json::parse_error& e) {
+    return Status::InvalidArgument("config file " + path + ": " + e.what());
+  }
+  const auto load = [&]() -> Status {
+    if (!root.is_object()) return Status::InvalidArgument("the top level must be an object");
+    GPULSE_RETURN_IF_ERROR(CheckKeys(
+        root, "config",
+        {"data", "listen", "threads", "max_body_mb", "read_timeout", "auth", "scrape", "storage"}));
+    GPULSE_RETURN_IF_ERROR(Get(root, "config", "data", &config->data_dir));
+    GPULSE_RETURN_IF_ERROR(Get(root, "config", "listen", &config->listen));
+    GPULSE_RETURN_IF_ERROR(Get(root, "config", "threads", &config->threads));
+    if (config->threads < 1 || config->threads > 64) {
+      return Status::InvalidArgument("config.threads: must be 1 to 64");
+    }
+    double mb = static_cast<double>(config->max_body_bytes) / (1 << 20);
+    GPULSE_RETURN_IF_ERROR(Get(root, "config", "max_body_mb", &mb));
+    config->max_body_bytes = static_cast<uint64_t>(mb * (1 << 20));
+    GPULSE_RETURN_IF_ERROR(GetMillis(root, "config", "read_timeout", &config->read_timeout));
+    if (const auto auth = root.find("auth"); auth != root.end()) {
+      if (!auth->is_object()) return Status::InvalidArgument("auth: must be an object");
+      GPULSE_RETURN_IF_ERROR(CheckKeys(*auth, "auth", {"tokens"}));
+      if (auth->contains("tokens")) GPULSE_RETURN_IF_ERROR(LoadTokens((*auth)["tokens"], config));
+    }
+    if (root.contains("scrape")) GPULSE_RETURN_IF_ERROR(LoadScrape(root["scrape"], config));
+    if (const auto s = root.find("storage"); s != root.end()) {
+      if (!s->is_object()) return Status::InvalidArgument("storage: must be an object");
+      GPULSE_RETURN_IF_ERROR(LoadStorage(*s, config));
+    }
+    std::string host;
+    uint16_t port = 0;
+    return SplitHostPort(config->listen, &host, &port);
+  };
+  return load().WithContext("config file " + path);
+}
+
+Status SplitHostPort(const std::string& listen, std::string* host, uint16_t* port) {
+  const size_t colon = listen.rfind(':');
+  if (colon == std::string::npos || colon + 1 == listen.size()) {
+    return Status::InvalidArgument("listen address \"" + listen + "\" is not HOST:PORT");
+  }
+  *host = listen.substr(0, colon);
+  if (host->size() >= 2 && host->front() == '[' && host->back() == ']') {
+    *host = host->substr(1, host->size() - 2);
+  }
+  const std::string digits = listen.substr(colon + 1);
+  if (digits.find_first_not_of("0123456789") != std::string::npos || digits.size() > 5 ||
+      std::stoul(digits) > 65535) {
+    return Status::InvalidArgument("listen address \"" + listen + "\": bad port");
+  }
+  *port = static_cast<uint16_t>(std::stoul(digits));
+  if (host->empty()) *host = "0.0.0.0";
+  return Status::Ok();
+}
+
+}  // namespace gpulse::server

@@ -1,0 +1,51 @@
+// ServerConfig: everything `gpulse serve` can be told, from flags and an
+// optional JSON config file (docs/operations.md documents every key).
+//
+// Thread safety: a plain value; read-only once the server starts.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/gpulse.h"
+
+namespace gpulse::server {
+
+// An API token and what it may do. A scope lists database names; "*" is all.
+struct TokenConfig {
+  std::string name;  // for logs and metrics; never the secret itself
+  std::string token;
+  std::vector<std::string> read;
+  std::vector<std::string> write;
+};
+
+// A Prometheus endpoint gpulse pulls from.
+struct ScrapeTarget {
+  std::string url;  // http://host:port/path (plain HTTP)
+  std::chrono::milliseconds interval{15000};
+  std::chrono::milliseconds timeout{10000};
+  std::string measurement = "prometheus";
+  std::vector<Tag> tags;  // added to every point of this target
+};
+
+struct ServerConfig {
+  std::string data_dir = "./gpulse-data";
+  std::string listen = "127.0.0.1:8086";
+  int threads = 2;
+  uint64_t max_body_bytes = 64ull << 20;  // after gzip inflation too
+  std::chrono::milliseconds read_timeout{30000};
+  std::vector<TokenConfig> tokens;  // empty: authentication off
+  std::vector<ScrapeTarget> scrape;
+  Options db;  // sync policy, head bound, ...
+};
+
+// Reads the JSON config file at `path` into *config (keys not given keep
+// their values). Errors name the file and the key at fault.
+Status LoadConfigFile(const std::string& path, ServerConfig* config);
+
+// Splits "host:port" (IPv6 as "[::1]:8086"). InvalidArgument when malformed.
+Status SplitHostPort(const std::string& listen, std::string* host, uint16_t* port);
+
+}  // namespace gpulse::server

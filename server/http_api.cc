@@ -1,0 +1,342 @@
+#include "server/http_api.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "ingest/line_protocol.h"
+#include "server/gzip.h"
+
+namespace gpulse::server {
+
+namespace {
+
+// InfluxDB clients read these to decide what the server speaks; 1.8 is the
+// 1.x API gpulse implements.
+constexpr const char* kInfluxVersion = "1.8.10";
+// Line errors listed in one 400 response; the rest are counted.
+constexpr size_t kMaxListedErrors = 100;
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string PercentDecode(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out.push_back(' ');
+    } else if (s[i] == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 &&
+               HexValue(s[i + 2]) >= 0) {
+      out.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
+      i += 2;
+    } else {
+      out.push_back(s[i]);
+    }
+  }
+  return out;
+}
+
+Response Json(http::status status, unsigned version, const nlohmann::json& body) {
+  Response res{status, version};
+  res.set(http::field::content_type, "application/json");
+  res.body() = body.dump();
+  res.prepare_payload();
+  return res;
+}
+
+Response Error(http::status status, unsigned version, const std::string& message) {
+  return Json(status, version, {{"error", message}});
+}
+
+Response NoContent(unsigned version) {
+  Response res{http::status::no_content, version};
+  res.prepare_payload();
+  return res;
+}
+
+// Maps the `precision` parameter of either API to the parser's.
+bool ToPrecision(const std::string& text, bool v2, ingest::Precision* precision) {
+  if (text.empty()) {
+    *precision = ingest::Precision::kNanoseconds;
+    return true;
+  }
+  if (!v2 && text == "n") {  // 1.x's spelling of nanoseconds
+    *precision = ingest::Precision::kNanoseconds;
+    return true;
+  }
+  if (v2 && (text == "m" || text == "h" || text == "u")) return false;
+  return ingest::ParsePrecision(text, precision);
+}
+
+}  // namespace
+
+std::map<std::string, std::string> ParseQueryString(std::string_view target) {
+  std::map<std::string, std::string> params;
+  const size_t q = target.find('?');
+  if (q == std::string_view::npos) return params;
+  std::string_view rest = target.substr(q + 1);
+  while (!rest.empty()) {
+    const size_t amp = rest.find('&');
+    const std::string_view pair = rest.substr(0, amp);
+    const size_t eq = pair.find('=');
+    if (!pair.empty()) {
+      params[PercentDecode(pair.substr(0, eq))] =
+          eq == std::string_view::npos ? std::string() : PercentDecode(pair.substr(eq + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    rest.remove_prefix(amp + 1);
+  }
+  return params;
+}
+
+HttpApi::HttpApi(Db* db, const ServerConfig& config, ServerMetrics* metrics,
+                 SourceRegistry* sources)
+    : db_(db), config_(config), auth_(config.tokens), metrics_(metrics), sources_(sources) {}
+
+Response HttpApi::Handle(const Request& request, const RequestContext& context) {
+  const auto started = std::chrono::steady_clock::now();
+  const std::string_view target = request.target();
+  const std::string_view path = target.substr(0, target.find('?'));
+  const http::verb method = request.method();
+  const auto only = [&](std::initializer_list<http::verb> allowed) {
+    for (http::verb v : allowed) {
+      if (method == v) return true;
+    }
+    return false;
+  };
+  Response response;
+  bool known = true;
+  bool allowed = true;
+  if (path == "/write") {
+    allowed = only({http::verb::post});
+    if (allowed) response = Write(request, context, /*v2=*/false);
+  } else if (path == "/api/v2/write") {
+    allowed = only({http::verb::post});
+    if (allowed) response = Write(request, context, /*v2=*/true);
+  } else if (path == "/ping") {
+    allowed = only({http::verb::get, http::verb::head});
+    if (allowed) response = Ping(request);
+  } else if (path == "/health") {
+    allowed = only({http::verb::get, http::verb::head});
+    if (allowed) response = Health(request);
+  } else if (path == "/metrics") {
+    allowed = only({http::verb::get});
+    if (allowed) response = Metrics(request);
+  } else if (path == "/api/v1/sources") {
+    allowed = only({http::verb::get});
+    if (allowed) response = Sources(request);
+  } else if (path == "/api/v1/compact") {
+    allowed = only({http::verb::get, http::verb::post});
+    if (allowed) response = Compact(request);
+  } else {
+    known = false;
+  }
+  if (!known) {
+    response = Error(http::status::not_found, request.version(),
+                     "no such endpoint: " + std::string(path) + " (see docs/http-api.md)");
+  } else if (!allowed) {
+    response =
+        Error(http::status::method_not_allowed, request.version(),
+              std::string(request.method_string()) + " is not allowed on " + std::string(path));
+  }
+  response.set(http::field::server, std::string("gpulse/") + Version());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  metrics_->RecordRequest(static_cast<int>(response.result_int()), seconds);
+  return response;
+}
+
+std::optional<Response> HttpApi::Authorize(const Request& request,
+                                           const std::map<std::string, std::string>& params,
+                                           std::string_view database, Access access) {
+  const auto p = params.find("p");
+  const AuthResult result =
+      auth_.Check(request[http::field::authorization],
+                  p == params.end() ? std::string_view() : p->second, database, access);
+  if (result == AuthResult::kAllowed) return std::nullopt;
+  if (result == AuthResult::kUnauthenticated) {
+    ++metrics_->auth_unauthenticated;
+    Response res = Error(http::status::unauthorized, request.version(),
+                         "authentication required: send \"Authorization: Token <token>\"");
+    res.set(http::field::www_authenticate, "Token realm=\"gpulse\"");
+    return res;
+  }
+  ++metrics_->auth_forbidden;
+  return Error(http::status::forbidden, request.version(),
+               std::string("this token may not ") + (access == Access::kRead ? "read" : "write") +
+                   (database.empty() ? std::string() : " database " + std::string(database)));
+}
+
+Response HttpApi::Write(const Request& request, const RequestContext& context, bool v2) {
+  const auto params = ParseQueryString(request.target());
+  const auto param = [&](const char* key) {
+    const auto it = params.find(key);
+    return it == params.end() ? std::string() : it->second;
+  };
+  const std::string database = v2 ? param("bucket") : param("db");
+  if (v2 && database.empty()) {
+    return Error(http::status::bad_request, request.version(), "bucket is required");
+  }
+  if (auto denied = Authorize(request, params, database, Access::kWrite)) return *denied;
+
+  ingest::LineProtocolParser::Options parse_options;
+  if (!ToPrecision(param("precision"), v2, &parse_options.precision)) {
+    return Error(http::status::bad_request, request.version(),
+                 "precision \"" + param("precision") + "\" is not one of " +
+                     (v2 ? "ns, us, ms, s" : "n, ns, u, us, ms, s, m, h"));
+  }
+  parse_options.default_time_ns = NowNanos();
+  parse_options.max_errors = kMaxListedErrors;
+
+  std::string inflated;
+  std::string_view body = request.body();
+  const std::string encoding(request[http::field::content_encoding]);
+  if (encoding == "gzip") {
+    const Status s = Gunzip(body, config_.max_body_bytes, &inflated);
+    if (s.IsResourceExhausted()) {
+      return Error(http::status::payload_too_large, request.version(), s.message());
+    }
+    if (!s.ok()) return Error(http::status::bad_request, request.version(), s.message());
+    body = inflated;
+  } else if (!encoding.empty() && encoding != "identity") {
+    return Error(http::status::unsupported_media_type, request.version(),
+                 "Content-Encoding \"" + encoding + "\" is not supported (use gzip or none)");
+  }
+  metrics_->bytes_received += body.size();
+
+  std::vector<Point> points;
+  std::vector<size_t> lines;  // the body line of each point
+  std::vector<ingest::LineError> errors;
+  size_t error_count = 0;
+  ingest::LineProtocolParser parser;
+  parser.Parse(
+      body, parse_options,
+      [&](const ingest::PointView& v) {
+        Point& p = points.emplace_back();
+        p.measurement = std::string(v.measurement);
+        p.tags.reserve(v.tags.size() + 1);
+        bool has_db_tag = false;
+        for (const ingest::TagView& t : v.tags) {
+          p.tags.push_back(Tag{std::string(t.key), std::string(t.value)});
+          has_db_tag = has_db_tag || t.key == "db";
+        }
+        if (!database.empty() && !has_db_tag) p.tags.push_back(Tag{"db", database});
+        p.fields.reserve(v.fields.size());
+        for (const ingest::FieldView& f : v.fields) {
+          p.fields.push_back(Field{std::string(f.key), f.ToFieldValue()});
+        }
+        p.timestamp_ns = v.timestamp_ns;
+        lines.push_back(v.line);
+      },
+      &errors, &error_count);
+
+  WriteResult result;
+  Status s = points.empty() ? Status::Ok() : db_->Write(points, &result);
+  if (s.IsResourceExhausted()) {
+    ++metrics_->writes_refused_busy;
+    Response res = Error(http::status::service_unavailable, request.version(), s.message());
+    res.set(http::field::retry_after, "1");
+    return res;
+  }
+  if (!s.ok() && !s.IsInvalidArgument()) {
+    return Error(http::status::internal_server_error, request.version(),
+                 "write failed: " + s.ToString());
+  }
+  for (const WriteResult::Rejected& r : result.rejected) {
+    ++error_count;
+    if (errors.size() < kMaxListedErrors) errors.push_back({lines[r.index], 1, r.reason});
+  }
+  metrics_->points_received += result.points_written;
+  metrics_->values_received += result.values_written;
+  metrics_->lines_rejected += error_count;
+  sources_->RecordPush(context.remote_address, std::string(request[http::field::user_agent]),
+                       result.points_written, NowNanos());
+  if (error_count == 0) return NoContent(request.version());
+
+  std::sort(errors.begin(), errors.end(),
+            [](const auto& a, const auto& b) { return a.line < b.line; });
+  nlohmann::json listed = nlohmann::json::array();
+  for (const ingest::LineError& e : errors) {
+    listed.push_back({{"line", e.line}, {"column", e.column}, {"error", e.message}});
+  }
+  const ingest::LineError& first = errors.front();
+  const std::string summary = "partial write: " + std::to_string(error_count) + " of " +
+                              std::to_string(error_count + result.points_written) +
+                              " lines rejected, " + std::to_string(result.points_written) +
+                              " written; first: line " + std::to_string(first.line) + ", column " +
+                              std::to_string(first.column) + ": " + first.message;
+  return Json(http::status::bad_request, request.version(),
+              {{"error", summary},
+               {"rejected", error_count},
+               {"written", result.points_written},
+               {"lines", listed}});
+}
+
+Response HttpApi::Ping(const Request& request) {
+  Response res = NoContent(request.version());
+  res.set("X-Influxdb-Version", kInfluxVersion);
+  res.set("X-Influxdb-Build", "OSS");
+  res.set("X-Gpulse-Version", Version());
+  return res;
+}
+
+Response HttpApi::Health(const Request& request) {
+  const DbStats stats = db_->GetStats();
+  return Json(http::status::ok, request.version(),
+              {{"name", "gpulse"},
+               {"status", "pass"},
+               {"message", "ready for writes"},
+               {"version", Version()},
+               {"series", stats.series},
+               {"head_bytes", stats.head_bytes},
+               {"wal_bytes", stats.wal_bytes}});
+}
+
+Response HttpApi::Metrics(const Request& request) {
+  if (auto denied = Authorize(request, ParseQueryString(request.target()), "", Access::kRead)) {
+    return *denied;
+  }
+  Response res{http::status::ok, request.version()};
+  res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
+  res.body() = metrics_->Render(db_->GetStats());
+  res.prepare_payload();
+  return res;
+}
+
+Response HttpApi::Sources(const Request& request) {
+  if (auto denied = Authorize(request, ParseQueryString(request.target()), "", Access::kRead)) {
+    return *denied;
+  }
+  Response res{http::status::ok, request.version()};
+  res.set(http::field::content_type, "application/json");
+  res.body() = sources_->ToJson();
+  res.prepare_payload();
+  return res;
+}
+
+Response HttpApi::Compact(const Request& request) {
+  if (auto denied = Authorize(request, ParseQueryString(request.target()), "", Access::kWrite)) {
+    return *denied;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  const Status s = db_->Compact();
+  if (!s.ok()) {
+    return Error(http::status::internal_server_error, request.version(),
+                 "compact failed: " + s.ToString());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return Json(http::status::ok, request.version(), {{"compacted", true}, {"seconds", seconds}});
+}
+
+}  // namespace gpulse::server

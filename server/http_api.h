@@ -1,0 +1,59 @@
+// HttpApi: what each HTTP endpoint means. It turns a request into engine
+// calls and the result into a response; HttpServer does the I/O.
+//
+//   POST /write             InfluxDB 1.x line-protocol write   -> 204 | 400 partial | 413 | 503
+//   POST /api/v2/write      InfluxDB 2.x line-protocol write   -> same
+//   GET|HEAD /ping          liveness, with InfluxDB version headers -> 204
+//   GET /health             JSON status
+//   GET /metrics            the server's own metrics, Prometheus text
+//   GET /api/v1/sources     pushing clients and scrape targets, last seen
+//   GET|POST /api/v1/compact  flush and compact the store (write scope)
+//
+// docs/http-api.md documents parameters, status codes and error bodies.
+//
+// Thread safety: Handle may run on several threads at once.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "engine/gpulse.h"
+#include "server/auth.h"
+#include "server/config.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/sources.h"
+
+namespace gpulse::server {
+
+// The decoded query parameters of a request target ("/write?db=x&p=y").
+std::map<std::string, std::string> ParseQueryString(std::string_view target);
+
+class HttpApi {
+ public:
+  // `db`, `metrics` and `sources` must outlive the HttpApi.
+  HttpApi(Db* db, const ServerConfig& config, ServerMetrics* metrics, SourceRegistry* sources);
+
+  Response Handle(const Request& request, const RequestContext& context);
+
+ private:
+  Response Write(const Request& request, const RequestContext& context, bool v2);
+  Response Compact(const Request& request);
+  Response Metrics(const Request& request);
+  Response Sources(const Request& request);
+  Response Health(const Request& request);
+  Response Ping(const Request& request);
+  // Non-null when the request may not proceed: the 401 or 403 to send.
+  std::optional<Response> Authorize(const Request& request,
+                                    const std::map<std::string, std::string>& params,
+                                    std::string_view database, Access access);
+
+  Db* const db_;
+  const ServerConfig& config_;
+  Authenticator auth_;
+  ServerMetrics* const metrics_;
+  SourceRegistry* const sources_;
+};
+
+}  // namespace gpulse::server

@@ -1,0 +1,189 @@
+#include "server/http_server.h"
+
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <chrono>
+
+namespace gpulse::server {
+
+namespace beast = boost::beast;
+namespace asio = boost::asio;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+Response ErrorResponse(http::status status, unsigned version, const std::string& message) {
+  Response res{status, version};
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::connection, "close");
+  res.keep_alive(false);
+  std::string escaped;
+  for (char c : message) {
+    if (c == '"' || c == '\\') escaped.push_back('\\');
+    escaped.push_back(c);
+  }
+  res.body() = "{\"error\":\"" + escaped + "\"}";
+  res.prepare_payload();
+  return res;
+}
+
+}  // namespace
+
+// One connection: read a request, answer it, repeat while keep-alive.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, HttpServer* server) : stream_(std::move(socket)), server_(server) {
+    beast::error_code ec;
+    const tcp::endpoint remote = stream_.socket().remote_endpoint(ec);
+    if (!ec) context_.remote_address = remote.address().to_string();
+  }
+
+  ~Session() { server_->Unregister(this); }
+
+  void Start() {
+    asio::dispatch(stream_.get_executor(), [self = shared_from_this()] { self->Read(); });
+  }
+
+  // Closes the connection if it waits for a request (not mid-request).
+  void CloseIfIdle() {
+    asio::post(stream_.get_executor(), [self = shared_from_this()] {
+      if (!self->busy_) {
+        beast::error_code ec;
+        self->stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+        self->stream_.close();
+      }
+    });
+  }
+
+ private:
+  void Read() {
+    if (server_->stopping()) return Close();
+    parser_.emplace();
+    parser_->body_limit(server_->options_.max_body_bytes);
+    parser_->header_limit(64 << 10);
+    stream_.expires_after(server_->options_.read_timeout);
+    buffer_.consume(buffer_.size() > (1 << 20) ? buffer_.size() : 0);
+    http::async_read(
+        stream_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });
+  }
+
+  void OnRead(beast::error_code ec) {
+    if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted ||
+        ec == beast::error::timeout) {
+      return Close();  // the client left, we stop, or it stalled past the read timeout
+    }
+    if (ec == http::error::body_limit) {
+      return Send(ErrorResponse(http::status::payload_too_large, 11,
+                                "request body is larger than the limit of " +
+                                    std::to_string(server_->options_.max_body_bytes) + " bytes"));
+    }
+    if (ec) {
+      return Send(
+          ErrorResponse(http::status::bad_request, 11, "malformed HTTP request: " + ec.message()));
+    }
+    busy_ = true;
+    stream_.expires_never();
+    const Request& request = parser_->get();
+    Response response = server_->handler_(request, context_);
+    response.keep_alive(request.keep_alive() && response.keep_alive() && !server_->stopping());
+    Send(std::move(response));
+  }
+
+  void Send(Response response) {
+    busy_ = true;
+    response_ = std::move(response);
+    stream_.expires_after(server_->options_.read_timeout);
+    http::async_write(stream_, response_,
+                      [self = shared_from_this()](beast::error_code ec, size_t) {
+                        self->busy_ = false;
+                        if (ec || !self->response_.keep_alive()) return self->Close();
+                        self->Read();
+                      });
+  }
+
+  void Close() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  Response response_;
+  HttpServer* const server_;
+  RequestContext context_;
+  bool busy_ = false;  // between a request read and its response written
+};
+
+HttpServer::HttpServer(HttpServerOptions options, Handler handler)
+    : options_(std::move(options)), handler_(std::move(handler)), acceptor_(io_) {}
+
+HttpServer::~HttpServer() { Stop(); }
+
+Status HttpServer::Start() {
+  beast::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(options_.host, ec);
+  if (ec) return Status::InvalidArgument("listen host \"" + options_.host + "\" is not an address");
+  const tcp::endpoint endpoint(address, options_.port);
+  const std::string where = options_.host + ":" + std::to_string(options_.port);
+  acceptor_.open(endpoint.protocol(), ec);
+  if (!ec) acceptor_.set_option(asio::socket_base::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(endpoint, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::IOError("listen on " + where + ": " + ec.message());
+  port_ = acceptor_.local_endpoint().port();
+  Accept();
+  for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { io_.run(); });
+  return Status::Ok();
+}
+
+void HttpServer::Accept() {
+  acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec) {
+      if (!stopping_ && ec != asio::error::operation_aborted) Accept();
+      return;
+    }
+    auto session = std::make_shared<Session>(std::move(socket), this);
+    Register(session);
+    session->Start();
+    if (!stopping_) Accept();
+  });
+}
+
+void HttpServer::Register(const std::shared_ptr<Session>& session) {
+  std::lock_guard<std::mutex> l(sessions_mu_);
+  sessions_[session.get()] = session;
+}
+
+void HttpServer::Unregister(Session* session) {
+  std::lock_guard<std::mutex> l(sessions_mu_);
+  sessions_.erase(session);
+  sessions_cv_.notify_all();
+}
+
+void HttpServer::Stop() {
+  if (stopped_ || threads_.empty()) return;
+  stopped_ = true;
+  stopping_ = true;
+  asio::post(io_, [this] {
+    beast::error_code ec;
+    acceptor_.close(ec);
+  });
+  {
+    std::unique_lock<std::mutex> l(sessions_mu_);
+    for (auto& [raw, weak] : sessions_) {
+      if (auto session = weak.lock()) session->CloseIfIdle();
+    }
+    // Requests in flight finish and close their connections themselves.
+    sessions_cv_.wait_for(l, options_.drain_timeout, [this] { return sessions_.empty(); });
+  }
+  io_.stop();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+}
+
+}  // namespace gpulse::server

@@ -1,0 +1,94 @@
+// HttpServer: HTTP/1.1 over Boost.Beast and Asio. It owns the listening
+// socket, the I/O threads and the connections: keep-alive, chunked request
+// bodies (Beast's parser), the body size limit (413), the read timeout for
+// stalled clients, and a graceful stop. What a request means is the
+// handler's business (server/handlers.h).
+//
+// Thread safety: Start and Stop from one thread; the handler is called on
+// the I/O threads, several at once.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http.hpp>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/status.h"
+
+namespace gpulse::server {
+
+namespace http = boost::beast::http;
+
+using Request = http::request<http::string_body>;
+using Response = http::response<http::string_body>;
+
+// What the handler sees of a connection.
+struct RequestContext {
+  std::string remote_address;  // "127.0.0.1"
+};
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8086;  // 0: any free port (tests)
+  int threads = 2;
+  uint64_t max_body_bytes = 64ull << 20;
+  std::chrono::milliseconds read_timeout{30000};
+  // How long Stop waits for requests in flight before closing them.
+  std::chrono::milliseconds drain_timeout{10000};
+};
+
+using Handler = std::function<Response(const Request&, const RequestContext&)>;
+
+class Session;
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, Handler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds, listens and starts the I/O threads. IOError naming the address
+  // when the port is taken or the host is not an address of this machine.
+  Status Start();
+
+  // The bound port (the real one when options.port was 0).
+  uint16_t port() const { return port_; }
+
+  // Stops accepting, lets requests in flight finish (up to drain_timeout),
+  // closes idle keep-alive connections, and joins the I/O threads.
+  void Stop();
+
+ private:
+  friend class Session;
+  void Accept();
+  void Register(const std::shared_ptr<Session>& session);
+  void Unregister(Session* session);
+  bool stopping() const { return stopping_; }
+
+  const HttpServerOptions options_;
+  const Handler handler_;
+  // Declared before io_ so they outlive it: destroying io_ destroys pending
+  // handlers, whose sessions unregister here.
+  std::mutex sessions_mu_;
+  std::condition_variable sessions_cv_;
+  // Live connections; weak, so a closing connection is never revived.
+  std::map<Session*, std::weak_ptr<Session>> sessions_;  // GUARDED_BY(sessions_mu_)
+  boost::asio::io_context io_;
+  boost::asio::ip::tcp::acceptor acceptor_;
+  uint16_t port_ = 0;
+  std::vector<std::thread> threads_;
+  std::atomic<bool> stopping_{false};
+  bool stopped_ = false;
+};
+
+}  // namespace gpulse::server

@@ -1,0 +1,95 @@
+#include "server/metrics.h"
+
+#include <cstdio>
+
+namespace gpulse::server {
+
+namespace {
+
+void Line(std::string* out, const char* name, const char* type, const char* help, double value) {
+  char buffer[512];
+  std::snprintf(buffer, sizeof(buffer), "# HELP %s %s\n# TYPE %s %s\n%s %.17g\n", name, help, name,
+                type, name, value);
+  out->append(buffer);
+}
+
+}  // namespace
+
+void ServerMetrics::RecordRequest(int status, double seconds) {
+  const int cls = status / 100;
+  if (cls >= 1 && cls <= 5) ++responses_by_class_[cls - 1];
+  size_t bucket = 0;
+  while (bucket < kLatencyBuckets.size() && seconds > kLatencyBuckets[bucket]) ++bucket;
+  ++latency_counts_[bucket];
+  ++latency_count_;
+  latency_micros_ += static_cast<uint64_t>(seconds * 1e6);
+}
+
+std::string ServerMetrics::Render(const DbStats& db) const {
+  std::string out;
+  Line(&out, "gpulse_points_received_total", "counter", "Points accepted over HTTP and scrapes.",
+       points_received);
+  Line(&out, "gpulse_values_received_total", "counter", "Field values accepted.", values_received);
+  Line(&out, "gpulse_bytes_received_total", "counter",
+       "Request body bytes received by write endpoints, after gzip inflation.", bytes_received);
+  Line(&out, "gpulse_lines_rejected_total", "counter",
+       "Line-protocol lines rejected (syntax, type conflicts, out-of-order window).",
+       lines_rejected);
+  out.append("# HELP gpulse_auth_failures_total Requests refused by authentication.\n");
+  out.append("# TYPE gpulse_auth_failures_total counter\n");
+  out.append("gpulse_auth_failures_total{reason=\"unauthenticated\"} " +
+             std::to_string(auth_unauthenticated) + "\n");
+  out.append("gpulse_auth_failures_total{reason=\"forbidden\"} " + std::to_string(auth_forbidden) +
+             "\n");
+  Line(&out, "gpulse_writes_refused_busy_total", "counter",
+       "Writes answered 503 because the head was full while a flush ran.", writes_refused_busy);
+  out.append("# HELP gpulse_scrapes_total Prometheus scrapes by result.\n");
+  out.append("# TYPE gpulse_scrapes_total counter\n");
+  out.append("gpulse_scrapes_total{result=\"ok\"} " + std::to_string(scrapes_ok) + "\n");
+  out.append("gpulse_scrapes_total{result=\"failed\"} " + std::to_string(scrapes_failed) + "\n");
+  Line(&out, "gpulse_scrape_samples_total", "counter", "Samples read from scrape targets.",
+       scrape_samples);
+
+  out.append("# HELP gpulse_http_responses_total HTTP responses by status class.\n");
+  out.append("# TYPE gpulse_http_responses_total counter\n");
+  for (int cls = 1; cls <= 5; ++cls) {
+    out.append("gpulse_http_responses_total{code=\"" + std::to_string(cls) + "xx\"} " +
+               std::to_string(responses_by_class_[cls - 1]) + "\n");
+  }
+  out.append("# HELP gpulse_http_request_duration_seconds Time from request read to response.\n");
+  out.append("# TYPE gpulse_http_request_duration_seconds histogram\n");
+  uint64_t cumulative = 0;
+  char buffer[128];
+  for (size_t i = 0; i <= kLatencyBuckets.size(); ++i) {
+    cumulative += latency_counts_[i];
+    if (i < kLatencyBuckets.size()) {
+      std::snprintf(buffer, sizeof(buffer), "%g", kLatencyBuckets[i]);
+    } else {
+      std::snprintf(buffer, sizeof(buffer), "+Inf");
+    }
+    out.append("gpulse_http_request_duration_seconds_bucket{le=\"" + std::string(buffer) + "\"} " +
+               std::to_string(cumulative) + "\n");
+  }
+  std::snprintf(buffer, sizeof(buffer), "%.6f", static_cast<double>(latency_micros_) / 1e6);
+  out.append("gpulse_http_request_duration_seconds_sum " + std::string(buffer) + "\n");
+  out.append("gpulse_http_request_duration_seconds_count " + std::to_string(latency_count_) + "\n");
+
+  Line(&out, "gpulse_series", "gauge", "Series in the catalog.", static_cast<double>(db.series));
+  Line(&out, "gpulse_head_bytes", "gauge", "Memory held by unflushed points.",
+       static_cast<double>(db.head_bytes));
+  Line(&out, "gpulse_head_values", "gauge", "Unflushed field values.",
+       static_cast<double>(db.head_values));
+  Line(&out, "gpulse_wal_bytes", "gauge", "Bytes in live WAL segments.",
+       static_cast<double>(db.wal_bytes));
+  Line(&out, "gpulse_wal_syncs_total", "counter", "WAL fsyncs (group commits).",
+       static_cast<double>(db.wal_syncs));
+  Line(&out, "gpulse_wal_sync_seconds_total", "counter", "Time spent in WAL fsyncs.",
+       db.wal_sync_seconds);
+  Line(&out, "gpulse_flushes_total", "counter", "Head flushes to chunks.",
+       static_cast<double>(db.flushes));
+  Line(&out, "gpulse_values_written_total", "counter", "Field values written to the engine.",
+       static_cast<double>(db.values_written));
+  return out;
+}
+
+}  // namespace gpulse::server

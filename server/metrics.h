@@ -1,0 +1,46 @@
+// ServerMetrics: the server's own counters and the request latency
+// histogram, rendered with the engine's statistics as Prometheus text for
+// GET /metrics (docs/http-api.md lists every metric).
+//
+// Thread safety: counters are atomics; any thread may add and render.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "engine/gpulse.h"
+
+namespace gpulse::server {
+
+class ServerMetrics {
+ public:
+  // Upper bounds (seconds) of the latency histogram's buckets, +Inf implied.
+  static constexpr std::array<double, 12> kLatencyBuckets = {
+      0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5};
+
+  void RecordRequest(int status, double seconds);
+
+  std::atomic<uint64_t> points_received{0};
+  std::atomic<uint64_t> values_received{0};
+  std::atomic<uint64_t> bytes_received{0};  // request bodies, after gzip inflation
+  std::atomic<uint64_t> lines_rejected{0};
+  std::atomic<uint64_t> auth_unauthenticated{0};
+  std::atomic<uint64_t> auth_forbidden{0};
+  std::atomic<uint64_t> writes_refused_busy{0};  // 503: the head was full
+  std::atomic<uint64_t> scrapes_ok{0};
+  std::atomic<uint64_t> scrapes_failed{0};
+  std::atomic<uint64_t> scrape_samples{0};
+
+  // The exposition text: these metrics and `db` statistics.
+  std::string Render(const DbStats& db) const;
+
+ private:
+  std::array<std::atomic<uint64_t>, 5> responses_by_class_{};  // 1xx..5xx
+  std::array<std::atomic<uint64_t>, kLatencyBuckets.size() + 1> latency_counts_{};
+  std::atomic<uint64_t> latency_count_{0};
+  std::atomic<uint64_t> latency_micros_{0};
+};
+
+}  // namespace gpulse::server

@@ -1,0 +1,431 @@
+// The HTTP server end to end on a loopback port: every endpoint, InfluxDB 1.x
+// and 2.x writes, gzip, partial writes, limits, authentication, keep-alive,
+// stalled clients, Prometheus scrapes, and a restart with the data kept.
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <thread>
+
+#include "engine/gpulse.h"
+#include "server/http_api.h"
+#include "server/http_server.h"
+#include "server/scraper.h"
+#include "tests/support/http_client.h"
+#include "tests/support/scratch_dir.h"
+
+namespace gpulse::server {
+namespace {
+
+using test::HttpClient;
+using test::HttpReply;
+
+std::string Gzip(const std::string& data) {
+  z_stream s{};
+  EXPECT_EQ(deflateInit2(&s, 6, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY), Z_OK);
+  std::string out(deflateBound(&s, data.size()) + 64, '\0');
+  s.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  s.avail_in = static_cast<uInt>(data.size());
+  s.next_out = reinterpret_cast<Bytef*>(out.data());
+  s.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&s, Z_FINISH), Z_STREAM_END);
+  out.resize(s.total_out);
+  deflateEnd(&s);
+  return out;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A running server on an embedded Db in a scratch directory.
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(); }
+  void TearDown() override { Stop(); }
+
+  void Start() {
+    config_.db.sync_policy = SyncPolicy::kNone;
+    config_.db.info_log = [](std::string_view) {};
+    config_.db.wait_when_full = false;
+    ASSERT_TRUE(Db::Open(config_.db, dir_.path(), &db_).ok());
+    api_ = std::make_unique<HttpApi>(db_.get(), config_, &metrics_, &sources_);
+    HttpServerOptions options;
+    options.port = 0;
+    options.max_body_bytes = config_.max_body_bytes;
+    options.read_timeout = read_timeout_;
+    server_ = std::make_unique<HttpServer>(
+        options, [this](const Request& r, const RequestContext& c) { return api_->Handle(r, c); });
+    ASSERT_TRUE(server_->Start().ok());
+  }
+
+  void Stop() {
+    if (server_) {
+      server_->Stop();
+    }
+    server_.reset();
+    api_.reset();
+    if (db_) {
+      ASSERT_TRUE(db_->Close().ok());
+    }
+    db_.reset();
+  }
+
+  void Restart() {
+    Stop();
+    Start();
+  }
+
+  // The int64 values of field `field` of all series with tag node=`node`.
+  std::vector<int64_t> Ints(const std::string& node, const std::string& field = "util",
+                            const std::string& measurement = "gpu") {
+    std::vector<SeriesColumn> out;
+    const Status s = db_->Read({measurement, {{"node", node}}, field}, &out);
+    std::vector<int64_t> values;
+    if (!s.ok()) return values;
+    for (const SeriesColumn& c : out)
+      values.insert(values.end(), c.column.ints.begin(), c.column.ints.end());
+    return values;
+  }
+
+  storage::ScratchDir dir_;
+  ServerConfig config_;
+  std::chrono::milliseconds read_timeout_{5000};
+  ServerMetrics metrics_;
+  SourceRegistry sources_;
+  std::unique_ptr<Db> db_;
+  std::unique_ptr<HttpApi> api_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(ServerTest, PingAnswersWithVersionHeaders) {
+  HttpClient client(server_->port());
+  HttpReply r = client.Get("/ping");
+  EXPECT_EQ(r.status, 204);
+  EXPECT_EQ(r.headers["X-Influxdb-Version"], "1.8.10");
+  EXPECT_EQ(r.headers["X-Gpulse-Version"], Version());
+  EXPECT_EQ(client.Send(http::verb::head, "/ping").status, 204);
+}
+
+TEST_F(ServerTest, InfluxV1WriteStoresEveryType) {
+  HttpClient client(server_->port());
+  const HttpReply r = client.Post(
+      "/write?db=telemetry&precision=s",
+      "gpu,node=n1,gpu=0 util=93i,power_w=612.3,ok=true,job=\"train-7\",ecc=3u 1704067200\n");
+  ASSERT_EQ(r.status, 204) << r.body;
+  EXPECT_EQ(Ints("n1"), std::vector<int64_t>{93});
+  std::vector<SeriesColumn> out;
+  ASSERT_TRUE(db_->Read({"gpu", {{"db", "telemetry"}}, "job"}, &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].column.strings, std::vector<std::string>{"train-7"});
+  EXPECT_EQ(out[0].column.ts, std::vector<int64_t>{1704067200'000'000'000});
+  std::vector<FieldInfo> fields;
+  ASSERT_TRUE(db_->ListFields("gpu", &fields).ok());
+  ASSERT_EQ(fields.size(), 5u);
+  EXPECT_EQ(fields[0].name, "ecc");
+  EXPECT_EQ(fields[0].type, FieldType::kUint);
+  EXPECT_EQ(fields[2].name, "ok");
+  EXPECT_EQ(fields[2].type, FieldType::kBool);
+}
+
+TEST_F(ServerTest, InfluxV2WriteNeedsABucket) {
+  HttpClient client(server_->port());
+  EXPECT_EQ(
+      client.Post("/api/v2/write?org=o&bucket=b&precision=ms", "gpu,node=n2 util=5i 1000").status,
+      204);
+  EXPECT_EQ(Ints("n2"), std::vector<int64_t>{5});
+  const HttpReply r = client.Post("/api/v2/write?org=o", "gpu,node=n2 util=6i 2000");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("bucket"), std::string::npos);
+  EXPECT_EQ(client.Post("/api/v2/write?bucket=b&precision=h", "gpu,node=n2 util=6i 2").status, 400);
+}
+
+TEST_F(ServerTest, PartialWriteStoresGoodLinesAndNamesBadOnes) {
+  HttpClient client(server_->port());
+  const std::string body =
+      "gpu,node=n3 util=1i 1\n"
+      "gpu,node=n3 util= 2\n"  // line 2: no value
+      "gpu,node=n3 util=3i 3\n"
+      "gpu,node=n3 util=4.5 4\n"     // line 4: float into an integer field
+      "gpu,node=n3,bad util=5i 5\n"  // line 5: tag without '='
+      "gpu,node=n3 util=6i 6\n";
+  const HttpReply r = client.Post("/write", body);
+  ASSERT_EQ(r.status, 400);
+  const auto json = nlohmann::json::parse(r.body);
+  EXPECT_EQ(json["rejected"], 3);
+  EXPECT_EQ(json["written"], 3);
+  ASSERT_EQ(json["lines"].size(), 3u);
+  EXPECT_EQ(json["lines"][0]["line"], 2);
+  EXPECT_EQ(json["lines"][1]["line"], 4);
+  EXPECT_NE(json["lines"][1]["error"].get<std::string>().find("integer"), std::string::npos);
+  EXPECT_EQ(json["lines"][2]["line"], 5);
+  EXPECT_GT(json["lines"][2]["column"], 1);
+  EXPECT_NE(json["error"].get<std::string>().find("partial write"), std::string::npos);
+  EXPECT_EQ(Ints("n3"), (std::vector<int64_t>{1, 3, 6}));
+}
+
+TEST_F(ServerTest, GzipBodiesAreInflatedAndBombsStopped) {
+  HttpClient client(server_->port());
+  std::string body;
+  for (int i = 0; i < 100; ++i)
+    body += "gpu,node=n4 util=" + std::to_string(i) + "i " + std::to_string(i) + "\n";
+  HttpReply r = client.Post("/write", Gzip(body), {{"Content-Encoding", "gzip"}});
+  ASSERT_EQ(r.status, 204) << r.body;
+  EXPECT_EQ(Ints("n4").size(), 100u);
+
+  r = client.Post("/write", "not gzip at all", {{"Content-Encoding", "gzip"}});
+  EXPECT_EQ(r.status, 400);
+  EXPECT_NE(r.body.find("gzip"), std::string::npos);
+
+  // 200 MiB of newlines compress to about 200 KiB: inflating must stop at the limit.
+  const std::string bomb = Gzip(std::string(200u << 20, '\n'));
+  ASSERT_LT(bomb.size(), config_.max_body_bytes);
+  r = client.Post("/write", bomb, {{"Content-Encoding", "gzip"}});
+  EXPECT_EQ(r.status, 413);
+  EXPECT_EQ(client.Post("/write", "x", {{"Content-Encoding", "br"}}).status, 415);
+}
+
+TEST_F(ServerTest, BodyOverTheLimitIs413) {
+  Stop();
+  config_.max_body_bytes = 1000;
+  Start();
+  HttpClient client(server_->port());
+  EXPECT_EQ(client.Post("/write", std::string(2000, '#')).status, 413);
+  HttpClient again(server_->port());
+  EXPECT_EQ(again.Post("/write", "gpu,node=n5 util=1i 1").status, 204);
+}
+
+TEST_F(ServerTest, UnknownPathsAre404AndWrongMethods405) {
+  HttpClient client(server_->port());
+  EXPECT_EQ(client.Get("/nope").status, 404);
+  EXPECT_EQ(client.Get("/write").status, 405);
+  EXPECT_EQ(client.Post("/ping", "").status, 405);
+}
+
+TEST_F(ServerTest, KeepAliveAndChunkedBodies) {
+  // Several requests on one connection, one of them with a chunked body.
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
+  const std::string requests =
+      "GET /ping HTTP/1.1\r\nHost: x\r\n\r\n"
+      "POST /write HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "c\r\ngpu,node=n6 \r\n"
+      "b\r\nutil=42i 7\n\r\n"
+      "0\r\n\r\n"
+      "GET /ping HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  asio::write(socket, asio::buffer(requests));
+  std::string replies;
+  boost::system::error_code ec;
+  asio::read(socket, asio::dynamic_buffer(replies), ec);  // until the server closes
+  size_t count = 0;
+  for (size_t at = replies.find("HTTP/1.1 204"); at != std::string::npos;
+       at = replies.find("HTTP/1.1 204", at + 1)) {
+    ++count;
+  }
+  EXPECT_EQ(count, 3u) << replies;
+  EXPECT_EQ(Ints("n6"), std::vector<int64_t>{42});
+}
+
+TEST_F(ServerTest, StalledClientTimesOut) {
+  Stop();
+  read_timeout_ = std::chrono::milliseconds(300);
+  Start();
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
+  asio::write(socket, asio::buffer(std::string("POST /write HTTP/1.1\r\nHost: x\r\n")));
+  const auto started = std::chrono::steady_clock::now();
+  char byte;
+  boost::system::error_code ec;
+  socket.read_some(asio::buffer(&byte, 1), ec);  // returns when the server hangs up
+  EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset) << ec.message();
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+}
+
+TEST_F(ServerTest, TokensAreCheckedWithScopes) {
+  Stop();
+  config_.tokens = {{"writer", "secret-write-token", {"*"}, {"fleet"}},
+                    {"reader", "secret-read-token", {"*"}, {}}};
+  Start();
+  HttpClient client(server_->port());
+  const std::string line = "gpu,node=n7 util=1i 1";
+  EXPECT_EQ(client.Post("/write?db=fleet", line).status, 401);
+  EXPECT_EQ(client.Post("/write?db=fleet", line, {{"Authorization", "Token wrong-token!"}}).status,
+            401);
+  EXPECT_EQ(
+      client.Post("/write?db=fleet", line, {{"Authorization", "Token secret-read-token"}}).status,
+      403);
+  EXPECT_EQ(
+      client.Post("/write?db=other", line, {{"Authorization", "Token secret-write-token"}}).status,
+      403);
+  EXPECT_EQ(
+      client.Post("/write?db=fleet", line, {{"Authorization", "Token secret-write-token"}}).status,
+      204);
+  EXPECT_EQ(client.Post("/write?db=fleet&u=me&p=secret-write-token", line).status, 204);
+  // Basic auth as the 1.x clients send it: base64("me:secret-write-token").
+  EXPECT_EQ(
+      client
+          .Post("/write?db=fleet", line, {{"Authorization", "Basic bWU6c2VjcmV0LXdyaXRlLXRva2Vu"}})
+          .status,
+      204);
+  EXPECT_EQ(
+      client
+          .Post("/api/v2/write?bucket=fleet", line, {{"Authorization", "Token secret-write-token"}})
+          .status,
+      204);
+  EXPECT_EQ(client.Get("/metrics").status, 401);
+  const HttpReply metrics = client.Get("/metrics", {{"Authorization", "Token secret-read-token"}});
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("gpulse_auth_failures_total{reason=\"unauthenticated\"} 3"),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("gpulse_auth_failures_total{reason=\"forbidden\"} 2"),
+            std::string::npos);
+  EXPECT_EQ(client.Get("/ping").status, 204);  // liveness needs no token
+}
+
+TEST_F(ServerTest, MetricsHealthAndSourcesReportWhatHappened) {
+  HttpClient client(server_->port());
+  ASSERT_EQ(client
+                .Post("/write", "gpu,node=n8 util=1i,temp=50i 1\ngpu,node=n8 util=2i 2\nbad\n",
+                      {{"User-Agent", "Telegraf/1.30"}})
+                .status,
+            400);
+  const HttpReply metrics = client.Get("/metrics");
+  ASSERT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("gpulse_points_received_total 2\n"), std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("gpulse_values_received_total 3\n"), std::string::npos);
+  EXPECT_NE(metrics.body.find("gpulse_lines_rejected_total 1\n"), std::string::npos);
+  EXPECT_NE(metrics.body.find("gpulse_series 1\n"), std::string::npos);
+  EXPECT_NE(metrics.body.find("gpulse_http_request_duration_seconds_bucket{le=\"+Inf\"}"),
+            std::string::npos);
+  EXPECT_NE(metrics.body.find("gpulse_wal_bytes"), std::string::npos);
+
+  const auto health = nlohmann::json::parse(client.Get("/health").body);
+  EXPECT_EQ(health["status"], "pass");
+  EXPECT_EQ(health["series"], 1);
+
+  const auto sources = nlohmann::json::parse(client.Get("/api/v1/sources").body);
+  ASSERT_EQ(sources["sources"].size(), 1u);
+  EXPECT_EQ(sources["sources"][0]["kind"], "push");
+  EXPECT_EQ(sources["sources"][0]["name"], "127.0.0.1");
+  EXPECT_EQ(sources["sources"][0]["points"], 2);
+  EXPECT_EQ(sources["sources"][0]["user_agent"], "Telegraf/1.30");
+}
+
+TEST_F(ServerTest, RestartKeepsTheData) {
+  HttpClient client(server_->port());
+  ASSERT_EQ(client.Post("/write", "gpu,node=n9 util=9i 9").status, 204);
+  Restart();
+  EXPECT_EQ(Ints("n9"), std::vector<int64_t>{9});
+  HttpClient again(server_->port());
+  EXPECT_EQ(again.Post("/write", "gpu,node=n9 util=10i 10").status, 204);
+  EXPECT_EQ(Ints("n9"), (std::vector<int64_t>{9, 10}));
+}
+
+TEST_F(ServerTest, FullHeadAnswers503WithRetryAfter) {
+  Stop();
+  config_.db.head_memory_bytes = 1;  // every write asks for a flush
+  Start();
+  std::atomic<int> busy{0}, ok{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&, w] {
+      HttpClient client(server_->port());
+      for (int i = 0; i < 300; ++i) {
+        std::string body;
+        for (int g = 0; g < 50; ++g) {
+          body += "gpu,node=w" + std::to_string(w) + ",gpu=" + std::to_string(g) +
+                  " util=" + std::to_string(i) + "i " + std::to_string(i) + "\n";
+        }
+        const HttpReply r = client.Post("/write", body);
+        if (r.status == 503) {
+          ++busy;
+          EXPECT_EQ(r.headers.at("Retry-After"), "1");
+        } else if (r.status == 204) {
+          ++ok;
+        }
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  EXPECT_GT(busy.load(), 0) << "no write was refused: the head never looked full";
+  EXPECT_GT(ok.load(), 0);
+  EXPECT_EQ(busy + ok, 1200);
+}
+
+TEST_F(ServerTest, ScrapesRealDcgmExporterOutput) {
+  const std::string scrape_file =
+      std::string(GPULSE_SHARED_DIR) +
+      "/data/real/dcgm_exporter/scrapes/k8s-ai-conformance_kops_L4.prom";
+  const std::string exposition = ReadFile(scrape_file);
+  if (exposition.empty()) GTEST_SKIP() << scrape_file << " is missing";
+  // A stand-in exporter: the same HTTP server class, answering with the file.
+  HttpServerOptions options;
+  options.port = 0;
+  HttpServer exporter(options, [&](const Request& r, const RequestContext&) {
+    Response res{http::status::ok, r.version()};
+    res.body() = exposition;
+    res.prepare_payload();
+    return res;
+  });
+  ASSERT_TRUE(exporter.Start().ok());
+  Scraper scraper({}, config_.max_body_bytes, db_.get(), &metrics_, &sources_);
+  ScrapeTarget target;
+  target.url = "http://127.0.0.1:" + std::to_string(exporter.port()) + "/metrics";
+  target.measurement = "dcgm";
+  target.tags = {{"cluster", "kops"}};
+  const Status s = scraper.ScrapeOnce(target);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::vector<FieldInfo> fields;
+  ASSERT_TRUE(db_->ListFields("dcgm", &fields).ok());
+  bool has_util = false;
+  for (const FieldInfo& f : fields) has_util = has_util || f.name == "DCGM_FI_DEV_GPU_UTIL";
+  EXPECT_TRUE(has_util);
+  std::vector<std::string> clusters;
+  ASSERT_TRUE(db_->ListTagValues("dcgm", "cluster", &clusters).ok());
+  EXPECT_EQ(clusters, std::vector<std::string>{"kops"});
+
+  // A target that does not answer is recorded as down with the error.
+  ScrapeTarget dead = target;
+  dead.url = "http://127.0.0.1:1/metrics";
+  dead.timeout = std::chrono::milliseconds(500);
+  EXPECT_FALSE(scraper.ScrapeOnce(dead).ok());
+  const auto sources = nlohmann::json::parse(sources_.ToJson())["sources"];
+  ASSERT_EQ(sources.size(), 2u);
+  for (const auto& source : sources) {
+    if (source["name"] == dead.url) {
+      EXPECT_FALSE(source["up"].get<bool>());
+      EXPECT_NE(source["error"].get<std::string>().find("connect"), std::string::npos);
+    } else {
+      EXPECT_TRUE(source["up"].get<bool>());
+      EXPECT_GT(source["points"].get<int>(), 0);
+    }
+  }
+  exporter.Stop();
+}
+
+TEST(QueryStringTest, DecodesPercentAndPlus) {
+  const auto params = ParseQueryString("/write?db=my%20db&p=a+b&empty=&flag");
+  EXPECT_EQ(params.at("db"), "my db");
+  EXPECT_EQ(params.at("p"), "a b");
+  EXPECT_EQ(params.at("empty"), "");
+  EXPECT_EQ(params.at("flag"), "");
+}
+
+}  // namespace
+}  // namespace gpulse::server
