@@ -130,10 +130,4 @@ void MergeNewer(const Column& newer, Column* base) {
   *base = std::move(merged);
 }
 
-uint64_t HeadBytesPerValue(const FieldValue& value) {
-  // A timestamp and a value slot; strings also pay for their bytes.
-  if (const auto* s = std::get_if<std::string>(&value)) return 8 + sizeof(std::string) + s->size();
-  return 16;
-}
-
 }  // namespace gpulse::engine

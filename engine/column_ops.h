@@ -32,7 +32,4 @@ void AppendRange(const Column& src, int64_t start, int64_t end, Column* dst);
 // on equal timestamps the newer value wins. Both must have the same type.
 void MergeNewer(const Column& newer, Column* base);
 
-// What one point of `value` is charged against the head memory bound.
-uint64_t HeadBytesPerValue(const FieldValue& value);
-
 }  // namespace gpulse::engine

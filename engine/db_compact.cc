@@ -26,7 +26,9 @@ leveldb::Options StoreOptions() {
   options.create_if_missing = true;
   // Chunks are zstd-compressed by the chunk codec; Snappy on top gains nothing.
   options.compression = leveldb::kNoCompression;
-  options.write_buffer_size = 16 << 20;
+  // Small memtables: chunks arrive in large batches at flush time, and the
+  // memory is better spent on the head.
+  options.write_buffer_size = 4 << 20;
   return options;
 }
 

@@ -88,7 +88,7 @@ struct Options {
   // The head (unflushed points in memory) is flushed to chunks once it holds
   // this many bytes. Writers wait while a second head fills up behind a flush
   // still running, so memory stays near twice this bound.
-  uint64_t head_memory_bytes = 128ull << 20;
+  uint64_t head_memory_bytes = 64ull << 20;
 
   // What Write does when the head is full and the previous flush has not
   // finished: wait for it (true), or return ResourceExhausted at once so the

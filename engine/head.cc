@@ -1,12 +1,57 @@
 #include "engine/head.h"
 
+#include <algorithm>
+
 #include "engine/column_ops.h"
 
 namespace gpulse::engine {
 
 namespace {
-// Fixed cost of a column in the head: the map node and the column's vectors.
+
+// Fixed cost of a column in the head: the entry and its vectors' headers.
 constexpr uint64_t kEntryOverhead = sizeof(Head::Entry) + 64;
+
+// Bytes of one slot of a column of `type`: a timestamp and a value.
+uint64_t SlotBytes(FieldType type) {
+  switch (type) {
+    case FieldType::kBool:
+      return sizeof(int64_t) + sizeof(uint8_t);
+    case FieldType::kString:
+      return sizeof(int64_t) + sizeof(std::string);
+    default:
+      return 2 * sizeof(int64_t);
+  }
+}
+
+// Grows a full column by a quarter (at least 16 slots) instead of the
+// vector's doubling, which would leave up to half of a large head unused;
+// returns the bytes added. The head is charged for capacity, not size, so
+// its memory bound holds for the memory really taken.
+uint64_t GrowIfFull(Column* column) {
+  const size_t size = column->ts.size();
+  if (size < column->ts.capacity()) return 0;
+  const size_t capacity = size + std::max<size_t>(16, size / 4);
+  column->ts.reserve(capacity);
+  switch (column->type) {
+    case FieldType::kFloat:
+      column->floats.reserve(capacity);
+      break;
+    case FieldType::kInt:
+      column->ints.reserve(capacity);
+      break;
+    case FieldType::kUint:
+      column->uints.reserve(capacity);
+      break;
+    case FieldType::kBool:
+      column->bools.reserve(capacity);
+      break;
+    case FieldType::kString:
+      column->strings.reserve(capacity);
+      break;
+  }
+  return (capacity - size) * SlotBytes(column->type);
+}
+
 }  // namespace
 
 void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
@@ -34,8 +79,12 @@ void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t
     return;
   }
   if (!times.empty() && ts < times.back()) entry.sorted = false;
+  bytes_ += GrowIfFull(&entry.column);
   AppendValue(&entry.column, ts, value);
-  bytes_ += HeadBytesPerValue(value);
+  // A string longer than the inline buffer also takes its bytes on the heap.
+  if (const auto* text = std::get_if<std::string>(&value); text && text->size() > 15) {
+    bytes_ += text->size() + 1;
+  }
   ++values_;
   if (ts < min_ts_) min_ts_ = ts;
   if (ts > max_ts_) max_ts_ = ts;

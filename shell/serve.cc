@@ -1,5 +1,6 @@
 // `gpulse serve`: the HTTP server on an embedded data directory.
 
+#include <malloc.h>
 #include <signal.h>
 
 #include <cstdio>
@@ -38,6 +39,12 @@ int Usage(const char* error) {
 }  // namespace
 
 int RunServe(const std::vector<std::string>& args) {
+  // One malloc arena: glibc otherwise gives each I/O thread its own, and the
+  // head's column vectors, freed after a flush on one thread and grown again
+  // on another, strand memory in all of them (measured on the fleet load:
+  // peak RSS 220 MiB with the default arenas, 123 MiB with one, at the same
+  // ingest rate).
+  mallopt(M_ARENA_MAX, 1);
   server::ServerConfig config;
   std::string data, listen, config_file;
   for (size_t i = 0; i < args.size(); ++i) {
