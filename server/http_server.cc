@@ -173,12 +173,21 @@ void HttpServer::Stop() {
     beast::error_code ec;
     acceptor_.close(ec);
   });
+  // Take the live sessions out under the lock, but close them and drop the
+  // references outside it: the last reference may be ours, and destroying a
+  // session unregisters it under sessions_mu_.
+  std::vector<std::shared_ptr<Session>> live;
   {
-    std::unique_lock<std::mutex> l(sessions_mu_);
+    std::lock_guard<std::mutex> l(sessions_mu_);
     for (auto& [raw, weak] : sessions_) {
-      if (auto session = weak.lock()) session->CloseIfIdle();
+      if (auto session = weak.lock()) live.push_back(std::move(session));
     }
+  }
+  for (const auto& session : live) session->CloseIfIdle();
+  live.clear();
+  {
     // Requests in flight finish and close their connections themselves.
+    std::unique_lock<std::mutex> l(sessions_mu_);
     sessions_cv_.wait_for(l, options_.drain_timeout, [this] { return sessions_.empty(); });
   }
   io_.stop();

@@ -20,6 +20,7 @@
 #include "server/scraper.h"
 #include "tests/support/http_client.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/test_server.h"
 
 namespace gpulse::server {
 namespace {
@@ -55,30 +56,14 @@ class ServerTest : public ::testing::Test {
   void TearDown() override { Stop(); }
 
   void Start() {
-    config_.db.sync_policy = SyncPolicy::kNone;
-    config_.db.info_log = [](std::string_view) {};
-    config_.db.wait_when_full = false;
-    ASSERT_TRUE(Db::Open(config_.db, dir_.path(), &db_).ok());
-    api_ = std::make_unique<HttpApi>(db_.get(), config_, &metrics_, &sources_);
-    HttpServerOptions options;
-    options.port = 0;
-    options.max_body_bytes = config_.max_body_bytes;
-    options.read_timeout = read_timeout_;
-    server_ = std::make_unique<HttpServer>(
-        options, [this](const Request& r, const RequestContext& c) { return api_->Handle(r, c); });
-    ASSERT_TRUE(server_->Start().ok());
+    test::UseQuietTestDb(&config_.db);
+    const Status s = server_.Start(dir_.path(), config_, &metrics_, &sources_, read_timeout_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
   void Stop() {
-    if (server_) {
-      server_->Stop();
-    }
-    server_.reset();
-    api_.reset();
-    if (db_) {
-      ASSERT_TRUE(db_->Close().ok());
-    }
-    db_.reset();
+    const Status s = server_.Stop();
+    ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
   void Restart() {
@@ -90,7 +75,7 @@ class ServerTest : public ::testing::Test {
   std::vector<int64_t> Ints(const std::string& node, const std::string& field = "util",
                             const std::string& measurement = "gpu") {
     std::vector<SeriesColumn> out;
-    const Status s = db_->Read({measurement, {{"node", node}}, field}, &out);
+    const Status s = server_.db()->Read({measurement, {{"node", node}}, field}, &out);
     std::vector<int64_t> values;
     if (!s.ok()) return values;
     for (const SeriesColumn& c : out)
@@ -103,13 +88,11 @@ class ServerTest : public ::testing::Test {
   std::chrono::milliseconds read_timeout_{5000};
   ServerMetrics metrics_;
   SourceRegistry sources_;
-  std::unique_ptr<Db> db_;
-  std::unique_ptr<HttpApi> api_;
-  std::unique_ptr<HttpServer> server_;
+  test::TestServer server_;
 };
 
 TEST_F(ServerTest, PingAnswersWithVersionHeaders) {
-  HttpClient client(server_->port());
+  HttpClient client(server_.port());
   HttpReply r = client.Get("/ping");
   EXPECT_EQ(r.status, 204);
   EXPECT_EQ(r.headers["X-Influxdb-Version"], "1.8.10");
@@ -118,19 +101,19 @@ TEST_F(ServerTest, PingAnswersWithVersionHeaders) {
 }
 
 TEST_F(ServerTest, InfluxV1WriteStoresEveryType) {
-  HttpClient client(server_->port());
+  HttpClient client(server_.port());
   const HttpReply r = client.Post(
       "/write?db=telemetry&precision=s",
       "gpu,node=n1,gpu=0 util=93i,power_w=612.3,ok=true,job=\"train-7\",ecc=3u 1704067200\n");
   ASSERT_EQ(r.status, 204) << r.body;
   EXPECT_EQ(Ints("n1"), std::vector<int64_t>{93});
   std::vector<SeriesColumn> out;
-  ASSERT_TRUE(db_->Read({"gpu", {{"db", "telemetry"}}, "job"}, &out).ok());
+  ASSERT_TRUE(server_.db()->Read({"gpu", {{"db", "telemetry"}}, "job"}, &out).ok());
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].column.strings, std::vector<std::string>{"train-7"});
   EXPECT_EQ(out[0].column.ts, std::vector<int64_t>{1704067200'000'000'000});
   std::vector<FieldInfo> fields;
-  ASSERT_TRUE(db_->ListFields("gpu", &fields).ok());
+  ASSERT_TRUE(server_.db()->ListFields("gpu", &fields).ok());
   ASSERT_EQ(fields.size(), 5u);
   EXPECT_EQ(fields[0].name, "ecc");
   EXPECT_EQ(fields[0].type, FieldType::kUint);
@@ -139,7 +122,7 @@ TEST_F(ServerTest, InfluxV1WriteStoresEveryType) {
 }
 
 TEST_F(ServerTest, InfluxV2WriteNeedsABucket) {
-  HttpClient client(server_->port());
+  HttpClient client(server_.port());
   EXPECT_EQ(
       client.Post("/api/v2/write?org=o&bucket=b&precision=ms", "gpu,node=n2 util=5i 1000").status,
       204);
@@ -151,7 +134,7 @@ TEST_F(ServerTest, InfluxV2WriteNeedsABucket) {
 }
 
 TEST_F(ServerTest, PartialWriteStoresGoodLinesAndNamesBadOnes) {
-  HttpClient client(server_->port());
+  HttpClient client(server_.port());
   const std::string body =
       "gpu,node=n3 util=1i 1\n"
       "gpu,node=n3 util= 2\n"  // line 2: no value
@@ -175,7 +158,7 @@ TEST_F(ServerTest, PartialWriteStoresGoodLinesAndNamesBadOnes) {
 }
 
 TEST_F(ServerTest, GzipBodiesAreInflatedAndBombsStopped) {
-  HttpClient client(server_->port());
+  HttpClient client(server_.port());
   std::string body;
   for (int i = 0; i < 100; ++i)
     body += "gpu,node=n4 util=" + std::to_string(i) + "i " + std::to_string(i) + "\n";
@@ -199,14 +182,14 @@ TEST_F(ServerTest, BodyOverTheLimitIs413) {
   Stop();
   config_.max_body_bytes = 1000;
   Start();
-  HttpClient client(server_->port());
+  HttpClient client(server_.port());
   EXPECT_EQ(client.Post("/write", std::string(2000, '#')).status, 413);
-  HttpClient again(server_->port());
+  HttpClient again(server_.port());
   EXPECT_EQ(again.Post("/write", "gpu,node=n5 util=1i 1").status, 204);
 }
 
 TEST_F(ServerTest, UnknownPathsAre404AndWrongMethods405) {
-  HttpClient client(server_->port());
+  HttpClient client(server_.port());
   EXPECT_EQ(client.Get("/nope").status, 404);
   EXPECT_EQ(client.Get("/write").status, 405);
   EXPECT_EQ(client.Post("/ping", "").status, 405);
@@ -217,7 +200,7 @@ TEST_F(ServerTest, KeepAliveAndChunkedBodies) {
   namespace asio = boost::asio;
   asio::io_context io;
   asio::ip::tcp::socket socket(io);
-  socket.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
+  socket.connect({asio::ip::make_address("127.0.0.1"), server_.port()});
   const std::string requests =
       "GET /ping HTTP/1.1\r\nHost: x\r\n\r\n"
       "POST /write HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -245,7 +228,7 @@ TEST_F(ServerTest, StalledClientTimesOut) {
   namespace asio = boost::asio;
   asio::io_context io;
   asio::ip::tcp::socket socket(io);
-  socket.connect({asio::ip::make_address("127.0.0.1"), server_->port()});
+  socket.connect({asio::ip::make_address("127.0.0.1"), server_.port()});
   asio::write(socket, asio::buffer(std::string("POST /write HTTP/1.1\r\nHost: x\r\n")));
   const auto started = std::chrono::steady_clock::now();
   char byte;
@@ -260,7 +243,7 @@ TEST_F(ServerTest, TokensAreCheckedWithScopes) {
   config_.tokens = {{"writer", "secret-write-token", {"*"}, {"fleet"}},
                     {"reader", "secret-read-token", {"*"}, {}}};
   Start();
-  HttpClient client(server_->port());
+  HttpClient client(server_.port());
   const std::string line = "gpu,node=n7 util=1i 1";
   EXPECT_EQ(client.Post("/write?db=fleet", line).status, 401);
   EXPECT_EQ(client.Post("/write?db=fleet", line, {{"Authorization", "Token wrong-token!"}}).status,
@@ -298,7 +281,7 @@ TEST_F(ServerTest, TokensAreCheckedWithScopes) {
 }
 
 TEST_F(ServerTest, MetricsHealthAndSourcesReportWhatHappened) {
-  HttpClient client(server_->port());
+  HttpClient client(server_.port());
   ASSERT_EQ(client
                 .Post("/write", "gpu,node=n8 util=1i,temp=50i 1\ngpu,node=n8 util=2i 2\nbad\n",
                       {{"User-Agent", "Telegraf/1.30"}})
@@ -328,11 +311,11 @@ TEST_F(ServerTest, MetricsHealthAndSourcesReportWhatHappened) {
 }
 
 TEST_F(ServerTest, RestartKeepsTheData) {
-  HttpClient client(server_->port());
+  HttpClient client(server_.port());
   ASSERT_EQ(client.Post("/write", "gpu,node=n9 util=9i 9").status, 204);
   Restart();
   EXPECT_EQ(Ints("n9"), std::vector<int64_t>{9});
-  HttpClient again(server_->port());
+  HttpClient again(server_.port());
   EXPECT_EQ(again.Post("/write", "gpu,node=n9 util=10i 10").status, 204);
   EXPECT_EQ(Ints("n9"), (std::vector<int64_t>{9, 10}));
 }
@@ -345,7 +328,7 @@ TEST_F(ServerTest, FullHeadAnswers503WithRetryAfter) {
   std::vector<std::thread> writers;
   for (int w = 0; w < 4; ++w) {
     writers.emplace_back([&, w] {
-      HttpClient client(server_->port());
+      HttpClient client(server_.port());
       for (int i = 0; i < 300; ++i) {
         std::string body;
         for (int g = 0; g < 50; ++g) {
@@ -384,7 +367,7 @@ TEST_F(ServerTest, ScrapesRealDcgmExporterOutput) {
     return res;
   });
   ASSERT_TRUE(exporter.Start().ok());
-  Scraper scraper({}, config_.max_body_bytes, db_.get(), &metrics_, &sources_);
+  Scraper scraper({}, config_.max_body_bytes, server_.db(), &metrics_, &sources_);
   ScrapeTarget target;
   target.url = "http://127.0.0.1:" + std::to_string(exporter.port()) + "/metrics";
   target.measurement = "dcgm";
@@ -392,12 +375,12 @@ TEST_F(ServerTest, ScrapesRealDcgmExporterOutput) {
   const Status s = scraper.ScrapeOnce(target);
   ASSERT_TRUE(s.ok()) << s.ToString();
   std::vector<FieldInfo> fields;
-  ASSERT_TRUE(db_->ListFields("dcgm", &fields).ok());
+  ASSERT_TRUE(server_.db()->ListFields("dcgm", &fields).ok());
   bool has_util = false;
   for (const FieldInfo& f : fields) has_util = has_util || f.name == "DCGM_FI_DEV_GPU_UTIL";
   EXPECT_TRUE(has_util);
   std::vector<std::string> clusters;
-  ASSERT_TRUE(db_->ListTagValues("dcgm", "cluster", &clusters).ok());
+  ASSERT_TRUE(server_.db()->ListTagValues("dcgm", "cluster", &clusters).ok());
   EXPECT_EQ(clusters, std::vector<std::string>{"kops"});
 
   // A target that does not answer is recorded as down with the error.
