@@ -1,0 +1,87 @@
+// Prometheus samples -> gpulse points. Owns no state: MapSamples is a pure
+// function of its arguments.
+//
+// The mapping (docs/prometheus-mapping.md has the reasons and a worked
+// example from a real dcgm-exporter scrape):
+//   - measurement: PromMappingOptions::measurement, one per scrape target
+//     ("dcgm", "node"); the metric name is not the measurement.
+//   - field: the metric name verbatim (DCGM_FI_DEV_GPU_UTIL), value as a float.
+//   - tags: the sample's labels with their names as they come (dcgm-exporter's
+//     `Hostname` and a newer one's `hostname` are both kept as written), minus
+//     attribution labels, plus the target's extra tags. An extra tag wins over
+//     a label of the same name, which is kept as exported_<name>, as
+//     Prometheus does with target labels. Labels with an empty value are left
+//     out: Prometheus treats `l=""` as no label, and gpulse refuses empty tags.
+//   - attribution labels (who ran on the GPU: pod, namespace, container...)
+//     become string fields of the same point, so a GPU's series stays one
+//     series while workloads come and go.
+//   - samples with the same tag set and timestamp become one point with one
+//     field per metric: all DCGM_FI_* of one GPU at one scrape are one point.
+//   - timestamp: the sample's own (ms -> ns) when present, else the scrape's.
+//
+// Thread safety: MapSamples may run on any number of threads at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/gpulse.h"
+#include "ingest/prom_text.h"
+
+namespace gpulse::ingest {
+
+// dcgm-exporter's Kubernetes, DRA and HPC attribution labels (current and
+// --use-old-namespace names): pod, namespace, container, pod_uid, vgpu,
+// pod_name, pod_namespace, container_name, dra_claim_name,
+// dra_claim_namespace, dra_driver_name, dra_pool_name, dra_device_name,
+// dra_mig_profile, dra_mig_device_uuid, hpc_job. Prometheus' own `job` and
+// `instance` are target identity and stay tags.
+const std::vector<std::string>& DefaultAttributionLabels();
+
+// How one scrape target's samples become points.
+struct PromMappingOptions {
+  std::string measurement = "prometheus";
+  // Tags every point of the target gets (cluster=use1-a).
+  std::vector<Tag> extra_tags;
+  // Labels stored as string fields instead of tags.
+  std::vector<std::string> attribution_labels = DefaultAttributionLabels();
+  // NaN and +-Inf are stored by default: the chunk codecs keep every float
+  // bit for bit, and a NaN the exporter wrote (a summary quantile with no
+  // observations) says something that a missing value does not. False drops
+  // those samples.
+  bool keep_non_finite = true;
+};
+
+// What MapSamples did, for logs and tests.
+struct PromMappingStats {
+  size_t fields = 0;              // metric fields written into points
+  size_t points = 0;              // points appended
+  size_t dropped_non_finite = 0;  // NaN/Inf samples left out (!keep_non_finite)
+  size_t dropped_timestamp = 0;   // sample timestamps beyond the int64 nanosecond range
+  // A metric repeated within one point: the same series at the same instant
+  // with different attribution (dcgm-exporter repeats a shared GPU's series
+  // once per pod). The first value is kept; the attribution of all of them is
+  // (see MapSamples).
+  size_t duplicate_fields = 0;
+  size_t renamed_labels = 0;  // labels stored as exported_<name>
+  // Attribution labels whose name is also a metric name in the same point:
+  // the metric wins and the label is left out.
+  size_t dropped_attribution = 0;
+};
+
+// Appends to *points one point per distinct (tag set, timestamp) among
+// `samples`, in the order of each group's first sample, tags sorted by key,
+// metric fields in sample order followed by the attribution fields. Samples
+// without a timestamp take `scrape_time_ns`.
+//
+// When one point gathers several values of an attribution label (a GPU
+// shared by several pods), its string field holds the distinct values in
+// order of first appearance, joined by ','. Kubernetes names never contain
+// a comma, so the list splits back unambiguously.
+void MapSamples(const std::vector<PromSample>& samples, int64_t scrape_time_ns,
+                const PromMappingOptions& options, std::vector<Point>* points,
+                PromMappingStats* stats = nullptr);
+
+}  // namespace gpulse::ingest
