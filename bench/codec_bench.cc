@@ -30,7 +30,6 @@
 
 #include "bench/fleet_lp.h"
 #include "engine/column_ops.h"
-#include "engine/wal_batch.h"
 #include "storage/chunk_codec.h"
 #include "storage/column.h"
 
@@ -63,8 +62,8 @@ bool LoadLineProtocol(const std::string& path, Dataset* data) {
       const int64_t day = p.timestamp_ns / kNanosPerDay;
       for (const gpulse::Field& f : p.fields) {
         Column& column = columns[{key, day, f.key}];
-        column.type = gpulse::engine::TypeOf(f.value);
-        gpulse::engine::AppendValue(&column, p.timestamp_ns, f.value);
+        column.type = gpulse::TypeOf(gpulse::ToRef(f.value));
+        gpulse::engine::AppendValue(&column, p.timestamp_ns, gpulse::ToRef(f.value));
       }
     }
   }

@@ -32,10 +32,12 @@ void WithValues(Col& column, Fn&& fn) {
 }
 
 template <typename Vec>
-typename Vec::value_type As(const FieldValue& value) {
+typename Vec::value_type As(const FieldValueRef& value) {
   using T = typename Vec::value_type;
   if constexpr (std::is_same_v<T, uint8_t>) {
     return std::get<bool>(value) ? 1 : 0;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return std::string(std::get<std::string_view>(value));
   } else {
     return std::get<T>(value);
   }
@@ -43,13 +45,13 @@ typename Vec::value_type As(const FieldValue& value) {
 
 }  // namespace
 
-void AppendValue(Column* column, int64_t ts, const FieldValue& value) {
+void AppendValue(Column* column, int64_t ts, const FieldValueRef& value) {
   column->ts.push_back(ts);
   WithValues(*column,
              [&](auto& values) { values.push_back(As<std::decay_t<decltype(values)>>(value)); });
 }
 
-void ReplaceLastValue(Column* column, const FieldValue& value) {
+void ReplaceLastValue(Column* column, const FieldValueRef& value) {
   WithValues(*column,
              [&](auto& values) { values.back() = As<std::decay_t<decltype(values)>>(value); });
 }

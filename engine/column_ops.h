@@ -12,10 +12,10 @@
 namespace gpulse::engine {
 
 // Appends (ts, value). `value` must have the column's type.
-void AppendValue(Column* column, int64_t ts, const FieldValue& value);
+void AppendValue(Column* column, int64_t ts, const FieldValueRef& value);
 
 // Replaces the value of the last point (same timestamp written again).
-void ReplaceLastValue(Column* column, const FieldValue& value);
+void ReplaceLastValue(Column* column, const FieldValueRef& value);
 
 // Sorts by timestamp, stably, and keeps only the last-written point of each
 // timestamp: the one that came later in the column wins.

@@ -52,7 +52,8 @@ class DbImpl final : public Db {
   // Opens the directory: lock, LevelDB, catalog, WAL replay, threads.
   Status Open();
 
-  Status Write(const std::vector<Point>& points, WriteResult* result) override;
+  using Db::Write;
+  Status Write(std::span<const PointRef> points, WriteResult* result) override;
   Status Read(const ReadRequest& request, std::vector<SeriesColumn>* out) override;
   Status ListMeasurements(std::vector<std::string>* out) override;
   Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
@@ -74,7 +75,7 @@ class DbImpl final : public Db {
     struct Value {
       uint32_t field_id;
       FieldType type;
-      const FieldValue* value;
+      const FieldValueRef* value;
     };
     std::vector<Value> values;
   };

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -62,6 +63,33 @@ struct Point {
   std::vector<Field> fields;
   int64_t timestamp_ns = 0;
 };
+
+// The zero-copy form of a point, for writers that parse their own input (the
+// HTTP server writes straight from the request body): every string is the
+// caller's and needs to live only until Write returns.
+using FieldValueRef = std::variant<double, int64_t, uint64_t, bool, std::string_view>;
+
+struct TagRef {
+  std::string_view key;
+  std::string_view value;
+};
+
+struct FieldRef {
+  std::string_view key;
+  FieldValueRef value;
+};
+
+struct PointRef {
+  std::string_view measurement;
+  std::span<const TagRef> tags;
+  std::span<const FieldRef> fields;
+  int64_t timestamp_ns = 0;
+};
+
+// The type of a value, and a value as a reference (a string is viewed, not
+// copied).
+FieldType TypeOf(const FieldValueRef& value);
+FieldValueRef ToRef(const FieldValue& value);
 
 // A series: a measurement and its sorted tag set.
 struct Series {
@@ -188,7 +216,11 @@ class Db {
   // given) lists all of them. Returns OK only when every point was written
   // and is durable per the sync policy. A point with the same series, field
   // and timestamp as an earlier one replaces its value.
-  virtual Status Write(const std::vector<Point>& points, WriteResult* result = nullptr) = 0;
+  Status Write(const std::vector<Point>& points, WriteResult* result = nullptr);
+
+  // The same, for points whose strings the caller owns: nothing is copied
+  // before the batch is logged. Indexes in *result are into `points`.
+  virtual Status Write(std::span<const PointRef> points, WriteResult* result = nullptr) = 0;
 
   // Appends to *out one SeriesColumn per matching series that has points of
   // the field in range, series in catalog order. Sees every write that has

@@ -55,7 +55,7 @@ uint64_t GrowIfFull(Column* column) {
 }  // namespace
 
 void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
-                  const FieldValue& value) {
+                  const FieldValueRef& value) {
   if (series_id >= series_.size()) series_.resize(series_id + 1);
   std::vector<Entry>& columns = series_[series_id];
   Entry* found = nullptr;
@@ -82,7 +82,7 @@ void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t
   bytes_ += GrowIfFull(&entry.column);
   AppendValue(&entry.column, ts, value);
   // A string longer than the inline buffer also takes its bytes on the heap.
-  if (const auto* text = std::get_if<std::string>(&value); text && text->size() > 15) {
+  if (const auto* text = std::get_if<std::string_view>(&value); text && text->size() > 15) {
     bytes_ += text->size() + 1;
   }
   ++values_;

@@ -28,7 +28,7 @@ class Head {
 
   // Adds one value. `type` is the field's catalog type and matches `value`.
   void Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
-              const FieldValue& value);
+              const FieldValueRef& value);
 
   // Appends the points of (series, field) in [start, end), sorted and
   // de-duplicated, to `out` (which has the field's type).

@@ -70,7 +70,7 @@ class Reader {
   size_t pos_ = 0;
 };
 
-void PutValue(std::string* out, const FieldValue& value) {
+void PutValue(std::string* out, const FieldValueRef& value) {
   out->push_back(static_cast<char>(TypeOf(value)));
   switch (TypeOf(value)) {
     case FieldType::kFloat: {
@@ -88,12 +88,12 @@ void PutValue(std::string* out, const FieldValue& value) {
       out->push_back(std::get<bool>(value) ? 1 : 0);
       break;
     case FieldType::kString:
-      PutBytes(out, std::get<std::string>(value));
+      PutBytes(out, std::get<std::string_view>(value));
       break;
   }
 }
 
-bool ReadValue(Reader* in, FieldValue* value) {
+bool ReadValue(Reader* in, FieldValueRef* value) {
   uint8_t type = 0;
   if (!in->Byte(&type)) return false;
   uint64_t raw = 0;
@@ -119,7 +119,7 @@ bool ReadValue(Reader* in, FieldValue* value) {
     case FieldType::kString: {
       std::string_view s;
       if (!in->Bytes(&s)) return false;
-      *value = std::string(s);
+      *value = s;
       return true;
     }
   }
@@ -128,12 +128,6 @@ bool ReadValue(Reader* in, FieldValue* value) {
 
 }  // namespace
 
-FieldType TypeOf(const FieldValue& value) {
-  static constexpr FieldType kByIndex[] = {FieldType::kFloat, FieldType::kInt, FieldType::kUint,
-                                           FieldType::kBool, FieldType::kString};
-  return kByIndex[value.index()];
-}
-
 void EncodeWalBatch(const std::vector<PointView>& points, std::string* out) {
   out->push_back(static_cast<char>(kWalBatchV1));
   PutVarint(out, points.size());
@@ -141,7 +135,7 @@ void EncodeWalBatch(const std::vector<PointView>& points, std::string* out) {
     PutBytes(out, p.series_key);
     PutVarint(out, ZigZag(p.timestamp_ns));
     PutVarint(out, p.fields.size());
-    for (const Field& f : p.fields) {
+    for (const FieldRef& f : p.fields) {
       PutBytes(out, f.key);
       PutValue(out, f.value);
     }
@@ -171,9 +165,9 @@ Status DecodeWalBatch(std::string_view record, DecodedBatch* batch) {
     p.timestamp_ns = UnZigZag(ts);
     for (uint64_t f = 0; ok && f < nfields; ++f) {
       std::string_view name;
-      FieldValue value;
+      FieldValueRef value;
       ok = in.Bytes(&name) && ReadValue(&in, &value);
-      if (ok) batch->fields.push_back(Field{std::string(name), std::move(value)});
+      if (ok) batch->fields.push_back(FieldRef{name, value});
     }
     if (!ok) {
       return Status::Corruption("WAL record: point " + std::to_string(i) +
@@ -185,7 +179,8 @@ Status DecodeWalBatch(std::string_view record, DecodedBatch* batch) {
   // The field vector is complete: now the spans can point into it.
   size_t next = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    batch->points[i].fields = std::span<const Field>(batch->fields).subspan(next, field_counts[i]);
+    batch->points[i].fields =
+        std::span<const FieldRef>(batch->fields).subspan(next, field_counts[i]);
     next += field_counts[i];
   }
   return Status::Ok();

@@ -18,17 +18,18 @@
 namespace gpulse::engine {
 
 // A point as the head applies it: the series by canonical key, and the
-// fields of the caller's Point (or of a DecodedBatch), not copied.
+// fields of the caller's point (or of a DecodedBatch), not copied.
 struct PointView {
   std::string_view series_key;
   int64_t timestamp_ns = 0;
-  std::span<const Field> fields;
+  std::span<const FieldRef> fields;
 };
 
-// A decoded record: the points, whose field spans point into `fields`.
+// A decoded record: the points, whose field spans point into `fields`, whose
+// names and string values point into the record.
 struct DecodedBatch {
   std::vector<PointView> points;
-  std::vector<Field> fields;
+  std::vector<FieldRef> fields;
 };
 
 inline constexpr uint8_t kWalBatchV1 = 1;
@@ -40,7 +41,5 @@ void EncodeWalBatch(const std::vector<PointView>& points, std::string* out);
 // must outlive them. Returns Corruption naming the point and byte offset at
 // fault.
 Status DecodeWalBatch(std::string_view record, DecodedBatch* batch);
-
-FieldType TypeOf(const FieldValue& value);
 
 }  // namespace gpulse::engine

@@ -1,6 +1,7 @@
 #include "server/http_api.h"
 
 #include <chrono>
+#include <deque>
 #include <nlohmann/json.hpp>
 
 #include "ingest/line_protocol.h"
@@ -62,6 +63,24 @@ Response NoContent(unsigned version) {
   Response res{http::status::no_content, version};
   res.prepare_payload();
   return res;
+}
+
+// A parsed field's value as the engine takes it; `stable` keeps a string.
+template <typename Stable>
+FieldValueRef ValueRef(const ingest::FieldView& f, const Stable& stable) {
+  switch (f.type) {
+    case FieldType::kFloat:
+      return f.float_value;
+    case FieldType::kInt:
+      return f.int_value;
+    case FieldType::kUint:
+      return f.uint_value;
+    case FieldType::kBool:
+      return f.bool_value;
+    case FieldType::kString:
+      return stable(f.string_value);
+  }
+  return f.float_value;
 }
 
 // Maps the `precision` parameter of either API to the parser's.
@@ -214,7 +233,23 @@ Response HttpApi::Write(const Request& request, const RequestContext& context, b
   }
   metrics_->bytes_received += body.size();
 
-  std::vector<Point> points;
+  // The points reference the body wherever they can: no string is copied
+  // except text the parser unescaped into its scratch buffer, which lives for
+  // one line only and is kept in `owned`.
+  std::deque<std::string> owned;
+  const auto stable = [&](std::string_view v) -> std::string_view {
+    const bool in_body =
+        v.data() >= body.data() && v.data() + v.size() <= body.data() + body.size();
+    return v.empty() || in_body ? v : std::string_view(owned.emplace_back(v));
+  };
+  struct Pending {
+    std::string_view measurement;
+    size_t first_tag, tag_count, first_field, field_count;
+    int64_t timestamp_ns;
+  };
+  std::vector<Pending> pending;
+  std::vector<TagRef> tags;
+  std::vector<FieldRef> fields;
   std::vector<size_t> lines;  // the body line of each point
   std::vector<ingest::LineError> errors;
   size_t error_count = 0;
@@ -222,26 +257,32 @@ Response HttpApi::Write(const Request& request, const RequestContext& context, b
   parser.Parse(
       body, parse_options,
       [&](const ingest::PointView& v) {
-        Point& p = points.emplace_back();
-        p.measurement = std::string(v.measurement);
-        p.tags.reserve(v.tags.size() + 1);
+        Pending p{stable(v.measurement), tags.size(), 0, fields.size(), 0, v.timestamp_ns};
         bool has_db_tag = false;
         for (const ingest::TagView& t : v.tags) {
-          p.tags.push_back(Tag{std::string(t.key), std::string(t.value)});
+          tags.push_back(TagRef{stable(t.key), stable(t.value)});
           has_db_tag = has_db_tag || t.key == "db";
         }
-        if (!database.empty() && !has_db_tag) p.tags.push_back(Tag{"db", database});
-        p.fields.reserve(v.fields.size());
+        if (!database.empty() && !has_db_tag) tags.push_back(TagRef{"db", database});
+        p.tag_count = tags.size() - p.first_tag;
         for (const ingest::FieldView& f : v.fields) {
-          p.fields.push_back(Field{std::string(f.key), f.ToFieldValue()});
+          fields.push_back(FieldRef{stable(f.key), ValueRef(f, stable)});
         }
-        p.timestamp_ns = v.timestamp_ns;
+        p.field_count = fields.size() - p.first_field;
+        pending.push_back(p);
         lines.push_back(v.line);
       },
       &errors, &error_count);
+  std::vector<PointRef> points;
+  points.reserve(pending.size());
+  for (const Pending& p : pending) {
+    points.push_back(PointRef{
+        p.measurement, std::span<const TagRef>(tags).subspan(p.first_tag, p.tag_count),
+        std::span<const FieldRef>(fields).subspan(p.first_field, p.field_count), p.timestamp_ns});
+  }
 
   WriteResult result;
-  Status s = points.empty() ? Status::Ok() : db_->Write(points, &result);
+  Status s = points.empty() ? Status::Ok() : db_->Write(std::span<const PointRef>(points), &result);
   if (s.IsResourceExhausted()) {
     ++metrics_->writes_refused_busy;
     Response res = Error(http::status::service_unavailable, request.version(), s.message());

@@ -121,6 +121,23 @@ TEST_F(ServerTest, InfluxV1WriteStoresEveryType) {
   EXPECT_EQ(fields[2].type, FieldType::kBool);
 }
 
+TEST_F(ServerTest, EscapedTextSurvivesTheZeroCopyPath) {
+  // Unescaped text lives in the parser's per-line scratch: every line must
+  // keep its own, not the last line's.
+  HttpClient client(server_.port());
+  const HttpReply r = client.Post("/write",
+                                  "gpu,node=a\\ b,gpu=0 util=1i,job=\"x \\\"1\\\"\" 1\n"
+                                  "gpu,node=c\\,d,gpu=0 util=2i,job=\"y\" 2\n");
+  ASSERT_EQ(r.status, 204) << r.body;
+  std::vector<std::string> nodes;
+  ASSERT_TRUE(server_.db()->ListTagValues("gpu", "node", &nodes).ok());
+  EXPECT_EQ(nodes, (std::vector<std::string>{"a b", "c,d"}));
+  std::vector<SeriesColumn> out;
+  ASSERT_TRUE(server_.db()->Read({"gpu", {{"node", "a b"}}, "job"}, &out).ok());
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].column.strings, std::vector<std::string>{"x \"1\""});
+}
+
 TEST_F(ServerTest, InfluxV2WriteNeedsABucket) {
   HttpClient client(server_.port());
   EXPECT_EQ(

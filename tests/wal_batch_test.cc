@@ -9,8 +9,9 @@ namespace {
 
 TEST(WalBatchTest, RoundTripsEveryType) {
   const std::string key = std::string("gpu\0node\0n1", 11);
-  const std::vector<Field> first = {{"f", -0.0}, {"i", INT64_MIN}, {"u", UINT64_MAX}};
-  const std::vector<Field> second = {{"b", true}, {"s", std::string("job-\xc3\xa9\0x", 8)}};
+  const std::string text("job-\xc3\xa9\0x", 8);
+  const std::vector<FieldRef> first = {{"f", -0.0}, {"i", INT64_MIN}, {"u", UINT64_MAX}};
+  const std::vector<FieldRef> second = {{"b", true}, {"s", std::string_view(text)}};
   std::vector<PointView> points = {{key, -7, first}, {key, INT64_MAX, second}};
   std::string record;
   EncodeWalBatch(points, &record);
@@ -25,11 +26,11 @@ TEST(WalBatchTest, RoundTripsEveryType) {
   EXPECT_EQ(std::get<uint64_t>(decoded[0].fields[2].value), UINT64_MAX);
   EXPECT_EQ(decoded[1].timestamp_ns, INT64_MAX);
   EXPECT_EQ(std::get<bool>(decoded[1].fields[0].value), true);
-  EXPECT_EQ(std::get<std::string>(decoded[1].fields[1].value), std::string("job-\xc3\xa9\0x", 8));
+  EXPECT_EQ(std::get<std::string_view>(decoded[1].fields[1].value), text);
 }
 
 TEST(WalBatchTest, EveryTruncationIsCorruptionNotACrash) {
-  const std::vector<Field> fields = {{"util", int64_t{93}}, {"job", std::string("train")}};
+  const std::vector<FieldRef> fields = {{"util", int64_t{93}}, {"job", std::string_view("train")}};
   std::string record;
   EncodeWalBatch({{"gpu", 1, fields}}, &record);
   DecodedBatch decoded;
