@@ -265,16 +265,21 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
       }
     }
     // Field types first, so a rejected point adds nothing to the catalog.
+    // Ids, not entry pointers, are kept: adding a field may move the entries.
+    thread_local std::vector<uint32_t> field_ids;
+    field_ids.assign(v.fields.size(), kNoId);
     std::string why;
-    for (const FieldRef& f : v.fields) {
-      const FieldEntry* field = series_id != kNoId ? index_.FindSeriesField(series_id, f.key)
+    for (size_t k = 0; k < v.fields.size() && why.empty(); ++k) {
+      const FieldRef& f = v.fields[k];
+      const FieldEntry* field = series_id != kNoId ? index_.FindSeriesField(series_id, f.key, k)
                                                    : index_.FindField(measurement, f.key);
-      if (field && field->type != TypeOf(f.value)) {
+      if (field == nullptr) continue;
+      if (field->type != TypeOf(f.value)) {
         why = "field " + std::string(f.key) + " is " + storage::FieldTypeName(field->type) +
               " in measurement " + std::string(measurement) + ", not " +
               storage::FieldTypeName(TypeOf(f.value));
-        break;
       }
+      field_ids[k] = field->id;
     }
     if (!why.empty()) {
       rejected->push_back({i, std::move(why)});
@@ -287,15 +292,14 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
     }
     ResolvedPoint p{series_id, v.timestamp_ns, {}};
     p.values.reserve(v.fields.size());
-    for (const FieldRef& f : v.fields) {
-      const FieldEntry* field = index_.FindSeriesField(series_id, f.key);
-      uint32_t field_id = field ? field->id : kNoId;
-      if (!field) {
+    for (size_t k = 0; k < v.fields.size(); ++k) {
+      const FieldRef& f = v.fields[k];
+      if (field_ids[k] == kNoId) {
         std::unique_lock<std::shared_mutex> l(mu_);
-        field_id = index_.AddField(measurement, f.key, TypeOf(f.value), &catalog);
+        field_ids[k] = index_.AddField(measurement, f.key, TypeOf(f.value), &catalog);
         catalog_changed = true;
       }
-      p.values.push_back({field_id, TypeOf(f.value), &f.value});
+      p.values.push_back({field_ids[k], TypeOf(f.value), &f.value});
     }
     resolved->push_back(std::move(p));
     accepted->push_back(i);
@@ -315,8 +319,9 @@ void DbImpl::ApplyLocked(const std::vector<ResolvedPoint>& points) {
   for (const ResolvedPoint& p : points) {
     SeriesEntry& series = index_.mutable_series(p.series_id);
     if (p.ts > series.max_ts) series.max_ts = p.ts;
-    for (const ResolvedPoint::Value& v : p.values) {
-      head_->Append(p.series_id, v.field_id, v.type, p.ts, *v.value);
+    for (size_t k = 0; k < p.values.size(); ++k) {
+      const ResolvedPoint::Value& v = p.values[k];
+      head_->Append(p.series_id, v.field_id, v.type, p.ts, *v.value, k);
     }
     values += p.values.size();
   }

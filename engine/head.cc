@@ -55,14 +55,18 @@ uint64_t GrowIfFull(Column* column) {
 }  // namespace
 
 void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
-                  const FieldValueRef& value) {
+                  const FieldValueRef& value, size_t position_hint) {
   if (series_id >= series_.size()) series_.resize(series_id + 1);
   std::vector<Entry>& columns = series_[series_id];
   Entry* found = nullptr;
-  for (Entry& e : columns) {
-    if (e.field_id == field_id) {
-      found = &e;
-      break;
+  if (position_hint < columns.size() && columns[position_hint].field_id == field_id) {
+    found = &columns[position_hint];
+  } else {
+    for (Entry& e : columns) {
+      if (e.field_id == field_id) {
+        found = &e;
+        break;
+      }
     }
   }
   if (found == nullptr) {

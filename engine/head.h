@@ -27,8 +27,11 @@ class Head {
   };
 
   // Adds one value. `type` is the field's catalog type and matches `value`.
+  // `position_hint` is where the column likely is among the series' columns
+  // (the field's position in its point: agents send fields in a fixed order,
+  // so the columns are created in it); a wrong hint only costs a scan.
   void Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
-              const FieldValueRef& value);
+              const FieldValueRef& value, size_t position_hint = 0);
 
   // Appends the points of (series, field) in [start, end), sorted and
   // de-duplicated, to `out` (which has the field's type).

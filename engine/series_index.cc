@@ -102,8 +102,12 @@ const FieldEntry* SeriesIndex::FindField(std::string_view measurement,
   return f == m->second.fields.end() ? nullptr : &fields_[f->second];
 }
 
-const FieldEntry* SeriesIndex::FindSeriesField(uint32_t series_id, std::string_view name) {
+const FieldEntry* SeriesIndex::FindSeriesField(uint32_t series_id, std::string_view name,
+                                               size_t position_hint) {
   SeriesEntry& entry = series_[series_id];
+  if (position_hint < entry.fields.size() && entry.fields[position_hint].name == name) {
+    return &fields_[entry.fields[position_hint].id];
+  }
   for (const SeriesEntry::CachedField& f : entry.fields) {
     if (f.name == name) return &fields_[f.id];
   }

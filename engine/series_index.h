@@ -68,8 +68,10 @@ class SeriesIndex {
   // The field of `measurement` named `name`, or nullptr.
   const FieldEntry* FindField(std::string_view measurement, std::string_view name) const;
   // The same for the measurement of series `series_id`, through the series'
-  // field cache (filled on a miss: hence not const).
-  const FieldEntry* FindSeriesField(uint32_t series_id, std::string_view name);
+  // field cache (filled on a miss: hence not const). `position_hint` is where
+  // the field likely is in the cache (its position in the point).
+  const FieldEntry* FindSeriesField(uint32_t series_id, std::string_view name,
+                                    size_t position_hint = 0);
   const FieldEntry& field(uint32_t id) const { return fields_[id]; }
 
   // Adds a series (the key must be new and valid) and queues its catalog and
