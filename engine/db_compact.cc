@@ -1,4 +1,5 @@
-// Compact: rewrite the chunk store without replaced versions, and swap it in.
+// Compact: rewrite the chunk store without replaced versions, each window's
+// parts merged into one, and swap it in.
 //
 // The swap is three renames in DIR, each made durable before the next:
 //   1. the copy is written, complete and synced, to DIR/store.compacting;
@@ -11,9 +12,12 @@
 
 #include <filesystem>
 
+#include "engine/chunk_parts.h"
 #include "engine/db_impl.h"
 #include "leveldb/options.h"
 #include "leveldb/write_batch.h"
+#include "storage/chunk_codec.h"
+#include "storage/key_layout.h"
 
 namespace gpulse::engine {
 
@@ -69,8 +73,32 @@ Status DbImpl::CopyStore(const std::string& path) {
   leveldb::WriteBatch batch;
   leveldb::WriteOptions sync;
   sync.sync = true;
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    batch.Put(it->key(), it->value());
+  std::string encoded;
+  for (it->SeekToFirst(); it->Valid();) {
+    storage::ChunkKeyParts parts;
+    const std::string key = it->key().ToString();
+    if (!storage::ParseChunkKey(key, &parts)) {
+      batch.Put(it->key(), it->value());
+      it->Next();
+    } else {
+      // A window's parts become one part 0; a lone part 0 is copied as is.
+      const std::string value = it->value().ToString();
+      storage::ChunkInfo info;
+      GPULSE_RETURN_IF_ERROR(storage::ReadChunkInfo(value, &info).WithContext("compact"));
+      Column merged;
+      merged.type = info.type;
+      int count = 0;
+      GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), parts, &merged, &count));
+      if (count == 1 && parts.part == 0) {
+        batch.Put(key, value);
+      } else {
+        encoded.clear();
+        storage::EncodeChunk(merged, &encoded);
+        batch.Put(
+            storage::ChunkKey(parts.tier, parts.series_id, parts.field_id, parts.window_start),
+            encoded);
+      }
+    }
     if (batch.ApproximateSize() >= kCopyBatchBytes) {
       s = copy->Write(leveldb::WriteOptions(), &batch);
       if (!s.ok()) return Status::IOError("write " + path + ": " + s.ToString());

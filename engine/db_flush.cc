@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/chunk_parts.h"
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
 #include "leveldb/write_batch.h"
@@ -77,6 +78,9 @@ Status DbImpl::WriteChunks(const Head& sealed) {
   leveldb::WriteBatch batch;
   Status status;
   std::string encoded;
+  // Parts written by earlier flushes. Each window is visited once per flush,
+  // so the iterator's snapshot (taken now) sees everything it needs.
+  std::unique_ptr<leveldb::Iterator> existing(store_->NewIterator(leveldb::ReadOptions()));
   sealed.ForEach([&](const Head::Entry& entry) {
     if (!status.ok()) return;
     const Column& column = entry.column;
@@ -93,24 +97,35 @@ Status DbImpl::WriteChunks(const Head& sealed) {
       part.type = column.type;
       AppendPoints(column, i, end, &part);
       i = end;
-      const std::string key =
+      // The parts already stored for this window: the new points go in a
+      // part of their own, unless the window has enough parts to merge.
+      const std::string first_key =
           storage::ChunkKey(storage::kRawTier, entry.series_id, entry.field_id, window);
-      std::string existing;
-      const leveldb::Status got = store_->Get(leveldb::ReadOptions(), key, &existing);
-      if (got.ok()) {
-        Column base;
-        const Status decoded = storage::DecodeChunk(existing, &base);
-        if (!decoded.ok()) {
-          status = decoded.WithContext("flush: existing chunk of series " +
-                                       std::to_string(entry.series_id));
-          return;
+      storage::ChunkKeyParts first;
+      storage::ParseChunkKey(first_key, &first);
+      existing->Seek(first_key);
+      int parts = 0;
+      uint16_t last_part = 0;
+      status = CountWindowParts(existing.get(), first, &parts, &last_part);
+      if (!status.ok()) return;
+      uint16_t part_number = 0;
+      if (parts >= kMergePartsAt || last_part == storage::kMaxChunkPart) {
+        Column stored;
+        stored.type = column.type;
+        existing->Seek(first_key);
+        status = ReadWindowParts(existing.get(), first, &stored);
+        if (!status.ok()) return;
+        MergeNewer(part, &stored);
+        part = std::move(stored);
+        for (int p = 0; p <= last_part; ++p) {
+          batch.Delete(storage::ChunkKey(storage::kRawTier, entry.series_id, entry.field_id, window,
+                                         static_cast<uint16_t>(p)));
         }
-        MergeNewer(part, &base);
-        part = std::move(base);
-      } else if (!got.IsNotFound()) {
-        status = Status::IOError("flush: read chunk: " + got.ToString());
-        return;
+      } else if (parts > 0) {
+        part_number = static_cast<uint16_t>(last_part + 1);
       }
+      const std::string key = storage::ChunkKey(storage::kRawTier, entry.series_id, entry.field_id,
+                                                window, part_number);
       encoded.clear();
       storage::EncodeChunk(part, &encoded);
       batch.Put(key, encoded);

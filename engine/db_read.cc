@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/chunk_parts.h"
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
 #include "storage/chunk_codec.h"
@@ -85,8 +86,10 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(read_options));
   const std::string first = storage::ChunkKey(storage::kRawTier, series_id, field_id,
                                               storage::WindowStart(start, window_ns_));
-  Column chunk;
-  for (it->Seek(first); it->Valid(); it->Next()) {
+  Column window;
+  window.type = out->type;
+  it->Seek(first);
+  while (it->Valid()) {
     storage::ChunkKeyParts parts;
     const leveldb::Slice key = it->key();
     if (!storage::ParseChunkKey(std::string_view(key.data(), key.size()), &parts) ||
@@ -94,16 +97,9 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
         parts.field_id != field_id || parts.window_start >= end) {
       break;
     }
-    const leveldb::Slice value = it->value();
-    const Status s = storage::DecodeChunk(std::string_view(value.data(), value.size()), &chunk);
-    const bool ordered = std::is_sorted(chunk.ts.begin(), chunk.ts.end());
-    if (!s.ok() || chunk.type != out->type || !ordered) {
-      return Status::Corruption("chunk of series " + std::to_string(series_id) + " field " +
-                                std::to_string(field_id) + " window " +
-                                std::to_string(parts.window_start) + ": " +
-                                (s.ok() ? "type or order mismatch" : s.message()));
-    }
-    AppendRange(chunk, start, end, out);
+    // Reads every part of this window, merged; leaves `it` at the next window.
+    GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), parts, &window));
+    AppendRange(window, start, end, out);
   }
   if (!it->status().ok()) return Status::IOError("read chunks: " + it->status().ToString());
   return Status::Ok();

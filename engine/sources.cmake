@@ -1,5 +1,6 @@
 # Sources of the engine (series index, head, flush, public API).
 set(GPULSE_ENGINE_SOURCES
+  engine/chunk_parts.cc
   engine/column_ops.cc
   engine/db_compact.cc
   engine/db_flush.cc

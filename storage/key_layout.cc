@@ -51,21 +51,26 @@ std::string IndexKey(std::string_view measurement, std::string_view tag_key,
   return key;
 }
 
-std::string ChunkKey(uint8_t tier, uint32_t series_id, uint32_t field_id, int64_t window_start) {
+std::string ChunkKey(uint8_t tier, uint32_t series_id, uint32_t field_id, int64_t window_start,
+                     uint16_t part) {
   std::string key(1, kChunkPrefix);
   key.push_back(static_cast<char>(tier));
   PutU32BE(&key, series_id);
   PutU32BE(&key, field_id);
   PutI64BE(&key, window_start);
+  key.push_back(static_cast<char>(part >> 8));
+  key.push_back(static_cast<char>(part));
   return key;
 }
 
 bool ParseChunkKey(std::string_view key, ChunkKeyParts* parts) {
-  if (key.size() != 18 || key[0] != kChunkPrefix) return false;
+  if (key.size() != 20 || key[0] != kChunkPrefix) return false;
   parts->tier = static_cast<uint8_t>(key[1]);
   parts->series_id = GetU32BE(key.data() + 2);
   parts->field_id = GetU32BE(key.data() + 6);
   parts->window_start = GetI64BE(key.data() + 10);
+  parts->part =
+      static_cast<uint16_t>((static_cast<uint8_t>(key[18]) << 8) | static_cast<uint8_t>(key[19]));
   return true;
 }
 

@@ -8,7 +8,7 @@
 //   'S' series_id(u32)                           -> canonical series key
 //   'F' field_id(u32)                            -> type(u8) measurement \0 field name
 //   'I' measurement \0 tag key \0 tag value \0 series_id(u32)   -> (empty)
-//   'C' tier(u8) series_id(u32) field_id(u32) window_start(i64) -> chunk
+//   'C' tier(u8) series_id(u32) field_id(u32) window_start(i64) part(u16) -> chunk
 //
 // A canonical series key is the measurement followed by each tag key and
 // value, in tag-key order, each preceded by a NUL byte (names may not hold
@@ -30,7 +30,7 @@ inline constexpr char kSeriesPrefix = 'S';
 inline constexpr char kFieldPrefix = 'F';
 inline constexpr char kIndexPrefix = 'I';
 inline constexpr char kChunkPrefix = 'C';
-inline constexpr uint32_t kFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;  // 2: chunk keys carry a part number
 inline constexpr uint8_t kRawTier = 0;
 
 void PutU32BE(std::string* out, uint32_t v);
@@ -43,7 +43,11 @@ std::string SeriesKey(uint32_t series_id);
 std::string FieldKey(uint32_t field_id);
 std::string IndexKey(std::string_view measurement, std::string_view tag_key,
                      std::string_view tag_value, uint32_t series_id);
-std::string ChunkKey(uint8_t tier, uint32_t series_id, uint32_t field_id, int64_t window_start);
+// A window's chunk may be stored in several parts, one per flush that added
+// points to it; a higher part is newer. Parts are merged by compaction.
+inline constexpr uint16_t kMaxChunkPart = UINT16_MAX;
+std::string ChunkKey(uint8_t tier, uint32_t series_id, uint32_t field_id, int64_t window_start,
+                     uint16_t part = 0);
 
 // The parts of a chunk key; false when `key` is not one.
 struct ChunkKeyParts {
@@ -51,6 +55,13 @@ struct ChunkKeyParts {
   uint32_t series_id = 0;
   uint32_t field_id = 0;
   int64_t window_start = 0;
+  uint16_t part = 0;
+
+  // Whether `other` names the same tier, series, field and window.
+  bool SameWindow(const ChunkKeyParts& other) const {
+    return tier == other.tier && series_id == other.series_id && field_id == other.field_id &&
+           window_start == other.window_start;
+  }
 };
 bool ParseChunkKey(std::string_view key, ChunkKeyParts* parts);
 

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -431,6 +432,36 @@ TEST_F(DbTest, OpenDropsAnUnfinishedCompactionCopy) {
   Reopen();
   EXPECT_EQ(ReadInts("n1", 0), (std::vector<std::pair<int64_t, int64_t>>{{kMinute, 5}}));
   EXPECT_FALSE(std::filesystem::exists(copy));
+}
+
+TEST_F(DbTest, FlushesAddChunkPartsThatReadsMergeNewestFirst) {
+  // Twenty flushes into one day window, each rewriting some earlier minutes:
+  // parts pile up, a flush merges them at kMergePartsAt, reads see the
+  // newest value of every minute throughout, and so does a reopen.
+  std::map<int64_t, int64_t> want;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<Point> batch;
+    for (int m = 0; m < 30; ++m) {
+      const int64_t minute = (round * 17 + m * 7) % 300;  // overlaps earlier rounds
+      batch.push_back(GpuPoint("n1", 0, minute * kMinute, int64_t{round * 1000 + m}));
+      want[minute * kMinute] = round * 1000 + m;
+    }
+    ASSERT_TRUE(db_->Write(batch).ok());
+    ASSERT_TRUE(db_->Flush().ok());
+    const auto got = ReadInts("n1", 0);
+    ASSERT_EQ(got.size(), want.size()) << "round " << round;
+    size_t i = 0;
+    for (const auto& [ts, value] : want) {
+      ASSERT_EQ(got[i].first, ts) << "round " << round;
+      ASSERT_EQ(got[i].second, value) << "round " << round << " ts " << ts;
+      ++i;
+    }
+  }
+  Reopen();
+  const auto got = ReadInts("n1", 0);
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_TRUE(db_->Compact().ok());
+  EXPECT_EQ(ReadInts("n1", 0), got);
 }
 
 TEST_F(DbTest, UnknownFieldIsNotFound) {

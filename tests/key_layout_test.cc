@@ -11,14 +11,17 @@ TEST(KeyLayoutTest, ChunkKeysSortBySeriesFieldThenTime) {
   for (uint32_t series : {0u, 1u, 256u}) {
     for (uint32_t field : {0u, 7u}) {
       for (int64_t t : times) {
-        const std::string key = ChunkKey(kRawTier, series, field, t);
-        EXPECT_LT(previous, key) << series << " " << field << " " << t;
-        previous = key;
-        ChunkKeyParts parts;
-        ASSERT_TRUE(ParseChunkKey(key, &parts));
-        EXPECT_EQ(parts.series_id, series);
-        EXPECT_EQ(parts.field_id, field);
-        EXPECT_EQ(parts.window_start, t);
+        for (uint16_t part : {uint16_t{0}, uint16_t{1}, uint16_t{256}, kMaxChunkPart}) {
+          const std::string key = ChunkKey(kRawTier, series, field, t, part);
+          EXPECT_LT(previous, key) << series << " " << field << " " << t << " " << part;
+          previous = key;
+          ChunkKeyParts parts;
+          ASSERT_TRUE(ParseChunkKey(key, &parts));
+          EXPECT_EQ(parts.series_id, series);
+          EXPECT_EQ(parts.field_id, field);
+          EXPECT_EQ(parts.window_start, t);
+          EXPECT_EQ(parts.part, part);
+        }
       }
     }
   }
