@@ -7,6 +7,20 @@
 
 namespace gpulse::engine {
 
+namespace {
+
+// Parses the key at `it` into *key; false when it is past the window of
+// `first` (or not a chunk key, or the end).
+bool InWindow(leveldb::Iterator* it, const storage::ChunkKeyParts& first,
+              storage::ChunkKeyParts* key) {
+  if (!it->Valid()) return false;
+  const leveldb::Slice raw = it->key();
+  return storage::ParseChunkKey(std::string_view(raw.data(), raw.size()), key) &&
+         key->SameWindow(first);
+}
+
+}  // namespace
+
 Status ReadWindowParts(leveldb::Iterator* it, const storage::ChunkKeyParts& first, Column* merged,
                        int* parts, uint16_t* last_part) {
   const FieldType type = merged->type;
@@ -14,13 +28,8 @@ Status ReadWindowParts(leveldb::Iterator* it, const storage::ChunkKeyParts& firs
   int count = 0;
   uint16_t last = 0;
   Column part;
-  for (; it->Valid(); it->Next()) {
-    storage::ChunkKeyParts key;
-    const leveldb::Slice raw = it->key();
-    if (!storage::ParseChunkKey(std::string_view(raw.data(), raw.size()), &key) ||
-        !key.SameWindow(first)) {
-      break;
-    }
+  storage::ChunkKeyParts key;
+  for (; InWindow(it, first, &key); it->Next()) {
     const leveldb::Slice value = it->value();
     const Status s = storage::DecodeChunk(std::string_view(value.data(), value.size()), &part);
     if (!s.ok() || part.type != type || !std::is_sorted(part.ts.begin(), part.ts.end())) {
@@ -43,13 +52,8 @@ Status CountWindowParts(leveldb::Iterator* it, const storage::ChunkKeyParts& fir
                         uint16_t* last_part) {
   *parts = 0;
   *last_part = 0;
-  for (; it->Valid(); it->Next()) {
-    storage::ChunkKeyParts key;
-    const leveldb::Slice raw = it->key();
-    if (!storage::ParseChunkKey(std::string_view(raw.data(), raw.size()), &key) ||
-        !key.SameWindow(first)) {
-      break;
-    }
+  storage::ChunkKeyParts key;
+  for (; InWindow(it, first, &key); it->Next()) {
     ++*parts;
     *last_part = key.part;
   }
