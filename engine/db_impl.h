@@ -68,15 +68,21 @@ class DbImpl final : public Db {
   Status Close() override;
 
  private:
-  // A point whose series and fields have catalog ids.
-  struct ResolvedPoint {
-    uint32_t series_id = 0;
-    int64_t ts = 0;
+  // Points whose series and fields have catalog ids. The values of all
+  // points sit in one array (no allocation per point on the write path).
+  struct ResolvedBatch {
     struct Value {
       uint32_t field_id;
       FieldType type;
       const FieldValueRef* value;
     };
+    struct Point {
+      uint32_t series_id = 0;
+      int64_t ts = 0;
+      uint32_t first_value = 0;
+      uint32_t value_count = 0;
+    };
+    std::vector<Point> points;
     std::vector<Value> values;
   };
 
@@ -87,10 +93,10 @@ class DbImpl final : public Db {
   // types, the out-of-order window), adding new series and fields; accepted
   // points go to *resolved, the others to *rejected with their index in
   // `views` plus `index_base`.
-  Status ResolveLocked(const std::vector<PointView>& views, std::vector<ResolvedPoint>* resolved,
+  Status ResolveLocked(const std::vector<PointView>& views, ResolvedBatch* resolved,
                        std::vector<size_t>* accepted, std::vector<WriteResult::Rejected>* rejected);
   // REQUIRES: write_mu_ held. Adds resolved points to the head.
-  void ApplyLocked(const std::vector<ResolvedPoint>& points);
+  void ApplyLocked(const ResolvedBatch& batch);
   // Replays one WAL record at Open.
   Status ReplayRecord(std::string_view record);
   // While a sealed head is still flushing and the head is full: waits, or

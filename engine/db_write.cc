@@ -157,7 +157,7 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
       std::lock_guard<std::mutex> bg(bg_mu_);
       if (!bg_error_.ok()) return bg_error_;
     }
-    std::vector<ResolvedPoint> resolved;
+    ResolvedBatch resolved;
     std::vector<size_t> accepted;
     std::vector<WriteResult::Rejected> rejected;
     GPULSE_RETURN_IF_ERROR(ResolveLocked(views, &resolved, &accepted, &rejected));
@@ -175,7 +175,7 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
       }
       GPULSE_RETURN_IF_ERROR(wal_->Append(record, &wal_end));
       ApplyLocked(resolved);
-      for (const ResolvedPoint& p : resolved) out->values_written += p.values.size();
+      out->values_written += resolved.values.size();
       wrote = true;
     }
   }
@@ -245,11 +245,12 @@ Status Db::Write(const std::vector<Point>& points, WriteResult* result) {
 namespace gpulse::engine {
 
 Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
-                             std::vector<ResolvedPoint>* resolved, std::vector<size_t>* accepted,
+                             ResolvedBatch* resolved, std::vector<size_t>* accepted,
                              std::vector<WriteResult::Rejected>* rejected) {
   leveldb::WriteBatch catalog;
   bool catalog_changed = false;
-  resolved->reserve(views.size());
+  resolved->points.reserve(views.size());
+  resolved->values.reserve(views.size() * (views.empty() ? 0 : views[0].fields.size()));
   for (size_t i = 0; i < views.size(); ++i) {
     const PointView& v = views[i];
     const std::string_view measurement = MeasurementOf(v.series_key);
@@ -290,8 +291,9 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
       series_id = index_.AddSeries(std::string(v.series_key), &catalog);
       catalog_changed = true;
     }
-    ResolvedPoint p{series_id, v.timestamp_ns, {}};
-    p.values.reserve(v.fields.size());
+    ResolvedBatch::Point p{series_id, v.timestamp_ns,
+                           static_cast<uint32_t>(resolved->values.size()),
+                           static_cast<uint32_t>(v.fields.size())};
     for (size_t k = 0; k < v.fields.size(); ++k) {
       const FieldRef& f = v.fields[k];
       if (field_ids[k] == kNoId) {
@@ -299,9 +301,9 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
         field_ids[k] = index_.AddField(measurement, f.key, TypeOf(f.value), &catalog);
         catalog_changed = true;
       }
-      p.values.push_back({field_ids[k], TypeOf(f.value), &f.value});
+      resolved->values.push_back({field_ids[k], TypeOf(f.value), &f.value});
     }
-    resolved->push_back(std::move(p));
+    resolved->points.push_back(p);
     accepted->push_back(i);
   }
   if (catalog_changed) {
@@ -313,27 +315,25 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
   return Status::Ok();
 }
 
-void DbImpl::ApplyLocked(const std::vector<ResolvedPoint>& points) {
-  uint64_t values = 0;
+void DbImpl::ApplyLocked(const ResolvedBatch& batch) {
   std::unique_lock<std::shared_mutex> l(mu_);
-  for (const ResolvedPoint& p : points) {
+  for (const ResolvedBatch::Point& p : batch.points) {
     SeriesEntry& series = index_.mutable_series(p.series_id);
     if (p.ts > series.max_ts) series.max_ts = p.ts;
-    for (size_t k = 0; k < p.values.size(); ++k) {
-      const ResolvedPoint::Value& v = p.values[k];
+    for (uint32_t k = 0; k < p.value_count; ++k) {
+      const ResolvedBatch::Value& v = batch.values[p.first_value + k];
       head_->Append(p.series_id, v.field_id, v.type, p.ts, *v.value, k);
     }
-    values += p.values.size();
   }
   head_bytes_ = head_->bytes();
-  values_written_ += values;
+  values_written_ += batch.values.size();
 }
 
 Status DbImpl::ReplayRecord(std::string_view record) {
   DecodedBatch batch;
   GPULSE_RETURN_IF_ERROR(DecodeWalBatch(record, &batch));
   const std::vector<PointView>& views = batch.points;
-  std::vector<ResolvedPoint> resolved;
+  ResolvedBatch resolved;
   std::vector<size_t> accepted;
   std::vector<WriteResult::Rejected> rejected;
   std::lock_guard<std::mutex> l(write_mu_);

@@ -84,7 +84,26 @@ void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t
   }
   if (!times.empty() && ts < times.back()) entry.sorted = false;
   bytes_ += GrowIfFull(&entry.column);
-  AppendValue(&entry.column, ts, value);
+  // The hot path of every write: push the value into the vector of its type
+  // directly (the catalog guarantees the type), without AppendValue's visit.
+  Column& column = entry.column;
+  switch (column.type) {
+    case FieldType::kFloat:
+      column.floats.push_back(*std::get_if<double>(&value));
+      column.ts.push_back(ts);
+      break;
+    case FieldType::kInt:
+      column.ints.push_back(*std::get_if<int64_t>(&value));
+      column.ts.push_back(ts);
+      break;
+    case FieldType::kUint:
+      column.uints.push_back(*std::get_if<uint64_t>(&value));
+      column.ts.push_back(ts);
+      break;
+    default:
+      AppendValue(&column, ts, value);
+      break;
+  }
   // A string longer than the inline buffer also takes its bytes on the heap.
   if (const auto* text = std::get_if<std::string_view>(&value); text && text->size() > 15) {
     bytes_ += text->size() + 1;

@@ -1,5 +1,6 @@
 #include "server/http_api.h"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <nlohmann/json.hpp>
@@ -251,6 +252,15 @@ Response HttpApi::Write(const Request& request, const RequestContext& context, b
   std::vector<TagRef> tags;
   std::vector<FieldRef> fields;
   std::vector<size_t> lines;  // the body line of each point
+  {
+    // Sized from the line count up front: growing these by doubling over a
+    // 1 MiB body cost a measurable share of the write path in copies.
+    const size_t line_count = static_cast<size_t>(std::count(body.begin(), body.end(), '\n')) + 1;
+    pending.reserve(line_count);
+    lines.reserve(line_count);
+    tags.reserve(line_count * 6);
+    fields.reserve(line_count * 8);
+  }
   std::vector<ingest::LineError> errors;
   size_t error_count = 0;
   ingest::LineProtocolParser parser;
