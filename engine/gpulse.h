@@ -244,9 +244,11 @@ class Db {
   virtual Status Flush() = 0;
 
   // Flushes, then rewrites the chunk store into a fresh LevelDB holding only
-  // the newest version of each key, and swaps it in (crash-safe: a crash at
-  // any moment leaves the old store or the new one). LevelDB keeps replaced
-  // chunk versions until its own compactions reach them; this drops them now.
+  // the newest version of each key, each window's chunk parts merged into one
+  // (one part per flush that touched the window), and swaps it in
+  // (crash-safe: a crash at any moment leaves the old store or the new one).
+  // LevelDB keeps replaced versions until its own compactions reach them;
+  // this drops them now.
   // Worth running after a bulk load, or before measuring disk use. Every
   // other call waits while it runs (about 1 s per 10 million stored values).
   virtual Status Compact() = 0;
