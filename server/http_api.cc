@@ -169,6 +169,13 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
         Error(http::status::method_not_allowed, request.version(),
               std::string(request.method_string()) + " is not allowed on " + std::string(path));
   }
+  if (method == http::verb::head) {
+    // A HEAD answer carries the length a GET would have, but no body: a body
+    // here would be read as the start of the next response on keep-alive.
+    const size_t length = response.body().size();
+    response.body().clear();
+    response.content_length(length);
+  }
   response.set(http::field::server, std::string("gpulse/") + Version());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -100,6 +100,19 @@ TEST_F(ServerTest, PingAnswersWithVersionHeaders) {
   EXPECT_EQ(client.Send(http::verb::head, "/ping").status, 204);
 }
 
+TEST_F(ServerTest, HeadAnswersCarryNoBodyOnKeepAlive) {
+  HttpClient client(server_.port());
+  const HttpReply head = client.Send(http::verb::head, "/health");
+  EXPECT_EQ(head.status, 200);
+  EXPECT_TRUE(head.body.empty());
+  EXPECT_NE(head.headers.at("Content-Length"), "0");
+  // The same connection still reads the next answer from its first byte.
+  const HttpReply get = client.Get("/health");
+  EXPECT_EQ(get.status, 200);
+  EXPECT_EQ(nlohmann::json::parse(get.body)["status"], "pass");
+  EXPECT_EQ(std::to_string(get.body.size()), head.headers.at("Content-Length"));
+}
+
 TEST_F(ServerTest, InfluxV1WriteStoresEveryType) {
   HttpClient client(server_.port());
   const HttpReply r = client.Post(
