@@ -244,8 +244,8 @@ Status Db::Write(const std::vector<Point>& points, WriteResult* result) {
 
 namespace gpulse::engine {
 
-Status DbImpl::ResolveLocked(const std::vector<PointView>& views,
-                             ResolvedBatch* resolved, std::vector<size_t>* accepted,
+Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch* resolved,
+                             std::vector<size_t>* accepted,
                              std::vector<WriteResult::Rejected>* rejected) {
   leveldb::WriteBatch catalog;
   bool catalog_changed = false;
