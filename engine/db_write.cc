@@ -5,6 +5,7 @@
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
 #include "leveldb/write_batch.h"
+#include "storage/key_layout.h"
 
 namespace gpulse::engine {
 
@@ -52,10 +53,7 @@ std::string CheckPoint(const PointRef& p, std::string* key) {
   }
   key->append(p.measurement);
   for (const TagRef* t : tags) {
-    key->push_back('\0');
-    key->append(t->key);
-    key->push_back('\0');
-    key->append(t->value);
+    storage::AppendSeriesKeyTag(key, t->key, t->value);
   }
   return std::string();
 }

@@ -96,12 +96,7 @@ std::string CanonicalSeriesKey(std::string_view measurement,
   std::string key;
   key.reserve(size);
   key.append(measurement);
-  for (const auto& [k, v] : tags) {
-    key.push_back('\0');
-    key.append(k);
-    key.push_back('\0');
-    key.append(v);
-  }
+  for (const auto& [k, v] : tags) AppendSeriesKeyTag(&key, k, v);
   return key;
 }
 

@@ -74,6 +74,17 @@ struct IndexKeyParts {
 };
 bool ParseIndexKey(std::string_view key, IndexKeyParts* parts);
 
+// Appends one tag to a canonical series key that holds its measurement and
+// the tags before it (tags go in key order). The one place that knows the
+// layout; writers building keys from their own tag types call it.
+inline void AppendSeriesKeyTag(std::string* key, std::string_view tag_key,
+                               std::string_view tag_value) {
+  key->push_back('\0');
+  key->append(tag_key);
+  key->push_back('\0');
+  key->append(tag_value);
+}
+
 // Canonical series key. `tags` must be sorted by key.
 std::string CanonicalSeriesKey(std::string_view measurement,
                                const std::vector<std::pair<std::string, std::string>>& tags);
