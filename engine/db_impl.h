@@ -55,6 +55,8 @@ class DbImpl final : public Db {
   using Db::Write;
   Status Write(std::span<const PointRef> points, WriteResult* result) override;
   Status Read(const ReadRequest& request, std::vector<SeriesColumn>* out) override;
+  Status ReadSeries(const Series& series, std::span<const std::string> fields, int64_t start_ns,
+                    int64_t end_ns, std::vector<Column>* out) override;
   Status ListMeasurements(std::vector<std::string>* out) override;
   Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
                     std::vector<Series>* out) override;

@@ -79,6 +79,50 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
   return Status::Ok();
 }
 
+Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fields,
+                          int64_t start_ns, int64_t end_ns, std::vector<Column>* out) {
+  const auto open = HoldOpen();
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  out->assign(fields.size(), Column{});
+  if (start_ns >= end_ns) return Status::Ok();
+  std::string key = series.measurement;
+  for (const Tag& t : series.tags) storage::AppendSeriesKeyTag(&key, t.key, t.value);
+
+  struct Pending {
+    uint32_t field_id = kNoId;
+    Column sealed;
+    Column head;
+  };
+  std::vector<Pending> pending(fields.size());
+  uint32_t series_id = kNoId;
+  const leveldb::Snapshot* snapshot = nullptr;
+  {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    series_id = index_.FindSeries(key);
+    if (series_id == kNoId) return Status::NotFound("no series " + key);
+    for (size_t i = 0; i < fields.size(); ++i) {
+      const FieldEntry* field = index_.FindField(series.measurement, fields[i]);
+      if (!field) continue;
+      Pending& p = pending[i];
+      p.field_id = field->id;
+      p.sealed.type = p.head.type = (*out)[i].type = field->type;
+      if (imm_) imm_->CopyRange(series_id, field->id, start_ns, end_ns, &p.sealed);
+      head_->CopyRange(series_id, field->id, start_ns, end_ns, &p.head);
+    }
+    snapshot = store_->GetSnapshot();
+  }
+  SnapshotGuard guard(store_.get(), snapshot);
+  for (size_t i = 0; i < fields.size(); ++i) {
+    Pending& p = pending[i];
+    if (p.field_id == kNoId) continue;
+    Column& column = (*out)[i];
+    GPULSE_RETURN_IF_ERROR(ReadChunks(snapshot, series_id, p.field_id, start_ns, end_ns, &column));
+    MergeNewer(p.sealed, &column);
+    MergeNewer(p.head, &column);
+  }
+  return Status::Ok();
+}
+
 Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           int64_t start, int64_t end, Column* out) {
   leveldb::ReadOptions read_options;

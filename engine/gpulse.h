@@ -194,6 +194,58 @@ struct DbStats {
   uint64_t writes_refused_full = 0;  // Writes that got ResourceExhausted (wait_when_full off)
 };
 
+// ---------------------------------------------------------------------------
+// Queries (the language: docs/query-language.md)
+
+// One cell of a query result: null, or a value of one of the field types.
+// The `time` column holds int64 nanoseconds since the Unix epoch.
+using QueryValue = std::variant<std::monostate, double, int64_t, uint64_t, bool, std::string>;
+
+// One series of a statement's answer: for SELECT, one per group (GROUP BY
+// tags) and measurement; for SHOW, one table.
+struct ResultSeries {
+  std::string name;                             // measurement, or "measurements", "tags"...
+  std::vector<Tag> tags;                        // the group's tag values, sorted by key
+  std::vector<std::string> columns;             // "time" first for SELECT
+  std::vector<std::vector<QueryValue>> values;  // rows, each columns.size() long
+};
+
+// The answer to one statement: its series, or the error that stopped it.
+struct StatementResult {
+  Status status;
+  std::vector<ResultSeries> series;
+  // Remarks a user should see with the rows (an approximation, a limit).
+  std::vector<std::string> notes;
+};
+
+struct QueryResult {
+  std::vector<StatementResult> statements;  // one per statement, in order
+};
+
+// Bounds on one statement. Reaching one stops the statement with
+// ResourceExhausted naming the bound and its setting; other statements of the
+// same query still run.
+struct QueryLimits {
+  uint64_t max_series = 1'000'000;      // series a statement may read
+  uint64_t max_points = 2'000'000'000;  // stored values a statement may read
+  uint64_t max_rows = 10'000'000;       // rows (buckets x groups) a statement may return
+  std::chrono::milliseconds timeout{60'000};
+};
+
+struct QueryOptions {
+  // When set, the statements see only series tagged db=<database> (what the
+  // HTTP write endpoints tag a point with), and the `db` tag itself is hidden.
+  std::string database;
+  // now() in the query; 0 reads the system clock once per query.
+  int64_t now_ns = 0;
+  QueryLimits limits;
+  // Polled while a statement runs; returning true stops it with Cancelled.
+  std::function<bool()> cancelled;
+  // Answers SHOW SOURCES (the server sets it: scrape targets and pushing
+  // hosts with their last-seen times). Unset, SHOW SOURCES is an error.
+  std::function<void(ResultSeries* out)> show_sources;
+};
+
 class Db {
  public:
   // Opens the data directory at `path`, replaying its write-ahead log into
@@ -252,6 +304,17 @@ class Db {
   // Worth running after a bulk load, or before measuring disk use. Every
   // other call waits while it runs (about 1 s per 10 million stored values).
   virtual Status Compact() = 0;
+
+  // Reads `fields` of the one series `series` over [start_ns, end_ns):
+  // (*out)[i] is fields[i]'s points, empty when the series has none (or has
+  // no such field). NotFound when the series does not exist.
+  virtual Status ReadSeries(const Series& series, std::span<const std::string> fields,
+                            int64_t start_ns, int64_t end_ns, std::vector<Column>* out) = 0;
+
+  // Runs one or more statements (SELECT, SHOW, EXPLAIN). The Status is not OK
+  // only when the text does not parse (InvalidArgument with line, column and
+  // what was expected); each statement's own error is in its result.
+  virtual Status Query(std::string_view text, const QueryOptions& options, QueryResult* out);
 
   virtual DbStats GetStats() = 0;
 

@@ -1,5 +1,5 @@
-# Sources of the query front end (lexer, parser, AST). Knows nothing of storage
-# beyond Status; the planner and executor will join it here.
+# Sources of the query layer: the front end (lexer, parser, AST), which knows
+# nothing of storage, and the executor above the engine's Db.
 set(GPULSE_QUERY_SOURCES
   query/token.cc
   query/lexer.cc
@@ -8,4 +8,10 @@ set(GPULSE_QUERY_SOURCES
   query/functions.cc
   query/time_literal.cc
   query/parser.cc
+  query/aggregate.cc
+  query/buckets.cc
+  query/eval.cc
+  query/executor.cc
+  query/format.cc
+  query/select.cc
 )

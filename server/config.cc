@@ -136,9 +136,9 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
   }
   const auto load = [&]() -> Status {
     if (!root.is_object()) return Status::InvalidArgument("the top level must be an object");
-    GPULSE_RETURN_IF_ERROR(CheckKeys(
-        root, "config",
-        {"data", "listen", "threads", "max_body_mb", "read_timeout", "auth", "scrape", "storage"}));
+    GPULSE_RETURN_IF_ERROR(CheckKeys(root, "config",
+                                     {"data", "listen", "threads", "max_body_mb", "read_timeout",
+                                      "auth", "scrape", "storage", "query"}));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "data", &config->data_dir));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "listen", &config->listen));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "threads", &config->threads));
@@ -155,6 +155,16 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
       if (auth->contains("tokens")) GPULSE_RETURN_IF_ERROR(LoadTokens((*auth)["tokens"], config));
     }
     if (root.contains("scrape")) GPULSE_RETURN_IF_ERROR(LoadScrape(root["scrape"], config));
+    if (const auto q = root.find("query"); q != root.end()) {
+      if (!q->is_object()) return Status::InvalidArgument("query: must be an object");
+      GPULSE_RETURN_IF_ERROR(
+          CheckKeys(*q, "query", {"max_series", "max_points", "max_rows", "timeout"}));
+      QueryLimits& l = config->query_limits;
+      GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_series", &l.max_series));
+      GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_points", &l.max_points));
+      GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_rows", &l.max_rows));
+      GPULSE_RETURN_IF_ERROR(GetMillis(*q, "query", "timeout", &l.timeout));
+    }
     if (const auto s = root.find("storage"); s != root.end()) {
       if (!s->is_object()) return Status::InvalidArgument("storage: must be an object");
       GPULSE_RETURN_IF_ERROR(LoadStorage(*s, config));

@@ -38,7 +38,8 @@ struct ServerConfig {
   std::chrono::milliseconds read_timeout{30000};
   std::vector<TokenConfig> tokens;  // empty: authentication off
   std::vector<ScrapeTarget> scrape;
-  Options db;  // sync policy, head bound, ...
+  Options db;                // sync policy, head bound, ...
+  QueryLimits query_limits;  // per statement of /query
 };
 
 // Reads the JSON config file at `path` into *config (keys not given keep

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ingest/line_protocol.h"
+#include "query/format.h"
 #include "server/gzip.h"
 
 namespace gpulse::server {
@@ -155,6 +156,9 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   } else if (path == "/api/v1/sources") {
     allowed = only({http::verb::get});
     if (allowed) response = Sources(request);
+  } else if (path == "/query") {
+    allowed = only({http::verb::get, http::verb::post});
+    if (allowed) response = Query(request, context);
   } else if (path == "/api/v1/compact") {
     allowed = only({http::verb::get, http::verb::post});
     if (allowed) response = Compact(request);
@@ -202,6 +206,69 @@ std::optional<Response> HttpApi::Authorize(const Request& request,
   return Error(http::status::forbidden, request.version(),
                std::string("this token may not ") + (access == Access::kRead ? "read" : "write") +
                    (database.empty() ? std::string() : " database " + std::string(database)));
+}
+
+Response HttpApi::Query(const Request& request, const RequestContext& context) {
+  auto params = ParseQueryString(request.target());
+  // Grafana and the influx CLI may POST the parameters as a form.
+  if (request.method() == http::verb::post &&
+      request[http::field::content_type].starts_with("application/x-www-form-urlencoded")) {
+    for (auto& [k, v] : ParseQueryString("?" + request.body())) params[k] = std::move(v);
+  }
+  const auto param = [&](const char* key) {
+    const auto it = params.find(key);
+    return it == params.end() ? std::string() : it->second;
+  };
+  const std::string database = param("db");
+  if (auto denied = Authorize(request, params, database, Access::kRead)) return *denied;
+  const std::string text = param("q");
+  if (text.empty()) {
+    return Error(http::status::bad_request, request.version(), "missing required parameter \"q\"");
+  }
+  query::TimeFormat time_format;
+  if (!query::ParseEpoch(param("epoch"), &time_format)) {
+    return Error(http::status::bad_request, request.version(),
+                 "epoch \"" + param("epoch") + "\" is not one of ns, u, ms, s, m, h");
+  }
+  QueryOptions options;
+  options.database = database;
+  options.limits = config_.query_limits;
+  options.cancelled = context.client_gone;
+  options.show_sources = [this](ResultSeries* out) {
+    out->name = "sources";
+    out->columns = {"kind", "name", "up", "last_seen", "points", "requests", "error"};
+    for (const SourceInfo& s : sources_->Snapshot()) {
+      out->values.push_back({s.kind, s.name, s.up,
+                             s.last_seen_ns ? QueryValue(s.last_seen_ns) : QueryValue(),
+                             static_cast<int64_t>(s.points), static_cast<int64_t>(s.requests),
+                             s.last_error.empty() ? QueryValue() : QueryValue(s.last_error)});
+    }
+  };
+  QueryResult result;
+  ++metrics_->queries;
+  const Status s = db_->Query(text, options, &result);
+  if (!s.ok()) {
+    ++metrics_->query_errors;
+    return Error(http::status::bad_request, request.version(),
+                 "error parsing query: " + s.message());
+  }
+  for (const StatementResult& st : result.statements) {
+    if (!st.status.ok()) ++metrics_->query_errors;
+  }
+  Response res{http::status::ok, request.version()};
+  const std::string_view accept = request[http::field::accept];
+  if (accept.find("text/csv") != std::string_view::npos) {
+    res.set(http::field::content_type, "text/csv");
+    res.body() = query::FormatCsv(result, time_format);
+  } else {
+    res.set(http::field::content_type, "application/json");
+    const std::string pretty = param("pretty");
+    res.body() = query::FormatJson(result, time_format, pretty == "true" || pretty == "1");
+  }
+  res.set("X-Influxdb-Version", kInfluxVersion);
+  res.keep_alive(request.keep_alive());
+  res.prepare_payload();
+  return res;
 }
 
 Response HttpApi::Write(const Request& request, const RequestContext& context, bool v2) {

@@ -8,6 +8,7 @@
 //   GET /metrics            the server's own metrics, Prometheus text
 //   GET /api/v1/sources     pushing clients and scrape targets, last seen
 //   GET|POST /api/v1/compact  flush and compact the store (write scope)
+//   GET|POST /query         InfluxQL-flavoured queries, InfluxDB 1.x JSON or CSV
 //
 // docs/http-api.md documents parameters, status codes and error bodies.
 //
@@ -40,6 +41,7 @@ class HttpApi {
  private:
   Response Write(const Request& request, const RequestContext& context, bool v2);
   Response Compact(const Request& request);
+  Response Query(const Request& request, const RequestContext& context);
   Response Metrics(const Request& request);
   Response Sources(const Request& request);
   Response Health(const Request& request);

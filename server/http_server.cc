@@ -7,6 +7,8 @@
 #include <boost/beast/core.hpp>
 #include <chrono>
 
+#include <poll.h>
+
 namespace gpulse::server {
 
 namespace beast = boost::beast;
@@ -44,6 +46,11 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     const tcp::endpoint remote = socket_.remote_endpoint(ec);
     if (!ec) context_.remote_address = remote.address().to_string();
+    context_.client_gone = [fd = socket_.native_handle()] {
+      pollfd p{fd, POLLRDHUP, 0};
+      if (::poll(&p, 1, 0) <= 0) return false;
+      return (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+    };
   }
 
   ~Session() { server_->Unregister(this); }

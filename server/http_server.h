@@ -34,6 +34,9 @@ using Response = http::response<http::string_body>;
 // What the handler sees of a connection.
 struct RequestContext {
   std::string remote_address;  // "127.0.0.1"
+  // True once the client has closed or reset the connection: a long query
+  // polls it to stop work nobody will read. Cheap (one poll(2)).
+  std::function<bool()> client_gone;
 };
 
 struct HttpServerOptions {

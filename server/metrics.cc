@@ -49,6 +49,9 @@ std::string ServerMetrics::Render(const DbStats& db) const {
   out.append("gpulse_scrapes_total{result=\"failed\"} " + std::to_string(scrapes_failed) + "\n");
   Line(&out, "gpulse_scrape_samples_total", "counter", "Samples read from scrape targets.",
        scrape_samples);
+  Line(&out, "gpulse_queries_total", "counter", "Requests to /query.", queries);
+  Line(&out, "gpulse_query_errors_total", "counter",
+       "Statements that failed, and queries that did not parse.", query_errors);
 
   out.append("# HELP gpulse_http_responses_total HTTP responses by status class.\n");
   out.append("# TYPE gpulse_http_responses_total counter\n");

@@ -32,6 +32,8 @@ class ServerMetrics {
   std::atomic<uint64_t> scrapes_ok{0};
   std::atomic<uint64_t> scrapes_failed{0};
   std::atomic<uint64_t> scrape_samples{0};
+  std::atomic<uint64_t> queries{0};
+  std::atomic<uint64_t> query_errors{0};  // failed statements, and queries that did not parse
 
   // The exposition text: these metrics and `db` statistics.
   std::string Render(const DbStats& db) const;

@@ -54,4 +54,11 @@ std::string SourceRegistry::ToJson() const {
   return nlohmann::json{{"sources", list}}.dump();
 }
 
+std::vector<SourceInfo> SourceRegistry::Snapshot() const {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<SourceInfo> out;
+  for (const auto& [key, s] : sources_) out.push_back(s);
+  return out;
+}
+
 }  // namespace gpulse::server

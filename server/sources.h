@@ -10,6 +10,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 namespace gpulse::server {
 
@@ -35,6 +36,8 @@ class SourceRegistry {
 
   // {"sources": [...]} sorted by kind and name.
   std::string ToJson() const;
+  // The same, as a table (SHOW SOURCES).
+  std::vector<SourceInfo> Snapshot() const;
 
  private:
   mutable std::mutex mu_;

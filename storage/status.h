@@ -22,6 +22,7 @@ class [[nodiscard]] Status {
     kIOError,
     kBusy,               // a resource is held by someone else (the data directory lock)
     kResourceExhausted,  // a configured bound was reached (head memory, query limits)
+    kCancelled,          // the caller asked to stop (Ctrl-C, a client that went away)
   };
 
   Status() = default;
@@ -37,6 +38,8 @@ class [[nodiscard]] Status {
     return Status(Code::kResourceExhausted, std::move(msg));
   }
 
+  static Status Cancelled(std::string msg) { return Status(Code::kCancelled, std::move(msg)); }
+
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
   bool IsNotFound() const { return code_ == Code::kNotFound; }
@@ -45,6 +48,7 @@ class [[nodiscard]] Status {
   bool IsIOError() const { return code_ == Code::kIOError; }
   bool IsBusy() const { return code_ == Code::kBusy; }
   bool IsResourceExhausted() const { return code_ == Code::kResourceExhausted; }
+  bool IsCancelled() const { return code_ == Code::kCancelled; }
   const std::string& message() const { return msg_; }
 
   // "Corruption: wal/000003.log offset 4096: bad checksum", or "OK".

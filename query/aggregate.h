@@ -1,0 +1,80 @@
+// Aggregate states: what a query keeps per group, bucket and aggregate call
+// while points stream past, and how two partial states (from two worker
+// threads, or two series) merge. Each state folds runs of points of one
+// series column at a time, so the per-point work is a tight loop over a typed
+// array with no per-point dispatch.
+//
+// Thread safety: a state belongs to one thread until it is merged.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/gpulse.h"
+
+namespace gpulse::query {
+
+enum class AggKind : unsigned char {
+  kCount,
+  kSum,
+  kMean,
+  kMedian,
+  kMode,
+  kSpread,
+  kStddev,
+  kPercentile,
+  kFirst,
+  kLast,
+  kMin,
+  kMax,
+  kIntegral,
+  kDistinct,
+  kTop,
+  kBottom,
+};
+
+// The AggKind for a function name (p95 is kPercentile); false for a name
+// that is not an aggregate or selector.
+bool LookupAggregate(std::string_view name, AggKind* kind, double* percentile);
+
+// Whether the function picks one stored point (its time can be reported).
+bool IsSelector(AggKind kind);
+// Whether the function answers several rows per bucket.
+bool IsMultiRow(AggKind kind);
+// Whether the function accepts fields of this type.
+bool AcceptsType(AggKind kind, FieldType type);
+
+struct AggSpec {
+  AggKind kind = AggKind::kCount;
+  FieldType type = FieldType::kFloat;  // of the field aggregated
+  double percentile = 50;              // kPercentile
+  int64_t unit_ns = 1'000'000'000;     // kIntegral
+  int64_t n = 1;                       // kTop, kBottom
+  bool need_time = false;              // remember the selected point's time
+};
+
+class AggState {
+ public:
+  virtual ~AggState() = default;
+  // Folds points [begin, end) of `c`, a time-ordered column of one series.
+  virtual void AddRange(const Column& c, size_t begin, size_t end) = 0;
+  // Folds the points of `c` at the ascending positions idx[0..n).
+  virtual void AddIndexes(const Column& c, const uint32_t* idx, size_t n) = 0;
+  // Folds `other` (same spec) into this one; `other` may be left empty.
+  virtual void Merge(AggState* other) = 0;
+  virtual bool empty() const = 0;
+  // The answer; null when there is none (no points, stddev of one point).
+  virtual QueryValue Result() = 0;
+  // The selected point's time (selectors with need_time), else INT64_MIN.
+  virtual int64_t SelectedTime() { return INT64_MIN; }
+  // Multi-row functions (top, bottom, distinct): (time, value) pairs in
+  // output order; time is INT64_MIN when the bucket's time applies.
+  virtual void Rows(std::vector<std::pair<int64_t, QueryValue>>* out) { (void)out; }
+};
+
+std::unique_ptr<AggState> NewAggState(const AggSpec& spec);
+
+}  // namespace gpulse::query

@@ -1,0 +1,391 @@
+#include "query/executor.h"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <regex>
+#include <set>
+
+#include "query/format.h"
+#include "query/select.h"
+
+namespace gpulse {
+
+// Db::Query lives here, above the engine, so that the engine library's
+// lower layers know nothing of the language.
+Status Db::Query(std::string_view text, const QueryOptions& options, QueryResult* out) {
+  query::ParseError error;
+  Result<query::StatementList> statements = query::ParseQuery(text, &error);
+  if (!statements.ok()) return statements.status();
+  query::Execute(this, *statements, options, out);
+  return Status::Ok();
+}
+
+namespace query {
+
+namespace {
+
+std::string TagValueOf(const std::vector<Tag>& tags, std::string_view key) {
+  for (const Tag& t : tags) {
+    if (t.key == key) return t.value;
+  }
+  return std::string();
+}
+
+// WHERE of a SHOW statement: tag comparisons joined by AND, OR and NOT.
+class TagCondition {
+ public:
+  Status Compile(const Expr* e) {
+    root_ = e;
+    return e ? CompileRegexes(*e) : Status::Ok();
+  }
+  bool Matches(const std::vector<Tag>& tags) const { return !root_ || Eval(*root_, tags); }
+
+ private:
+  Status CompileRegexes(const Expr& e) {
+    if (e.kind == ExprKind::kRegex) {
+      try {
+        regexes_.emplace(&e, std::regex(e.text));
+      } catch (const std::regex_error& err) {
+        return Status::InvalidArgument("bad regular expression /" + e.text + "/: " + err.what());
+      }
+    }
+    for (const auto& c : e.children) GPULSE_RETURN_IF_ERROR(CompileRegexes(*c));
+    return Status::Ok();
+  }
+  std::string Text(const Expr& e, const std::vector<Tag>& tags) const {
+    if (e.kind == ExprKind::kVarRef) return TagValueOf(tags, e.text);
+    return e.text;
+  }
+  bool Eval(const Expr& e, const std::vector<Tag>& tags) const {
+    switch (e.kind) {
+      case ExprKind::kUnary:
+        return e.unary_op == UnaryOp::kNot ? !Eval(*e.children[0], tags) : false;
+      case ExprKind::kIn: {
+        const std::string v = Text(*e.children[0], tags);
+        bool found = false;
+        for (size_t i = 1; i < e.children.size(); ++i) found = found || v == e.children[i]->text;
+        return found != e.negated;
+      }
+      case ExprKind::kBinary:
+        switch (e.binary_op) {
+          case BinaryOp::kAnd:
+            return Eval(*e.children[0], tags) && Eval(*e.children[1], tags);
+          case BinaryOp::kOr:
+            return Eval(*e.children[0], tags) || Eval(*e.children[1], tags);
+          case BinaryOp::kEq:
+            return Text(*e.children[0], tags) == Text(*e.children[1], tags);
+          case BinaryOp::kNeq:
+            return Text(*e.children[0], tags) != Text(*e.children[1], tags);
+          case BinaryOp::kEqRegex:
+          case BinaryOp::kNeqRegex: {
+            auto it = regexes_.find(e.children[1].get());
+            if (it == regexes_.end()) return false;
+            const bool m = std::regex_search(Text(*e.children[0], tags), it->second);
+            return m == (e.binary_op == BinaryOp::kEqRegex);
+          }
+          default:
+            return false;
+        }
+      default:
+        return false;
+    }
+  }
+  const Expr* root_ = nullptr;
+  std::map<const Expr*, std::regex> regexes_;
+};
+
+bool MatchesWith(const std::optional<WithClause>& with, const std::string& name,
+                 std::optional<std::regex>* re) {
+  if (!with) return true;
+  switch (with->op) {
+    case TokenKind::kEq:
+      return name == with->values[0]->text;
+    case TokenKind::kNeq:
+      return name != with->values[0]->text;
+    case TokenKind::kIn:
+      return std::any_of(with->values.begin(), with->values.end(),
+                         [&](const auto& v) { return v->text == name; });
+    case TokenKind::kEqRegex:
+    case TokenKind::kNeqRegex: {
+      if (!*re) re->emplace(with->values[0]->text);
+      return std::regex_search(name, **re) == (with->op == TokenKind::kEqRegex);
+    }
+    default:
+      return false;
+  }
+}
+
+class ShowRunner {
+ public:
+  ShowRunner(Db* db, const QueryOptions& options) : db_(db), options_(options) {}
+
+  Status Run(const ShowStatement& s, std::vector<ResultSeries>* out) {
+    GPULSE_RETURN_IF_ERROR(cond_.Compile(s.condition.get()));
+    switch (s.what) {
+      case ShowKind::kDatabases:
+        return Databases(out);
+      case ShowKind::kRetentionPolicies:
+        return RetentionPolicies(out);
+      case ShowKind::kSources:
+        if (!options_.show_sources) {
+          return Status::InvalidArgument(
+              "SHOW SOURCES lists what gpulse serve scrapes and who pushes to it; ask the server");
+        }
+        out->emplace_back();
+        options_.show_sources(&out->back());
+        return Status::Ok();
+      case ShowKind::kStale:
+        return Status::InvalidArgument("SHOW STALE is not available yet");
+      default:
+        break;
+    }
+    std::vector<std::string> measurements;
+    GPULSE_RETURN_IF_ERROR(Measurements(s, &measurements));
+    switch (s.what) {
+      case ShowKind::kMeasurements: {
+        ResultSeries rs;
+        rs.name = "measurements";
+        rs.columns = {"name"};
+        for (const std::string& m : measurements) rs.values.push_back({m});
+        Limit(s, &rs);
+        if (!rs.values.empty()) out->push_back(std::move(rs));
+        return Status::Ok();
+      }
+      case ShowKind::kTagKeys:
+        for (const std::string& m : measurements) {
+          std::vector<Series> series;
+          GPULSE_RETURN_IF_ERROR(Series_(m, &series));
+          std::set<std::string> keys;
+          for (const Series& x : series) {
+            for (const Tag& t : x.tags) keys.insert(t.key);
+          }
+          ResultSeries rs;
+          rs.name = m;
+          rs.columns = {"tagKey"};
+          for (const std::string& k : keys) rs.values.push_back({k});
+          Limit(s, &rs);
+          if (!rs.values.empty()) out->push_back(std::move(rs));
+        }
+        return Status::Ok();
+      case ShowKind::kTagValues:
+        for (const std::string& m : measurements) {
+          std::vector<Series> series;
+          GPULSE_RETURN_IF_ERROR(Series_(m, &series));
+          std::set<std::pair<std::string, std::string>> pairs;
+          std::optional<std::regex> re;
+          for (const Series& x : series) {
+            for (const Tag& t : x.tags) {
+              if (MatchesWith(s.with_key, t.key, &re)) pairs.insert({t.key, t.value});
+            }
+          }
+          ResultSeries rs;
+          rs.name = m;
+          rs.columns = {"key", "value"};
+          for (const auto& [k, v] : pairs) rs.values.push_back({k, v});
+          Limit(s, &rs);
+          if (!rs.values.empty()) out->push_back(std::move(rs));
+        }
+        return Status::Ok();
+      case ShowKind::kFieldKeys:
+        for (const std::string& m : measurements) {
+          std::vector<FieldInfo> fields;
+          GPULSE_RETURN_IF_ERROR(db_->ListFields(m, &fields));
+          static const char* kTypeNames[] = {"",         "float",   "integer",
+                                             "unsigned", "boolean", "string"};
+          ResultSeries rs;
+          rs.name = m;
+          rs.columns = {"fieldKey", "fieldType"};
+          for (const FieldInfo& f : fields) {
+            rs.values.push_back({f.name, std::string(kTypeNames[static_cast<int>(f.type)])});
+          }
+          Limit(s, &rs);
+          if (!rs.values.empty()) out->push_back(std::move(rs));
+        }
+        return Status::Ok();
+      case ShowKind::kSeries:
+      case ShowKind::kSeriesCardinality: {
+        ResultSeries rs;
+        rs.columns = {s.what == ShowKind::kSeries ? "key" : "count"};
+        int64_t count = 0;
+        for (const std::string& m : measurements) {
+          std::vector<Series> series;
+          GPULSE_RETURN_IF_ERROR(Series_(m, &series));
+          for (const Series& x : series) {
+            ++count;
+            if (s.what != ShowKind::kSeries) continue;
+            std::string key = x.measurement;
+            for (const Tag& t : x.tags) key += "," + t.key + "=" + t.value;
+            rs.values.push_back({key});
+          }
+        }
+        if (s.what == ShowKind::kSeries) {
+          std::sort(rs.values.begin(), rs.values.end());
+        } else {
+          rs.values.push_back({count});
+        }
+        Limit(s, &rs);
+        if (!rs.values.empty()) out->push_back(std::move(rs));
+        return Status::Ok();
+      }
+      default:
+        return Status::InvalidArgument("this SHOW is not available yet");
+    }
+  }
+
+ private:
+  Status Databases(std::vector<ResultSeries>* out) {
+    std::vector<std::string> measurements;
+    GPULSE_RETURN_IF_ERROR(db_->ListMeasurements(&measurements));
+    std::set<std::string> names;
+    for (const std::string& m : measurements) {
+      std::vector<std::string> values;
+      GPULSE_RETURN_IF_ERROR(db_->ListTagValues(m, "db", &values));
+      names.insert(values.begin(), values.end());
+    }
+    ResultSeries rs;
+    rs.name = "databases";
+    rs.columns = {"name"};
+    for (const std::string& n : names) rs.values.push_back({n});
+    out->push_back(std::move(rs));
+    return Status::Ok();
+  }
+
+  Status RetentionPolicies(std::vector<ResultSeries>* out) {
+    // One policy, as InfluxDB 1.x shows its default; retention per tier is
+    // configured elsewhere (docs/operations.md).
+    ResultSeries rs;
+    rs.columns = {"name", "duration", "shardGroupDuration", "replicaN", "default"};
+    rs.values.push_back(
+        {std::string("autogen"), std::string("0s"), std::string("168h0m0s"), int64_t{1}, true});
+    out->push_back(std::move(rs));
+    return Status::Ok();
+  }
+
+  // The measurements the statement covers: FROM, WITH MEASUREMENT, the
+  // database scope.
+  Status Measurements(const ShowStatement& s, std::vector<std::string>* out) {
+    std::vector<std::string> all;
+    if (options_.database.empty()) {
+      GPULSE_RETURN_IF_ERROR(db_->ListMeasurements(&all));
+    } else {
+      std::vector<Series> series;
+      GPULSE_RETURN_IF_ERROR(db_->ListSeries("", {{"db", options_.database}}, &series));
+      std::set<std::string> names;
+      for (const Series& x : series) names.insert(x.measurement);
+      all.assign(names.begin(), names.end());
+    }
+    std::optional<std::regex> with_re;
+    for (const std::string& m : all) {
+      bool in_from = s.sources.empty();
+      for (const Source& src : s.sources) {
+        if (src.measurement.regex) {
+          in_from = in_from || std::regex_search(m, std::regex(*src.measurement.regex));
+        } else {
+          in_from = in_from || src.measurement.name == m;
+        }
+      }
+      if (!in_from || !MatchesWith(s.with_measurement, m, &with_re)) continue;
+      if (s.condition) {
+        std::vector<Series> series;
+        GPULSE_RETURN_IF_ERROR(Series_(m, &series));
+        if (series.empty()) continue;
+      }
+      out->push_back(m);
+    }
+    return Status::Ok();
+  }
+
+  // The measurement's series under the database scope and WHERE, with the
+  // `db` tag hidden under a scope.
+  Status Series_(const std::string& m, std::vector<Series>* out) {
+    std::vector<TagMatcher> matchers;
+    if (!options_.database.empty()) matchers.push_back({"db", options_.database});
+    std::vector<Series> series;
+    GPULSE_RETURN_IF_ERROR(db_->ListSeries(m, matchers, &series));
+    for (Series& x : series) {
+      if (!options_.database.empty()) {
+        std::erase_if(x.tags, [](const Tag& t) { return t.key == "db"; });
+      }
+      if (cond_.Matches(x.tags)) out->push_back(std::move(x));
+    }
+    return Status::Ok();
+  }
+
+  static void Limit(const ShowStatement& s, ResultSeries* rs) {
+    const size_t off = static_cast<size_t>(std::max<int64_t>(0, s.offset.value_or(0)));
+    if (off > 0) {
+      rs->values.erase(rs->values.begin(), rs->values.begin() + static_cast<ptrdiff_t>(std::min(
+                                                                    off, rs->values.size())));
+    }
+    if (s.limit && *s.limit > 0 && rs->values.size() > static_cast<size_t>(*s.limit)) {
+      rs->values.resize(static_cast<size_t>(*s.limit));
+    }
+  }
+
+  Db* db_;
+  const QueryOptions& options_;
+  TagCondition cond_;
+};
+
+int64_t NowNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+void Execute(Db* db, const StatementList& statements, const QueryOptions& options,
+             QueryResult* out) {
+  const int64_t now = options.now_ns != 0 ? options.now_ns : NowNanos();
+  for (const auto& stmt : statements) {
+    StatementResult result;
+    ExecContext ctx(db, options, now);
+    switch (stmt->kind) {
+      case StatementKind::kSelect:
+        result.status = RunSelect(&ctx, static_cast<const SelectStatement&>(*stmt), &result.series,
+                                  &result.notes);
+        break;
+      case StatementKind::kShow:
+        result.status =
+            ShowRunner(db, options).Run(static_cast<const ShowStatement&>(*stmt), &result.series);
+        break;
+      case StatementKind::kExplain: {
+        const auto& explain = static_cast<const ExplainStatement&>(*stmt);
+        ctx.explain = true;
+        ctx.plan_lines.push_back(explain.select->ToString());
+        std::vector<ResultSeries> ignored;
+        const auto t0 = std::chrono::steady_clock::now();
+        result.status = RunSelect(&ctx, *explain.select, &ignored, &result.notes);
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
+                .count();
+        size_t rows = 0;
+        for (const ResultSeries& rs : ignored) rows += rs.values.size();
+        ctx.plan_lines.push_back("series read: " + std::to_string(ctx.series_read.load()) +
+                                 ", stored values read: " + std::to_string(ctx.points_read.load()));
+        ctx.plan_lines.push_back("answer: " + std::to_string(ignored.size()) + " series, " +
+                                 std::to_string(rows) + " rows, " +
+                                 FormatValue(QueryValue(ms), false, TimeFormat::kRfc3339) + " ms");
+        if (result.status.ok()) {
+          ResultSeries rs;
+          rs.columns = {"QUERY PLAN"};
+          for (std::string& line : ctx.plan_lines) rs.values.push_back({std::move(line)});
+          result.series.push_back(std::move(rs));
+        }
+        break;
+      }
+      default:
+        result.status = Status::InvalidArgument(
+            "NORTHSTAR and DECOMPOSE are not available yet; they arrive with the fleet metric "
+            "framework");
+        break;
+    }
+    if (!result.status.ok()) result.series.clear();
+    out->statements.push_back(std::move(result));
+  }
+}
+
+}  // namespace query
+}  // namespace gpulse

@@ -1,0 +1,23 @@
+// The executor: runs parsed statements against a Db and fills a QueryResult.
+//
+// A SELECT is planned (query/select_plan.h: which series, fields, time range,
+// buckets and output columns) and then run by reading each chosen series'
+// fields over the time range once (Db::ReadSeries), on worker threads, and
+// folding the points into per-group, per-bucket aggregate states
+// (query/aggregate.h) or, without aggregates, into rows. SHOW statements read
+// the catalog. EXPLAIN runs the plan and reports what it touched.
+//
+// Thread safety: Execute may be called from any number of threads at once.
+#pragma once
+
+#include "engine/gpulse.h"
+#include "query/parser.h"
+
+namespace gpulse::query {
+
+// Runs every statement; each gets its own StatementResult (an error in one
+// does not stop the next).
+void Execute(Db* db, const StatementList& statements, const QueryOptions& options,
+             QueryResult* out);
+
+}  // namespace gpulse::query

@@ -1,0 +1,428 @@
+#include "query/format.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <nlohmann/json.hpp>
+
+#include "query/time_literal.h"
+
+namespace gpulse::query {
+
+namespace {
+
+int64_t UnitNanos(TimeFormat format) {
+  switch (format) {
+    case TimeFormat::kRfc3339:
+    case TimeFormat::kNs:
+      return 1;
+    case TimeFormat::kUs:
+      return 1'000;
+    case TimeFormat::kMs:
+      return 1'000'000;
+    case TimeFormat::kS:
+      return 1'000'000'000;
+    case TimeFormat::kM:
+      return 60'000'000'000;
+    case TimeFormat::kH:
+      return 3'600'000'000'000;
+  }
+  return 1;
+}
+
+// Floor division, so that times before 1970 round toward the past.
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+  return q;
+}
+
+std::string Rfc3339(int64_t ns) {
+  const int64_t secs = FloorDiv(ns, 1'000'000'000);
+  const int64_t frac = ns - secs * 1'000'000'000;
+  std::time_t t = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  std::string out(buf, static_cast<size_t>(n));
+  if (frac != 0) {
+    char digits[16];
+    std::snprintf(digits, sizeof digits, "%09lld", static_cast<long long>(frac));
+    std::string f(digits);
+    while (!f.empty() && f.back() == '0') f.pop_back();
+    out += '.';
+    out += f;
+  }
+  out += 'Z';
+  return out;
+}
+
+void AppendDouble(double v, std::string* out) {
+  if (std::isnan(v)) {
+    out->append("NaN");
+    return;
+  }
+  if (std::isinf(v)) {
+    out->append(v > 0 ? "+Inf" : "-Inf");
+    return;
+  }
+  char buf[32];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
+}
+
+template <typename T>
+void AppendInt(T v, std::string* out) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
+}
+
+void AppendJsonString(std::string_view s, std::string* out) {
+  out->push_back('"');
+  for (char c : s) {
+    switch (c) {
+      case '"':
+        out->append("\\\"");
+        break;
+      case '\\':
+        out->append("\\\\");
+        break;
+      case '\n':
+        out->append("\\n");
+        break;
+      case '\r':
+        out->append("\\r");
+        break;
+      case '\t':
+        out->append("\\t");
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
+          out->append(buf);
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+  out->push_back('"');
+}
+
+void AppendTime(int64_t ns, TimeFormat format, bool quoted_rfc, std::string* out) {
+  if (format == TimeFormat::kRfc3339) {
+    if (quoted_rfc) {
+      AppendJsonString(Rfc3339(ns), out);
+    } else {
+      out->append(Rfc3339(ns));
+    }
+    return;
+  }
+  AppendInt(FloorDiv(ns, UnitNanos(format)), out);
+}
+
+void AppendJsonValue(const QueryValue& v, bool is_time, TimeFormat format, std::string* out) {
+  switch (v.index()) {
+    case 0:
+      out->append("null");
+      break;
+    case 1: {
+      const double d = std::get<double>(v);
+      // JSON has no NaN or infinity; InfluxDB writes null for them.
+      if (std::isfinite(d)) {
+        AppendDouble(d, out);
+      } else {
+        out->append("null");
+      }
+      break;
+    }
+    case 2:
+      if (is_time) {
+        AppendTime(std::get<int64_t>(v), format, true, out);
+      } else {
+        AppendInt(std::get<int64_t>(v), out);
+      }
+      break;
+    case 3:
+      AppendInt(std::get<uint64_t>(v), out);
+      break;
+    case 4:
+      out->append(std::get<bool>(v) ? "true" : "false");
+      break;
+    case 5:
+      AppendJsonString(std::get<std::string>(v), out);
+      break;
+  }
+}
+
+void AppendCsvField(std::string_view s, std::string* out) {
+  if (s.find_first_of(",\"\n\r") == std::string_view::npos) {
+    out->append(s);
+    return;
+  }
+  out->push_back('"');
+  for (char c : s) {
+    if (c == '"') out->push_back('"');
+    out->push_back(c);
+  }
+  out->push_back('"');
+}
+
+bool IsTimeColumn(const ResultSeries& s, size_t i) { return i == 0 && s.columns[0] == "time"; }
+
+}  // namespace
+
+bool ParseEpoch(std::string_view text, TimeFormat* format) {
+  if (text.empty()) {
+    *format = TimeFormat::kRfc3339;
+  } else if (text == "ns" || text == "n") {
+    *format = TimeFormat::kNs;
+  } else if (text == "u" || text == "us" || text == "\xC2\xB5") {
+    *format = TimeFormat::kUs;
+  } else if (text == "ms") {
+    *format = TimeFormat::kMs;
+  } else if (text == "s") {
+    *format = TimeFormat::kS;
+  } else if (text == "m") {
+    *format = TimeFormat::kM;
+  } else if (text == "h") {
+    *format = TimeFormat::kH;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+std::string FormatValue(const QueryValue& value, bool is_time, TimeFormat time_format) {
+  std::string out;
+  switch (value.index()) {
+    case 0:
+      break;
+    case 1:
+      AppendDouble(std::get<double>(value), &out);
+      break;
+    case 2:
+      if (is_time) {
+        AppendTime(std::get<int64_t>(value), time_format, false, &out);
+      } else {
+        AppendInt(std::get<int64_t>(value), &out);
+      }
+      break;
+    case 3:
+      AppendInt(std::get<uint64_t>(value), &out);
+      break;
+    case 4:
+      out = std::get<bool>(value) ? "true" : "false";
+      break;
+    case 5:
+      out = std::get<std::string>(value);
+      break;
+  }
+  return out;
+}
+
+std::string FormatJson(const QueryResult& result, TimeFormat time_format, bool pretty) {
+  std::string out;
+  out.reserve(256);
+  out.append("{\"results\":[");
+  for (size_t si = 0; si < result.statements.size(); ++si) {
+    const StatementResult& st = result.statements[si];
+    if (si) out.push_back(',');
+    out.append("{\"statement_id\":");
+    AppendInt(si, &out);
+    if (!st.status.ok()) {
+      out.append(",\"error\":");
+      AppendJsonString(st.status.message(), &out);
+    } else if (!st.series.empty()) {
+      out.append(",\"series\":[");
+      for (size_t i = 0; i < st.series.size(); ++i) {
+        const ResultSeries& s = st.series[i];
+        if (i) out.push_back(',');
+        out.push_back('{');
+        bool comma = false;
+        if (!s.name.empty()) {
+          out.append("\"name\":");
+          AppendJsonString(s.name, &out);
+          comma = true;
+        }
+        if (!s.tags.empty()) {
+          out.append(comma ? ",\"tags\":{" : "\"tags\":{");
+          for (size_t t = 0; t < s.tags.size(); ++t) {
+            if (t) out.push_back(',');
+            AppendJsonString(s.tags[t].key, &out);
+            out.push_back(':');
+            AppendJsonString(s.tags[t].value, &out);
+          }
+          out.push_back('}');
+          comma = true;
+        }
+        out.append(comma ? ",\"columns\":[" : "\"columns\":[");
+        for (size_t c = 0; c < s.columns.size(); ++c) {
+          if (c) out.push_back(',');
+          AppendJsonString(s.columns[c], &out);
+        }
+        out.append("],\"values\":[");
+        for (size_t r = 0; r < s.values.size(); ++r) {
+          if (r) out.push_back(',');
+          out.push_back('[');
+          const auto& row = s.values[r];
+          for (size_t c = 0; c < row.size(); ++c) {
+            if (c) out.push_back(',');
+            AppendJsonValue(row[c], IsTimeColumn(s, c), time_format, &out);
+          }
+          out.push_back(']');
+        }
+        out.append("]}");
+      }
+      out.push_back(']');
+    }
+    if (!st.notes.empty()) {
+      out.append(",\"messages\":[");
+      for (size_t i = 0; i < st.notes.size(); ++i) {
+        if (i) out.push_back(',');
+        out.append("{\"level\":\"warning\",\"text\":");
+        AppendJsonString(st.notes[i], &out);
+        out.push_back('}');
+      }
+      out.push_back(']');
+    }
+    out.push_back('}');
+  }
+  out.append("]}");
+  if (pretty) {
+    // Rare (people reading a reply by hand): let the JSON library indent.
+    return nlohmann::json::parse(out).dump(4) + "\n";
+  }
+  out.push_back('\n');
+  return out;
+}
+
+std::string FormatCsv(const QueryResult& result, TimeFormat time_format) {
+  std::string out;
+  for (const StatementResult& st : result.statements) {
+    if (!st.status.ok()) {
+      out.append("error,");
+      AppendCsvField(st.status.ToString(), &out);
+      out.push_back('\n');
+      continue;
+    }
+    const std::vector<std::string>* header = nullptr;
+    for (const ResultSeries& s : st.series) {
+      if (!header || *header != s.columns) {
+        out.append("name,tags");
+        for (const std::string& c : s.columns) {
+          out.push_back(',');
+          AppendCsvField(c, &out);
+        }
+        out.push_back('\n');
+        header = &s.columns;
+      }
+      std::string tags;
+      for (size_t t = 0; t < s.tags.size(); ++t) {
+        if (t) tags.push_back(',');
+        tags += s.tags[t].key;
+        tags.push_back('=');
+        tags += s.tags[t].value;
+      }
+      for (const auto& row : s.values) {
+        AppendCsvField(s.name, &out);
+        out.push_back(',');
+        AppendCsvField(tags, &out);
+        for (size_t c = 0; c < row.size(); ++c) {
+          out.push_back(',');
+          AppendCsvField(FormatValue(row[c], IsTimeColumn(s, c), time_format), &out);
+        }
+        out.push_back('\n');
+      }
+    }
+  }
+  return out;
+}
+
+Status ParseJsonResult(std::string_view json, TimeFormat time_format, QueryResult* out) {
+  nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.is_object()) {
+    return Status::InvalidArgument("query reply is not a JSON object");
+  }
+  if (doc.contains("error") && doc["error"].is_string()) {
+    return Status::InvalidArgument(doc["error"].get<std::string>());
+  }
+  if (!doc.contains("results") || !doc["results"].is_array()) {
+    return Status::InvalidArgument("query reply has no \"results\" array");
+  }
+  const int64_t unit = UnitNanos(time_format);
+  for (const auto& r : doc["results"]) {
+    StatementResult st;
+    if (r.contains("error") && r["error"].is_string()) {
+      st.status = Status::InvalidArgument(r["error"].get<std::string>());
+    }
+    if (r.contains("messages") && r["messages"].is_array()) {
+      for (const auto& m : r["messages"]) {
+        if (m.contains("text") && m["text"].is_string()) st.notes.push_back(m["text"]);
+      }
+    }
+    if (r.contains("series") && r["series"].is_array()) {
+      for (const auto& s : r["series"]) {
+        ResultSeries rs;
+        if (s.contains("name") && s["name"].is_string()) rs.name = s["name"];
+        if (s.contains("tags") && s["tags"].is_object()) {
+          for (auto it = s["tags"].begin(); it != s["tags"].end(); ++it) {
+            rs.tags.push_back({it.key(), it.value().is_string() ? it.value().get<std::string>()
+                                                                : it.value().dump()});
+          }
+        }
+        if (s.contains("columns") && s["columns"].is_array()) {
+          for (const auto& c : s["columns"]) {
+            rs.columns.push_back(c.is_string() ? c.get<std::string>() : c.dump());
+          }
+        }
+        const bool has_time = !rs.columns.empty() && rs.columns[0] == "time";
+        if (s.contains("values") && s["values"].is_array()) {
+          for (const auto& row : s["values"]) {
+            std::vector<QueryValue> cells;
+            if (!row.is_array()) continue;
+            for (size_t c = 0; c < row.size(); ++c) {
+              const auto& v = row[c];
+              if (c == 0 && has_time) {
+                int64_t ns = 0;
+                if (v.is_string() && ParseTimeLiteral(v.get<std::string>(), &ns)) {
+                  cells.emplace_back(ns);
+                  continue;
+                }
+                if (v.is_number_integer()) {
+                  cells.emplace_back(v.get<int64_t>() * unit);
+                  continue;
+                }
+              }
+              if (v.is_null()) {
+                cells.emplace_back(std::monostate{});
+              } else if (v.is_boolean()) {
+                cells.emplace_back(v.get<bool>());
+              } else if (v.is_number_unsigned() && v.get<uint64_t>() > INT64_MAX) {
+                cells.emplace_back(v.get<uint64_t>());
+              } else if (v.is_number_integer()) {
+                cells.emplace_back(v.get<int64_t>());
+              } else if (v.is_number()) {
+                cells.emplace_back(v.get<double>());
+              } else if (v.is_string()) {
+                cells.emplace_back(v.get<std::string>());
+              } else {
+                cells.emplace_back(v.dump());
+              }
+            }
+            rs.values.push_back(std::move(cells));
+          }
+        }
+        st.series.push_back(std::move(rs));
+      }
+    }
+    out->statements.push_back(std::move(st));
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpulse::query

@@ -1,0 +1,41 @@
+// Writing query results as text: the InfluxDB 1.x JSON shape (what /query
+// answers and Grafana's InfluxDB data source reads), CSV (`Accept: text/csv`,
+// `--format csv`), and aligned tables for people (the shell), plus reading
+// the JSON shape back (the shell and `gpulse query` as clients of a server).
+//
+// Thread safety: the functions are pure.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "engine/gpulse.h"
+
+namespace gpulse::query {
+
+// How the `time` column is written: RFC3339 with nanoseconds trimmed
+// ("2024-01-01T00:00:00Z"), or an integer count of the unit since the epoch
+// (the `epoch=` parameter: ns, u/µ, ms, s, m, h).
+enum class TimeFormat : unsigned char { kRfc3339, kNs, kUs, kMs, kS, kM, kH };
+
+// Parses an `epoch=` value; false when it is none of the above.
+bool ParseEpoch(std::string_view text, TimeFormat* format);
+
+// {"results":[{"statement_id":0,"series":[{"name":..,"tags":{..},"columns":[..],
+// "values":[[..]]}]},{"statement_id":1,"error":"..."}]}. `pretty` indents.
+std::string FormatJson(const QueryResult& result, TimeFormat time_format, bool pretty);
+
+// One header line per table ("name,tags,time,util"), rows as InfluxDB 1.x
+// writes them: the series name, its tags as k=v joined by commas (quoted),
+// then the columns. A statement's error is a line "error,<message>".
+std::string FormatCsv(const QueryResult& result, TimeFormat time_format);
+
+// Reads FormatJson's shape (also InfluxDB's own answers). Times written as
+// RFC3339 strings or integers of `time_format` become nanoseconds.
+Status ParseJsonResult(std::string_view json, TimeFormat time_format, QueryResult* out);
+
+// One cell as text: null is "", floats in the shortest form that reads back
+// the same, times per `time_format`.
+std::string FormatValue(const QueryValue& value, bool is_time, TimeFormat time_format);
+
+}  // namespace gpulse::query

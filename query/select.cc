@@ -1,0 +1,1715 @@
+#include "query/select.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "query/aggregate.h"
+#include "query/buckets.h"
+#include "query/eval.h"
+#include "query/format.h"
+#include "query/functions.h"
+
+namespace gpulse::query {
+
+// ---------------------------------------------------------------------------
+// ExecContext
+
+ExecContext::ExecContext(Db* db, const QueryOptions& options, int64_t now_ns)
+    : db_(db),
+      options_(options),
+      now_ns_(now_ns),
+      deadline_(std::chrono::steady_clock::now() + options.limits.timeout) {}
+
+Status ExecContext::Poll() {
+  if (stopped()) return stop_status();
+  if (options_.cancelled && options_.cancelled()) {
+    Stop(Status::Cancelled("query cancelled"));
+  } else if (std::chrono::steady_clock::now() > deadline_) {
+    Stop(Status::ResourceExhausted("query ran past its time limit (timeout " +
+                                   std::to_string(options_.limits.timeout.count()) + " ms)"));
+  }
+  return stopped() ? stop_status() : Status::Ok();
+}
+
+void ExecContext::Stop(Status why) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (stopped_.load()) return;
+  stop_status_ = std::move(why);
+  stopped_.store(true);
+}
+
+Status ExecContext::stop_status() {
+  std::lock_guard<std::mutex> l(mu_);
+  return stop_status_;
+}
+
+void ExecContext::CountPoints(uint64_t n) {
+  const uint64_t total = points_read.fetch_add(n) + n;
+  if (total > options_.limits.max_points) {
+    Stop(Status::ResourceExhausted("query read more than " +
+                                   std::to_string(options_.limits.max_points) +
+                                   " stored values (limit max_points)"));
+  }
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Inputs: where a SELECT's series come from (the Db, or a subquery's answer).
+
+struct InSeries {
+  Series series;          // as stored: what Read needs
+  std::vector<Tag> tags;  // as the query sees them (no `db` under a database)
+  size_t source = 0;      // ResultInput: the position of the result series
+};
+
+class Input {
+ public:
+  virtual ~Input() = default;
+  virtual Status Measurements(std::vector<std::string>* out) = 0;
+  virtual Status ListSeries(const std::string& measurement, const std::vector<TagMatcher>& eq,
+                            std::vector<InSeries>* out) = 0;
+  virtual Status Fields(const std::string& measurement, std::vector<FieldInfo>* out) = 0;
+  // Thread-safe.
+  virtual Status Read(const InSeries& s, std::span<const std::string> fields, int64_t lo,
+                      int64_t hi, std::vector<Column>* out) = 0;
+};
+
+class DbInput final : public Input {
+ public:
+  explicit DbInput(ExecContext* ctx) : ctx_(ctx), database_(ctx->options().database) {}
+
+  Status Measurements(std::vector<std::string>* out) override {
+    if (database_.empty()) return ctx_->db()->ListMeasurements(out);
+    std::vector<Series> all;
+    GPULSE_RETURN_IF_ERROR(ctx_->db()->ListSeries("", {{"db", database_}}, &all));
+    std::set<std::string> names;
+    for (const Series& s : all) names.insert(s.measurement);
+    out->assign(names.begin(), names.end());
+    return Status::Ok();
+  }
+
+  Status ListSeries(const std::string& measurement, const std::vector<TagMatcher>& eq,
+                    std::vector<InSeries>* out) override {
+    std::vector<TagMatcher> matchers = eq;
+    if (!database_.empty()) matchers.push_back({"db", database_});
+    std::vector<Series> found;
+    GPULSE_RETURN_IF_ERROR(ctx_->db()->ListSeries(measurement, matchers, &found));
+    // Series in key order (tags sorted by key, then values), whatever order
+    // they were first written in: ties in time then break the same way.
+    std::sort(found.begin(), found.end(), [](const Series& a, const Series& b) {
+      if (a.measurement != b.measurement) return a.measurement < b.measurement;
+      return std::lexicographical_compare(a.tags.begin(), a.tags.end(), b.tags.begin(),
+                                          b.tags.end(), [](const Tag& x, const Tag& y) {
+                                            return std::tie(x.key, x.value) <
+                                                   std::tie(y.key, y.value);
+                                          });
+    });
+    out->reserve(found.size());
+    for (Series& s : found) {
+      InSeries in;
+      for (const Tag& t : s.tags) {
+        if (database_.empty() || t.key != "db") in.tags.push_back(t);
+      }
+      in.series = std::move(s);
+      out->push_back(std::move(in));
+    }
+    return Status::Ok();
+  }
+
+  Status Fields(const std::string& measurement, std::vector<FieldInfo>* out) override {
+    return ctx_->db()->ListFields(measurement, out);
+  }
+
+  Status Read(const InSeries& s, std::span<const std::string> fields, int64_t lo, int64_t hi,
+              std::vector<Column>* out) override {
+    Status st = ctx_->db()->ReadSeries(s.series, fields, lo, hi, out);
+    if (st.IsNotFound()) {  // dropped since it was listed: nothing to read
+      out->assign(fields.size(), Column{});
+      return Status::Ok();
+    }
+    return st;
+  }
+
+ private:
+  ExecContext* ctx_;
+  std::string database_;
+};
+
+// A subquery's answer as an input: each result series is a series, its
+// columns (but time) are fields, its null cells are absent points.
+class ResultInput final : public Input {
+ public:
+  explicit ResultInput(std::vector<ResultSeries> series) : series_(std::move(series)) {
+    for (size_t i = 0; i < series_.size(); ++i) {
+      const ResultSeries& s = series_[i];
+      auto& fields = fields_[s.name];
+      for (size_t c = 1; c < s.columns.size(); ++c) {
+        auto it = std::find_if(fields.begin(), fields.end(),
+                               [&](const FieldInfo& f) { return f.name == s.columns[c]; });
+        const FieldType type = TypeOfColumn(s, c);
+        if (it == fields.end()) {
+          fields.push_back({s.columns[c], type});
+        } else if (it->type != type) {
+          it->type = FieldType::kFloat;
+        }
+      }
+    }
+  }
+
+  Status Measurements(std::vector<std::string>* out) override {
+    for (const auto& [name, _] : fields_) out->push_back(name);
+    return Status::Ok();
+  }
+
+  Status ListSeries(const std::string& measurement, const std::vector<TagMatcher>& eq,
+                    std::vector<InSeries>* out) override {
+    for (size_t i = 0; i < series_.size(); ++i) {
+      const ResultSeries& s = series_[i];
+      if (s.name != measurement) continue;
+      bool match = true;
+      for (const TagMatcher& m : eq) {
+        auto it = std::find_if(s.tags.begin(), s.tags.end(),
+                               [&](const Tag& t) { return t.key == m.key; });
+        if (it == s.tags.end() || it->value != m.value) match = false;
+      }
+      if (!match) continue;
+      InSeries in;
+      in.series.measurement = s.name;
+      in.series.tags = s.tags;
+      in.tags = s.tags;
+      in.source = i;
+      out->push_back(std::move(in));
+    }
+    return Status::Ok();
+  }
+
+  Status Fields(const std::string& measurement, std::vector<FieldInfo>* out) override {
+    auto it = fields_.find(measurement);
+    if (it != fields_.end()) *out = it->second;
+    return Status::Ok();
+  }
+
+  Status Read(const InSeries& in, std::span<const std::string> fields, int64_t lo, int64_t hi,
+              std::vector<Column>* out) override {
+    const ResultSeries& s = series_[in.source];
+    out->assign(fields.size(), Column{});
+    const auto& types = fields_[s.name];
+    for (size_t f = 0; f < fields.size(); ++f) {
+      Column& col = (*out)[f];
+      auto ti = std::find_if(types.begin(), types.end(),
+                             [&](const FieldInfo& x) { return x.name == fields[f]; });
+      auto ci = std::find(s.columns.begin(), s.columns.end(), fields[f]);
+      if (ti == types.end() || ci == s.columns.end()) continue;
+      col.type = ti->type;
+      const size_t c = static_cast<size_t>(ci - s.columns.begin());
+      for (const auto& row : s.values) {
+        if (row[0].index() != 2) continue;
+        const int64_t t = std::get<int64_t>(row[0]);
+        if (t < lo || t >= hi || row[c].index() == 0) continue;
+        col.ts.push_back(t);
+        const QueryValue& v = row[c];
+        switch (col.type) {
+          case FieldType::kFloat: {
+            double d = 0;
+            ToDouble(v, &d);
+            col.floats.push_back(d);
+            break;
+          }
+          case FieldType::kInt:
+            col.ints.push_back(std::get<int64_t>(v));
+            break;
+          case FieldType::kUint:
+            col.uints.push_back(std::get<uint64_t>(v));
+            break;
+          case FieldType::kBool:
+            col.bools.push_back(std::get<bool>(v) ? 1 : 0);
+            break;
+          case FieldType::kString:
+            col.strings.push_back(std::get<std::string>(v));
+            break;
+        }
+      }
+      // A subquery's rows may come from several buckets in any order.
+      if (!std::is_sorted(col.ts.begin(), col.ts.end())) SortColumn(&col);
+    }
+    return Status::Ok();
+  }
+
+ private:
+  static FieldType TypeOfColumn(const ResultSeries& s, size_t c) {
+    for (const auto& row : s.values) {
+      switch (row[c].index()) {
+        case 1:
+          return FieldType::kFloat;
+        case 2:
+          return FieldType::kInt;
+        case 3:
+          return FieldType::kUint;
+        case 4:
+          return FieldType::kBool;
+        case 5:
+          return FieldType::kString;
+        default:
+          break;
+      }
+    }
+    return FieldType::kFloat;
+  }
+
+  static void SortColumn(Column* col) {
+    std::vector<size_t> order(col->ts.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return col->ts[a] < col->ts[b]; });
+    Column sorted;
+    sorted.type = col->type;
+    for (size_t i : order) {
+      sorted.ts.push_back(col->ts[i]);
+      switch (col->type) {
+        case FieldType::kFloat:
+          sorted.floats.push_back(col->floats[i]);
+          break;
+        case FieldType::kInt:
+          sorted.ints.push_back(col->ints[i]);
+          break;
+        case FieldType::kUint:
+          sorted.uints.push_back(col->uints[i]);
+          break;
+        case FieldType::kBool:
+          sorted.bools.push_back(col->bools[i]);
+          break;
+        case FieldType::kString:
+          sorted.strings.push_back(col->strings[i]);
+          break;
+      }
+    }
+    *col = std::move(sorted);
+  }
+
+  std::vector<ResultSeries> series_;
+  std::map<std::string, std::vector<FieldInfo>> fields_;
+};
+
+// ---------------------------------------------------------------------------
+// Small helpers
+
+QueryValue CellOf(const Column& c, size_t i) {
+  switch (c.type) {
+    case FieldType::kFloat:
+      return c.floats[i];
+    case FieldType::kInt:
+      return c.ints[i];
+    case FieldType::kUint:
+      return c.uints[i];
+    case FieldType::kBool:
+      return c.bools[i] != 0;
+    case FieldType::kString:
+      return c.strings[i];
+  }
+  return std::monostate{};
+}
+
+std::string TagValue(const std::vector<Tag>& tags, std::string_view key) {
+  for (const Tag& t : tags) {
+    if (t.key == key) return t.value;
+  }
+  return std::string();
+}
+
+Status ErrorAt(const Expr& e, const std::string& what) {
+  return Status::InvalidArgument("line " + std::to_string(e.pos.line) + ", column " +
+                                 std::to_string(e.pos.column) + ": " + what);
+}
+
+std::unique_ptr<Expr> Clone(const Expr& e) {
+  auto c = std::make_unique<Expr>();
+  c->kind = e.kind;
+  c->pos = e.pos;
+  c->text = e.text;
+  c->var_type = e.var_type;
+  c->int_value = e.int_value;
+  c->float_value = e.float_value;
+  c->bool_value = e.bool_value;
+  c->negated = e.negated;
+  c->duration = e.duration;
+  c->binary_op = e.binary_op;
+  c->unary_op = e.unary_op;
+  c->height = e.height;
+  for (const auto& child : e.children) c->children.push_back(Clone(*child));
+  return c;
+}
+
+bool IsTimeRef(const Expr& e) { return e.kind == ExprKind::kVarRef && e.text == "time"; }
+
+bool IsComparison(BinaryOp op) {
+  return op == BinaryOp::kEq || op == BinaryOp::kNeq || op == BinaryOp::kLt ||
+         op == BinaryOp::kLte || op == BinaryOp::kGt || op == BinaryOp::kGte;
+}
+
+bool MentionsTime(const Expr& e) {
+  if (IsTimeRef(e)) return true;
+  for (const auto& c : e.children) {
+    if (MentionsTime(*c)) return true;
+  }
+  return false;
+}
+
+FunctionKind KindOf(const Expr& call) {
+  const FunctionInfo* f = LookupFunction(call.text);
+  return f ? f->kind : FunctionKind::kMath;
+}
+
+bool IsAggregateCall(const Expr& e) {
+  if (e.kind != ExprKind::kCall) return false;
+  const FunctionKind k = KindOf(e);
+  return k == FunctionKind::kAggregate || k == FunctionKind::kSelector;
+}
+
+bool HasAggregate(const Expr& e) {
+  if (IsAggregateCall(e)) return true;
+  for (const auto& c : e.children) {
+    if (HasAggregate(*c)) return true;
+  }
+  return false;
+}
+
+bool HasTransformation(const Expr& e) {
+  if (e.kind == ExprKind::kCall && KindOf(e) == FunctionKind::kTransformation) return true;
+  for (const auto& c : e.children) {
+    if (HasTransformation(*c)) return true;
+  }
+  return false;
+}
+
+// The column name InfluxQL gives an expression: its alias, the field, the
+// outermost function, or the fields joined by '_'.
+std::string DefaultName(const Expr& e) {
+  if (e.kind == ExprKind::kVarRef) return e.text;
+  if (e.kind == ExprKind::kCall) return e.text;
+  std::string out;
+  std::function<bool(const Expr&)> find_call = [&](const Expr& x) {
+    if (x.kind == ExprKind::kCall) {
+      out = x.text;
+      return true;
+    }
+    for (const auto& c : x.children) {
+      if (find_call(*c)) return true;
+    }
+    return false;
+  };
+  if (find_call(e)) return out;
+  std::function<void(const Expr&)> refs = [&](const Expr& x) {
+    if (x.kind == ExprKind::kVarRef) out += (out.empty() ? "" : "_") + x.text;
+    for (const auto& c : x.children) refs(*c);
+  };
+  refs(e);
+  return out.empty() ? "expr" : out;
+}
+
+// ---------------------------------------------------------------------------
+// The plan of one SELECT over one measurement.
+
+struct AggSlot {
+  AggSpec spec;
+  int field = -1;  // index into Plan::fields; -1: the field does not exist
+};
+
+struct OutExpr {
+  const Expr* expr;
+  std::string name;
+};
+
+struct Plan {
+  std::string measurement;
+  std::vector<std::string> fields;  // read from each series
+  std::vector<FieldType> field_types;
+  std::map<std::string, FieldType> all_fields;  // of the measurement
+  std::set<std::string> tag_keys;               // seen on the measurement's series
+
+  bool aggregate = false;
+  bool lone_selector = false;
+  bool multirow = false;
+  bool transformed = false;
+  std::vector<AggSlot> slots;
+  std::map<const Expr*, int> slot_of;  // aggregate call -> slot
+  std::vector<OutExpr> outputs;
+  std::vector<std::unique_ptr<Expr>> owned;  // expansions of * and /regex/
+
+  std::vector<std::string> dims;  // GROUP BY names, sorted
+  std::vector<int> dim_field;     // per dim: field index of a string field, or -1 (a tag)
+  bool field_dims = false;
+  std::optional<Bucketer> bucketer;
+  std::string interval_text;
+
+  int64_t lo = INT64_MIN, hi = INT64_MAX;  // [lo, hi)
+  bool has_lo = false, has_hi = false;
+  const Expr* condition = nullptr;  // without its time terms; null when none
+  std::unique_ptr<Expr> owned_condition;
+  std::vector<TagMatcher> eq;  // tag = 'v' terms ANDed at the top: the index finds them
+  std::map<const Expr*, std::regex> regexes;
+
+  FillKind fill = FillKind::kNull;
+  QueryValue fill_value;
+
+  int FieldIndex(const std::string& name) {
+    for (size_t i = 0; i < fields.size(); ++i) {
+      if (fields[i] == name) return static_cast<int>(i);
+    }
+    auto it = all_fields.find(name);
+    if (it == all_fields.end()) return -1;
+    fields.push_back(name);
+    field_types.push_back(it->second);
+    return static_cast<int>(fields.size() - 1);
+  }
+  bool IsField(const Expr& ref) const {
+    return ref.var_type != VarType::kTag && all_fields.count(ref.text) > 0;
+  }
+};
+
+// Splits the time terms out of a condition: the top-level AND terms that
+// compare `time` set [lo, hi); what remains is returned (null when nothing).
+Status ExtractTime(const Expr& e, int64_t now_ns, Plan* plan, std::unique_ptr<Expr>* rest) {
+  if (e.kind == ExprKind::kBinary && e.binary_op == BinaryOp::kAnd) {
+    std::unique_ptr<Expr> left, right;
+    GPULSE_RETURN_IF_ERROR(ExtractTime(*e.children[0], now_ns, plan, &left));
+    GPULSE_RETURN_IF_ERROR(ExtractTime(*e.children[1], now_ns, plan, &right));
+    if (left && right) {
+      auto both = std::make_unique<Expr>();
+      both->kind = ExprKind::kBinary;
+      both->binary_op = BinaryOp::kAnd;
+      both->pos = e.pos;
+      both->children.push_back(std::move(left));
+      both->children.push_back(std::move(right));
+      *rest = std::move(both);
+    } else {
+      *rest = left ? std::move(left) : std::move(right);
+    }
+    return Status::Ok();
+  }
+  if (e.kind == ExprKind::kBinary && IsComparison(e.binary_op) &&
+      (IsTimeRef(*e.children[0]) || IsTimeRef(*e.children[1]))) {
+    const bool time_left = IsTimeRef(*e.children[0]);
+    const Expr& other = time_left ? *e.children[1] : *e.children[0];
+    Result<int64_t> t = EvalTime(other, now_ns);
+    if (!t.ok()) return t.status();
+    BinaryOp op = e.binary_op;
+    if (!time_left) {  // '2024-01-01' < time reads as time > '2024-01-01'
+      if (op == BinaryOp::kLt)
+        op = BinaryOp::kGt;
+      else if (op == BinaryOp::kLte)
+        op = BinaryOp::kGte;
+      else if (op == BinaryOp::kGt)
+        op = BinaryOp::kLt;
+      else if (op == BinaryOp::kGte)
+        op = BinaryOp::kLte;
+    }
+    auto raise_lo = [&](int64_t v) {
+      plan->lo = plan->has_lo ? std::max(plan->lo, v) : v;
+      plan->has_lo = true;
+    };
+    auto lower_hi = [&](int64_t v) {
+      plan->hi = plan->has_hi ? std::min(plan->hi, v) : v;
+      plan->has_hi = true;
+    };
+    const int64_t v = *t;
+    switch (op) {
+      case BinaryOp::kGte:
+        raise_lo(v);
+        break;
+      case BinaryOp::kGt:
+        raise_lo(v == INT64_MAX ? v : v + 1);
+        break;
+      case BinaryOp::kLt:
+        lower_hi(v);
+        break;
+      case BinaryOp::kLte:
+        lower_hi(v == INT64_MAX ? v : v + 1);
+        break;
+      case BinaryOp::kEq:
+        raise_lo(v);
+        lower_hi(v == INT64_MAX ? v : v + 1);
+        break;
+      default:
+        return ErrorAt(e, "time can be compared with =, <, <=, > and >=, not !=");
+    }
+    return Status::Ok();
+  }
+  if (MentionsTime(e)) {
+    return ErrorAt(e, "conditions on time must be joined to the rest with AND, not OR or NOT");
+  }
+  *rest = Clone(e);
+  return Status::Ok();
+}
+
+// tag = 'value' terms joined by AND at the top of the condition.
+void CollectEq(const Expr& e, const Plan& plan, std::vector<TagMatcher>* out) {
+  if (e.kind == ExprKind::kBinary && e.binary_op == BinaryOp::kAnd) {
+    CollectEq(*e.children[0], plan, out);
+    CollectEq(*e.children[1], plan, out);
+    return;
+  }
+  if (e.kind == ExprKind::kBinary && e.binary_op == BinaryOp::kEq &&
+      e.children[0]->kind == ExprKind::kVarRef && e.children[1]->kind == ExprKind::kString &&
+      !plan.IsField(*e.children[0]) && !e.children[1]->text.empty()) {
+    out->push_back({e.children[0]->text, e.children[1]->text});
+  }
+}
+
+const char* TypeName(FieldType t) {
+  static const char* kNames[] = {"", "float", "integer", "unsigned", "boolean", "string"};
+  return kNames[static_cast<int>(t)];
+}
+
+Status CompileRegexes(const Expr& e, Plan* plan) {
+  if (e.kind == ExprKind::kBinary &&
+      (e.binary_op == BinaryOp::kEqRegex || e.binary_op == BinaryOp::kNeqRegex) &&
+      e.children[0]->kind == ExprKind::kVarRef && plan->IsField(*e.children[0])) {
+    const FieldType t = plan->all_fields[e.children[0]->text];
+    if (t != FieldType::kString) {
+      return ErrorAt(e, "'" + e.children[0]->text + "' is a " + TypeName(t) +
+                            " field; =~ and !~ match strings (tags and string fields)");
+    }
+  }
+  if (e.kind == ExprKind::kRegex) {
+    try {
+      plan->regexes.emplace(&e, std::regex(e.text, std::regex::ECMAScript | std::regex::optimize));
+    } catch (const std::regex_error& err) {
+      return ErrorAt(e, "bad regular expression /" + e.text + "/: " + err.what());
+    }
+  }
+  for (const auto& c : e.children) GPULSE_RETURN_IF_ERROR(CompileRegexes(*c, plan));
+  return Status::Ok();
+}
+
+// --- Row evaluation (conditions, raw values) -------------------------------
+
+struct RowRef {
+  const InSeries* series;
+  const std::vector<Column>* cols;
+  const std::vector<std::vector<int32_t>>* pos;  // per field, per row
+  size_t row;
+};
+
+QueryValue EvalRow(const Expr& e, const Plan& plan, const RowRef& r, int64_t now_ns) {
+  switch (e.kind) {
+    case ExprKind::kVarRef: {
+      if (plan.IsField(e)) {
+        for (size_t f = 0; f < plan.fields.size(); ++f) {
+          if (plan.fields[f] != e.text) continue;
+          const int32_t p = (*r.pos)[f][r.row];
+          return p < 0 ? QueryValue{} : CellOf((*r.cols)[f], static_cast<size_t>(p));
+        }
+        return std::monostate{};
+      }
+      return TagValue(r.series->tags, e.text);
+    }
+    case ExprKind::kInteger:
+      return e.int_value;
+    case ExprKind::kFloat:
+      return e.float_value;
+    case ExprKind::kString:
+      return e.text;
+    case ExprKind::kBool:
+      return e.bool_value;
+    case ExprKind::kDuration: {
+      Result<int64_t> ns = DurationNanos(e);
+      return ns.ok() ? QueryValue(*ns) : QueryValue{};
+    }
+    case ExprKind::kUnary: {
+      QueryValue v = EvalRow(*e.children[0], plan, r, now_ns);
+      if (e.unary_op == UnaryOp::kNot) return v.index() == 0 ? QueryValue{} : !IsTrue(v);
+      return ApplyBinary(BinaryOp::kSub, int64_t{0}, v);
+    }
+    case ExprKind::kIn: {
+      QueryValue v = EvalRow(*e.children[0], plan, r, now_ns);
+      bool found = false;
+      for (size_t i = 1; i < e.children.size() && !found; ++i) {
+        found = IsTrue(ApplyBinary(BinaryOp::kEq, v, EvalRow(*e.children[i], plan, r, now_ns)));
+      }
+      return found != e.negated;
+    }
+    case ExprKind::kBinary: {
+      if (e.binary_op == BinaryOp::kAnd || e.binary_op == BinaryOp::kOr) {
+        const bool a = IsTrue(EvalRow(*e.children[0], plan, r, now_ns));
+        if (e.binary_op == BinaryOp::kAnd && !a) return false;
+        if (e.binary_op == BinaryOp::kOr && a) return true;
+        return IsTrue(EvalRow(*e.children[1], plan, r, now_ns));
+      }
+      QueryValue a = EvalRow(*e.children[0], plan, r, now_ns);
+      if (e.binary_op == BinaryOp::kEqRegex || e.binary_op == BinaryOp::kNeqRegex) {
+        auto it = plan.regexes.find(e.children[1].get());
+        if (a.index() != 5 || it == plan.regexes.end()) return e.binary_op == BinaryOp::kNeqRegex;
+        const bool m = std::regex_search(std::get<std::string>(a), it->second);
+        return m == (e.binary_op == BinaryOp::kEqRegex);
+      }
+      return ApplyBinary(e.binary_op, a, EvalRow(*e.children[1], plan, r, now_ns));
+    }
+    case ExprKind::kCall: {
+      if (e.text == "now") return now_ns;
+      std::vector<QueryValue> args;
+      for (const auto& c : e.children) args.push_back(EvalRow(*c, plan, r, now_ns));
+      Result<QueryValue> v = ApplyMath(e.text, args);
+      return v.ok() ? *v : QueryValue{};
+    }
+    default:
+      return std::monostate{};
+  }
+}
+
+// Whether the condition holds for every row of a series (true), none
+// (false), or depends on field values (nullopt): tags are known per series.
+std::optional<bool> TagTruth(const Expr& e, const Plan& plan, const InSeries& s) {
+  if (e.kind == ExprKind::kBinary &&
+      (e.binary_op == BinaryOp::kAnd || e.binary_op == BinaryOp::kOr)) {
+    const auto a = TagTruth(*e.children[0], plan, s);
+    const auto b = TagTruth(*e.children[1], plan, s);
+    if (e.binary_op == BinaryOp::kAnd) {
+      if ((a && !*a) || (b && !*b)) return false;
+      if (a && b) return true;
+      return std::nullopt;
+    }
+    if ((a && *a) || (b && *b)) return true;
+    if (a && b) return false;
+    return std::nullopt;
+  }
+  if (e.kind == ExprKind::kUnary && e.unary_op == UnaryOp::kNot) {
+    const auto a = TagTruth(*e.children[0], plan, s);
+    if (a) return !*a;
+    return std::nullopt;
+  }
+  // A leaf condition: known when it names no field.
+  std::function<bool(const Expr&)> names_field = [&](const Expr& x) {
+    if (x.kind == ExprKind::kVarRef && plan.IsField(x)) return true;
+    for (const auto& c : x.children) {
+      if (names_field(*c)) return true;
+    }
+    return false;
+  };
+  if (names_field(e)) return std::nullopt;
+  static const std::vector<Column> kNoCols;
+  static const std::vector<std::vector<int32_t>> kNoPos;
+  RowRef r{&s, &kNoCols, &kNoPos, 0};
+  return IsTrue(EvalRow(e, plan, r, 0));
+}
+
+// --- Planning ----------------------------------------------------------------
+
+Status CheckAggregateArgs(const Expr& call, Plan* plan, const std::string& field, AggSpec* spec) {
+  double pct = 0;
+  if (!LookupAggregate(call.text, &spec->kind, &pct)) {
+    return ErrorAt(call, call.text + "() is not available yet");
+  }
+  spec->percentile = pct;
+  spec->type = plan->all_fields.count(field) ? plan->all_fields[field] : FieldType::kFloat;
+  if (plan->all_fields.count(field) && !AcceptsType(spec->kind, spec->type)) {
+    static const char* kTypeNames[] = {"", "float", "integer", "unsigned", "boolean", "string"};
+    return ErrorAt(call, call.text + "() cannot take the " +
+                             kTypeNames[static_cast<int>(spec->type)] + " field '" + field + "'");
+  }
+  const size_t n = call.children.size();
+  if (spec->kind == AggKind::kPercentile && call.text == "percentile") {
+    const Expr& p = *call.children[1];
+    if (p.kind == ExprKind::kInteger) {
+      spec->percentile = static_cast<double>(p.int_value);
+    } else if (p.kind == ExprKind::kFloat) {
+      spec->percentile = p.float_value;
+    } else {
+      return ErrorAt(p, "percentile() takes a number from 0 to 100 as its second argument");
+    }
+    if (spec->percentile < 0 || spec->percentile > 100) {
+      return ErrorAt(p, "percentile() takes a number from 0 to 100 as its second argument");
+    }
+  }
+  if (spec->kind == AggKind::kTop || spec->kind == AggKind::kBottom) {
+    if (n != 2 || call.children[1]->kind != ExprKind::kInteger || call.children[1]->int_value < 1) {
+      return ErrorAt(call, call.text + "() takes a field and a count of at least 1, as in " +
+                               call.text + "(util, 3)");
+    }
+    spec->n = call.children[1]->int_value;
+  }
+  if (spec->kind == AggKind::kIntegral && n == 2) {
+    if (call.children[1]->kind != ExprKind::kDuration) {
+      return ErrorAt(*call.children[1],
+                     "integral() takes a duration unit, as in integral(power_w, 1h)");
+    }
+    Result<int64_t> unit = DurationNanos(*call.children[1]);
+    if (!unit.ok()) return unit.status();
+    if (*unit <= 0) return ErrorAt(*call.children[1], "integral() needs a positive unit");
+    spec->unit_ns = *unit;
+  }
+  return Status::Ok();
+}
+
+// Walks a field expression of an aggregate query: registers its aggregate
+// calls as slots and checks that no field is used outside one.
+Status PlanAggregates(const Expr& e, Plan* plan) {
+  if (IsAggregateCall(e)) {
+    const Expr& arg = *e.children[0];
+    if (arg.kind != ExprKind::kVarRef) {
+      return ErrorAt(arg, e.text + "() takes a field name as its first argument");
+    }
+    AggSlot slot;
+    GPULSE_RETURN_IF_ERROR(CheckAggregateArgs(e, plan, arg.text, &slot.spec));
+    slot.field = plan->IsField(arg) ? plan->FieldIndex(arg.text) : -1;
+    plan->slot_of[&e] = static_cast<int>(plan->slots.size());
+    plan->slots.push_back(slot);
+    return Status::Ok();
+  }
+  if (e.kind == ExprKind::kVarRef) {
+    return ErrorAt(e, "mixing aggregate and non-aggregate queries is not supported: '" + e.text +
+                          "' needs an aggregate such as mean(" + e.text + ")");
+  }
+  if (e.kind == ExprKind::kWildcard || e.kind == ExprKind::kRegex) {
+    return ErrorAt(e, "a wildcard is only valid as the argument of a function here");
+  }
+  if (e.kind == ExprKind::kCall && KindOf(e) == FunctionKind::kTransformation) {
+    GPULSE_RETURN_IF_ERROR(PlanAggregates(*e.children[0], plan));
+    return Status::Ok();  // the second argument is a literal
+  }
+  for (const auto& c : e.children) GPULSE_RETURN_IF_ERROR(PlanAggregates(*c, plan));
+  return Status::Ok();
+}
+
+bool IsArithmetic(BinaryOp op) {
+  return op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul ||
+         op == BinaryOp::kDiv || op == BinaryOp::kMod;
+}
+
+Status PlanRawRefs(const Expr& e, Plan* plan) {
+  if (e.kind == ExprKind::kBinary && IsArithmetic(e.binary_op)) {
+    for (const auto& c : e.children) {
+      if (c->kind == ExprKind::kVarRef && !plan->IsField(*c)) {
+        return ErrorAt(*c, "'" + c->text + "' is a tag (or names nothing); only fields and " +
+                               "numbers take part in arithmetic");
+      }
+    }
+  }
+  if (e.kind == ExprKind::kVarRef) {
+    if (plan->IsField(e)) plan->FieldIndex(e.text);
+    return Status::Ok();
+  }
+  if (e.kind == ExprKind::kCall) {
+    const FunctionKind k = KindOf(e);
+    if (k == FunctionKind::kTransformation) {
+      plan->transformed = true;
+      return PlanRawRefs(*e.children[0], plan);
+    }
+    if (k == FunctionKind::kDomain) return ErrorAt(e, e.text + "() is not available yet");
+  }
+  for (const auto& c : e.children) GPULSE_RETURN_IF_ERROR(PlanRawRefs(*c, plan));
+  return Status::Ok();
+}
+
+void FieldRefsOf(const Expr& e, Plan* plan) {
+  if (e.kind == ExprKind::kVarRef && plan->IsField(e)) plan->FieldIndex(e.text);
+  for (const auto& c : e.children) FieldRefsOf(*c, plan);
+}
+
+std::unique_ptr<Expr> MakeRef(const std::string& name, Position pos, VarType type) {
+  auto r = std::make_unique<Expr>();
+  r->kind = ExprKind::kVarRef;
+  r->text = name;
+  r->pos = pos;
+  r->var_type = type;
+  return r;
+}
+
+Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
+                 const std::string& measurement, const std::vector<InSeries>& all_series,
+                 Plan* plan) {
+  plan->measurement = measurement;
+  std::vector<FieldInfo> fields;
+  GPULSE_RETURN_IF_ERROR(input->Fields(measurement, &fields));
+  for (const FieldInfo& f : fields) plan->all_fields[f.name] = f.type;
+  for (const InSeries& in : all_series) {
+    for (const Tag& t : in.tags) plan->tag_keys.insert(t.key);
+  }
+
+  // Output expressions, with * and /regex/ expanded.
+  for (const SelectField& f : s.fields) {
+    const Expr& e = *f.expr;
+    if (IsTimeRef(e)) continue;  // time is always the first column
+    if (e.kind == ExprKind::kWildcard || e.kind == ExprKind::kRegex) {
+      std::optional<std::regex> re;
+      if (e.kind == ExprKind::kRegex) re.emplace(e.text);
+      std::set<std::pair<std::string, VarType>> names;
+      if (e.var_type != VarType::kTag) {
+        for (const auto& [name, _] : plan->all_fields) names.insert({name, VarType::kField});
+      }
+      if (e.var_type != VarType::kField) {
+        for (const std::string& k : plan->tag_keys) names.insert({k, VarType::kTag});
+      }
+      for (const auto& [name, type] : names) {
+        if (re && !std::regex_search(name, *re)) continue;
+        plan->owned.push_back(MakeRef(name, e.pos, type));
+        plan->outputs.push_back({plan->owned.back().get(), name});
+      }
+      continue;
+    }
+    if (e.kind == ExprKind::kCall && !e.children.empty() &&
+        (e.children[0]->kind == ExprKind::kWildcard || e.children[0]->kind == ExprKind::kRegex)) {
+      std::optional<std::regex> re;
+      if (e.children[0]->kind == ExprKind::kRegex) re.emplace(e.children[0]->text);
+      AggKind kind;
+      double pct;
+      const bool agg = LookupAggregate(e.text, &kind, &pct);
+      for (const auto& [name, type] : plan->all_fields) {
+        if (re && !std::regex_search(name, *re)) continue;
+        if (agg && !AcceptsType(kind, type)) continue;
+        auto c = Clone(e);
+        c->children[0] = MakeRef(name, e.children[0]->pos, VarType::kField);
+        plan->owned.push_back(std::move(c));
+        plan->outputs.push_back(
+            {plan->owned.back().get(), (f.alias.empty() ? e.text : f.alias) + "_" + name});
+      }
+      continue;
+    }
+    plan->outputs.push_back({&e, f.alias.empty() ? DefaultName(e) : f.alias});
+  }
+  if (plan->outputs.empty()) {
+    return Status::InvalidArgument("SELECT names no field of " + measurement);
+  }
+  // Duplicate names get _1, _2, as InfluxDB does.
+  std::map<std::string, int> seen;
+  for (OutExpr& o : plan->outputs) {
+    const int n = seen[o.name]++;
+    if (n > 0) o.name += "_" + std::to_string(n);
+  }
+
+  for (const OutExpr& o : plan->outputs) {
+    if (HasAggregate(*o.expr)) plan->aggregate = true;
+    if (HasTransformation(*o.expr)) plan->transformed = true;
+  }
+  if (plan->aggregate) {
+    for (const OutExpr& o : plan->outputs) GPULSE_RETURN_IF_ERROR(PlanAggregates(*o.expr, plan));
+    for (const AggSlot& slot : plan->slots) {
+      if (IsMultiRow(slot.spec.kind) && plan->outputs.size() > 1) {
+        return Status::InvalidArgument(
+            "top(), bottom() and distinct() must be the only expression of their SELECT");
+      }
+    }
+    const Expr& only = *plan->outputs[0].expr;
+    plan->multirow = plan->slots.size() == 1 && IsMultiRow(plan->slots[0].spec.kind);
+    plan->lone_selector = plan->outputs.size() == 1 && plan->slots.size() == 1 &&
+                          IsAggregateCall(only) && IsSelector(plan->slots[0].spec.kind);
+    if (plan->lone_selector) plan->slots[0].spec.need_time = true;
+  } else {
+    for (const OutExpr& o : plan->outputs) GPULSE_RETURN_IF_ERROR(PlanRawRefs(*o.expr, plan));
+  }
+
+  // WHERE.
+  if (s.condition) {
+    GPULSE_RETURN_IF_ERROR(ExtractTime(*s.condition, ctx->now_ns(), plan, &plan->owned_condition));
+    if (plan->owned_condition) {
+      plan->condition = plan->owned_condition.get();
+      GPULSE_RETURN_IF_ERROR(CompileRegexes(*plan->condition, plan));
+      FieldRefsOf(*plan->condition, plan);
+      CollectEq(*plan->condition, *plan, &plan->eq);
+    }
+  }
+
+  // GROUP BY.
+  std::set<std::string> dims;
+  for (const auto& d : s.dimensions) {
+    if (d->kind == ExprKind::kCall && d->text == "time") {
+      if (!plan->aggregate) {
+        return ErrorAt(*d, "GROUP BY time() needs an aggregate function such as mean(util)");
+      }
+      if (plan->bucketer) return ErrorAt(*d, "GROUP BY has more than one time()");
+      int64_t offset = 0;
+      if (d->children.size() == 2) {
+        const Expr& o = *d->children[1];
+        const bool neg = o.kind == ExprKind::kUnary;
+        Result<int64_t> ns = DurationNanos(neg ? *o.children[0] : o);
+        if (!ns.ok()) return ns.status();
+        offset = neg ? -*ns : *ns;
+      }
+      Result<Bucketer> b = Bucketer::Make(d->children[0]->duration, offset, s.timezone);
+      if (!b.ok()) return ErrorAt(*d, b.status().message());
+      plan->bucketer = *b;
+      plan->interval_text = DurationToString(d->children[0]->duration);
+    } else if (d->kind == ExprKind::kWildcard) {
+      dims.insert(plan->tag_keys.begin(), plan->tag_keys.end());
+    } else if (d->kind == ExprKind::kRegex) {
+      std::regex re(d->text);
+      for (const std::string& k : plan->tag_keys) {
+        if (std::regex_search(k, re)) dims.insert(k);
+      }
+    } else if (d->kind == ExprKind::kVarRef) {
+      dims.insert(d->text);
+    }
+  }
+  plan->dims.assign(dims.begin(), dims.end());
+  for (const std::string& d : plan->dims) {
+    int f = -1;
+    if (!plan->tag_keys.count(d) && plan->all_fields.count(d)) {
+      if (plan->all_fields[d] != FieldType::kString) {
+        return Status::InvalidArgument("GROUP BY " + d +
+                                       ": only tags and string fields can group a query");
+      }
+      f = plan->FieldIndex(d);
+      plan->field_dims = true;
+    }
+    plan->dim_field.push_back(f);
+  }
+
+  plan->fill = s.fill == FillKind::kUnset ? FillKind::kNull : s.fill;
+  if (s.fill_value) {
+    const Expr* v = s.fill_value.get();
+    const bool neg = v->kind == ExprKind::kUnary;
+    if (neg) v = v->children[0].get();
+    plan->fill_value = v->kind == ExprKind::kInteger
+                           ? QueryValue(neg ? -v->int_value : v->int_value)
+                           : QueryValue(neg ? -v->float_value : v->float_value);
+  }
+  return Status::Ok();
+}
+
+// --- Running -------------------------------------------------------------------
+
+using GroupKey = std::vector<std::string>;
+
+struct GroupAcc {
+  // bucket start (INT64_MIN without time buckets) -> one state per slot
+  std::map<int64_t, std::vector<std::unique_ptr<AggState>>> buckets;
+};
+
+using GroupMap = std::map<GroupKey, GroupAcc>;
+
+std::vector<std::unique_ptr<AggState>>& StatesFor(const Plan& plan, GroupAcc* g, int64_t bucket) {
+  auto [it, inserted] = g->buckets.try_emplace(bucket);
+  if (inserted) {
+    it->second.reserve(plan.slots.size());
+    for (const AggSlot& slot : plan.slots) it->second.push_back(NewAggState(slot.spec));
+  }
+  return it->second;
+}
+
+// Folds positions idx (ascending, into col) into the states of group g,
+// bucket by bucket.
+void FoldIndexes(const Plan& plan, GroupAcc* g, size_t slot, const Column& col,
+                 const std::vector<uint32_t>& idx) {
+  size_t i = 0;
+  while (i < idx.size()) {
+    size_t j = idx.size();
+    int64_t b = INT64_MIN;
+    if (plan.bucketer) {
+      b = plan.bucketer->Start(col.ts[idx[i]]);
+      const int64_t next = plan.bucketer->Next(b);
+      j = i + 1;
+      while (j < idx.size() && col.ts[idx[j]] < next) ++j;
+    }
+    StatesFor(plan, g, b)[slot]->AddIndexes(col, idx.data() + i, j - i);
+    i = j;
+  }
+}
+
+// Joins a series' columns on time: the sorted union of their timestamps, and
+// for each field its position at each row (-1: no point there).
+void Join(const std::vector<Column>& cols, std::vector<int64_t>* ts,
+          std::vector<std::vector<int32_t>>* pos) {
+  ts->clear();
+  const Column* first = nullptr;
+  bool same = true;
+  for (const Column& c : cols) {
+    if (c.ts.empty()) continue;
+    if (!first) {
+      first = &c;
+    } else if (c.ts != first->ts) {
+      same = false;
+    }
+  }
+  pos->assign(cols.size(), {});
+  if (!first) return;
+  if (same) {
+    *ts = first->ts;
+  } else {
+    for (const Column& c : cols) ts->insert(ts->end(), c.ts.begin(), c.ts.end());
+    std::sort(ts->begin(), ts->end());
+    ts->erase(std::unique(ts->begin(), ts->end()), ts->end());
+  }
+  for (size_t f = 0; f < cols.size(); ++f) {
+    std::vector<int32_t>& p = (*pos)[f];
+    p.assign(ts->size(), -1);
+    const Column& c = cols[f];
+    size_t k = 0;
+    for (size_t r = 0; r < ts->size() && k < c.ts.size(); ++r) {
+      if (c.ts[k] == (*ts)[r]) p[r] = static_cast<int32_t>(k++);
+    }
+  }
+}
+
+// Runs fn(worker, i) for i in [0, n) on up to two worker threads (more on
+// machines with more cores), each taking a contiguous block so results
+// merge in series order; polls for cancellation meanwhile.
+Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
+                   const std::function<Status(size_t worker, size_t i)>& fn) {
+  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t workers = std::min<size_t>({hw, 8, std::max<size_t>(1, n / 8)});
+  *workers_out = workers;
+  auto run_block = [&](size_t w) {
+    const size_t begin = n * w / workers, end = n * (w + 1) / workers;
+    for (size_t i = begin; i < end && !ctx->stopped(); ++i) {
+      Status st = fn(w, i);
+      if (!st.ok()) {
+        ctx->Stop(std::move(st));
+        return;
+      }
+    }
+  };
+  if (workers == 1) {
+    for (size_t i = 0; i < n; ++i) {
+      GPULSE_RETURN_IF_ERROR(ctx->Poll());
+      GPULSE_RETURN_IF_ERROR(fn(0, i));
+    }
+    return ctx->stopped() ? ctx->stop_status() : Status::Ok();
+  }
+  std::atomic<size_t> done{0};
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) {
+    threads.emplace_back([&, w] {
+      run_block(w);
+      done.fetch_add(1);
+    });
+  }
+  std::thread poller([&] {
+    while (done.load() < workers) {
+      if (!ctx->Poll().ok()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  run_block(0);
+  done.fetch_add(1);
+  for (auto& t : threads) t.join();
+  poller.join();
+  return ctx->stopped() ? ctx->stop_status() : Status::Ok();
+}
+
+GroupKey TagKeyOf(const Plan& plan, const InSeries& s) {
+  GroupKey key;
+  key.reserve(plan.dims.size());
+  for (size_t d = 0; d < plan.dims.size(); ++d) {
+    key.push_back(plan.dim_field[d] < 0 ? TagValue(s.tags, plan.dims[d]) : std::string());
+  }
+  return key;
+}
+
+std::vector<Tag> TagsOf(const Plan& plan, const GroupKey& key) {
+  std::vector<Tag> tags;
+  for (size_t d = 0; d < plan.dims.size(); ++d) tags.push_back({plan.dims[d], key[d]});
+  return tags;
+}
+
+// Evaluates an output expression over the rows of one output series.
+using LeafFn = std::function<Result<std::vector<QueryValue>>(const Expr&)>;
+
+Result<std::vector<QueryValue>> EvalColumn(const Expr& e, const std::vector<int64_t>& times,
+                                           const LeafFn& leaf) {
+  const size_t n = times.size();
+  switch (e.kind) {
+    case ExprKind::kVarRef:
+      return leaf(e);
+    case ExprKind::kInteger:
+      return std::vector<QueryValue>(n, e.int_value);
+    case ExprKind::kFloat:
+      return std::vector<QueryValue>(n, e.float_value);
+    case ExprKind::kString:
+      return std::vector<QueryValue>(n, e.text);
+    case ExprKind::kBool:
+      return std::vector<QueryValue>(n, e.bool_value);
+    case ExprKind::kUnary: {
+      auto v = EvalColumn(*e.children[0], times, leaf);
+      if (!v.ok()) return v;
+      for (QueryValue& x : *v) {
+        x = e.unary_op == UnaryOp::kNot ? QueryValue(!IsTrue(x))
+                                        : ApplyBinary(BinaryOp::kSub, int64_t{0}, x);
+      }
+      return v;
+    }
+    case ExprKind::kBinary: {
+      if (e.binary_op == BinaryOp::kEqRegex || e.binary_op == BinaryOp::kNeqRegex) {
+        return ErrorAt(e, "=~ and !~ belong in WHERE");
+      }
+      auto a = EvalColumn(*e.children[0], times, leaf);
+      if (!a.ok()) return a;
+      auto b = EvalColumn(*e.children[1], times, leaf);
+      if (!b.ok()) return b;
+      for (size_t i = 0; i < n; ++i) (*a)[i] = ApplyBinary(e.binary_op, (*a)[i], (*b)[i]);
+      return a;
+    }
+    case ExprKind::kCall: {
+      const FunctionKind k = KindOf(e);
+      if (k == FunctionKind::kAggregate || k == FunctionKind::kSelector) return leaf(e);
+      if (k == FunctionKind::kTransformation) {
+        auto v = EvalColumn(*e.children[0], times, leaf);
+        if (!v.ok()) return v;
+        int64_t arg2 = 0;
+        if (e.children.size() == 2) {
+          const Expr& a = *e.children[1];
+          if (a.kind == ExprKind::kDuration) {
+            Result<int64_t> ns = DurationNanos(a);
+            if (!ns.ok()) return ns.status();
+            arg2 = *ns;
+          } else if (a.kind == ExprKind::kInteger) {
+            arg2 = a.int_value;
+          } else {
+            return ErrorAt(a, e.text + "() takes a duration or an integer as its second argument");
+          }
+          if (e.text == "increase") return ErrorAt(a, "increase() takes one argument");
+        }
+        return ApplyTransformation(e.text, times, *v, arg2);
+      }
+      if (k == FunctionKind::kMath) {
+        std::vector<std::vector<QueryValue>> args;
+        for (const auto& c : e.children) {
+          auto v = EvalColumn(*c, times, leaf);
+          if (!v.ok()) return v;
+          args.push_back(std::move(*v));
+        }
+        std::vector<QueryValue> out(n);
+        std::vector<QueryValue> row(args.size());
+        for (size_t i = 0; i < n; ++i) {
+          for (size_t a = 0; a < args.size(); ++a) row[a] = args[a][i];
+          Result<QueryValue> v = ApplyMath(e.text, row);
+          if (!v.ok()) return ErrorAt(e, v.status().message());
+          out[i] = std::move(*v);
+        }
+        return out;
+      }
+      return ErrorAt(e, e.text + "() is not available yet");
+    }
+    default:
+      return ErrorAt(e, e.ToString() + " cannot be selected");
+  }
+}
+
+// ORDER BY, OFFSET and LIMIT on one series' rows.
+void OrderAndLimit(const SelectStatement& s, ResultSeries* rs) {
+  if (s.order == SortOrder::kDesc) std::reverse(rs->values.begin(), rs->values.end());
+  const size_t off = static_cast<size_t>(std::max<int64_t>(0, s.offset.value_or(0)));
+  if (off > 0) {
+    rs->values.erase(rs->values.begin(),
+                     rs->values.begin() + static_cast<ptrdiff_t>(std::min(off, rs->values.size())));
+  }
+  if (s.limit && *s.limit > 0 && rs->values.size() > static_cast<size_t>(*s.limit)) {
+    rs->values.resize(static_cast<size_t>(*s.limit));
+  }
+}
+
+std::string RangeText(const Plan& plan) {
+  auto t = [](int64_t ns) { return FormatValue(QueryValue(ns), true, TimeFormat::kRfc3339); };
+  return "[" + (plan.has_lo ? t(plan.lo) : std::string("-inf")) + ", " +
+         (plan.has_hi ? t(plan.hi) : std::string("+inf")) + ")";
+}
+
+// --- Aggregate queries --------------------------------------------------------
+
+Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* plan,
+                    const std::vector<InSeries>& series, std::vector<ResultSeries>* out) {
+  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  std::vector<GroupMap> partial(std::min<size_t>(hw, 8));
+  const std::vector<std::string>& fields = plan->fields;
+  size_t workers = 1;
+
+  Status st = ParallelFor(ctx, series.size(), &workers, [&](size_t w, size_t i) -> Status {
+    const InSeries& in = series[i];
+    std::optional<bool> truth = true;
+    if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
+    if (truth && !*truth) return Status::Ok();
+    std::vector<Column> cols;
+    GPULSE_RETURN_IF_ERROR(input->Read(in, fields, plan->lo, plan->hi, &cols));
+    uint64_t points = 0;
+    for (const Column& c : cols) points += c.size();
+    if (points == 0) return Status::Ok();
+    ctx->series_read.fetch_add(1);
+    ctx->CountPoints(points);
+    GroupMap& groups = partial[w];
+
+    if (truth && !plan->field_dims) {
+      // Fast path: every point of the series counts; fold runs per bucket.
+      GroupAcc& g = groups[TagKeyOf(*plan, in)];
+      for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+        const int f = plan->slots[slot].field;
+        if (f < 0) continue;
+        const Column& col = cols[static_cast<size_t>(f)];
+        const size_t n = col.size();
+        size_t i0 = 0;
+        while (i0 < n) {
+          int64_t b = INT64_MIN;
+          size_t i1 = n;
+          if (plan->bucketer) {
+            b = plan->bucketer->Start(col.ts[i0]);
+            const int64_t next = plan->bucketer->Next(b);
+            i1 = static_cast<size_t>(
+                std::lower_bound(col.ts.begin() + static_cast<ptrdiff_t>(i0), col.ts.end(), next) -
+                col.ts.begin());
+          }
+          StatesFor(*plan, &g, b)[slot]->AddRange(col, i0, i1);
+          i0 = i1;
+        }
+      }
+      return Status::Ok();
+    }
+
+    // Rows: the condition on fields, and string-field groups, per row.
+    std::vector<int64_t> ts;
+    std::vector<std::vector<int32_t>> pos;
+    Join(cols, &ts, &pos);
+    const GroupKey base = TagKeyOf(*plan, in);
+    std::map<GroupKey, std::vector<std::vector<uint32_t>>> picked;  // group -> slot -> positions
+    for (size_t r = 0; r < ts.size(); ++r) {
+      RowRef row{&in, &cols, &pos, r};
+      if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
+      GroupKey key = base;
+      for (size_t d = 0; d < plan->dims.size(); ++d) {
+        const int f = plan->dim_field[d];
+        if (f < 0) continue;
+        const int32_t p = pos[static_cast<size_t>(f)][r];
+        key[d] =
+            p < 0 ? std::string() : cols[static_cast<size_t>(f)].strings[static_cast<size_t>(p)];
+      }
+      auto& lists = picked[key];
+      lists.resize(plan->slots.size());
+      for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+        const int f = plan->slots[slot].field;
+        if (f < 0) continue;
+        const int32_t p = pos[static_cast<size_t>(f)][r];
+        if (p >= 0) lists[slot].push_back(static_cast<uint32_t>(p));
+      }
+    }
+    for (auto& [key, lists] : picked) {
+      GroupAcc& g = groups[key];
+      for (size_t slot = 0; slot < lists.size(); ++slot) {
+        const int f = plan->slots[slot].field;
+        if (f >= 0 && !lists[slot].empty()) {
+          FoldIndexes(*plan, &g, slot, cols[static_cast<size_t>(f)], lists[slot]);
+        }
+      }
+    }
+    return Status::Ok();
+  });
+  GPULSE_RETURN_IF_ERROR(st);
+
+  // Merge the workers' groups in worker order (= series order).
+  GroupMap groups = std::move(partial[0]);
+  for (size_t w = 1; w < partial.size(); ++w) {
+    for (auto& [key, acc] : partial[w]) {
+      GroupAcc& into = groups[key];
+      for (auto& [b, states] : acc.buckets) {
+        auto& mine = StatesFor(*plan, &into, b);
+        for (size_t k = 0; k < states.size(); ++k) mine[k]->Merge(states[k].get());
+      }
+    }
+  }
+
+  // The buckets every group answers for.
+  std::vector<int64_t> all_buckets;
+  if (plan->bucketer && !groups.empty()) {
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    for (const auto& [key, acc] : groups) {
+      if (acc.buckets.empty()) continue;
+      first = std::min(first, acc.buckets.begin()->first);
+      last = std::max(last, acc.buckets.rbegin()->first);
+    }
+    if (plan->has_lo) first = plan->bucketer->Start(plan->lo);
+    if (plan->has_hi) last = plan->bucketer->Start(plan->hi - 1);
+    if (first <= last && plan->fill != FillKind::kNone) {
+      const double estimate = (static_cast<double>(last) - static_cast<double>(first)) /
+                                  static_cast<double>(plan->bucketer->MinWidth()) +
+                              1;
+      if (estimate * static_cast<double>(groups.size()) >
+          static_cast<double>(ctx->options().limits.max_rows)) {
+        return Status::ResourceExhausted(
+            "GROUP BY time(" + plan->interval_text + ") over " + RangeText(*plan) +
+            " makes about " + std::to_string(static_cast<uint64_t>(estimate)) +
+            " buckets for each of " + std::to_string(groups.size()) + " groups, more than " +
+            std::to_string(ctx->options().limits.max_rows) +
+            " rows (limit max_rows); narrow the time range or widen the interval");
+      }
+      for (int64_t b = first; b <= last; b = plan->bucketer->Next(b)) all_buckets.push_back(b);
+    } else if (first <= last) {
+      for (const auto& [key, acc] : groups) {
+        for (const auto& [b, _] : acc.buckets) {
+          if (b >= first && b <= last) all_buckets.push_back(b);
+        }
+      }
+      std::sort(all_buckets.begin(), all_buckets.end());
+      all_buckets.erase(std::unique(all_buckets.begin(), all_buckets.end()), all_buckets.end());
+    }
+  }
+  if (ctx->explain) {
+    ctx->plan_lines.push_back("  groups: " + std::to_string(groups.size()) +
+                              (plan->bucketer
+                                   ? ", buckets per group: " + std::to_string(all_buckets.size()) +
+                                         " of time(" + plan->interval_text + ")"
+                                   : ""));
+  }
+
+  uint64_t rows_out = 0;
+  for (auto& [key, acc] : groups) {
+    bool any = false;
+    for (auto& [b, states] : acc.buckets) {
+      for (auto& st2 : states) any = any || !st2->empty();
+    }
+    if (!any) continue;
+
+    std::vector<int64_t> buckets;
+    if (plan->bucketer) {
+      if (plan->fill == FillKind::kNone) {
+        for (auto& [b, states] : acc.buckets) {
+          if (std::binary_search(all_buckets.begin(), all_buckets.end(), b)) buckets.push_back(b);
+        }
+      } else {
+        buckets = all_buckets;
+      }
+    } else {
+      buckets.push_back(INT64_MIN);
+    }
+
+    ResultSeries rs;
+    rs.name = plan->measurement;
+    rs.tags = TagsOf(*plan, key);
+    rs.columns.push_back("time");
+    for (const OutExpr& o : plan->outputs) rs.columns.push_back(o.name);
+
+    // Slot results per bucket; `filled` marks buckets without points.
+    const size_t nb = buckets.size(), ns = plan->slots.size();
+    std::vector<std::vector<QueryValue>> slot_vals(ns, std::vector<QueryValue>(nb));
+    std::vector<bool> empty_bucket(nb, true);
+    std::vector<int64_t> times(nb);
+    for (size_t bi = 0; bi < nb; ++bi) {
+      const int64_t b = buckets[bi];
+      times[bi] = plan->bucketer ? b : (plan->has_lo ? plan->lo : 0);
+      auto it = acc.buckets.find(b);
+      if (it == acc.buckets.end()) continue;
+      for (size_t k = 0; k < ns; ++k) {
+        AggState& state = *it->second[k];
+        if (!state.empty()) empty_bucket[bi] = false;
+        slot_vals[k][bi] = state.Result();
+        if (plan->lone_selector && !plan->bucketer && state.SelectedTime() != INT64_MIN) {
+          times[bi] = state.SelectedTime();
+        }
+      }
+    }
+    // FILL for buckets without points.
+    if (plan->bucketer && plan->fill != FillKind::kNull && plan->fill != FillKind::kNone) {
+      for (size_t k = 0; k < ns; ++k) {
+        std::vector<QueryValue>& v = slot_vals[k];
+        if (plan->fill == FillKind::kValue) {
+          for (size_t bi = 0; bi < nb; ++bi) {
+            if (empty_bucket[bi]) v[bi] = plan->fill_value;
+          }
+        } else if (plan->fill == FillKind::kPrevious) {
+          for (size_t bi = 1; bi < nb; ++bi) {
+            if (empty_bucket[bi] && v[bi].index() == 0) v[bi] = v[bi - 1];
+          }
+        } else if (plan->fill == FillKind::kLinear) {
+          size_t prev = SIZE_MAX;
+          for (size_t bi = 0; bi < nb; ++bi) {
+            if (v[bi].index() == 0) continue;
+            if (prev != SIZE_MAX && bi > prev + 1) {
+              double a = 0, c = 0;
+              if (ToDouble(v[prev], &a) && ToDouble(v[bi], &c)) {
+                for (size_t m = prev + 1; m < bi; ++m) {
+                  const double x = a + (c - a) * static_cast<double>(times[m] - times[prev]) /
+                                           static_cast<double>(times[bi] - times[prev]);
+                  v[m] = v[bi].index() == 2 && v[prev].index() == 2
+                             ? QueryValue(static_cast<int64_t>(x))
+                             : QueryValue(x);
+                }
+              }
+            }
+            prev = bi;
+          }
+        }
+      }
+    }
+
+    if (plan->multirow) {
+      // top/bottom/distinct: several rows per bucket.
+      for (size_t bi = 0; bi < nb; ++bi) {
+        auto it = acc.buckets.find(buckets[bi]);
+        if (it == acc.buckets.end()) continue;
+        std::vector<std::pair<int64_t, QueryValue>> rows;
+        it->second[0]->Rows(&rows);
+        for (auto& [t, v] : rows) {
+          rs.values.push_back(
+              {QueryValue(t == INT64_MIN || plan->bucketer ? times[bi] : t), std::move(v)});
+        }
+      }
+    } else {
+      std::vector<std::vector<QueryValue>> cols;
+      const LeafFn leaf = [&](const Expr& e) -> Result<std::vector<QueryValue>> {
+        auto it = plan->slot_of.find(&e);
+        if (it == plan->slot_of.end()) return ErrorAt(e, "internal: no slot for " + e.ToString());
+        return slot_vals[static_cast<size_t>(it->second)];
+      };
+      for (const OutExpr& o : plan->outputs) {
+        auto v = EvalColumn(*o.expr, times, leaf);
+        if (!v.ok()) return v.status();
+        cols.push_back(std::move(*v));
+      }
+      const bool drop_empty = plan->fill == FillKind::kNone || plan->transformed;
+      for (size_t bi = 0; bi < nb; ++bi) {
+        std::vector<QueryValue> row;
+        row.reserve(cols.size() + 1);
+        row.emplace_back(times[bi]);
+        bool all_null = true;
+        for (auto& c : cols) {
+          all_null = all_null && c[bi].index() == 0;
+          row.push_back(std::move(c[bi]));
+        }
+        if (drop_empty && all_null) continue;
+        rs.values.push_back(std::move(row));
+      }
+    }
+    OrderAndLimit(s, &rs);
+    if (rs.values.empty()) continue;
+    rows_out += rs.values.size();
+    if (rows_out > ctx->options().limits.max_rows) {
+      return Status::ResourceExhausted("the answer has more than " +
+                                       std::to_string(ctx->options().limits.max_rows) +
+                                       " rows (limit max_rows)");
+    }
+    out->push_back(std::move(rs));
+  }
+  return Status::Ok();
+}
+
+// --- Raw queries ----------------------------------------------------------------
+
+struct SeriesRows {
+  std::vector<Column> cols;
+  std::vector<int64_t> ts;
+  std::vector<std::vector<int32_t>> pos;
+  std::vector<uint32_t> rows;      // joined rows that passed the condition
+  std::vector<GroupKey> row_keys;  // per kept row, when grouping by a string field
+};
+
+Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* plan,
+              const std::vector<InSeries>& series, std::vector<ResultSeries>* out) {
+  std::vector<SeriesRows> per(series.size());
+  std::vector<char> kept(series.size(), 0);
+  size_t workers = 1;
+  std::atomic<uint64_t> rows_total{0};
+  Status st = ParallelFor(ctx, series.size(), &workers, [&](size_t, size_t i) -> Status {
+    const InSeries& in = series[i];
+    std::optional<bool> truth = true;
+    if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
+    if (truth && !*truth) return Status::Ok();
+    SeriesRows& sr = per[i];
+    GPULSE_RETURN_IF_ERROR(input->Read(in, plan->fields, plan->lo, plan->hi, &sr.cols));
+    uint64_t points = 0;
+    for (const Column& c : sr.cols) points += c.size();
+    if (points == 0) return Status::Ok();
+    ctx->series_read.fetch_add(1);
+    ctx->CountPoints(points);
+    Join(sr.cols, &sr.ts, &sr.pos);
+    for (size_t r = 0; r < sr.ts.size(); ++r) {
+      RowRef row{&in, &sr.cols, &sr.pos, r};
+      if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
+      sr.rows.push_back(static_cast<uint32_t>(r));
+      if (plan->field_dims) {
+        GroupKey key = TagKeyOf(*plan, in);
+        for (size_t d = 0; d < plan->dims.size(); ++d) {
+          const int f = plan->dim_field[d];
+          if (f < 0) continue;
+          const int32_t p = sr.pos[static_cast<size_t>(f)][r];
+          key[d] = p < 0 ? std::string()
+                         : sr.cols[static_cast<size_t>(f)].strings[static_cast<size_t>(p)];
+        }
+        sr.row_keys.push_back(std::move(key));
+      }
+    }
+    kept[i] = !sr.rows.empty();
+    if (rows_total.fetch_add(sr.rows.size()) + sr.rows.size() > ctx->options().limits.max_rows) {
+      return Status::ResourceExhausted(
+          "the answer has more than " + std::to_string(ctx->options().limits.max_rows) +
+          " rows (limit max_rows); narrow the time range or add LIMIT");
+    }
+    return Status::Ok();
+  });
+  GPULSE_RETURN_IF_ERROR(st);
+
+  // Rows of each group: (series, joined row), merged in time order.
+  struct RowAt {
+    int64_t t;
+    uint32_t series;
+    uint32_t row;
+  };
+  std::map<GroupKey, std::vector<RowAt>> groups;
+  for (size_t i = 0; i < series.size(); ++i) {
+    if (!kept[i]) continue;
+    const SeriesRows& sr = per[i];
+    const GroupKey base = TagKeyOf(*plan, series[i]);
+    for (size_t k = 0; k < sr.rows.size(); ++k) {
+      const uint32_t r = sr.rows[k];
+      groups[plan->field_dims ? sr.row_keys[k] : base].push_back(
+          {sr.ts[r], static_cast<uint32_t>(i), r});
+    }
+  }
+  for (auto& [key, rows] : groups) {
+    std::stable_sort(rows.begin(), rows.end(),
+                     [](const RowAt& a, const RowAt& b) { return a.t < b.t; });
+    std::vector<int64_t> times(rows.size());
+    for (size_t k = 0; k < rows.size(); ++k) times[k] = rows[k].t;
+    const LeafFn leaf = [&](const Expr& e) -> Result<std::vector<QueryValue>> {
+      std::vector<QueryValue> v(rows.size());
+      if (e.kind != ExprKind::kVarRef) return ErrorAt(e, "internal: unexpected " + e.ToString());
+      if (plan->IsField(e)) {
+        int f = -1;
+        for (size_t x = 0; x < plan->fields.size(); ++x) {
+          if (plan->fields[x] == e.text) f = static_cast<int>(x);
+        }
+        for (size_t k = 0; k < rows.size(); ++k) {
+          const SeriesRows& sr = per[rows[k].series];
+          const int32_t p = sr.pos[static_cast<size_t>(f)][rows[k].row];
+          if (p >= 0) v[k] = CellOf(sr.cols[static_cast<size_t>(f)], static_cast<size_t>(p));
+        }
+      } else {
+        for (size_t k = 0; k < rows.size(); ++k) {
+          std::string tv = TagValue(series[rows[k].series].tags, e.text);
+          if (!tv.empty()) v[k] = std::move(tv);
+        }
+      }
+      return v;
+    };
+    std::vector<std::vector<QueryValue>> cols;
+    std::vector<bool> is_field_col;
+    for (const OutExpr& o : plan->outputs) {
+      auto v = EvalColumn(*o.expr, times, leaf);
+      if (!v.ok()) return v.status();
+      cols.push_back(std::move(*v));
+      is_field_col.push_back(!(o.expr->kind == ExprKind::kVarRef && !plan->IsField(*o.expr)));
+    }
+    ResultSeries rs;
+    rs.name = plan->measurement;
+    rs.tags = TagsOf(*plan, key);
+    rs.columns.push_back("time");
+    for (const OutExpr& o : plan->outputs) rs.columns.push_back(o.name);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      bool any_field = false;
+      std::vector<QueryValue> row;
+      row.reserve(cols.size() + 1);
+      row.emplace_back(times[k]);
+      for (size_t c = 0; c < cols.size(); ++c) {
+        if (is_field_col[c] && cols[c][k].index() != 0) any_field = true;
+        row.push_back(std::move(cols[c][k]));
+      }
+      if (any_field) rs.values.push_back(std::move(row));
+    }
+    OrderAndLimit(s, &rs);
+    if (!rs.values.empty()) out->push_back(std::move(rs));
+  }
+  return Status::Ok();
+}
+
+Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, const Measurement& from,
+                  std::vector<ResultSeries>* out) {
+  std::vector<std::string> names;
+  if (from.regex) {
+    std::vector<std::string> all;
+    GPULSE_RETURN_IF_ERROR(input->Measurements(&all));
+    std::regex re;
+    try {
+      re = std::regex(*from.regex);
+    } catch (const std::regex_error& e) {
+      return Status::InvalidArgument("bad regular expression /" + *from.regex + "/: " + e.what());
+    }
+    for (const std::string& n : all) {
+      if (std::regex_search(n, re)) names.push_back(n);
+    }
+  } else {
+    names.push_back(from.name);
+  }
+  for (const std::string& m : names) {
+    std::vector<InSeries> all_series;
+    GPULSE_RETURN_IF_ERROR(input->ListSeries(m, {}, &all_series));
+    Plan plan;
+    GPULSE_RETURN_IF_ERROR(BuildPlan(ctx, s, input, m, all_series, &plan));
+    std::vector<InSeries> series;
+    if (plan.eq.empty()) {
+      series = std::move(all_series);
+    } else {
+      GPULSE_RETURN_IF_ERROR(input->ListSeries(m, plan.eq, &series));
+    }
+    if (series.size() > ctx->options().limits.max_series) {
+      return Status::ResourceExhausted("the query matches " + std::to_string(series.size()) +
+                                       " series of " + m + ", more than " +
+                                       std::to_string(ctx->options().limits.max_series) +
+                                       " (limit max_series); add a tag condition");
+    }
+    if (ctx->explain) {
+      std::string fields;
+      for (size_t f = 0; f < plan.fields.size(); ++f) {
+        static const char* kTypeNames[] = {"", "float", "integer", "unsigned", "boolean", "string"};
+        fields += (f ? ", " : "") + plan.fields[f] + " (" +
+                  kTypeNames[static_cast<int>(plan.field_types[f])] + ")";
+      }
+      std::string eq;
+      for (const TagMatcher& t : plan.eq)
+        eq += (eq.empty() ? "" : " AND ") + t.key + " = '" + t.value + "'";
+      ctx->plan_lines.push_back("measurement " + m + ": " + std::to_string(series.size()) +
+                                " series after the tag index" +
+                                (eq.empty() ? "" : " (" + eq + ")"));
+      ctx->plan_lines.push_back("  fields read: " + (fields.empty() ? "none" : fields));
+      ctx->plan_lines.push_back("  time range: " + RangeText(plan));
+      ctx->plan_lines.push_back(std::string("  kind: ") +
+                                (plan.aggregate
+                                     ? "aggregate, " + std::to_string(plan.slots.size()) +
+                                           " aggregate state(s) per group and bucket"
+                                     : "raw rows"));
+      ctx->plan_lines.push_back("  tier: raw (chunks, sealed head and head merged)");
+    }
+    if (plan.aggregate) {
+      GPULSE_RETURN_IF_ERROR(RunAggregate(ctx, s, input, &plan, series, out));
+    } else {
+      GPULSE_RETURN_IF_ERROR(RunRaw(ctx, s, input, &plan, series, out));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status RunSelect(ExecContext* ctx, const SelectStatement& s, std::vector<ResultSeries>* out,
+                 std::vector<std::string>* notes) {
+  std::vector<ResultSeries> series;
+  for (const Source& src : s.sources) {
+    if (src.subquery) {
+      std::vector<ResultSeries> inner;
+      GPULSE_RETURN_IF_ERROR(RunSelect(ctx, *src.subquery, &inner, notes));
+      ResultInput input(std::move(inner));
+      std::vector<std::string> names;
+      GPULSE_RETURN_IF_ERROR(input.Measurements(&names));
+      for (const std::string& n : names) {
+        Measurement m;
+        m.name = n;
+        GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, &input, m, &series));
+      }
+    } else {
+      DbInput input(ctx);
+      GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, &input, src.measurement, &series));
+    }
+  }
+  // SOFFSET / SLIMIT over the statement's series.
+  const size_t soff = static_cast<size_t>(std::max<int64_t>(0, s.soffset.value_or(0)));
+  if (soff > 0) {
+    series.erase(series.begin(),
+                 series.begin() + static_cast<ptrdiff_t>(std::min(soff, series.size())));
+  }
+  if (s.slimit && *s.slimit > 0 && series.size() > static_cast<size_t>(*s.slimit)) {
+    series.resize(static_cast<size_t>(*s.slimit));
+  }
+  for (ResultSeries& rs : series) out->push_back(std::move(rs));
+  return Status::Ok();
+}
+
+}  // namespace gpulse::query

@@ -1,0 +1,59 @@
+// SELECT: planning and running one statement. Internal to query/; the entry
+// point is Execute (query/executor.h).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/gpulse.h"
+#include "query/ast.h"
+
+namespace gpulse::query {
+
+// What every part of one statement's run shares: the Db, the options, the
+// clock, the limits and the stop flag the workers watch.
+class ExecContext {
+ public:
+  ExecContext(Db* db, const QueryOptions& options, int64_t now_ns);
+
+  Db* db() const { return db_; }
+  const QueryOptions& options() const { return options_; }
+  int64_t now_ns() const { return now_ns_; }
+
+  // Called by the statement's own thread: cancellation and the deadline.
+  // Returns the reason to stop, or OK.
+  Status Poll();
+  // Any thread: stop the statement for `why` (the first reason wins).
+  void Stop(Status why);
+  bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
+  Status stop_status();
+
+  // Counts stored values read against QueryLimits::max_points.
+  void CountPoints(uint64_t n);
+
+  // EXPLAIN: when on, the plan describes itself in lines.
+  bool explain = false;
+  std::vector<std::string> plan_lines;
+  std::atomic<uint64_t> points_read{0};
+  std::atomic<uint64_t> series_read{0};
+
+ private:
+  Db* db_;
+  const QueryOptions& options_;
+  int64_t now_ns_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::atomic<bool> stopped_{false};
+  std::mutex mu_;
+  Status stop_status_;  // GUARDED_BY(mu_)
+};
+
+// Runs `s` and appends its series (sorted by measurement, then tags).
+Status RunSelect(ExecContext* ctx, const SelectStatement& s, std::vector<ResultSeries>* out,
+                 std::vector<std::string>* notes);
+
+}  // namespace gpulse::query
