@@ -43,6 +43,7 @@ Status DbImpl::OpenStore() {
   const leveldb::Status s = leveldb::DB::Open(StoreOptions(), path_ + "/store", &store);
   if (!s.ok()) return Status::IOError("open " + path_ + "/store: " + s.ToString());
   store_.reset(store);
+  window_cache_.Clear();
   return Status::Ok();
 }
 

@@ -81,6 +81,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
   // Parts written by earlier flushes. Each window is visited once per flush,
   // so the iterator's snapshot (taken now) sees everything it needs.
   std::unique_ptr<leveldb::Iterator> existing(store_->NewIterator(leveldb::ReadOptions()));
+  std::vector<WindowKey> touched;
   sealed.ForEach([&](const Head::Entry& entry) {
     if (!status.ok()) return;
     const Column& column = entry.column;
@@ -97,6 +98,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
       part.type = column.type;
       AppendPoints(column, i, end, &part);
       i = end;
+      touched.push_back({entry.series_id, entry.field_id, window});
       // The parts already stored for this window: the new points go in a
       // part of their own, unless the window has enough parts to merge.
       const std::string first_key =
@@ -136,7 +138,10 @@ Status DbImpl::WriteChunks(const Head& sealed) {
       }
     }
   });
-  GPULSE_RETURN_IF_ERROR(status);
+  if (!status.ok()) {
+    window_cache_.Invalidate(touched);
+    return status;
+  }
   // The synced write makes every earlier (unsynced) LevelDB write durable
   // too, since LevelDB's log is written in order. Only then may the WAL go.
   std::string version;
@@ -145,6 +150,9 @@ Status DbImpl::WriteChunks(const Head& sealed) {
   leveldb::WriteOptions sync;
   sync.sync = true;
   const leveldb::Status s = store_->Write(sync, &batch);
+  // Decoded copies of these windows are out of date (even when the write
+  // failed part way: some pieces may be in).
+  window_cache_.Invalidate(touched);
   if (!s.ok()) return Status::IOError("flush: write chunks: " + s.ToString());
   return Status::Ok();
 }

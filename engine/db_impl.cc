@@ -31,6 +31,7 @@ DbImpl::DbImpl(const Options& options, std::string path, storage::Env* env)
       path_(std::move(path)),
       env_(env),
       window_ns_(options.chunk_window.count()),
+      window_cache_(options.window_cache_bytes),
       head_(std::make_shared<Head>()) {}
 
 DbImpl::~DbImpl() {
@@ -188,6 +189,10 @@ DbStats DbImpl::GetStats() {
   }
   stats.values_written = values_written_;
   stats.flushes = flushes_;
+  const WindowCache::Stats cache = window_cache_.stats();
+  stats.window_cache_hits = cache.hits;
+  stats.window_cache_misses = cache.misses;
+  stats.window_cache_bytes = cache.bytes;
   return stats;
 }
 

@@ -38,6 +38,7 @@
 #include "engine/head.h"
 #include "engine/series_index.h"
 #include "engine/wal_batch.h"
+#include "engine/window_cache.h"
 #include "leveldb/db.h"
 #include "storage/env.h"
 #include "storage/wal.h"
@@ -125,8 +126,9 @@ class DbImpl final : public Db {
   Status CopyStore(const std::string& path);
 
   // --- read path (db_read.cc) ---
+  // `epoch`: the window cache's, read before the snapshot was taken.
   Status ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
-                    int64_t start, int64_t end, Column* out);
+                    int64_t start, int64_t end, uint64_t epoch, Column* out);
   Status CheckOpen() const;
   // Holds off Close until the calling method returns; every public method
   // but Close takes it before CheckOpen.
@@ -141,6 +143,7 @@ class DbImpl final : public Db {
 
   std::unique_ptr<storage::FileLock> lock_;
   std::unique_ptr<leveldb::DB> store_;
+  WindowCache window_cache_;
   std::unique_ptr<storage::Wal> wal_;
   std::atomic<bool> closed_{true};
   mutable std::shared_mutex open_mu_;  // shared by calls in flight, exclusive in Close

@@ -47,6 +47,7 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
   uint32_t field_id = 0;
   FieldType type = FieldType::kFloat;
   const leveldb::Snapshot* snapshot = nullptr;
+  uint64_t epoch = 0;
   {
     std::shared_lock<std::shared_mutex> l(mu_);
     const FieldEntry* field = index_.FindField(request.measurement, request.field);
@@ -63,6 +64,7 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
       head_->CopyRange(id, field_id, request.start_ns, request.end_ns, &p.head);
       pending.push_back(std::move(p));
     }
+    epoch = window_cache_.epoch();
     snapshot = store_->GetSnapshot();
   }
   SnapshotGuard guard(store_.get(), snapshot);
@@ -71,7 +73,7 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
     SeriesColumn result{std::move(p.series), {}};
     result.column.type = type;
     GPULSE_RETURN_IF_ERROR(ReadChunks(snapshot, p.series_id, field_id, request.start_ns,
-                                      request.end_ns, &result.column));
+                                      request.end_ns, epoch, &result.column));
     MergeNewer(p.sealed, &result.column);
     MergeNewer(p.head, &result.column);
     if (!result.column.ts.empty()) out->push_back(std::move(result));
@@ -96,6 +98,7 @@ Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fie
   std::vector<Pending> pending(fields.size());
   uint32_t series_id = kNoId;
   const leveldb::Snapshot* snapshot = nullptr;
+  uint64_t epoch = 0;
   {
     std::shared_lock<std::shared_mutex> l(mu_);
     series_id = index_.FindSeries(key);
@@ -109,6 +112,7 @@ Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fie
       if (imm_) imm_->CopyRange(series_id, field->id, start_ns, end_ns, &p.sealed);
       head_->CopyRange(series_id, field->id, start_ns, end_ns, &p.head);
     }
+    epoch = window_cache_.epoch();
     snapshot = store_->GetSnapshot();
   }
   SnapshotGuard guard(store_.get(), snapshot);
@@ -116,7 +120,8 @@ Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fie
     Pending& p = pending[i];
     if (p.field_id == kNoId) continue;
     Column& column = (*out)[i];
-    GPULSE_RETURN_IF_ERROR(ReadChunks(snapshot, series_id, p.field_id, start_ns, end_ns, &column));
+    GPULSE_RETURN_IF_ERROR(
+        ReadChunks(snapshot, series_id, p.field_id, start_ns, end_ns, epoch, &column));
     MergeNewer(p.sealed, &column);
     MergeNewer(p.head, &column);
   }
@@ -124,7 +129,7 @@ Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fie
 }
 
 Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
-                          int64_t start, int64_t end, Column* out) {
+                          int64_t start, int64_t end, uint64_t epoch, Column* out) {
   leveldb::ReadOptions read_options;
   read_options.snapshot = snapshot;
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(read_options));
@@ -141,9 +146,25 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
         parts.field_id != field_id || parts.window_start >= end) {
       break;
     }
+    const WindowKey cache_key{series_id, field_id, parts.window_start};
+    if (auto cached = window_cache_.Lookup(cache_key)) {
+      AppendRange(*cached, start, end, out);
+      // Step over the window's parts without reading them.
+      const storage::ChunkKeyParts window_parts = parts;
+      while (it->Valid()) {
+        const leveldb::Slice k = it->key();
+        if (!storage::ParseChunkKey(std::string_view(k.data(), k.size()), &parts) ||
+            !parts.SameWindow(window_parts)) {
+          break;
+        }
+        it->Next();
+      }
+      continue;
+    }
     // Reads every part of this window, merged; leaves `it` at the next window.
     GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), parts, &window));
     AppendRange(window, start, end, out);
+    window_cache_.Insert(cache_key, window, epoch);
   }
   if (!it->status().ok()) return Status::IOError("read chunks: " + it->status().ToString());
   return Status::Ok();

@@ -134,6 +134,11 @@ struct Options {
 
   uint64_t wal_segment_bytes = 64ull << 20;
 
+  // Decoded chunk windows kept in memory for queries that come back to them
+  // (dashboards refreshing): at most this many bytes, about 16 per value.
+  // 0 turns the cache off.
+  uint64_t window_cache_bytes = 256ull << 20;
+
   // The file layer for the WAL and the directory lock (LevelDB uses its own).
   // Null means POSIX. Tests pass a fault-injecting one; it must outlive the Db.
   storage::Env* env = nullptr;
@@ -192,6 +197,9 @@ struct DbStats {
   uint64_t values_written = 0;
   uint64_t flushes = 0;
   uint64_t writes_refused_full = 0;  // Writes that got ResourceExhausted (wait_when_full off)
+  uint64_t window_cache_hits = 0;    // reads of a chunk window answered from memory
+  uint64_t window_cache_misses = 0;  // ... and decoded from the store
+  uint64_t window_cache_bytes = 0;
 };
 
 // ---------------------------------------------------------------------------

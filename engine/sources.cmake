@@ -10,4 +10,5 @@ set(GPULSE_ENGINE_SOURCES
   engine/head.cc
   engine/series_index.cc
   engine/wal_batch.cc
+  engine/window_cache.cc
 )

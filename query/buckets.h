@@ -39,6 +39,10 @@ class Bucketer {
   int64_t Next(int64_t start) const;
   // The shortest bucket length, for estimating how many buckets a range has.
   int64_t MinWidth() const;
+  // Whether every bucket has the same width (no time zone, no months): then
+  // a bucket's number is (start - first start) / Width().
+  bool Fixed() const { return zone_ == nullptr && months_ == 0; }
+  int64_t Width() const { return width_ns_; }
 
  private:
   int64_t LocalStart(int64_t local) const;  // bucket start, in local nanoseconds

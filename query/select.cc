@@ -447,6 +447,17 @@ struct Plan {
   bool field_dims = false;
   std::optional<Bucketer> bucketer;
   std::string interval_text;
+  // Every bucket start of [lo, hi) when both bounds are given and the count
+  // is within the row limit: states then live in arrays (GroupAcc).
+  std::vector<int64_t> dense_buckets;
+
+  size_t BucketIndex(int64_t start) const {
+    if (bucketer->Fixed()) {
+      return static_cast<size_t>((start - dense_buckets[0]) / bucketer->Width());
+    }
+    return static_cast<size_t>(std::lower_bound(dense_buckets.begin(), dense_buckets.end(), start) -
+                               dense_buckets.begin());
+  }
 
   int64_t lo = INT64_MIN, hi = INT64_MAX;  // [lo, hi)
   bool has_lo = false, has_hi = false;
@@ -976,21 +987,63 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
 
 using GroupKey = std::vector<std::string>;
 
-struct GroupAcc {
-  // bucket start (INT64_MIN without time buckets) -> one state per slot
-  std::map<int64_t, std::vector<std::unique_ptr<AggState>>> buckets;
+// The aggregate states of one group: one per slot and bucket. With a known
+// range of buckets they sit in one array indexed by bucket number (no map
+// lookup per run, one free at the end); otherwise in a map by bucket start.
+class GroupAcc {
+ public:
+  using States = std::unique_ptr<AggState>*;  // plan.slots.size() of them
+
+  States Get(const Plan& plan, int64_t bucket) {
+    const size_t ns = plan.slots.size();
+    if (!plan.dense_buckets.empty()) {
+      const size_t i = plan.BucketIndex(bucket);
+      if (dense_.empty()) dense_.resize(plan.dense_buckets.size() * ns);
+      States states = &dense_[i * ns];
+      if (!states[0]) Fill(plan, states);
+      return states;
+    }
+    auto [it, inserted] = sparse_.try_emplace(bucket);
+    if (inserted) {
+      it->second.resize(ns);
+      Fill(plan, it->second.data());
+    }
+    return it->second.data();
+  }
+
+  States Find(const Plan& plan, int64_t bucket) {
+    if (!plan.dense_buckets.empty()) {
+      if (dense_.empty()) return nullptr;
+      States states = &dense_[plan.BucketIndex(bucket) * plan.slots.size()];
+      return states[0] ? states : nullptr;
+    }
+    auto it = sparse_.find(bucket);
+    return it == sparse_.end() ? nullptr : it->second.data();
+  }
+
+  // fn(bucket start, states) for every bucket with states, in time order.
+  template <typename Fn>
+  void ForEach(const Plan& plan, Fn fn) {
+    const size_t ns = plan.slots.size();
+    if (!plan.dense_buckets.empty()) {
+      for (size_t i = 0; i < plan.dense_buckets.size() && !dense_.empty(); ++i) {
+        if (dense_[i * ns]) fn(plan.dense_buckets[i], &dense_[i * ns]);
+      }
+      return;
+    }
+    for (auto& [b, states] : sparse_) fn(b, states.data());
+  }
+
+ private:
+  static void Fill(const Plan& plan, States states) {
+    for (size_t k = 0; k < plan.slots.size(); ++k) states[k] = NewAggState(plan.slots[k].spec);
+  }
+
+  std::vector<std::unique_ptr<AggState>> dense_;
+  std::map<int64_t, std::vector<std::unique_ptr<AggState>>> sparse_;
 };
 
 using GroupMap = std::map<GroupKey, GroupAcc>;
-
-std::vector<std::unique_ptr<AggState>>& StatesFor(const Plan& plan, GroupAcc* g, int64_t bucket) {
-  auto [it, inserted] = g->buckets.try_emplace(bucket);
-  if (inserted) {
-    it->second.reserve(plan.slots.size());
-    for (const AggSlot& slot : plan.slots) it->second.push_back(NewAggState(slot.spec));
-  }
-  return it->second;
-}
 
 // Folds positions idx (ascending, into col) into the states of group g,
 // bucket by bucket.
@@ -1006,7 +1059,7 @@ void FoldIndexes(const Plan& plan, GroupAcc* g, size_t slot, const Column& col,
       j = i + 1;
       while (j < idx.size() && col.ts[idx[j]] < next) ++j;
     }
-    StatesFor(plan, g, b)[slot]->AddIndexes(col, idx.data() + i, j - i);
+    g->Get(plan, b)[slot]->AddIndexes(col, idx.data() + i, j - i);
     i = j;
   }
 }
@@ -1217,6 +1270,18 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   std::vector<GroupMap> partial(std::min<size_t>(hw, 8));
   const std::vector<std::string>& fields = plan->fields;
   size_t workers = 1;
+  if (plan->bucketer && plan->has_lo && plan->has_hi && plan->lo < plan->hi) {
+    const int64_t first = plan->bucketer->Start(plan->lo);
+    const int64_t last = plan->bucketer->Start(plan->hi - 1);
+    const double estimate = (static_cast<double>(last) - static_cast<double>(first)) /
+                                static_cast<double>(plan->bucketer->MinWidth()) +
+                            1;
+    if (estimate <= static_cast<double>(ctx->options().limits.max_rows)) {
+      for (int64_t b = first; b <= last; b = plan->bucketer->Next(b)) {
+        plan->dense_buckets.push_back(b);
+      }
+    }
+  }
 
   Status st = ParallelFor(ctx, series.size(), &workers, [&](size_t w, size_t i) -> Status {
     const InSeries& in = series[i];
@@ -1247,11 +1312,18 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
           if (plan->bucketer) {
             b = plan->bucketer->Start(col.ts[i0]);
             const int64_t next = plan->bucketer->Next(b);
-            i1 = static_cast<size_t>(
-                std::lower_bound(col.ts.begin() + static_cast<ptrdiff_t>(i0), col.ts.end(), next) -
-                col.ts.begin());
+            // Runs are mostly short (a 5m bucket of minute samples): scan a
+            // few points before falling back to a binary search.
+            i1 = i0 + 1;
+            const size_t scan_end = std::min(n, i0 + 16);
+            while (i1 < scan_end && col.ts[i1] < next) ++i1;
+            if (i1 == scan_end && i1 < n && col.ts[i1] < next) {
+              i1 = static_cast<size_t>(std::lower_bound(col.ts.begin() + static_cast<ptrdiff_t>(i1),
+                                                        col.ts.end(), next) -
+                                       col.ts.begin());
+            }
           }
-          StatesFor(*plan, &g, b)[slot]->AddRange(col, i0, i1);
+          g.Get(*plan, b)[slot]->AddRange(col, i0, i1);
           i0 = i1;
         }
       }
@@ -1302,10 +1374,10 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   for (size_t w = 1; w < partial.size(); ++w) {
     for (auto& [key, acc] : partial[w]) {
       GroupAcc& into = groups[key];
-      for (auto& [b, states] : acc.buckets) {
-        auto& mine = StatesFor(*plan, &into, b);
-        for (size_t k = 0; k < states.size(); ++k) mine[k]->Merge(states[k].get());
-      }
+      acc.ForEach(*plan, [&](int64_t b, GroupAcc::States states) {
+        GroupAcc::States mine = into.Get(*plan, b);
+        for (size_t k = 0; k < plan->slots.size(); ++k) mine[k]->Merge(states[k].get());
+      });
     }
   }
 
@@ -1313,10 +1385,11 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   std::vector<int64_t> all_buckets;
   if (plan->bucketer && !groups.empty()) {
     int64_t first = INT64_MAX, last = INT64_MIN;
-    for (const auto& [key, acc] : groups) {
-      if (acc.buckets.empty()) continue;
-      first = std::min(first, acc.buckets.begin()->first);
-      last = std::max(last, acc.buckets.rbegin()->first);
+    for (auto& [key, acc] : groups) {
+      acc.ForEach(*plan, [&](int64_t b, GroupAcc::States) {
+        first = std::min(first, b);
+        last = std::max(last, b);
+      });
     }
     if (plan->has_lo) first = plan->bucketer->Start(plan->lo);
     if (plan->has_hi) last = plan->bucketer->Start(plan->hi - 1);
@@ -1335,10 +1408,10 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
       }
       for (int64_t b = first; b <= last; b = plan->bucketer->Next(b)) all_buckets.push_back(b);
     } else if (first <= last) {
-      for (const auto& [key, acc] : groups) {
-        for (const auto& [b, _] : acc.buckets) {
+      for (auto& [key, acc] : groups) {
+        acc.ForEach(*plan, [&](int64_t b, GroupAcc::States) {
           if (b >= first && b <= last) all_buckets.push_back(b);
-        }
+        });
       }
       std::sort(all_buckets.begin(), all_buckets.end());
       all_buckets.erase(std::unique(all_buckets.begin(), all_buckets.end()), all_buckets.end());
@@ -1355,15 +1428,17 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   uint64_t rows_out = 0;
   for (auto& [key, acc] : groups) {
     bool any = false;
-    for (auto& [b, states] : acc.buckets) {
-      for (auto& st2 : states) any = any || !st2->empty();
-    }
+    std::vector<int64_t> with_states;
+    acc.ForEach(*plan, [&](int64_t b, GroupAcc::States states) {
+      with_states.push_back(b);
+      for (size_t k = 0; k < plan->slots.size(); ++k) any = any || !states[k]->empty();
+    });
     if (!any) continue;
 
     std::vector<int64_t> buckets;
     if (plan->bucketer) {
       if (plan->fill == FillKind::kNone) {
-        for (auto& [b, states] : acc.buckets) {
+        for (int64_t b : with_states) {
           if (std::binary_search(all_buckets.begin(), all_buckets.end(), b)) buckets.push_back(b);
         }
       } else {
@@ -1387,10 +1462,10 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     for (size_t bi = 0; bi < nb; ++bi) {
       const int64_t b = buckets[bi];
       times[bi] = plan->bucketer ? b : (plan->has_lo ? plan->lo : 0);
-      auto it = acc.buckets.find(b);
-      if (it == acc.buckets.end()) continue;
+      GroupAcc::States states = acc.Find(*plan, b);
+      if (!states) continue;
       for (size_t k = 0; k < ns; ++k) {
-        AggState& state = *it->second[k];
+        AggState& state = *states[k];
         if (!state.empty()) empty_bucket[bi] = false;
         slot_vals[k][bi] = state.Result();
         if (plan->lone_selector && !plan->bucketer && state.SelectedTime() != INT64_MIN) {
@@ -1435,10 +1510,10 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     if (plan->multirow) {
       // top/bottom/distinct: several rows per bucket.
       for (size_t bi = 0; bi < nb; ++bi) {
-        auto it = acc.buckets.find(buckets[bi]);
-        if (it == acc.buckets.end()) continue;
+        GroupAcc::States states = acc.Find(*plan, buckets[bi]);
+        if (!states) continue;
         std::vector<std::pair<int64_t, QueryValue>> rows;
-        it->second[0]->Rows(&rows);
+        states[0]->Rows(&rows);
         for (auto& [t, v] : rows) {
           rs.values.push_back(
               {QueryValue(t == INT64_MIN || plan->bucketer ? times[bi] : t), std::move(v)});

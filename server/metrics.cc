@@ -90,6 +90,14 @@ std::string ServerMetrics::Render(const DbStats& db) const {
        db.wal_sync_seconds);
   Line(&out, "gpulse_flushes_total", "counter", "Head flushes to chunks.",
        static_cast<double>(db.flushes));
+  Line(&out, "gpulse_window_cache_hits_total", "counter",
+       "Chunk windows a query read from the decoded-window cache.",
+       static_cast<double>(db.window_cache_hits));
+  Line(&out, "gpulse_window_cache_misses_total", "counter",
+       "Chunk windows a query decoded from the store.",
+       static_cast<double>(db.window_cache_misses));
+  Line(&out, "gpulse_window_cache_bytes", "gauge", "Memory held by the decoded-window cache.",
+       static_cast<double>(db.window_cache_bytes));
   Line(&out, "gpulse_values_written_total", "counter", "Field values written to the engine.",
        static_cast<double>(db.values_written));
   return out;

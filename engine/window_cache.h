@@ -1,0 +1,82 @@
+// WindowCache: decoded chunk windows (every part of one series, field and
+// window, merged), kept so that a dashboard asking the same question every
+// few seconds decodes each stored window once, not on every refresh. The
+// range coder that makes chunks small costs about 50 ns a value to decode;
+// a hit costs a copy of the range asked for.
+//
+// Bounded by bytes (Options::window_cache_bytes), least recently used out
+// first. Entries never go stale: a flush that writes a window erases its
+// entry, and a compaction clears the cache. A reader that decoded a window
+// from a snapshot taken before such a change must not insert it afterwards:
+// it passes the epoch it saw before taking its snapshot, and Insert refuses
+// it when an invalidation came in between.
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "storage/column.h"
+
+namespace gpulse::engine {
+
+struct WindowKey {
+  uint32_t series_id;
+  uint32_t field_id;
+  int64_t window_start;
+  friend bool operator==(const WindowKey&, const WindowKey&) = default;
+};
+
+class WindowCache {
+ public:
+  explicit WindowCache(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
+
+  // Read before taking the snapshot the decoded window comes from.
+  uint64_t epoch() const;
+
+  // The window, or null.
+  std::shared_ptr<const storage::Column> Lookup(const WindowKey& key);
+
+  // Keeps `column` unless an invalidation happened since `epoch`, or it is
+  // larger than an eighth of the capacity (one scan must not flush it all).
+  void Insert(const WindowKey& key, storage::Column column, uint64_t epoch);
+
+  // A flush wrote these windows: drop them (and refuse older decodes).
+  void Invalidate(const std::vector<WindowKey>& keys);
+  void Clear();
+
+  struct Stats {
+    uint64_t hits = 0, misses = 0, bytes = 0, entries = 0;
+  };
+  Stats stats() const;
+
+ private:
+  struct KeyHash {
+    size_t operator()(const WindowKey& k) const {
+      uint64_t h = (static_cast<uint64_t>(k.series_id) << 32) ^ k.field_id;
+      h ^= static_cast<uint64_t>(k.window_start) * 0x9E3779B97F4A7C15ull;
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  struct Entry {
+    WindowKey key;
+    std::shared_ptr<const storage::Column> column;
+    uint64_t bytes;
+  };
+  void EraseLocked(std::list<Entry>::iterator it);
+
+  const uint64_t capacity_;
+  mutable std::mutex mu_;
+  uint64_t epoch_ = 0;  // GUARDED_BY(mu_)
+  uint64_t bytes_ = 0;  // GUARDED_BY(mu_)
+  uint64_t hits_ = 0, misses_ = 0;
+  std::list<Entry> lru_;  // front: most recent
+  std::unordered_map<WindowKey, std::list<Entry>::iterator, KeyHash> map_;
+};
+
+}  // namespace gpulse::engine
