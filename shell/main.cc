@@ -6,6 +6,7 @@
 
 #include "engine/gpulse.h"
 #include "shell/commands.h"
+#include "shell/query_cli.h"
 
 namespace {
 
@@ -22,6 +23,13 @@ constexpr const char* kUsage =
     "                      Run the HTTP server: InfluxDB 1.x/2.x line-protocol writes on\n"
     "                      127.0.0.1:8086 by default, Prometheus scrapes, /metrics, /health.\n"
     "                      `gpulse serve --help` for details.\n"
+    "  query [--data DIR | --url URL] [--format table|csv|json] QUERY\n"
+    "                      Run QUERY on a data directory or a server and print the\n"
+    "                      result; exit status 1 on error, for scripts.\n"
+    "                      `gpulse query --help` for details.\n"
+    "  shell [--data DIR | --url URL]\n"
+    "                      The interactive query shell: line editing, history, tab\n"
+    "                      completion, aligned tables. `gpulse shell --help` for details.\n"
     "  version             Print the version.\n"
     "  help, --help, -h    Print this help.\n"
     "\n"
@@ -47,6 +55,9 @@ int main(int argc, char** argv) {
   }
   if (command == "demo") return gpulse::cli::RunDemo(args);
   if (command == "serve") return gpulse::cli::RunServe(args);
+  // argv[1] is the command's name: they take argc/argv from it on.
+  if (command == "query") return gpulse::shell::RunQuery(argc - 1, argv + 1);
+  if (command == "shell") return gpulse::shell::RunShell(argc - 1, argv + 1);
   std::fprintf(stderr, "gpulse: unknown command '%s'\n\n%s", command.c_str(), kUsage);
   return 2;
 }
