@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <numeric>
+#include <optional>
 
 namespace gpulse::query {
 
@@ -194,6 +195,11 @@ class NumericState final : public AggState {
   bool empty() const override { return n_ == 0; }
 
   QueryValue Result() override {
+    if (!result_) result_ = Compute();
+    return *result_;
+  }
+
+  QueryValue Compute() {
     if (spec_.kind == AggKind::kCount) return static_cast<int64_t>(n_);
     if (n_ == 0) return std::monostate{};
     switch (spec_.kind) {
@@ -366,6 +372,7 @@ class NumericState final : public AggState {
   std::vector<T> vals_;
   std::vector<int64_t> times_;
   int64_t selected_t_ = INT64_MIN;
+  std::optional<QueryValue> result_;  // computed once: Result may be asked again
 };
 
 // Booleans and strings: count, first, last, distinct and mode (and min/max of

@@ -67,6 +67,8 @@ class AggState {
   virtual void Merge(AggState* other) = 0;
   virtual bool empty() const = 0;
   // The answer; null when there is none (no points, stddev of one point).
+  // The first call does the work (a percentile's selection); later calls
+  // return the same value. No Add or Merge may follow it.
   virtual QueryValue Result() = 0;
   // The selected point's time (selectors with need_time), else INT64_MIN.
   virtual int64_t SelectedTime() { return INT64_MIN; }

@@ -1,6 +1,7 @@
 #include "query/select.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -584,7 +585,9 @@ Status CompileRegexes(const Expr& e, Plan* plan) {
       e.children[0]->kind == ExprKind::kVarRef && plan->IsField(*e.children[0])) {
     const FieldType t = plan->all_fields[e.children[0]->text];
     if (t != FieldType::kString) {
-      return ErrorAt(e, "'" + e.children[0]->text + "' is a " + TypeName(t) +
+      const std::string type = TypeName(t);
+      return ErrorAt(e, "'" + e.children[0]->text +
+                            (type[0] == 'i' || type[0] == 'u' ? "' is an " : "' is a ") + type +
                             " field; =~ and !~ match strings (tags and string fields)");
     }
   }
@@ -1103,9 +1106,10 @@ void Join(const std::vector<Column>& cols, std::vector<int64_t>* ts,
 // machines with more cores), each taking a contiguous block so results
 // merge in series order; polls for cancellation meanwhile.
 Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
-                   const std::function<Status(size_t worker, size_t i)>& fn) {
+                   const std::function<Status(size_t worker, size_t i)>& fn,
+                   size_t min_per_worker = 8) {
   const size_t hw = std::max(1u, std::thread::hardware_concurrency());
-  const size_t workers = std::min<size_t>({hw, 8, std::max<size_t>(1, n / 8)});
+  const size_t workers = std::min<size_t>({hw, 8, std::max<size_t>(1, n / min_per_worker)});
   *workers_out = workers;
   auto run_block = [&](size_t w) {
     const size_t begin = n * w / workers, end = n * (w + 1) / workers;
@@ -1124,22 +1128,35 @@ Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
     }
     return ctx->stopped() ? ctx->stop_status() : Status::Ok();
   }
-  std::atomic<size_t> done{0};
+  // The calling thread runs block 0; a poller watches for cancellation and
+  // the deadline every 5 ms and is woken as soon as every block is done.
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t done = 0;
+  auto finish = [&] {
+    std::lock_guard<std::mutex> l(mu);
+    ++done;
+    cv.notify_all();
+  };
   std::vector<std::thread> threads;
   for (size_t w = 1; w < workers; ++w) {
     threads.emplace_back([&, w] {
       run_block(w);
-      done.fetch_add(1);
+      finish();
     });
   }
   std::thread poller([&] {
-    while (done.load() < workers) {
-      if (!ctx->Poll().ok()) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::unique_lock<std::mutex> l(mu);
+    while (done < workers) {
+      if (cv.wait_for(l, std::chrono::milliseconds(5), [&] { return done == workers; })) break;
+      l.unlock();
+      const bool stop = !ctx->Poll().ok();
+      l.lock();
+      if (stop) break;
     }
   });
   run_block(0);
-  done.fetch_add(1);
+  finish();
   for (auto& t : threads) t.join();
   poller.join();
   return ctx->stopped() ? ctx->stop_status() : Status::Ok();
@@ -1424,6 +1441,22 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                                          " of time(" + plan->interval_text + ")"
                                    : ""));
   }
+
+  // The costly answers (percentiles select among many values) on the
+  // worker threads, one group at a time; the loop below reads them back.
+  std::vector<GroupAcc*> accs;
+  for (auto& [key, acc] : groups) accs.push_back(&acc);
+  GPULSE_RETURN_IF_ERROR(ParallelFor(
+      ctx, accs.size(), &workers,
+      [&](size_t, size_t i) -> Status {
+        accs[i]->ForEach(*plan, [&](int64_t, GroupAcc::States states) {
+          for (size_t k = 0; k < plan->slots.size(); ++k) {
+            if (!IsMultiRow(plan->slots[k].spec.kind)) states[k]->Result();
+          }
+        });
+        return Status::Ok();
+      },
+      /*min_per_worker=*/1));
 
   uint64_t rows_out = 0;
   for (auto& [key, acc] : groups) {

@@ -93,7 +93,7 @@ Status LoadScrape(const Json& list, ServerConfig* config) {
 Status LoadStorage(const Json& s, ServerConfig* config) {
   GPULSE_RETURN_IF_ERROR(CheckKeys(s, "storage",
                                    {"sync", "sync_interval", "head_memory_mb", "chunk_window_hours",
-                                    "out_of_order_window_hours"}));
+                                    "out_of_order_window_hours", "window_cache_mb"}));
   std::string sync;
   GPULSE_RETURN_IF_ERROR(Get(s, "storage", "sync", &sync));
   if (sync == "every-batch") {
@@ -110,6 +110,10 @@ Status LoadStorage(const Json& s, ServerConfig* config) {
   double mb = static_cast<double>(config->db.head_memory_bytes) / (1 << 20);
   GPULSE_RETURN_IF_ERROR(Get(s, "storage", "head_memory_mb", &mb));
   config->db.head_memory_bytes = static_cast<uint64_t>(mb * (1 << 20));
+  mb = static_cast<double>(config->db.window_cache_bytes) / (1 << 20);
+  GPULSE_RETURN_IF_ERROR(Get(s, "storage", "window_cache_mb", &mb));
+  if (mb < 0) return Status::InvalidArgument("storage.window_cache_mb: must not be negative");
+  config->db.window_cache_bytes = static_cast<uint64_t>(mb * (1 << 20));
   double hours = std::chrono::duration<double, std::ratio<3600>>(config->db.chunk_window).count();
   GPULSE_RETURN_IF_ERROR(Get(s, "storage", "chunk_window_hours", &hours));
   config->db.chunk_window = std::chrono::duration_cast<std::chrono::nanoseconds>(
