@@ -1,0 +1,416 @@
+// GET|POST /query end to end on a loopback port: points written with
+// /write?db=..., then queried back in the InfluxDB 1.x JSON shape (and CSV),
+// time formats, form bodies, per-statement errors, parse errors, database
+// scoping, SHOW statements, query limits from the config, a restart with the
+// data kept, the query metrics, and a client that hangs up mid-query.
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/write.hpp>
+#include <cctype>
+#include <chrono>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/gpulse.h"
+#include "server/config.h"
+#include "server/metrics.h"
+#include "server/sources.h"
+#include "tests/support/http_client.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/test_server.h"
+
+namespace gpulse::server {
+namespace {
+
+using json = nlohmann::json;
+using test::HttpClient;
+using test::HttpReply;
+using namespace std::chrono_literals;
+
+// Every byte but the unreserved ones percent-encoded (RFC 3986), as a client
+// would send a query in a URL or a form body.
+std::string UrlEncode(const std::string& text) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(c);
+    } else {
+      out += {'%', kHex[u >> 4], kHex[u & 15]};
+    }
+  }
+  return out;
+}
+
+// The value of an unlabelled metric in Prometheus text; -1 when absent.
+double MetricValue(const std::string& exposition, const std::string& name) {
+  const std::string prefix = name + " ";
+  size_t at = 0;
+  while (at < exposition.size()) {
+    const size_t end = exposition.find('\n', at);
+    const std::string line = exposition.substr(at, end - at);
+    if (line.starts_with(prefix)) return std::stod(line.substr(prefix.size()));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return -1;
+}
+
+//   db=bench   gpu,node=a   00:00 util=10 temp_c=50.5, 00:15 util=20
+//              gpu,node=b   00:00 util=30 temp_c=60,   00:01 util=50
+// (2024-01-01, UTC)
+constexpr const char* kBenchPoints =
+    "gpu,node=a util=10i,temp_c=50.5 1704067200\n"
+    "gpu,node=a util=20i 1704068100\n"
+    "gpu,node=b util=30i,temp_c=60 1704067200\n"
+    "gpu,node=b util=50i 1704067260\n";
+
+constexpr const char* kMeanBy15m =
+    "SELECT mean(util) FROM gpu WHERE time >= '2024-01-01T00:00:00Z' AND "
+    "time < '2024-01-01T01:00:00Z' GROUP BY time(15m), node";
+
+// The answer to kMeanBy15m over kBenchPoints, RFC3339 times.
+const json& MeanBy15mAnswer() {
+  static const json answer = json::parse(R"({"results":[{"statement_id":0,"series":[
+    {"name":"gpu","tags":{"node":"a"},"columns":["time","mean"],"values":[
+      ["2024-01-01T00:00:00Z",10],["2024-01-01T00:15:00Z",20],
+      ["2024-01-01T00:30:00Z",null],["2024-01-01T00:45:00Z",null]]},
+    {"name":"gpu","tags":{"node":"b"},"columns":["time","mean"],"values":[
+      ["2024-01-01T00:00:00Z",40],["2024-01-01T00:15:00Z",null],
+      ["2024-01-01T00:30:00Z",null],["2024-01-01T00:45:00Z",null]]}]}]})");
+  return answer;
+}
+
+class ServerQueryTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Start(); }
+  void TearDown() override { Stop(); }
+
+  void Start() {
+    test::UseQuietTestDb(&config_.db);
+    const Status s = server_.Start(dir_.path(), config_, &metrics_, &sources_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    client_.emplace(server_.port());
+  }
+
+  void Stop() {
+    client_.reset();
+    const Status s = server_.Stop();
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  void Restart() {
+    Stop();
+    Start();
+  }
+
+  // Writes line protocol with second timestamps into database `db`.
+  void Write(const std::string& db, const std::string& lines) {
+    const HttpReply r = client_->Post("/write?db=" + db + "&precision=s", lines);
+    ASSERT_EQ(r.status, 204) << r.body;
+  }
+
+  // GET /query?q=<text>[&<extra>]; the reply.
+  HttpReply Get(const std::string& text, const std::string& extra = "",
+                const std::map<std::string, std::string>& headers = {}) {
+    return client_->Get("/query?q=" + UrlEncode(text) + (extra.empty() ? "" : "&" + extra),
+                        headers);
+  }
+
+  // GET /query, expecting 200 with a JSON body: the body parsed.
+  json Query(const std::string& text, const std::string& extra = "db=bench") {
+    const HttpReply r = Get(text, extra);
+    EXPECT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.headers.at("Content-Type"), "application/json");
+    return json::parse(r.body, nullptr, /*allow_exceptions=*/false);
+  }
+
+  double Metric(const std::string& name) {
+    const HttpReply r = client_->Get("/metrics");
+    EXPECT_EQ(r.status, 200);
+    return MetricValue(r.body, name);
+  }
+
+  storage::ScratchDir dir_;
+  ServerConfig config_;
+  ServerMetrics metrics_;
+  SourceRegistry sources_;
+  test::TestServer server_;
+  std::optional<HttpClient> client_;
+};
+
+TEST_F(ServerQueryTest, WriteThenQueryAnswersInfluxJson) {
+  Write("bench", kBenchPoints);
+  EXPECT_EQ(Query(kMeanBy15m), MeanBy15mAnswer());
+  // `pretty` changes the layout, not the answer.
+  const HttpReply pretty = Get(kMeanBy15m, "db=bench&pretty=true");
+  ASSERT_EQ(pretty.status, 200);
+  EXPECT_NE(pretty.body.find("\n    "), std::string::npos) << pretty.body;
+  EXPECT_EQ(json::parse(pretty.body), MeanBy15mAnswer());
+  EXPECT_EQ(pretty.headers.at("X-Influxdb-Version"), "1.8.10");
+}
+
+TEST_F(ServerQueryTest, EpochParameterWritesIntegerTimes) {
+  Write("bench", kBenchPoints);
+  const std::string text =
+      "SELECT util, temp_c FROM gpu WHERE node = 'b' AND time >= '2024-01-01T00:00:00Z'";
+  EXPECT_EQ(Query(text, "db=bench&epoch=s"), json::parse(R"({"results":[{"statement_id":0,
+    "series":[{"name":"gpu","columns":["time","util","temp_c"],
+    "values":[[1704067200,30,60],[1704067260,50,null]]}]}]})"));
+  EXPECT_EQ(Query(text, "db=bench&epoch=ms"), json::parse(R"({"results":[{"statement_id":0,
+    "series":[{"name":"gpu","columns":["time","util","temp_c"],
+    "values":[[1704067200000,30,60],[1704067260000,50,null]]}]}]})"));
+  EXPECT_EQ(Query(text, "db=bench&epoch=h"), json::parse(R"({"results":[{"statement_id":0,
+    "series":[{"name":"gpu","columns":["time","util","temp_c"],
+    "values":[[473352,30,60],[473352,50,null]]}]}]})"));
+  EXPECT_EQ(Query(text, "db=bench"), json::parse(R"({"results":[{"statement_id":0,
+    "series":[{"name":"gpu","columns":["time","util","temp_c"],
+    "values":[["2024-01-01T00:00:00Z",30,60],["2024-01-01T00:01:00Z",50,null]]}]}]})"));
+  json ns = Query(text, "db=bench&epoch=ns");
+  EXPECT_EQ(ns["results"][0]["series"][0]["values"][1][0], 1704067260'000'000'000);
+}
+
+TEST_F(ServerQueryTest, PostFormBodyCarriesTheParameters) {
+  Write("bench", kBenchPoints);
+  const HttpReply r = client_->Post("/query", "db=bench&q=" + UrlEncode(kMeanBy15m),
+                                    {{"Content-Type", "application/x-www-form-urlencoded"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body), MeanBy15mAnswer());
+  // Parameters in the URL of a POST count too; the form adds to them.
+  const HttpReply mixed =
+      client_->Post("/query?db=bench", "q=" + UrlEncode(kMeanBy15m) + "&epoch=s",
+                    {{"Content-Type", "application/x-www-form-urlencoded; charset=UTF-8"}});
+  ASSERT_EQ(mixed.status, 200) << mixed.body;
+  EXPECT_EQ(json::parse(mixed.body)["results"][0]["series"][1]["values"][0],
+            json::parse("[1704067200,40]"));
+}
+
+TEST_F(ServerQueryTest, AcceptTextCsvAnswersCsv) {
+  Write("bench", kBenchPoints);
+  const HttpReply r =
+      Get(kMeanBy15m + std::string("; SHOW MEASUREMENTS"), "db=bench", {{"Accept", "text/csv"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers.at("Content-Type"), "text/csv");
+  EXPECT_EQ(r.body,
+            "name,tags,time,mean\n"
+            "gpu,node=a,2024-01-01T00:00:00Z,10\n"
+            "gpu,node=a,2024-01-01T00:15:00Z,20\n"
+            "gpu,node=a,2024-01-01T00:30:00Z,\n"
+            "gpu,node=a,2024-01-01T00:45:00Z,\n"
+            "gpu,node=b,2024-01-01T00:00:00Z,40\n"
+            "gpu,node=b,2024-01-01T00:15:00Z,\n"
+            "gpu,node=b,2024-01-01T00:30:00Z,\n"
+            "gpu,node=b,2024-01-01T00:45:00Z,\n"
+            "name,tags,name\n"
+            "measurements,,gpu\n");
+  const HttpReply epoch =
+      Get("SELECT util FROM gpu WHERE node = 'b'", "db=bench&epoch=s", {{"Accept", "text/csv"}});
+  ASSERT_EQ(epoch.status, 200) << epoch.body;
+  EXPECT_EQ(epoch.body, "name,tags,time,util\ngpu,,1704067200,30\ngpu,,1704067260,50\n");
+}
+
+TEST_F(ServerQueryTest, AFailingStatementLeavesTheOthersAndIs200) {
+  Write("bench", kBenchPoints);
+  const double errors_before = Metric("gpulse_query_errors_total");
+  json answer = Query(
+      "SELECT util FROM gpu WHERE node = 'a'; SELECT util FROM gpu WHERE util =~ /x/; "
+      "SHOW MEASUREMENTS");
+  ASSERT_EQ(answer["results"].size(), 3u) << answer;
+  EXPECT_EQ(answer["results"][0], json::parse(R"({"statement_id":0,"series":[{"name":"gpu",
+    "columns":["time","util"],
+    "values":[["2024-01-01T00:00:00Z",10],["2024-01-01T00:15:00Z",20]]}]})"));
+  json failed = answer["results"][1];
+  EXPECT_EQ(failed["statement_id"], 1);
+  EXPECT_FALSE(failed.contains("series"));
+  ASSERT_TRUE(failed.contains("error") && failed["error"].is_string()) << failed;
+  EXPECT_FALSE(failed["error"].get<std::string>().empty());
+  EXPECT_EQ(answer["results"][2], json::parse(R"({"statement_id":2,"series":[
+    {"name":"measurements","columns":["name"],"values":[["gpu"]]}]})"));
+  EXPECT_EQ(Metric("gpulse_query_errors_total"), errors_before + 1);
+}
+
+TEST_F(ServerQueryTest, AQueryThatDoesNotParseIs400WithLineAndColumn) {
+  HttpReply r = Get("SELECT mean(v) FROM m; SELEC v FROM m", "db=bench");
+  ASSERT_EQ(r.status, 400) << r.body;
+  std::string error = json::parse(r.body)["error"];
+  EXPECT_TRUE(error.starts_with("error parsing query: line 1, column 24: expected SELECT"))
+      << error;
+
+  r = Get("SELECT v\nFROM m WHERE time >= '2024-13-01'", "db=bench");
+  ASSERT_EQ(r.status, 400) << r.body;
+  error = json::parse(r.body)["error"];
+  EXPECT_TRUE(error.starts_with("error parsing query: line 2, column 22: invalid time")) << error;
+}
+
+TEST_F(ServerQueryTest, MissingQOrABadEpochIs400) {
+  for (const std::string target : {"/query", "/query?db=bench", "/query?db=bench&q="}) {
+    const HttpReply r = client_->Get(target);
+    EXPECT_EQ(r.status, 400) << target;
+    EXPECT_NE(json::parse(r.body)["error"].get<std::string>().find("\"q\""), std::string::npos)
+        << r.body;
+  }
+  const HttpReply post =
+      client_->Post("/query", "db=bench", {{"Content-Type", "application/x-www-form-urlencoded"}});
+  EXPECT_EQ(post.status, 400) << post.body;
+  const HttpReply epoch = Get("SHOW MEASUREMENTS", "epoch=days");
+  EXPECT_EQ(epoch.status, 400);
+  EXPECT_NE(epoch.body.find("epoch"), std::string::npos) << epoch.body;
+  EXPECT_EQ(client_->Send(http::verb::put, "/query?q=SHOW%20DATABASES").status, 405);
+}
+
+TEST_F(ServerQueryTest, TheDbParameterScopesTheQueryAndHidesTheDbTag) {
+  Write("a", "gpu,node=n1,gpu=0 util=11i 1704067200\ngpu,node=n2,gpu=0 util=12i 1704067200\n");
+  Write("b", "gpu,node=n3,gpu=1 util=24i 1704067200\ncpu,host=h load=0.5 1704067200\n");
+  EXPECT_EQ(Query("SELECT util FROM gpu GROUP BY *", "db=b&epoch=s"),
+            json::parse(R"({"results":[{"statement_id":0,"series":[{"name":"gpu",
+    "tags":{"gpu":"1","node":"n3"},"columns":["time","util"],"values":[[1704067200,24]]}]}]})"));
+  EXPECT_EQ(Query("SELECT sum(util) FROM gpu", "db=a&epoch=s"),
+            json::parse(R"({"results":[{"statement_id":0,"series":[{"name":"gpu",
+    "columns":["time","sum"],"values":[[0,23]]}]}]})"));
+  // Points of db=a are invisible to db=b and to a database nobody wrote to.
+  EXPECT_EQ(Query("SELECT util FROM gpu WHERE node = 'n1'", "db=b"),
+            json::parse(R"({"results":[{"statement_id":0}]})"));
+  EXPECT_EQ(Query("SELECT util FROM gpu", "db=nobody"),
+            json::parse(R"({"results":[{"statement_id":0}]})"));
+  EXPECT_EQ(Query("SHOW MEASUREMENTS", "db=a"), json::parse(R"({"results":[{"statement_id":0,
+    "series":[{"name":"measurements","columns":["name"],"values":[["gpu"]]}]}]})"));
+  // Without db the query sees every database, and `db` is an ordinary tag.
+  EXPECT_EQ(Query("SELECT sum(util) FROM gpu GROUP BY db", "epoch=s"),
+            json::parse(R"({"results":[{"statement_id":0,"series":[
+    {"name":"gpu","tags":{"db":"a"},"columns":["time","sum"],"values":[[0,23]]},
+    {"name":"gpu","tags":{"db":"b"},"columns":["time","sum"],"values":[[0,24]]}]}]})"));
+}
+
+TEST_F(ServerQueryTest, ShowStatementsListWhatWasWritten) {
+  Write("a", "gpu,node=n1 util=1i 1704067200\n");
+  Write("b", kBenchPoints);
+  Write("b", "cpu,host=h1 load=0.5,cores=8u,up=true,ver=\"x\" 1704067200\n");
+  EXPECT_EQ(Query("SHOW DATABASES", ""), json::parse(R"({"results":[{"statement_id":0,
+    "series":[{"name":"databases","columns":["name"],"values":[["a"],["b"]]}]}]})"));
+  EXPECT_EQ(Query("SHOW MEASUREMENTS", "db=b"), json::parse(R"({"results":[{"statement_id":0,
+    "series":[{"name":"measurements","columns":["name"],"values":[["cpu"],["gpu"]]}]}]})"));
+  EXPECT_EQ(Query("SHOW TAG KEYS", "db=b"), json::parse(R"({"results":[{"statement_id":0,
+    "series":[{"name":"cpu","columns":["tagKey"],"values":[["host"]]},
+              {"name":"gpu","columns":["tagKey"],"values":[["node"]]}]}]})"));
+  EXPECT_EQ(Query("SHOW TAG VALUES FROM gpu WITH KEY = node", "db=b"),
+            json::parse(R"({"results":[{"statement_id":0,"series":[{"name":"gpu",
+    "columns":["key","value"],"values":[["node","a"],["node","b"]]}]}]})"));
+  EXPECT_EQ(Query("SHOW FIELD KEYS", "db=b"), json::parse(R"({"results":[{"statement_id":0,
+    "series":[{"name":"cpu","columns":["fieldKey","fieldType"],"values":[["cores","unsigned"],
+                ["load","float"],["up","boolean"],["ver","string"]]},
+              {"name":"gpu","columns":["fieldKey","fieldType"],
+                "values":[["temp_c","float"],["util","integer"]]}]}]})"));
+  EXPECT_EQ(Query("SHOW FIELD KEYS FROM gpu; SHOW SERIES CARDINALITY", "db=b"),
+            json::parse(R"({"results":[{"statement_id":0,"series":[{"name":"gpu",
+    "columns":["fieldKey","fieldType"],"values":[["temp_c","float"],["util","integer"]]}]},
+    {"statement_id":1,"series":[{"columns":["count"],"values":[[3]]}]}]})"));
+}
+
+TEST_F(ServerQueryTest, MaxSeriesFromTheConfigStopsTheStatement) {
+  Stop();
+  config_.query_limits.max_series = 1;
+  Start();
+  Write("bench", kBenchPoints);
+  json answer =
+      Query("SELECT util FROM gpu WHERE node = 'b'; SELECT util FROM gpu", "db=bench&epoch=s");
+  ASSERT_EQ(answer["results"].size(), 2u) << answer;
+  EXPECT_EQ(answer["results"][0], json::parse(R"({"statement_id":0,"series":[{"name":"gpu",
+    "columns":["time","util"],"values":[[1704067200,30],[1704067260,50]]}]})"));
+  json failed = answer["results"][1];
+  EXPECT_FALSE(failed.contains("series"));
+  ASSERT_TRUE(failed.contains("error") && failed["error"].is_string()) << failed;
+  EXPECT_NE(failed["error"].get<std::string>().find("max_series"), std::string::npos) << failed;
+}
+
+TEST_F(ServerQueryTest, ARestartKeepsTheDataAndTheAnswer) {
+  Write("bench", kBenchPoints);
+  const json before = Query(kMeanBy15m);
+  EXPECT_EQ(before, MeanBy15mAnswer());
+  Restart();  // a new Db on the same directory, and a new port
+  EXPECT_EQ(Query(kMeanBy15m), before);
+  EXPECT_EQ(Query("SHOW DATABASES", ""), json::parse(R"({"results":[{"statement_id":0,
+    "series":[{"name":"databases","columns":["name"],"values":[["bench"]]}]}]})"));
+  // Writes after the restart join the old points.
+  Write("bench", "gpu,node=a util=40i 1704068160\n");  // 00:16
+  EXPECT_EQ(Query(kMeanBy15m)["results"][0]["series"][0]["values"][1],
+            json::parse(R"(["2024-01-01T00:15:00Z",30])"));
+}
+
+TEST_F(ServerQueryTest, MetricsCountQueriesAndErrors) {
+  Write("bench", kBenchPoints);
+  const double queries = Metric("gpulse_queries_total");
+  const double errors = Metric("gpulse_query_errors_total");
+  ASSERT_GE(queries, 0) << "gpulse_queries_total is missing from /metrics";
+  ASSERT_GE(errors, 0) << "gpulse_query_errors_total is missing from /metrics";
+  Query(kMeanBy15m);
+  Query("SHOW MEASUREMENTS");
+  EXPECT_EQ(Metric("gpulse_queries_total"), queries + 2);
+  EXPECT_EQ(Metric("gpulse_query_errors_total"), errors);
+  EXPECT_EQ(Get("SELEC x", "db=bench").status, 400);
+  EXPECT_EQ(Metric("gpulse_queries_total"), queries + 3);
+  EXPECT_EQ(Metric("gpulse_query_errors_total"), errors + 1);
+}
+
+TEST_F(ServerQueryTest, AClientThatHangsUpCancelsItsQuery) {
+  // 2,000 series x 1,000 points: a raw SELECT over all of them reads for
+  // far longer than the executor takes to see the closed socket (it polls
+  // between series, and every 5 ms on its own thread).
+  Stop();
+  config_.query_limits.max_points = 100'000'000;
+  config_.query_limits.max_rows = 100'000'000;
+  Start();
+  constexpr int kSeries = 2000, kPointsPerSeries = 1000;
+  for (int s = 0; s < kSeries; s += 100) {
+    std::vector<Point> batch;
+    for (int k = s; k < s + 100; ++k) {
+      for (int i = 0; i < kPointsPerSeries; ++i) {
+        batch.push_back({"big",
+                         {{"db", "bench"}, {"host", "h" + std::to_string(k)}},
+                         {{"v", int64_t{i}}},
+                         1704067200'000'000'000 + int64_t{i} * 1'000'000'000});
+      }
+    }
+    Status st;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      st = server_.db()->Write(batch);
+      if (!st.IsResourceExhausted()) break;  // the head is full: let the flush run
+      std::this_thread::sleep_for(50ms);
+    }
+    ASSERT_TRUE(st.ok()) << st.ToString();
+  }
+  const double errors = Metric("gpulse_query_errors_total");
+  const double queries = Metric("gpulse_queries_total");
+
+  namespace asio = boost::asio;
+  asio::io_context io;
+  {
+    asio::ip::tcp::socket socket(io);
+    socket.connect({asio::ip::make_address("127.0.0.1"), server_.port()});
+    const std::string request =
+        "GET /query?db=bench&q=" + UrlEncode("SELECT v FROM big") + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    asio::write(socket, asio::buffer(request));
+    socket.close();
+  }
+  // The query starts, sees the client gone, and stops with an error.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (Metric("gpulse_query_errors_total") < errors + 1 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(Metric("gpulse_queries_total"), queries + 1);
+  EXPECT_EQ(Metric("gpulse_query_errors_total"), errors + 1) << "the query was not cancelled";
+  // The server answers at once afterwards.
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(client_->Get("/ping").status, 204);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
+}
+
+}  // namespace
+}  // namespace gpulse::server
