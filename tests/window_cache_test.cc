@@ -1,0 +1,125 @@
+// The decoded-window cache: its own rules (bound, LRU, epoch refusal), and
+// through the Db that a cached window never hides points a later flush
+// stored in the same window.
+
+#include "engine/window_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "engine/gpulse.h"
+#include "tests/support/scratch_dir.h"
+
+namespace gpulse {
+namespace {
+
+using engine::WindowCache;
+using engine::WindowKey;
+
+storage::Column Ints(std::initializer_list<int64_t> ts) {
+  storage::Column c;
+  c.type = FieldType::kInt;
+  for (int64_t t : ts) {
+    c.ts.push_back(t);
+    c.ints.push_back(t * 10);
+  }
+  return c;
+}
+
+TEST(WindowCacheTest, KeepsWhatItIsGivenAndFindsItByKey) {
+  WindowCache cache(1 << 20);
+  cache.Insert({1, 2, 0}, Ints({1, 2, 3}), cache.epoch());
+  auto hit = cache.Lookup({1, 2, 0});
+  ASSERT_NE(hit, nullptr);
+  EXPECT_EQ(hit->ints, (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(cache.Lookup({1, 3, 0}), nullptr);
+  EXPECT_EQ(cache.Lookup({1, 2, 86400}), nullptr);
+  EXPECT_EQ(cache.stats().hits, 1u);
+  EXPECT_EQ(cache.stats().misses, 2u);
+}
+
+TEST(WindowCacheTest, RefusesADecodeFromBeforeAnInvalidation) {
+  WindowCache cache(1 << 20);
+  const uint64_t before = cache.epoch();
+  cache.Invalidate({{9, 9, 9}});  // a flush wrote some window meanwhile
+  cache.Insert({1, 2, 0}, Ints({1}), before);
+  EXPECT_EQ(cache.Lookup({1, 2, 0}), nullptr);
+  cache.Insert({1, 2, 0}, Ints({1}), cache.epoch());
+  EXPECT_NE(cache.Lookup({1, 2, 0}), nullptr);
+}
+
+TEST(WindowCacheTest, InvalidateDropsTheWindowsWrittenAndClearDropsAll) {
+  WindowCache cache(1 << 20);
+  cache.Insert({1, 1, 0}, Ints({1}), cache.epoch());
+  cache.Insert({2, 1, 0}, Ints({1}), cache.epoch());
+  cache.Invalidate({{1, 1, 0}});
+  EXPECT_EQ(cache.Lookup({1, 1, 0}), nullptr);
+  EXPECT_NE(cache.Lookup({2, 1, 0}), nullptr);
+  cache.Clear();
+  EXPECT_EQ(cache.Lookup({2, 1, 0}), nullptr);
+  EXPECT_EQ(cache.stats().bytes, 0u);
+}
+
+TEST(WindowCacheTest, StaysWithinItsBytesDroppingTheLeastRecentlyUsed) {
+  // Each entry is 100 points (1,600 bytes plus overhead); room for a few.
+  WindowCache cache(16 << 10);
+  auto column = [] {
+    storage::Column c;
+    c.type = FieldType::kInt;
+    for (int i = 0; i < 100; ++i) {
+      c.ts.push_back(i);
+      c.ints.push_back(i);
+    }
+    return c;
+  };
+  for (uint32_t s = 0; s < 20; ++s) {
+    cache.Insert({s, 0, 0}, column(), cache.epoch());
+    ASSERT_NE(cache.Lookup({0, 0, 0}), nullptr) << s;  // kept warm: never the LRU one
+    EXPECT_LE(cache.stats().bytes, 16u << 10);
+  }
+  EXPECT_EQ(cache.Lookup({1, 0, 0}), nullptr);  // the oldest cold ones went
+  EXPECT_NE(cache.Lookup({19, 0, 0}), nullptr);
+}
+
+TEST(WindowCacheTest, ANewPartFlushedIntoACachedWindowIsSeen) {
+  storage::ScratchDir dir;
+  Options options;
+  options.sync_policy = SyncPolicy::kNone;
+  options.info_log = [](std::string_view) {};
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  const int64_t day = 1704067200'000'000'000;
+  const int64_t minute = 60'000'000'000;
+  auto write = [&](int from, int to) {
+    std::vector<Point> points;
+    for (int i = from; i < to; ++i) {
+      points.push_back({"gpu", {{"node", "a"}}, {{"util", int64_t{i}}}, day + i * minute});
+    }
+    ASSERT_TRUE(db->Write(points).ok());
+  };
+  auto count = [&] {
+    QueryResult r;
+    EXPECT_TRUE(db->Query("SELECT count(util), sum(util) FROM gpu", {}, &r).ok());
+    EXPECT_TRUE(r.statements.at(0).status.ok());
+    const auto& row = r.statements[0].series.at(0).values.at(0);
+    return std::make_pair(std::get<int64_t>(row[1]), std::get<int64_t>(row[2]));
+  };
+  write(0, 100);
+  ASSERT_TRUE(db->Flush().ok());
+  EXPECT_EQ(count(), std::make_pair(int64_t{100}, int64_t{4950}));  // decodes, caches
+  EXPECT_EQ(count(), std::make_pair(int64_t{100}, int64_t{4950}));  // from the cache
+  EXPECT_GT(db->GetStats().window_cache_hits, 0u);
+  write(100, 200);  // same day window: the next flush adds a part to it
+  ASSERT_TRUE(db->Flush().ok());
+  EXPECT_EQ(count(), std::make_pair(int64_t{200}, int64_t{19900}));
+  // Replace one value (50 -> 1000), flush it as a third part, then merge
+  // the parts by compaction: every step must show the new value.
+  ASSERT_TRUE(
+      db->Write({{"gpu", {{"node", "a"}}, {{"util", int64_t{1000}}}, day + 50 * minute}}).ok());
+  ASSERT_TRUE(db->Flush().ok());
+  EXPECT_EQ(count(), std::make_pair(int64_t{200}, int64_t{20850}));
+  ASSERT_TRUE(db->Compact().ok());
+  EXPECT_EQ(count(), std::make_pair(int64_t{200}, int64_t{20850}));
+}
+
+}  // namespace
+}  // namespace gpulse
