@@ -191,13 +191,11 @@ class ShowRunner {
         for (const std::string& m : measurements) {
           std::vector<FieldInfo> fields;
           GPULSE_RETURN_IF_ERROR(db_->ListFields(m, &fields));
-          static const char* kTypeNames[] = {"",         "float",   "integer",
-                                             "unsigned", "boolean", "string"};
           ResultSeries rs;
           rs.name = m;
           rs.columns = {"fieldKey", "fieldType"};
           for (const FieldInfo& f : fields) {
-            rs.values.push_back({f.name, std::string(kTypeNames[static_cast<int>(f.type)])});
+            rs.values.push_back({f.name, std::string(storage::FieldTypeName(f.type))});
           }
           Limit(s, &rs);
           if (!rs.values.empty()) out->push_back(std::move(rs));

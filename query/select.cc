@@ -574,18 +574,13 @@ void CollectEq(const Expr& e, const Plan& plan, std::vector<TagMatcher>* out) {
   }
 }
 
-const char* TypeName(FieldType t) {
-  static const char* kNames[] = {"", "float", "integer", "unsigned", "boolean", "string"};
-  return kNames[static_cast<int>(t)];
-}
-
 Status CompileRegexes(const Expr& e, Plan* plan) {
   if (e.kind == ExprKind::kBinary &&
       (e.binary_op == BinaryOp::kEqRegex || e.binary_op == BinaryOp::kNeqRegex) &&
       e.children[0]->kind == ExprKind::kVarRef && plan->IsField(*e.children[0])) {
     const FieldType t = plan->all_fields[e.children[0]->text];
     if (t != FieldType::kString) {
-      const std::string type = TypeName(t);
+      const std::string type = storage::FieldTypeName(t);
       return ErrorAt(e, "'" + e.children[0]->text +
                             (type[0] == 'i' || type[0] == 'u' ? "' is an " : "' is a ") + type +
                             " field; =~ and !~ match strings (tags and string fields)");
@@ -723,9 +718,8 @@ Status CheckAggregateArgs(const Expr& call, Plan* plan, const std::string& field
   spec->percentile = pct;
   spec->type = plan->all_fields.count(field) ? plan->all_fields[field] : FieldType::kFloat;
   if (plan->all_fields.count(field) && !AcceptsType(spec->kind, spec->type)) {
-    static const char* kTypeNames[] = {"", "float", "integer", "unsigned", "boolean", "string"};
-    return ErrorAt(call, call.text + "() cannot take the " +
-                             kTypeNames[static_cast<int>(spec->type)] + " field '" + field + "'");
+    return ErrorAt(call, call.text + "() cannot take the " + storage::FieldTypeName(spec->type) +
+                             " field '" + field + "'");
   }
   const size_t n = call.children.size();
   if (spec->kind == AggKind::kPercentile && call.text == "percentile") {
@@ -1757,9 +1751,8 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
     if (ctx->explain) {
       std::string fields;
       for (size_t f = 0; f < plan.fields.size(); ++f) {
-        static const char* kTypeNames[] = {"", "float", "integer", "unsigned", "boolean", "string"};
         fields += (f ? ", " : "") + plan.fields[f] + " (" +
-                  kTypeNames[static_cast<int>(plan.field_types[f])] + ")";
+                  storage::FieldTypeName(plan.field_types[f]) + ")";
       }
       std::string eq;
       for (const TagMatcher& t : plan.eq)
