@@ -133,6 +133,8 @@ Result<int64_t> EvalTime(const Expr& e, int64_t now_ns) {
     case ExprKind::kInteger:
       return e.int_value;
     case ExprKind::kFloat:
+      // A double outside int64 does not convert (undefined behaviour).
+      if (!(e.float_value >= -9.2e18 && e.float_value <= 9.2e18)) return where("time out of range");
       return static_cast<int64_t>(e.float_value);
     case ExprKind::kDuration:
       return DurationNanos(e);
