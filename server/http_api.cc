@@ -1,6 +1,7 @@
 #include "server/http_api.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <deque>
 #include <nlohmann/json.hpp>
@@ -100,6 +101,20 @@ bool ToPrecision(const std::string& text, bool v2, ingest::Precision* precision)
 }
 
 }  // namespace
+
+std::string PercentEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (std::isalnum(u) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(c);
+    } else {
+      out += {'%', kHex[u >> 4], kHex[u & 15]};
+    }
+  }
+  return out;
+}
 
 std::map<std::string, std::string> ParseQueryString(std::string_view target) {
   std::map<std::string, std::string> params;

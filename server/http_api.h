@@ -31,6 +31,10 @@ namespace gpulse::server {
 // The decoded query parameters of a request target ("/write?db=x&p=y").
 std::map<std::string, std::string> ParseQueryString(std::string_view target);
 
+// Every byte but RFC 3986's unreserved ones as %XX: a parameter value as a
+// client puts it in a URL or a form body (ParseQueryString reads it back).
+std::string PercentEncode(std::string_view text);
+
 class HttpApi {
  public:
   // `db`, `metrics` and `sources` must outlive the HttpApi.

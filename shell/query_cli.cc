@@ -46,6 +46,7 @@
 #include "query/format.h"
 #include "query/lexer.h"
 #include "query/parser.h"
+#include "server/http_api.h"
 #include "shell/table.h"
 
 namespace gpulse::shell {
@@ -169,21 +170,6 @@ class EmbeddedConnection final : public Connection {
   std::string database_;
 };
 
-// Every byte but the unreserved ones as %XX.
-std::string PercentEncode(std::string_view text) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(c);
-    } else {
-      out += {'%', kHex[u >> 4], kHex[u & 15]};
-    }
-  }
-  return out;
-}
-
 // "http://HOST[:PORT][/]", HOST possibly "[v6]"; the port defaults to 8086.
 // No https: the server speaks plain HTTP (put a proxy in front for TLS).
 Status ParseUrl(std::string_view url, std::string* host, std::string* port) {
@@ -221,8 +207,8 @@ class RemoteConnection final : public Connection {
         token_(std::move(token)) {}
 
   Status Query(std::string_view text, QueryResult* out) override {
-    std::string target = "/query?epoch=ns&q=" + PercentEncode(text);
-    if (!database_.empty()) target += "&db=" + PercentEncode(database_);
+    std::string target = "/query?epoch=ns&q=" + server::PercentEncode(text);
+    if (!database_.empty()) target += "&db=" + server::PercentEncode(database_);
     int http_status = 0;
     std::string body;
     GPULSE_RETURN_IF_ERROR(Get(target, &http_status, &body));

@@ -19,6 +19,7 @@
 
 #include "engine/gpulse.h"
 #include "server/config.h"
+#include "server/http_api.h"
 #include "server/metrics.h"
 #include "server/sources.h"
 #include "tests/support/http_client.h"
@@ -32,22 +33,6 @@ using json = nlohmann::json;
 using test::HttpClient;
 using test::HttpReply;
 using namespace std::chrono_literals;
-
-// Every byte but the unreserved ones percent-encoded (RFC 3986), as a client
-// would send a query in a URL or a form body.
-std::string UrlEncode(const std::string& text) {
-  static const char kHex[] = "0123456789ABCDEF";
-  std::string out;
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (std::isalnum(u) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(c);
-    } else {
-      out += {'%', kHex[u >> 4], kHex[u & 15]};
-    }
-  }
-  return out;
-}
 
 // The value of an unlabelled metric in Prometheus text; -1 when absent.
 double MetricValue(const std::string& exposition, const std::string& name) {
@@ -120,7 +105,7 @@ class ServerQueryTest : public ::testing::Test {
   // GET /query?q=<text>[&<extra>]; the reply.
   HttpReply Get(const std::string& text, const std::string& extra = "",
                 const std::map<std::string, std::string>& headers = {}) {
-    return client_->Get("/query?q=" + UrlEncode(text) + (extra.empty() ? "" : "&" + extra),
+    return client_->Get("/query?q=" + PercentEncode(text) + (extra.empty() ? "" : "&" + extra),
                         headers);
   }
 
@@ -179,13 +164,13 @@ TEST_F(ServerQueryTest, EpochParameterWritesIntegerTimes) {
 
 TEST_F(ServerQueryTest, PostFormBodyCarriesTheParameters) {
   Write("bench", kBenchPoints);
-  const HttpReply r = client_->Post("/query", "db=bench&q=" + UrlEncode(kMeanBy15m),
+  const HttpReply r = client_->Post("/query", "db=bench&q=" + PercentEncode(kMeanBy15m),
                                     {{"Content-Type", "application/x-www-form-urlencoded"}});
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body), MeanBy15mAnswer());
   // Parameters in the URL of a POST count too; the form adds to them.
   const HttpReply mixed =
-      client_->Post("/query?db=bench", "q=" + UrlEncode(kMeanBy15m) + "&epoch=s",
+      client_->Post("/query?db=bench", "q=" + PercentEncode(kMeanBy15m) + "&epoch=s",
                     {{"Content-Type", "application/x-www-form-urlencoded; charset=UTF-8"}});
   ASSERT_EQ(mixed.status, 200) << mixed.body;
   EXPECT_EQ(json::parse(mixed.body)["results"][0]["series"][1]["values"][0],
@@ -393,8 +378,8 @@ TEST_F(ServerQueryTest, AClientThatHangsUpCancelsItsQuery) {
   {
     asio::ip::tcp::socket socket(io);
     socket.connect({asio::ip::make_address("127.0.0.1"), server_.port()});
-    const std::string request =
-        "GET /query?db=bench&q=" + UrlEncode("SELECT v FROM big") + " HTTP/1.1\r\nHost: x\r\n\r\n";
+    const std::string request = "GET /query?db=bench&q=" + PercentEncode("SELECT v FROM big") +
+                                " HTTP/1.1\r\nHost: x\r\n\r\n";
     asio::write(socket, asio::buffer(request));
     socket.close();
   }
