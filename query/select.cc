@@ -76,6 +76,8 @@ class Input {
   virtual Status Measurements(std::vector<std::string>* out) = 0;
   virtual Status ListSeries(const std::string& measurement, const std::vector<TagMatcher>& eq,
                             std::vector<InSeries>* out) = 0;
+  // The tag keys of a measurement's series, as the query sees them.
+  virtual Status TagKeys(const std::string& measurement, std::set<std::string>* out) = 0;
   virtual Status Fields(const std::string& measurement, std::vector<FieldInfo>* out) = 0;
   // Thread-safe.
   virtual Status Read(const InSeries& s, std::span<const std::string> fields, int64_t lo,
@@ -120,6 +122,17 @@ class DbInput final : public Input {
       }
       in.series = std::move(s);
       out->push_back(std::move(in));
+    }
+    return Status::Ok();
+  }
+
+  // Like the field catalog, the tag keys are the measurement's across
+  // databases: which names are tags does not depend on the database asked.
+  Status TagKeys(const std::string& measurement, std::set<std::string>* out) override {
+    std::vector<std::string> keys;
+    GPULSE_RETURN_IF_ERROR(ctx_->db()->ListTagKeys(measurement, &keys));
+    for (std::string& k : keys) {
+      if (database_.empty() || k != "db") out->insert(std::move(k));
     }
     return Status::Ok();
   }
@@ -187,6 +200,14 @@ class ResultInput final : public Input {
       in.tags = s.tags;
       in.source = i;
       out->push_back(std::move(in));
+    }
+    return Status::Ok();
+  }
+
+  Status TagKeys(const std::string& measurement, std::set<std::string>* out) override {
+    for (const ResultSeries& s : series_) {
+      if (s.name != measurement) continue;
+      for (const Tag& t : s.tags) out->insert(t.key);
     }
     return Status::Ok();
   }
@@ -830,15 +851,12 @@ std::unique_ptr<Expr> MakeRef(const std::string& name, Position pos, VarType typ
 }
 
 Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
-                 const std::string& measurement, const std::vector<InSeries>& all_series,
-                 Plan* plan) {
+                 const std::string& measurement, Plan* plan) {
   plan->measurement = measurement;
   std::vector<FieldInfo> fields;
   GPULSE_RETURN_IF_ERROR(input->Fields(measurement, &fields));
   for (const FieldInfo& f : fields) plan->all_fields[f.name] = f.type;
-  for (const InSeries& in : all_series) {
-    for (const Tag& t : in.tags) plan->tag_keys.insert(t.key);
-  }
+  GPULSE_RETURN_IF_ERROR(input->TagKeys(measurement, &plan->tag_keys));
 
   // Output expressions, with * and /regex/ expanded.
   for (const SelectField& f : s.fields) {
@@ -1099,10 +1117,17 @@ void Join(const std::vector<Column>& cols, std::vector<int64_t>* ts,
 // Runs fn(worker, i) for i in [0, n) on up to two worker threads (more on
 // machines with more cores), each taking a contiguous block so results
 // merge in series order; polls for cancellation meanwhile.
+// The machine's hardware threads (hardware_concurrency() reads /sys on
+// every call, so once).
+size_t HardwareThreads() {
+  static const size_t n = std::max(1u, std::thread::hardware_concurrency());
+  return n;
+}
+
 Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
                    const std::function<Status(size_t worker, size_t i)>& fn,
                    size_t min_per_worker = 8) {
-  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t hw = HardwareThreads();
   const size_t workers = std::min<size_t>({hw, 8, std::max<size_t>(1, n / min_per_worker)});
   *workers_out = workers;
   auto run_block = [&](size_t w) {
@@ -1277,7 +1302,7 @@ std::string RangeText(const Plan& plan) {
 
 Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* plan,
                     const std::vector<InSeries>& series, std::vector<ResultSeries>* out) {
-  const size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t hw = HardwareThreads();
   std::vector<GroupMap> partial(std::min<size_t>(hw, 8));
   const std::vector<std::string>& fields = plan->fields;
   size_t workers = 1;
@@ -1438,8 +1463,15 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
 
   // The costly answers (percentiles select among many values) on the
   // worker threads, one group at a time; the loop below reads them back.
+  // Cheap answers (sums, extremes) are not worth a thread.
+  const bool costly = std::any_of(plan->slots.begin(), plan->slots.end(), [](const auto& slot) {
+    const AggKind k = slot.spec.kind;
+    return k == AggKind::kMedian || k == AggKind::kMode || k == AggKind::kPercentile;
+  });
   std::vector<GroupAcc*> accs;
-  for (auto& [key, acc] : groups) accs.push_back(&acc);
+  if (costly) {
+    for (auto& [key, acc] : groups) accs.push_back(&acc);
+  }
   GPULSE_RETURN_IF_ERROR(ParallelFor(
       ctx, accs.size(), &workers,
       [&](size_t, size_t i) -> Status {
@@ -1732,16 +1764,10 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
     names.push_back(from.name);
   }
   for (const std::string& m : names) {
-    std::vector<InSeries> all_series;
-    GPULSE_RETURN_IF_ERROR(input->ListSeries(m, {}, &all_series));
     Plan plan;
-    GPULSE_RETURN_IF_ERROR(BuildPlan(ctx, s, input, m, all_series, &plan));
+    GPULSE_RETURN_IF_ERROR(BuildPlan(ctx, s, input, m, &plan));
     std::vector<InSeries> series;
-    if (plan.eq.empty()) {
-      series = std::move(all_series);
-    } else {
-      GPULSE_RETURN_IF_ERROR(input->ListSeries(m, plan.eq, &series));
-    }
+    GPULSE_RETURN_IF_ERROR(input->ListSeries(m, plan.eq, &series));
     if (series.size() > ctx->options().limits.max_series) {
       return Status::ResourceExhausted("the query matches " + std::to_string(series.size()) +
                                        " series of " + m + ", more than " +
