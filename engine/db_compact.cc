@@ -78,7 +78,8 @@ Status DbImpl::CopyStore(const std::string& path) {
   for (it->SeekToFirst(); it->Valid();) {
     storage::ChunkKeyParts parts;
     const std::string key = it->key().ToString();
-    if (!storage::ParseChunkKey(key, &parts)) {
+    if (!storage::ParseChunkKey(key, &parts) || parts.tier != storage::kRawTier) {
+      // Not a raw chunk (a catalog entry, or a tier's one-part block).
       batch.Put(it->key(), it->value());
       it->Next();
     } else {

@@ -137,6 +137,8 @@ Status DbImpl::WriteChunks(const Head& sealed) {
         batch.Clear();
       }
     }
+    if (status.ok())
+      status = UpdateTiers(entry.series_id, entry.field_id, column, &batch, &touched);
   });
   if (!status.ok()) {
     window_cache_.Invalidate(touched);

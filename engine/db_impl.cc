@@ -73,6 +73,9 @@ Status DbImpl::Open() {
     sync.sync = true;
     const leveldb::Status put = store_->Put(sync, storage::VersionKey(), bytes);
     if (!put.ok()) return Status::IOError("write format version: " + put.ToString());
+  } else if (got.ok() && version.size() == 4 && storage::GetU32BE(version.data()) == 2) {
+    // Version 2 had no tiers: build them from the raw chunks, once.
+    GPULSE_RETURN_IF_ERROR(BuildTiersFromRaw());
   } else if (!got.ok() || version.size() != 4 ||
              storage::GetU32BE(version.data()) != storage::kFormatVersion) {
     return Status::Corruption(path_ + "/store: unsupported or unreadable format version");

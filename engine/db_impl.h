@@ -40,6 +40,7 @@
 #include "engine/wal_batch.h"
 #include "engine/window_cache.h"
 #include "leveldb/db.h"
+#include "leveldb/write_batch.h"
 #include "storage/env.h"
 #include "storage/wal.h"
 
@@ -58,6 +59,9 @@ class DbImpl final : public Db {
   Status Read(const ReadRequest& request, std::vector<SeriesColumn>* out) override;
   Status ReadSeries(const Series& series, std::span<const std::string> fields, int64_t start_ns,
                     int64_t end_ns, std::vector<Column>* out) override;
+  Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
+                     int64_t start_ns, int64_t end_ns, uint32_t parts,
+                     const RollupVisitor& fn) override;
   Status ListMeasurements(std::vector<std::string>* out) override;
   Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
                     std::vector<Series>* out) override;
@@ -113,6 +117,16 @@ class DbImpl final : public Db {
   // Merges every column of `sealed` into the chunks in LevelDB; the last
   // LevelDB write is synced.
   Status WriteChunks(const Head& sealed);
+  // Folds the points of one series-field that this flush writes (`fresh`,
+  // time ascending) into every tier's rows: a bucket whose stored row the
+  // points cannot simply be added to (they fall among its points: late
+  // data or replaced values) is computed again from the raw points.
+  // The blocks it writes are added to *touched (the cache drops them).
+  Status UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& fresh,
+                     leveldb::WriteBatch* batch, std::vector<WindowKey>* touched);
+  // Builds every tier from the raw chunks and then writes the current
+  // format version (opening a version 2 store, which had no tiers).
+  Status BuildTiersFromRaw();
   void FlusherLoop();
   void SyncerLoop();
 

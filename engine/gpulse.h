@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "storage/column.h"
+#include "storage/rollup.h"
 #include "storage/status.h"
 
 namespace gpulse::storage {
@@ -37,8 +38,9 @@ class Env;
 
 namespace gpulse {
 
-using storage::Column;     // timestamps + values of one field, one type
-using storage::FieldType;  // float, integer, unsigned, boolean, string
+using storage::Column;        // timestamps + values of one field, one type
+using storage::FieldType;     // float, integer, unsigned, boolean, string
+using storage::RollupColumn;  // a tier's rows of one field of one series
 
 // One value of a field, in line protocol's five types.
 using FieldValue = std::variant<double, int64_t, uint64_t, bool, std::string>;
@@ -318,6 +320,21 @@ class Db {
   // no such field). NotFound when the series does not exist.
   virtual Status ReadSeries(const Series& series, std::span<const std::string> fields,
                             int64_t start_ns, int64_t end_ns, std::vector<Column>* out) = 0;
+
+  // Visits the rows of tier `tier` (an index into storage::kTiers) of a
+  // series' fields whose buckets start in [start_ns, end_ns): fn(i, rows,
+  // begin, end) hands over rows [begin, end) of fields[i], in runs (a run's
+  // rows ascend; runs of one field do not overlap). Fields that are not
+  // numeric or have no points there get no call. Only the parts named by
+  // `parts` (storage::RollupParts) are sure to be filled. Points not yet
+  // flushed count: their buckets are computed from the raw points, so the
+  // rows always equal what the raw points give. `rows` is valid during the
+  // call only. NotFound when the series does not exist.
+  using RollupVisitor =
+      std::function<void(size_t field, const RollupColumn& rows, size_t begin, size_t end)>;
+  virtual Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
+                             int64_t start_ns, int64_t end_ns, uint32_t parts,
+                             const RollupVisitor& fn) = 0;
 
   // Runs one or more statements (SELECT, SHOW, EXPLAIN). The Status is not OK
   // only when the text does not parse (InvalidArgument with line, column and

@@ -11,6 +11,14 @@ uint64_t BytesOf(const storage::Column& c) {
   return b + 128;  // the entry, the list and map nodes
 }
 
+uint64_t BytesOf(const storage::RollupColumn& r) {
+  uint64_t b = r.size() * (3 * 8 + 5 * 16) + 128;
+  for (const storage::Sketch& s : r.sketch) {
+    b += sizeof(storage::Sketch) + (s.positive().size() + s.negative().size()) * 16;
+  }
+  return b;
+}
+
 }  // namespace
 
 uint64_t WindowCache::epoch() const {
@@ -19,6 +27,14 @@ uint64_t WindowCache::epoch() const {
 }
 
 std::shared_ptr<const storage::Column> WindowCache::Lookup(const WindowKey& key) {
+  return std::static_pointer_cast<const storage::Column>(Find(key));
+}
+
+std::shared_ptr<const storage::RollupColumn> WindowCache::LookupRollups(const WindowKey& key) {
+  return std::static_pointer_cast<const storage::RollupColumn>(Find(key));
+}
+
+std::shared_ptr<const void> WindowCache::Find(const WindowKey& key) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = map_.find(key);
   if (it == map_.end()) {
@@ -27,13 +43,24 @@ std::shared_ptr<const storage::Column> WindowCache::Lookup(const WindowKey& key)
   }
   ++hits_;
   lru_.splice(lru_.begin(), lru_, it->second);
-  return it->second->column;
+  return it->second->value;
 }
 
 void WindowCache::Insert(const WindowKey& key, storage::Column column, uint64_t epoch) {
   const uint64_t bytes = BytesOf(column);
   if (capacity_ == 0 || bytes > capacity_ / 8) return;
-  auto shared = std::make_shared<const storage::Column>(std::move(column));
+  Put(key, std::make_shared<const storage::Column>(std::move(column)), bytes, epoch);
+}
+
+void WindowCache::InsertRollups(const WindowKey& key,
+                                std::shared_ptr<const storage::RollupColumn> rows, uint64_t epoch) {
+  const uint64_t bytes = BytesOf(*rows);
+  if (capacity_ == 0 || bytes > capacity_ / 8) return;
+  Put(key, std::move(rows), bytes, epoch);
+}
+
+void WindowCache::Put(const WindowKey& key, std::shared_ptr<const void> shared, uint64_t bytes,
+                      uint64_t epoch) {
   std::lock_guard<std::mutex> l(mu_);
   if (epoch != epoch_) return;
   if (auto it = map_.find(key); it != map_.end()) EraseLocked(it->second);

@@ -22,13 +22,17 @@
 #include <vector>
 
 #include "storage/column.h"
+#include "storage/rollup.h"
 
 namespace gpulse::engine {
 
+// tier 0: a raw window (a Column); tiers 1..3: a rollup block (a
+// RollupColumn with every part decoded) starting at window_start.
 struct WindowKey {
   uint32_t series_id;
   uint32_t field_id;
   int64_t window_start;
+  uint8_t tier = 0;
   friend bool operator==(const WindowKey&, const WindowKey&) = default;
 };
 
@@ -39,12 +43,15 @@ class WindowCache {
   // Read before taking the snapshot the decoded window comes from.
   uint64_t epoch() const;
 
-  // The window, or null.
+  // The window (tier 0) or rollup block (other tiers), or null.
   std::shared_ptr<const storage::Column> Lookup(const WindowKey& key);
+  std::shared_ptr<const storage::RollupColumn> LookupRollups(const WindowKey& key);
 
   // Keeps `column` unless an invalidation happened since `epoch`, or it is
   // larger than an eighth of the capacity (one scan must not flush it all).
   void Insert(const WindowKey& key, storage::Column column, uint64_t epoch);
+  void InsertRollups(const WindowKey& key, std::shared_ptr<const storage::RollupColumn> rows,
+                     uint64_t epoch);
 
   // A flush wrote these windows: drop them (and refuse older decodes).
   void Invalidate(const std::vector<WindowKey>& keys);
@@ -59,15 +66,17 @@ class WindowCache {
   struct KeyHash {
     size_t operator()(const WindowKey& k) const {
       uint64_t h = (static_cast<uint64_t>(k.series_id) << 32) ^ k.field_id;
-      h ^= static_cast<uint64_t>(k.window_start) * 0x9E3779B97F4A7C15ull;
+      h ^= static_cast<uint64_t>(k.window_start) * 0x9E3779B97F4A7C15ull + k.tier;
       return static_cast<size_t>(h ^ (h >> 29));
     }
   };
   struct Entry {
     WindowKey key;
-    std::shared_ptr<const storage::Column> column;
+    std::shared_ptr<const void> value;  // Column or RollupColumn, by key.tier
     uint64_t bytes;
   };
+  std::shared_ptr<const void> Find(const WindowKey& key);
+  void Put(const WindowKey& key, std::shared_ptr<const void> value, uint64_t bytes, uint64_t epoch);
   void EraseLocked(std::list<Entry>::iterator it);
 
   const uint64_t capacity_;

@@ -133,6 +133,45 @@ class NumericState final : public AggState {
     n_ += end - begin;
   }
 
+  void AddRollups(const RollupColumn& rows, size_t begin, size_t end) override {
+    for (size_t r = begin; r < end; ++r) {
+      switch (spec_.kind) {
+        case AggKind::kSum:
+        case AggKind::kMean:
+          sum_ = Add(sum_, Values<T>(rows.sum)[r]);
+          dsum_ += rows.dsum[r];
+          break;
+        case AggKind::kMin:
+        case AggKind::kMax:
+        case AggKind::kSpread:
+          TakeMinMax(Values<T>(rows.min)[r], rows.min.ts[r]);
+          TakeMinMax(Values<T>(rows.max)[r], rows.max.ts[r]);
+          break;
+        case AggKind::kFirst:
+          if (n_ == 0 || rows.first.ts[r] < first_t_) {
+            first_ = Values<T>(rows.first)[r];
+            first_t_ = rows.first.ts[r];
+          }
+          break;
+        case AggKind::kLast:
+          if (n_ == 0 || rows.last.ts[r] > last_t_) {
+            last_ = Values<T>(rows.last)[r];
+            last_t_ = rows.last.ts[r];
+          }
+          break;
+        case AggKind::kMedian:
+        case AggKind::kPercentile:
+          sketch_.Add(rows.sketch[r]);
+          TakeMinMax(Values<T>(rows.min)[r], rows.min.ts[r]);
+          TakeMinMax(Values<T>(rows.max)[r], rows.max.ts[r]);
+          break;
+        default:
+          break;
+      }
+      n_ += rows.count[r];
+    }
+  }
+
   void AddIndexes(const Column& c, const uint32_t* idx, size_t n) override {
     // Runs of consecutive positions go through AddRange; a filtered column
     // is mostly long runs.
@@ -187,6 +226,11 @@ class NumericState final : public AggState {
       default:
         vals_.insert(vals_.end(), o->vals_.begin(), o->vals_.end());
         times_.insert(times_.end(), o->times_.begin(), o->times_.end());
+        if (o->sketch_.count() > 0) {
+          sketch_.Merge(o->sketch_);
+          TakeMinMax(o->min_, o->min_t_);
+          TakeMinMax(o->max_, o->max_t_);
+        }
         break;
     }
     n_ += o->n_;
@@ -228,6 +272,14 @@ class NumericState final : public AggState {
         return std::sqrt(m2_ / static_cast<double>(mom_n_ - 1));
       case AggKind::kIntegral:
         return integral_;
+      case AggKind::kMedian:
+      case AggKind::kPercentile:
+        if (sketch_.count() > 0) return FromSketch();
+        break;
+      default:
+        break;
+    }
+    switch (spec_.kind) {
       case AggKind::kMedian: {
         const size_t n = vals_.size();
         const size_t mid = n / 2;
@@ -274,6 +326,27 @@ class NumericState final : public AggState {
 
   int64_t SelectedTime() override { return selected_t_; }
 
+  // A quantile from tier sketches: the rank's bin value, kept within the
+  // exact minimum and maximum (so p0 and p100 are exact).
+  QueryValue FromSketch() const {
+    const uint64_t n = sketch_.count();
+    auto at = [&](uint64_t rank) {
+      return std::clamp(sketch_.ValueAtRank(rank), static_cast<double>(min_),
+                        static_cast<double>(max_));
+    };
+    if (spec_.kind == AggKind::kMedian) {
+      if (n % 2 == 1) return at(n / 2);
+      const double lo = at(n / 2 - 1), hi = at(n / 2);
+      return lo + (hi - lo) / 2;
+    }
+    const double v = at(PercentileRank(n, spec_.percentile));
+    if constexpr (std::is_same_v<T, double>) {
+      return v;
+    } else {
+      return Out(static_cast<T>(std::llround(v)));
+    }
+  }
+
   void Rows(std::vector<std::pair<int64_t, QueryValue>>* out) override {
     if (spec_.kind == AggKind::kDistinct) {
       std::vector<T> v = vals_;
@@ -309,6 +382,8 @@ class NumericState final : public AggState {
     }
   }
   static QueryValue Out(T v) { return QueryValue(v); }
+
+  storage::SketchAccumulator sketch_;  // quantiles from tier rows
 
   bool KeepTimes() const {
     return spec_.kind == AggKind::kTop || spec_.kind == AggKind::kBottom ||

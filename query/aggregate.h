@@ -63,6 +63,12 @@ class AggState {
   virtual void AddRange(const Column& c, size_t begin, size_t end) = 0;
   // Folds the points of `c` at the ascending positions idx[0..n).
   virtual void AddIndexes(const Column& c, const uint32_t* idx, size_t n) = 0;
+  // Folds tier rows [begin, end) of `rows` (the numeric kinds a tier can
+  // answer; see ChooseTier in select.cc). A state is fed rows or points,
+  // never both.
+  virtual void AddRollups(const RollupColumn& rows, size_t begin, size_t end) {
+    (void)rows, (void)begin, (void)end;
+  }
   // Folds `other` (same spec) into this one; `other` may be left empty.
   virtual void Merge(AggState* other) = 0;
   virtual bool empty() const = 0;

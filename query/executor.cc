@@ -344,6 +344,9 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
       case StatementKind::kSelect:
         result.status = RunSelect(&ctx, static_cast<const SelectStatement&>(*stmt), &result.series,
                                   &result.notes);
+        if (result.status.ok()) {
+          result.notes.insert(result.notes.end(), ctx.notes.begin(), ctx.notes.end());
+        }
         break;
       case StatementKind::kShow:
         result.status =

@@ -82,6 +82,14 @@ class Input {
   // Thread-safe.
   virtual Status Read(const InSeries& s, std::span<const std::string> fields, int64_t lo,
                       int64_t hi, std::vector<Column>* out) = 0;
+  // Whether ReadRollups works (the Db's tiers; a subquery's answer has none).
+  virtual bool HasTiers() const { return false; }
+  // Thread-safe. Db::ScanRollups.
+  virtual Status ScanRollups(const InSeries& s, std::span<const std::string> fields, size_t tier,
+                             int64_t lo, int64_t hi, uint32_t parts, const Db::RollupVisitor& fn) {
+    (void)s, (void)fields, (void)tier, (void)lo, (void)hi, (void)parts, (void)fn;
+    return Status::InvalidArgument("this input has no tiers");
+  }
 };
 
 class DbInput final : public Input {
@@ -149,6 +157,13 @@ class DbInput final : public Input {
       return Status::Ok();
     }
     return st;
+  }
+
+  bool HasTiers() const override { return true; }
+  Status ScanRollups(const InSeries& s, std::span<const std::string> fields, size_t tier,
+                     int64_t lo, int64_t hi, uint32_t parts, const Db::RollupVisitor& fn) override {
+    Status st = ctx_->db()->ScanRollups(s.series, fields, tier, lo, hi, parts, fn);
+    return st.IsNotFound() ? Status::Ok() : st;  // dropped since it was listed
   }
 
  private:
@@ -490,6 +505,12 @@ struct Plan {
 
   FillKind fill = FillKind::kNull;
   QueryValue fill_value;
+
+  // The tier that answers (an index into storage::kTiers), -1 for raw;
+  // `forced` is the FROM's retention policy when it names one.
+  int tier = -1;
+  std::string forced_tier;
+  std::string tier_why;
 
   int FieldIndex(const std::string& name) {
     for (size_t i = 0; i < fields.size(); ++i) {
@@ -1300,6 +1321,164 @@ std::string RangeText(const Plan& plan) {
 
 // --- Aggregate queries --------------------------------------------------------
 
+int64_t FloorMod(int64_t x, int64_t m) {
+  const int64_t r = x % m;
+  return r < 0 ? r + m : r;
+}
+
+bool NamesField(const Expr& e, const Plan& plan) {
+  if (e.kind == ExprKind::kVarRef && plan.IsField(e)) return true;
+  for (const auto& c : e.children) {
+    if (NamesField(*c, plan)) return true;
+  }
+  return false;
+}
+
+// Why no tier can answer the query whatever its buckets; empty when one can.
+std::string TierObstacle(const Plan& plan, const Input& input) {
+  if (!input.HasTiers()) return "a subquery's answer has no tiers";
+  if (plan.field_dims) return "GROUP BY a string field needs the rows";
+  if (plan.condition && NamesField(*plan.condition, plan)) {
+    return "the WHERE condition names a field";
+  }
+  if (!plan.has_lo || !plan.has_hi) return "the time range is not bounded on both sides";
+  for (const AggSlot& slot : plan.slots) {
+    if (slot.field < 0) continue;
+    if (!storage::HasRollups(slot.spec.type)) return "tiers hold numeric fields only";
+    switch (slot.spec.kind) {
+      case AggKind::kCount:
+      case AggKind::kSum:
+      case AggKind::kMean:
+      case AggKind::kFirst:
+      case AggKind::kLast:
+        break;
+      case AggKind::kMin:
+      case AggKind::kMax:
+      case AggKind::kSpread:
+      case AggKind::kMedian:
+      case AggKind::kPercentile:
+        // A lone selector answers its point's time, unless GROUP BY time
+        // answers bucket starts.
+        if (slot.spec.need_time && !plan.bucketer) {
+          return "the selected point's own time needs the rows";
+        }
+        break;
+      default:
+        return "tiers keep count, sum, mean, min, max, spread, first, last and quantiles only";
+    }
+  }
+  return {};
+}
+
+// Whether tier buckets of `width` tile the query's range and buckets.
+bool Tiles(const Plan& plan, int64_t width) {
+  if (FloorMod(plan.lo, width) != 0 || FloorMod(plan.hi, width) != 0) return false;
+  if (!plan.bucketer) return true;
+  if (plan.bucketer->Fixed()) {
+    return plan.bucketer->Width() % width == 0 &&
+           FloorMod(plan.bucketer->Start(plan.lo), width) == 0;
+  }
+  if (plan.dense_buckets.empty()) return false;
+  for (int64_t b : plan.dense_buckets) {
+    if (FloorMod(b, width) != 0) return false;
+  }
+  return true;
+}
+
+// Picks the coarsest tier whose buckets tile the query's (or the one FROM
+// names); plan->tier stays -1 for raw. An error only for a forced tier that
+// cannot answer.
+Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
+  const std::string& forced = plan->forced_tier;
+  if (forced == "raw") {
+    plan->tier_why = "FROM names it";
+    return Status::Ok();
+  }
+  int forced_index = -1;
+  if (!forced.empty() && forced != "autogen") {
+    for (size_t t = 0; t < storage::kTierCount; ++t) {
+      if (forced == storage::kTiers[t].name) forced_index = static_cast<int>(t);
+    }
+    if (forced_index < 0) {
+      return Status::InvalidArgument("no tier (retention policy) named \"" + forced +
+                                     "\": raw, 5m, 1h, 1d, or autogen for the automatic choice");
+    }
+  }
+  const std::string obstacle = TierObstacle(*plan, input);
+  if (!obstacle.empty()) {
+    if (forced_index >= 0) {
+      return Status::InvalidArgument("tier " + forced + " cannot answer this query: " + obstacle);
+    }
+    plan->tier_why = obstacle;
+    return Status::Ok();
+  }
+  for (int t = static_cast<int>(storage::kTierCount) - 1; t >= 0; --t) {
+    if (forced_index >= 0 && t != forced_index) continue;
+    if (Tiles(*plan, storage::kTiers[t].width_ns)) {
+      plan->tier = t;
+      plan->tier_why = forced_index >= 0 ? "FROM names it"
+                                         : "the coarsest tier whose buckets tile the time range "
+                                           "and the GROUP BY time buckets";
+      break;
+    }
+  }
+  if (plan->tier < 0) {
+    if (forced_index >= 0) {
+      return Status::InvalidArgument("tier " + forced +
+                                     " cannot answer this query: its buckets do not tile the time "
+                                     "range and the GROUP BY time buckets");
+    }
+    plan->tier_why =
+        "no tier's buckets tile the time range and the GROUP BY time buckets (the range must "
+        "start and end on bucket boundaries)";
+    return Status::Ok();
+  }
+  for (const AggSlot& slot : plan->slots) {
+    if (slot.field >= 0 &&
+        (slot.spec.kind == AggKind::kMedian || slot.spec.kind == AggKind::kPercentile)) {
+      const std::string note = std::string("approximate: quantiles from the ") +
+                               storage::kTiers[plan->tier].name +
+                               " tier's sketches, within 1% of the exact value (FROM \"raw\"." +
+                               plan->measurement + " for the exact one)";
+      if (std::find(ctx->notes.begin(), ctx->notes.end(), note) == ctx->notes.end()) {
+        ctx->notes.push_back(note);
+      }
+      break;
+    }
+  }
+  (void)ctx;
+  return Status::Ok();
+}
+
+// The rollup parts the slots need.
+uint32_t RollupPartsFor(const Plan& plan) {
+  uint32_t parts = 0;
+  for (const AggSlot& slot : plan.slots) {
+    switch (slot.spec.kind) {
+      case AggKind::kSum:
+      case AggKind::kMean:
+        parts |= storage::kRollupSum;
+        break;
+      case AggKind::kMin:
+      case AggKind::kMax:
+      case AggKind::kSpread:
+        parts |= storage::kRollupMinMax;
+        break;
+      case AggKind::kFirst:
+      case AggKind::kLast:
+        parts |= storage::kRollupFirstLast;
+        break;
+      case AggKind::kMedian:
+      case AggKind::kPercentile:
+        parts |= storage::kRollupSketch | storage::kRollupMinMax;
+        break;
+      default:
+        break;
+    }
+  }
+  return parts;
+}
+
 Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* plan,
                     const std::vector<InSeries>& series, std::vector<ResultSeries>* out) {
   const size_t hw = HardwareThreads();
@@ -1319,11 +1498,70 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     }
   }
 
+  GPULSE_RETURN_IF_ERROR(ChooseTier(ctx, *input, plan));
+  if (ctx->explain) {
+    ctx->plan_lines.push_back(std::string("  tier: ") +
+                              (plan->tier < 0
+                                   ? "raw (chunks, sealed head and head merged)"
+                                   : storage::kTiers[plan->tier].name + std::string(" rollups")) +
+                              ": " + plan->tier_why);
+  }
+  std::vector<std::string> slot_fields;
+  if (plan->tier >= 0) {
+    for (const AggSlot& slot : plan->slots) {
+      if (slot.field >= 0) slot_fields.push_back(fields[static_cast<size_t>(slot.field)]);
+    }
+    std::sort(slot_fields.begin(), slot_fields.end());
+    slot_fields.erase(std::unique(slot_fields.begin(), slot_fields.end()), slot_fields.end());
+  }
+  // For each of slot_fields, the slots that aggregate it.
+  std::vector<std::vector<size_t>> slots_of_field(slot_fields.size());
+  for (size_t slot = 0; slot < plan->slots.size() && plan->tier >= 0; ++slot) {
+    const int f = plan->slots[slot].field;
+    if (f < 0) continue;
+    const auto k =
+        std::lower_bound(slot_fields.begin(), slot_fields.end(), fields[static_cast<size_t>(f)]) -
+        slot_fields.begin();
+    slots_of_field[static_cast<size_t>(k)].push_back(slot);
+  }
+  const uint32_t rollup_parts = RollupPartsFor(*plan);
+
   Status st = ParallelFor(ctx, series.size(), &workers, [&](size_t w, size_t i) -> Status {
     const InSeries& in = series[i];
     std::optional<bool> truth = true;
     if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
     if (truth && !*truth) return Status::Ok();
+    if (plan->tier >= 0) {
+      // Whole tier buckets: fold rollup rows, never a raw point.
+      GroupAcc* g = nullptr;
+      uint64_t n = 0;
+      GPULSE_RETURN_IF_ERROR(input->ScanRollups(
+          in, slot_fields, static_cast<size_t>(plan->tier), plan->lo, plan->hi, rollup_parts,
+          [&](size_t k, const RollupColumn& r, size_t begin, size_t end) {
+            if (!g) g = &partial[w][TagKeyOf(*plan, in)];
+            n += end - begin;
+            for (size_t slot : slots_of_field[k]) {
+              size_t i0 = begin;
+              while (i0 < end) {
+                int64_t b = INT64_MIN;
+                size_t i1 = end;
+                if (plan->bucketer) {
+                  b = plan->bucketer->Start(r.bucket[i0]);
+                  const int64_t next = plan->bucketer->Next(b);
+                  i1 = i0 + 1;
+                  while (i1 < end && r.bucket[i1] < next) ++i1;
+                }
+                g->Get(*plan, b)[slot]->AddRollups(r, i0, i1);
+                i0 = i1;
+              }
+            }
+          }));
+      if (n > 0) {
+        ctx->series_read.fetch_add(1);
+        ctx->CountPoints(n);
+      }
+      return Status::Ok();
+    }
     std::vector<Column> cols;
     GPULSE_RETURN_IF_ERROR(input->Read(in, fields, plan->lo, plan->hi, &cols));
     uint64_t points = 0;
@@ -1765,6 +2003,7 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
   }
   for (const std::string& m : names) {
     Plan plan;
+    plan.forced_tier = from.retention_policy;
     GPULSE_RETURN_IF_ERROR(BuildPlan(ctx, s, input, m, &plan));
     std::vector<InSeries> series;
     GPULSE_RETURN_IF_ERROR(input->ListSeries(m, plan.eq, &series));
@@ -1793,7 +2032,9 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
                                      ? "aggregate, " + std::to_string(plan.slots.size()) +
                                            " aggregate state(s) per group and bucket"
                                      : "raw rows"));
-      ctx->plan_lines.push_back("  tier: raw (chunks, sealed head and head merged)");
+      if (!plan.aggregate) {
+        ctx->plan_lines.push_back("  tier: raw (chunks, sealed head and head merged)");
+      }
     }
     if (plan.aggregate) {
       GPULSE_RETURN_IF_ERROR(RunAggregate(ctx, s, input, &plan, series, out));

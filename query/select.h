@@ -39,6 +39,8 @@ class ExecContext {
   // EXPLAIN: when on, the plan describes itself in lines.
   bool explain = false;
   std::vector<std::string> plan_lines;
+  // Said with the answer (an approximate quantile); one thread only.
+  std::vector<std::string> notes;
   std::atomic<uint64_t> points_read{0};
   std::atomic<uint64_t> series_read{0};
 

@@ -9,6 +9,7 @@
 //   'F' field_id(u32)                            -> type(u8) measurement \0 field name
 //   'I' measurement \0 tag key \0 tag value \0 series_id(u32)   -> (empty)
 //   'C' tier(u8) series_id(u32) field_id(u32) window_start(i64) part(u16) -> chunk
+//       (tier 0: raw points; tiers 1-3: rollup blocks, storage/rollup.h, part 0)
 //
 // A canonical series key is the measurement followed by each tag key and
 // value, in tag-key order, each preceded by a NUL byte (names may not hold
@@ -30,7 +31,9 @@ inline constexpr char kSeriesPrefix = 'S';
 inline constexpr char kFieldPrefix = 'F';
 inline constexpr char kIndexPrefix = 'I';
 inline constexpr char kChunkPrefix = 'C';
-inline constexpr uint32_t kFormatVersion = 2;  // 2: chunk keys carry a part number
+// 2: chunk keys carry a part number; 3: tiers (rollup blocks under tier ids
+// 1..3), built from raw when a version 2 store is opened.
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr uint8_t kRawTier = 0;
 
 void PutU32BE(std::string* out, uint32_t v);

@@ -13,6 +13,8 @@ set(GPULSE_STORAGE_SOURCES
   storage/gorilla_codec.cc
   storage/integer_codec.cc
   storage/range_coder.cc
+  storage/rollup.cc
+  storage/sketch.cc
   storage/string_codec.cc
   storage/timestamp_codec.cc
   storage/key_layout.cc

@@ -1,0 +1,299 @@
+// The downsampling tiers (storage/rollup.h): kept up to date by every flush,
+// read by queries whose buckets are whole tier buckets.
+//
+// A flush folds its points into the stored rows when it can do so exactly:
+// when all of a bucket's new points lie after the stored row's last point or
+// before its first, no stored point is replaced, so adding the two rows
+// gives the row of the union. Otherwise (a late point among stored ones, or
+// a replaced value) the bucket is computed again from the raw points, stored
+// merged with the new ones. Tier rows go in the same LevelDB batches as the
+// raw chunks; if a crash cuts a flush short, the WAL replays its points and
+// the next flush finds them inside the rows already written, so it computes
+// those buckets from raw again: raw and tiers cannot disagree.
+
+#include <algorithm>
+
+#include "engine/chunk_parts.h"
+#include "engine/column_ops.h"
+#include "engine/db_impl.h"
+#include "storage/chunk_codec.h"
+#include "storage/key_layout.h"
+#include "storage/rollup.h"
+
+namespace gpulse::engine {
+
+namespace {
+
+using storage::RollupColumn;
+
+// Whether the new row can be added to the stored one of the same bucket.
+bool Disjoint(const RollupColumn& stored, size_t i, const RollupColumn& fresh, size_t j) {
+  return fresh.first.ts[j] > stored.last.ts[i] || fresh.last.ts[j] < stored.first.ts[i];
+}
+
+}  // namespace
+
+Status DbImpl::UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& fresh,
+                           leveldb::WriteBatch* batch, std::vector<WindowKey>* touched) {
+  if (!storage::HasRollups(fresh.type) || fresh.ts.empty()) return Status::Ok();
+  // The new points' rows in every tier; coarser tiers from finer rows.
+  RollupColumn rows[storage::kTierCount];
+  rows[0].Reset(fresh.type);
+  storage::BuildRollups(fresh, 0, fresh.size(), storage::kTiers[0].width_ns, &rows[0]);
+  for (size_t t = 1; t < storage::kTierCount; ++t) {
+    rows[t].Reset(fresh.type);
+    storage::CoarsenRollups(rows[t - 1], storage::kTiers[t].width_ns, &rows[t]);
+  }
+
+  std::string value;
+  for (size_t t = 0; t < storage::kTierCount; ++t) {
+    const storage::Tier& tier = storage::kTiers[t];
+    const RollupColumn& add = rows[t];
+    size_t j = 0;
+    while (j < add.size()) {
+      const int64_t block = storage::WindowStart(add.bucket[j], storage::BlockSpan(tier));
+      const std::string key = storage::ChunkKey(tier.id, series_id, field_id, block);
+      RollupColumn stored;
+      stored.Reset(fresh.type);
+      const leveldb::Status g = store_->Get(leveldb::ReadOptions(), key, &value);
+      if (g.ok()) {
+        const Status d = storage::DecodeRollups(value, storage::kRollupAll, &stored);
+        if (!d.ok())
+          return Status::Corruption("flush: tier " + std::string(tier.name) + ": " + d.message());
+        if (stored.type != fresh.type) {
+          return Status::Corruption("flush: tier " + std::string(tier.name) +
+                                    " rows have another type than the field");
+        }
+      } else if (!g.IsNotFound()) {
+        return Status::IOError("flush: read tier rows: " + g.ToString());
+      }
+      RollupColumn merged;
+      merged.Reset(fresh.type);
+      size_t i = 0;
+      const int64_t span = storage::BlockSpan(tier);
+      const int64_t block_end = block > INT64_MAX - span ? INT64_MAX : block + span;
+      while (i < stored.size() || (j < add.size() && add.bucket[j] < block_end)) {
+        const bool take_add = j < add.size() && add.bucket[j] < block_end;
+        if (!take_add || (i < stored.size() && stored.bucket[i] < add.bucket[j])) {
+          storage::AppendRollupRow(stored, i++, &merged);
+          continue;
+        }
+        if (i == stored.size() || add.bucket[j] < stored.bucket[i]) {
+          storage::AppendRollupRow(add, j++, &merged);
+          continue;
+        }
+        if (Disjoint(stored, i, add, j)) {
+          storage::AppendRollupRow(stored, i++, &merged);
+          storage::MergeIntoLastRow(add, j++, &merged);
+          continue;
+        }
+        // The new points fall among stored ones: the bucket again from raw.
+        const int64_t b = add.bucket[j];
+        const int64_t b_end = b > INT64_MAX - tier.width_ns ? INT64_MAX : b + tier.width_ns;
+        Column raw;
+        raw.type = fresh.type;
+        GPULSE_RETURN_IF_ERROR(
+            ReadChunks(nullptr, series_id, field_id, b, b_end, window_cache_.epoch(), &raw));
+        Column part;
+        part.type = fresh.type;
+        AppendRange(fresh, b, b_end, &part);
+        MergeNewer(part, &raw);
+        storage::BuildRollups(raw, 0, raw.size(), tier.width_ns, &merged);
+        ++i;
+        ++j;
+      }
+      value.clear();
+      storage::EncodeRollups(merged, &value);
+      batch->Put(key, value);
+      touched->push_back({series_id, field_id, block, tier.id});
+    }
+  }
+  return Status::Ok();
+}
+
+Status DbImpl::BuildTiersFromRaw() {
+  Log("building the 5m, 1h and 1d tiers of " + path_ + "/store from its raw chunks");
+  std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
+  it->Seek(std::string(1, storage::kChunkPrefix));
+  uint64_t windows = 0;
+  while (it->Valid()) {
+    storage::ChunkKeyParts k;
+    const leveldb::Slice key = it->key();
+    if (!storage::ParseChunkKey(std::string_view(key.data(), key.size()), &k) ||
+        k.tier != storage::kRawTier) {
+      break;
+    }
+    // The window's type is its chunks' (the catalog is not loaded yet).
+    storage::ChunkInfo info;
+    const leveldb::Slice v = it->value();
+    GPULSE_RETURN_IF_ERROR(storage::ReadChunkInfo(std::string_view(v.data(), v.size()), &info));
+    Column window;
+    window.type = info.type;
+    GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), k, &window));
+    // One window at a time, each written before the next reads the blocks.
+    leveldb::WriteBatch batch;
+    std::vector<WindowKey> touched;  // the cache is empty at Open
+    GPULSE_RETURN_IF_ERROR(UpdateTiers(k.series_id, k.field_id, window, &batch, &touched));
+    const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &batch);
+    if (!s.ok()) return Status::IOError("build tiers: " + s.ToString());
+    ++windows;
+  }
+  if (!it->status().ok()) return Status::IOError("build tiers: " + it->status().ToString());
+  std::string bytes;
+  storage::PutU32BE(&bytes, storage::kFormatVersion);
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  const leveldb::Status put = store_->Put(sync, storage::VersionKey(), bytes);
+  if (!put.ok()) return Status::IOError("write format version: " + put.ToString());
+  Log("tiers built from " + std::to_string(windows) + " raw windows");
+  return Status::Ok();
+}
+
+Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
+                           int64_t start_ns, int64_t end_ns, uint32_t parts,
+                           const RollupVisitor& fn) {
+  const auto open = HoldOpen();
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  if (tier >= storage::kTierCount)
+    return Status::InvalidArgument("no tier " + std::to_string(tier));
+  const storage::Tier& t = storage::kTiers[tier];
+  if (start_ns >= end_ns) return Status::Ok();
+  std::string key = series.measurement;
+  for (const Tag& tag : series.tags) storage::AppendSeriesKeyTag(&key, tag.key, tag.value);
+
+  // As in ReadSeries: unflushed points copied under the lock with the snapshot.
+  struct Pending {
+    uint32_t field_id = kNoId;
+    FieldType type = FieldType::kFloat;
+    Column sealed;
+    Column head;
+  };
+  std::vector<Pending> pending(fields.size());
+  uint32_t series_id = kNoId;
+  const leveldb::Snapshot* snapshot = nullptr;
+  uint64_t epoch = 0;
+  {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    series_id = index_.FindSeries(key);
+    if (series_id == kNoId) return Status::NotFound("no series " + key);
+    for (size_t i = 0; i < fields.size(); ++i) {
+      const FieldEntry* field = index_.FindField(series.measurement, fields[i]);
+      if (!field || !storage::HasRollups(field->type)) continue;
+      Pending& p = pending[i];
+      p.field_id = field->id;
+      p.type = p.sealed.type = p.head.type = field->type;
+      if (imm_) imm_->CopyRange(series_id, field->id, start_ns, end_ns, &p.sealed);
+      head_->CopyRange(series_id, field->id, start_ns, end_ns, &p.head);
+    }
+    epoch = window_cache_.epoch();
+    snapshot = store_->GetSnapshot();
+  }
+  struct Release {
+    leveldb::DB* db;
+    const leveldb::Snapshot* s;
+    ~Release() { db->ReleaseSnapshot(s); }
+  } release{store_.get(), snapshot};
+  leveldb::ReadOptions options;
+  options.snapshot = snapshot;
+  std::unique_ptr<leveldb::Iterator> it;
+
+  for (size_t i = 0; i < fields.size(); ++i) {
+    Pending& p = pending[i];
+    if (p.field_id == kNoId) continue;
+    // Buckets with unflushed points: computed below from all their raw
+    // points; the stored rows of those buckets are skipped.
+    std::vector<int64_t> touched;
+    for (const Column* c : {&p.sealed, &p.head}) {
+      for (int64_t ts : c->ts) {
+        const int64_t b = storage::WindowStart(ts, t.width_ns);
+        if (b >= start_ns && (touched.empty() || touched.back() != b)) touched.push_back(b);
+      }
+    }
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    // Emits rows [lo, hi) of a block, minus the touched buckets.
+    auto emit = [&](const RollupColumn& rows, size_t lo, size_t hi) {
+      size_t a = lo;
+      for (size_t r = lo; r < hi; ++r) {
+        if (!std::binary_search(touched.begin(), touched.end(), rows.bucket[r])) continue;
+        if (a < r) fn(i, rows, a, r);
+        a = r + 1;
+      }
+      if (a < hi) fn(i, rows, a, hi);
+    };
+
+    const int64_t span = storage::BlockSpan(t);
+    int64_t block = storage::WindowStart(start_ns, span);
+    while (block < end_ns) {
+      const WindowKey cache_key{series_id, p.field_id, block, t.id};
+      std::shared_ptr<const RollupColumn> rows = window_cache_.LookupRollups(cache_key);
+      if (!rows) {
+        // The first stored block at or after `block` (blocks may be missing).
+        if (!it) it.reset(store_->NewIterator(options));
+        it->Seek(storage::ChunkKey(t.id, series_id, p.field_id, block));
+        storage::ChunkKeyParts k;
+        if (!it->Valid()) break;
+        const leveldb::Slice raw_key = it->key();
+        if (!storage::ParseChunkKey(std::string_view(raw_key.data(), raw_key.size()), &k) ||
+            k.tier != t.id || k.series_id != series_id || k.field_id != p.field_id ||
+            k.window_start >= end_ns) {
+          break;
+        }
+        if (k.window_start != block) {
+          block = k.window_start;  // past a gap: that block may be cached
+          continue;
+        }
+        RollupColumn decoded;
+        const leveldb::Slice v = it->value();
+        const Status d = storage::DecodeRollups(std::string_view(v.data(), v.size()),
+                                                storage::kRollupAll, &decoded);
+        if (!d.ok()) {
+          return Status::Corruption("tier " + std::string(t.name) + " of " + key + ": " +
+                                    d.message());
+        }
+        if (decoded.type != p.type) {
+          return Status::Corruption("tier " + std::string(t.name) + " of " + key +
+                                    ": type differs from the field's");
+        }
+        auto shared = std::make_shared<const RollupColumn>(std::move(decoded));
+        window_cache_.InsertRollups(cache_key, shared, epoch);
+        rows = std::move(shared);
+      }
+      const auto lo =
+          static_cast<size_t>(std::lower_bound(rows->bucket.begin(), rows->bucket.end(), start_ns) -
+                              rows->bucket.begin());
+      const auto hi =
+          static_cast<size_t>(std::lower_bound(rows->bucket.begin(), rows->bucket.end(), end_ns) -
+                              rows->bucket.begin());
+      if (lo < hi) emit(*rows, lo, hi);
+      if (block > INT64_MAX - span) break;
+      block += span;
+    }
+    if (it && !it->status().ok()) {
+      return Status::IOError("read tier rows: " + it->status().ToString());
+    }
+
+    RollupColumn fixed;
+    fixed.Reset(p.type);
+    for (int64_t b : touched) {
+      const int64_t b_end = b > INT64_MAX - t.width_ns ? INT64_MAX : b + t.width_ns;
+      Column raw;
+      raw.type = p.type;
+      GPULSE_RETURN_IF_ERROR(ReadChunks(snapshot, series_id, p.field_id, b, b_end, epoch, &raw));
+      Column part;
+      part.type = p.type;
+      AppendRange(p.sealed, b, b_end, &part);
+      MergeNewer(part, &raw);
+      part.Clear();
+      part.type = p.type;
+      AppendRange(p.head, b, b_end, &part);
+      MergeNewer(part, &raw);
+      storage::BuildRollups(raw, 0, raw.size(), t.width_ns, &fixed);
+    }
+    if (fixed.size() > 0) fn(i, fixed, 0, fixed.size());
+  }
+  (void)parts;  // every part is decoded: blocks are cached whole
+  return Status::Ok();
+}
+
+}  // namespace gpulse::engine

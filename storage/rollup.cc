@@ -1,0 +1,418 @@
+#include "storage/rollup.h"
+
+#include <zstd.h>
+
+#include <cstring>
+#include <memory>
+
+#include "storage/byte_reader.h"
+#include "storage/coding.h"
+#include "storage/key_layout.h"
+
+namespace gpulse::storage {
+
+namespace {
+
+constexpr uint8_t kRollupFormat = 1;
+// The body after the two header bytes: as is, or one zstd frame.
+constexpr uint8_t kBodyPlain = 0;
+constexpr uint8_t kBodyZstd = 1;
+// A block never inflates past this (288 rows of full sketches are far below).
+constexpr size_t kMaxBodyBytes = 64 << 20;
+
+template <typename T>
+std::vector<T>& Vec(Column& c) {
+  if constexpr (std::is_same_v<T, double>) {
+    return c.floats;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return c.ints;
+  } else {
+    return c.uints;
+  }
+}
+template <typename T>
+const std::vector<T>& Vec(const Column& c) {
+  return Vec<T>(const_cast<Column&>(c));
+}
+
+// Calls fn(T{}) with the C++ type of a numeric field type.
+template <typename Fn>
+void WithType(FieldType type, Fn fn) {
+  switch (type) {
+    case FieldType::kInt:
+      fn(int64_t{});
+      break;
+    case FieldType::kUint:
+      fn(uint64_t{});
+      break;
+    default:
+      fn(double{});
+      break;
+  }
+}
+
+// Integer sums wrap (two's complement) as the integers they add do.
+template <typename T>
+T AddWrap(T a, T b) {
+  if constexpr (std::is_same_v<T, double>) {
+    return a + b;
+  } else {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  }
+}
+
+void Push(Column* c, int64_t t) { c->ts.push_back(t); }
+
+template <typename T>
+void AppendRow(const RollupColumn& from, size_t j, RollupColumn* into) {
+  into->bucket.push_back(from.bucket[j]);
+  into->count.push_back(from.count[j]);
+  into->dsum.push_back(from.dsum[j]);
+  for (auto [src, dst] : {std::pair{&from.sum, &into->sum}, std::pair{&from.min, &into->min},
+                          std::pair{&from.max, &into->max}, std::pair{&from.first, &into->first},
+                          std::pair{&from.last, &into->last}}) {
+    Push(dst, src->ts[j]);
+    Vec<T>(*dst).push_back(Vec<T>(*src)[j]);
+  }
+  into->sketch.push_back(from.sketch[j]);
+}
+
+template <typename T>
+void MergeRow(const RollupColumn& from, size_t j, RollupColumn* into) {
+  const size_t i = into->size() - 1;
+  into->count[i] += from.count[j];
+  into->dsum[i] += from.dsum[j];
+  Vec<T>(into->sum)[i] = AddWrap(Vec<T>(into->sum)[i], Vec<T>(from.sum)[j]);
+  T& mn = Vec<T>(into->min)[i];
+  T& mx = Vec<T>(into->max)[i];
+  if (Vec<T>(from.min)[j] < mn) mn = Vec<T>(from.min)[j];
+  if (Vec<T>(from.max)[j] > mx) mx = Vec<T>(from.max)[j];
+  if (from.first.ts[j] < into->first.ts[i]) {
+    into->first.ts[i] = from.first.ts[j];
+    Vec<T>(into->first)[i] = Vec<T>(from.first)[j];
+  }
+  if (from.last.ts[j] > into->last.ts[i]) {
+    into->last.ts[i] = from.last.ts[j];
+    Vec<T>(into->last)[i] = Vec<T>(from.last)[j];
+  }
+  into->sketch[i].Merge(from.sketch[j]);
+}
+
+template <typename T>
+void Build(const Column& raw, size_t begin, size_t end, int64_t width, RollupColumn* out) {
+  const T* v = Vec<T>(raw).data();
+  const int64_t* t = raw.ts.data();
+  size_t i = begin;
+  while (i < end) {
+    const int64_t b = WindowStart(t[i], width);
+    size_t j = i + 1;
+    const int64_t next = b > INT64_MAX - width ? INT64_MAX : b + width;
+    while (j < end && t[j] < next) ++j;
+    T sum = 0, mn = v[i], mx = v[i];
+    double dsum = 0;
+    for (size_t k = i; k < j; ++k) {
+      sum = AddWrap(sum, v[k]);
+      dsum += static_cast<double>(v[k]);
+      if (v[k] < mn) mn = v[k];
+      if (v[k] > mx) mx = v[k];
+    }
+    out->bucket.push_back(b);
+    out->count.push_back(j - i);
+    out->dsum.push_back(dsum);
+    Push(&out->sum, b);
+    Vec<T>(out->sum).push_back(sum);
+    Push(&out->min, b);
+    Vec<T>(out->min).push_back(mn);
+    Push(&out->max, b);
+    Vec<T>(out->max).push_back(mx);
+    Push(&out->first, t[i]);
+    Vec<T>(out->first).push_back(v[i]);
+    Push(&out->last, t[j - 1]);
+    Vec<T>(out->last).push_back(v[j - 1]);
+    out->sketch.emplace_back();
+    out->sketch.back().AddValues(v + i, j - i);
+    i = j;
+  }
+}
+
+void PutSection(std::string* out, const std::string& bytes) {
+  PutVarint64(out, bytes.size());
+  out->append(bytes);
+}
+
+Status Corrupt(const std::string& what) { return Status::Corruption("rollup block: " + what); }
+
+// Integers: zigzag deltas from the previous value, as varints.
+void PutInts(const int64_t* v, size_t n, std::string* out) {
+  uint64_t prev = 0;
+  for (size_t i = 0; i < n; ++i) {
+    PutVarint64(out, ZigZagEncode(static_cast<uint64_t>(v[i]) - prev));
+    prev = static_cast<uint64_t>(v[i]);
+  }
+}
+bool GetInts(ByteReader* r, size_t n, int64_t* v) {
+  uint64_t prev = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t zz = 0;
+    if (!r->ReadVarint64(&zz)) return false;
+    prev += ZigZagDecode(zz);
+    v[i] = static_cast<int64_t>(prev);
+  }
+  return true;
+}
+
+// Doubles: each XORed with the one before, then byte-transposed (all low
+// bytes, then the next...), so that the zstd pass over the block finds the
+// long runs of equal high bytes that slowly moving values have.
+void PutDoubles(const double* v, size_t n, std::string* out) {
+  const size_t base = out->size();
+  out->resize(base + 8 * n);
+  uint64_t prev = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t bits;
+    std::memcpy(&bits, &v[i], 8);
+    const uint64_t x = bits ^ prev;
+    prev = bits;
+    for (size_t b = 0; b < 8; ++b) (*out)[base + b * n + i] = static_cast<char>(x >> (8 * b));
+  }
+}
+bool GetDoubles(ByteReader* r, size_t n, double* v) {
+  std::string_view bytes;
+  if (!r->ReadBytes(8 * n, &bytes)) return false;
+  uint64_t prev = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t x = 0;
+    for (size_t b = 0; b < 8; ++b)
+      x |= static_cast<uint64_t>(static_cast<uint8_t>(bytes[b * n + i])) << (8 * b);
+    prev ^= x;
+    std::memcpy(&v[i], &prev, 8);
+  }
+  return true;
+}
+
+// A typed value column (its times are written separately when they differ
+// from the buckets).
+void PutValues(const Column& c, std::string* out) {
+  switch (c.type) {
+    case FieldType::kInt:
+      PutInts(c.ints.data(), c.ints.size(), out);
+      break;
+    case FieldType::kUint:
+      PutInts(reinterpret_cast<const int64_t*>(c.uints.data()), c.uints.size(), out);
+      break;
+    default:
+      PutDoubles(c.floats.data(), c.floats.size(), out);
+      break;
+  }
+}
+bool GetValues(ByteReader* r, size_t n, Column* c) {
+  switch (c->type) {
+    case FieldType::kInt:
+      c->ints.resize(n);
+      return GetInts(r, n, c->ints.data());
+    case FieldType::kUint:
+      c->uints.resize(n);
+      return GetInts(r, n, reinterpret_cast<int64_t*>(c->uints.data()));
+    default:
+      c->floats.resize(n);
+      return GetDoubles(r, n, c->floats.data());
+  }
+}
+
+// Point times as offsets from their buckets.
+void PutOffsets(const Column& c, const std::vector<int64_t>& bucket, std::string* out) {
+  for (size_t i = 0; i < bucket.size(); ++i) {
+    PutVarint64(out, static_cast<uint64_t>(c.ts[i]) - static_cast<uint64_t>(bucket[i]));
+  }
+}
+bool GetOffsets(ByteReader* r, const std::vector<int64_t>& bucket, Column* c) {
+  c->ts.resize(bucket.size());
+  for (size_t i = 0; i < bucket.size(); ++i) {
+    uint64_t d = 0;
+    if (!r->ReadVarint64(&d)) return false;
+    c->ts[i] = static_cast<int64_t>(static_cast<uint64_t>(bucket[i]) + d);
+  }
+  return true;
+}
+
+ZSTD_DCtx* DecompressionContext() {
+  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(),
+                                                                       ZSTD_freeDCtx);
+  return dctx.get();
+}
+ZSTD_CCtx* CompressionContext() {
+  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(),
+                                                                       ZSTD_freeCCtx);
+  return cctx.get();
+}
+
+}  // namespace
+
+bool HasRollups(FieldType type) {
+  return type == FieldType::kFloat || type == FieldType::kInt || type == FieldType::kUint;
+}
+
+void RollupColumn::Reset(FieldType t) {
+  *this = RollupColumn();
+  type = t;
+  for (Column* c : {&sum, &min, &max, &first, &last}) c->type = t;
+}
+
+void BuildRollups(const Column& raw, size_t begin, size_t end, int64_t width, RollupColumn* out) {
+  WithType(raw.type, [&](auto tag) { Build<decltype(tag)>(raw, begin, end, width, out); });
+}
+
+void CoarsenRollups(const RollupColumn& fine, int64_t width, RollupColumn* out) {
+  WithType(fine.type, [&](auto tag) {
+    using T = decltype(tag);
+    for (size_t j = 0; j < fine.size(); ++j) {
+      const int64_t b = WindowStart(fine.bucket[j], width);
+      if (out->size() > 0 && out->bucket.back() == b) {
+        MergeRow<T>(fine, j, out);
+      } else {
+        AppendRow<T>(fine, j, out);
+        out->bucket.back() = b;
+        out->sum.ts.back() = out->min.ts.back() = out->max.ts.back() = b;
+      }
+    }
+  });
+}
+
+void AppendRollupRow(const RollupColumn& from, size_t j, RollupColumn* into) {
+  WithType(from.type, [&](auto tag) { AppendRow<decltype(tag)>(from, j, into); });
+}
+
+void MergeIntoLastRow(const RollupColumn& from, size_t j, RollupColumn* into) {
+  WithType(from.type, [&](auto tag) { MergeRow<decltype(tag)>(from, j, into); });
+}
+
+// format(u8) compression(u8: 0 none, 1 zstd) then the body, zstd-framed or
+// not. Body: type(u8) rows(varint), then sections, each varint length +
+// bytes: buckets and counts; sums; min and max; first and last; sketches.
+// docs/format/rollups.md.
+void EncodeRollups(const RollupColumn& rows, std::string* out) {
+  const size_t n = rows.size();
+  std::string body;
+  body.push_back(static_cast<char>(rows.type));
+  PutVarint64(&body, n);
+  std::string section;
+  PutInts(rows.bucket.data(), n, &section);
+  PutInts(reinterpret_cast<const int64_t*>(rows.count.data()), n, &section);
+  PutSection(&body, section);
+  section.clear();
+  PutDoubles(rows.dsum.data(), n, &section);
+  if (rows.type != FieldType::kFloat) PutValues(rows.sum, &section);
+  PutSection(&body, section);
+  section.clear();
+  PutValues(rows.min, &section);
+  PutValues(rows.max, &section);
+  PutSection(&body, section);
+  section.clear();
+  PutOffsets(rows.first, rows.bucket, &section);
+  PutValues(rows.first, &section);
+  PutOffsets(rows.last, rows.bucket, &section);
+  PutValues(rows.last, &section);
+  PutSection(&body, section);
+  section.clear();
+  for (const Sketch& s : rows.sketch) s.Encode(&section);
+  PutSection(&body, section);
+
+  out->push_back(static_cast<char>(kRollupFormat));
+  std::string packed(ZSTD_compressBound(body.size()), '\0');
+  const size_t z = ZSTD_compressCCtx(CompressionContext(), packed.data(), packed.size(),
+                                     body.data(), body.size(), 3);
+  if (!ZSTD_isError(z) && z < body.size()) {
+    out->push_back(static_cast<char>(kBodyZstd));
+    out->append(packed.data(), z);
+  } else {
+    out->push_back(static_cast<char>(kBodyPlain));
+    out->append(body);
+  }
+}
+
+Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
+  if (data.size() < 2) return Corrupt("truncated header");
+  if (static_cast<uint8_t>(data[0]) != kRollupFormat) {
+    return Corrupt("unknown format " + std::to_string(static_cast<uint8_t>(data[0])));
+  }
+  const auto compression = static_cast<uint8_t>(data[1]);
+  data.remove_prefix(2);
+  thread_local std::string inflated;
+  if (compression == kBodyZstd) {
+    const unsigned long long size = ZSTD_getFrameContentSize(data.data(), data.size());
+    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN ||
+        size > kMaxBodyBytes) {
+      return Corrupt("bad zstd frame");
+    }
+    inflated.resize(size);
+    const size_t got = ZSTD_decompressDCtx(DecompressionContext(), inflated.data(), inflated.size(),
+                                           data.data(), data.size());
+    if (ZSTD_isError(got) || got != size) return Corrupt("bad zstd frame");
+    data = inflated;
+  } else if (compression != kBodyPlain) {
+    return Corrupt("unknown compression " + std::to_string(compression));
+  }
+  ByteReader r(data);
+  uint8_t type_byte = 0;
+  uint64_t rows = 0;
+  if (!r.ReadByte(&type_byte) || !r.ReadVarint64(&rows)) return Corrupt("truncated header");
+  if (!IsValidFieldType(type_byte) || !HasRollups(static_cast<FieldType>(type_byte))) {
+    return Corrupt("bad field type " + std::to_string(type_byte));
+  }
+  // Every row costs at least a byte in the first section.
+  if (rows > r.remaining()) return Corrupt("row count past the end");
+  const auto type = static_cast<FieldType>(type_byte);
+  const size_t n = rows;
+  std::string_view sections[5];
+  for (std::string_view& s : sections) {
+    uint64_t len = 0;
+    if (!r.ReadVarint64(&len) || !r.ReadBytes(len, &s)) return Corrupt("truncated section");
+  }
+  out->Reset(type);
+  {
+    ByteReader b(sections[0]);
+    out->bucket.resize(n);
+    out->count.resize(n);
+    if (!GetInts(&b, n, out->bucket.data()) ||
+        !GetInts(&b, n, reinterpret_cast<int64_t*>(out->count.data()))) {
+      return Corrupt("bad buckets");
+    }
+  }
+  if (parts & kRollupSum) {
+    ByteReader b(sections[1]);
+    out->dsum.resize(n);
+    if (!GetDoubles(&b, n, out->dsum.data())) return Corrupt("bad sums");
+    out->sum.ts = out->bucket;
+    if (type == FieldType::kFloat) {
+      out->sum.floats = out->dsum;
+    } else if (!GetValues(&b, n, &out->sum)) {
+      return Corrupt("bad sums");
+    }
+  }
+  if (parts & kRollupMinMax) {
+    ByteReader b(sections[2]);
+    out->min.ts = out->max.ts = out->bucket;
+    if (!GetValues(&b, n, &out->min) || !GetValues(&b, n, &out->max)) {
+      return Corrupt("bad extremes");
+    }
+  }
+  if (parts & kRollupFirstLast) {
+    ByteReader b(sections[3]);
+    if (!GetOffsets(&b, out->bucket, &out->first) || !GetValues(&b, n, &out->first) ||
+        !GetOffsets(&b, out->bucket, &out->last) || !GetValues(&b, n, &out->last)) {
+      return Corrupt("bad first and last");
+    }
+  }
+  if (parts & kRollupSketch) {
+    std::string_view s = sections[4];
+    out->sketch.resize(n);
+    for (Sketch& sk : out->sketch) {
+      if (!sk.Decode(&s)) return Corrupt("bad sketch");
+    }
+    if (!s.empty()) return Corrupt("trailing sketch bytes");
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpulse::storage

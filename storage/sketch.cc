@@ -1,0 +1,206 @@
+#include "storage/sketch.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "storage/byte_reader.h"
+#include "storage/coding.h"
+
+namespace gpulse::storage {
+
+namespace {
+
+constexpr double kGamma = (1 + kSketchRelativeAccuracy) / (1 - kSketchRelativeAccuracy);
+const double kInvLogGamma = 1 / std::log(kGamma);
+const double kLogGamma = std::log(kGamma);
+// Far beyond any finite double's bin (|log(DBL_MAX)| / log(gamma) ~ 35,500),
+// so infinities get a bin of their own and the dense form stays small.
+constexpr int32_t kMaxIndex = 40'000;
+// A sketch holds at most this many bins per sign when decoded.
+constexpr uint64_t kMaxBins = 2 * kMaxIndex + 1;
+
+// Sorted (index, count) runs of `indexes`, merged into *bins.
+void AddIndexes(std::vector<int32_t>* indexes, Sketch::Bins* bins,
+                void (*merge)(const Sketch::Bins&, Sketch::Bins*)) {
+  if (indexes->empty()) return;
+  std::sort(indexes->begin(), indexes->end());
+  Sketch::Bins runs;
+  for (size_t i = 0; i < indexes->size();) {
+    size_t j = i + 1;
+    while (j < indexes->size() && (*indexes)[j] == (*indexes)[i]) ++j;
+    runs.emplace_back((*indexes)[i], j - i);
+    i = j;
+  }
+  merge(runs, bins);
+}
+
+}  // namespace
+
+int32_t SketchIndex(double magnitude) {
+  const double i = std::ceil(std::log(magnitude) * kInvLogGamma);
+  if (!(i < kMaxIndex)) return kMaxIndex;  // +inf (and NaN, never passed)
+  if (i < -kMaxIndex) return -kMaxIndex;
+  return static_cast<int32_t>(i);
+}
+
+double SketchValue(int32_t index) {
+  return 2 * std::exp(static_cast<double>(index) * kLogGamma) / (kGamma + 1);
+}
+
+template <typename T>
+void Sketch::AddValues(const T* v, size_t n) {
+  std::vector<int32_t> pos, neg;
+  pos.reserve(n);
+  // Gauges repeat values (util 0..100, a fixed clock): one log per change.
+  double last = std::nan("");
+  int32_t last_index = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = static_cast<double>(v[i]);
+    if (std::isnan(x)) continue;
+    const double m = std::fabs(x);
+    if (m < kSketchMinIndexable) {
+      ++zero_;
+      continue;
+    }
+    if (m != last) {
+      last = m;
+      last_index = SketchIndex(m);
+    }
+    (x > 0 ? pos : neg).push_back(last_index);
+  }
+  AddIndexes(&pos, &pos_, &MergeBins);
+  AddIndexes(&neg, &neg_, &MergeBins);
+}
+
+template void Sketch::AddValues<double>(const double*, size_t);
+template void Sketch::AddValues<int64_t>(const int64_t*, size_t);
+template void Sketch::AddValues<uint64_t>(const uint64_t*, size_t);
+
+void Sketch::MergeBins(const Bins& add, Bins* into) {
+  if (add.empty()) return;
+  if (into->empty()) {
+    *into = add;
+    return;
+  }
+  Bins out;
+  out.reserve(into->size() + add.size());
+  size_t i = 0, j = 0;
+  while (i < into->size() || j < add.size()) {
+    if (j == add.size() || (i < into->size() && (*into)[i].first < add[j].first)) {
+      out.push_back((*into)[i++]);
+    } else if (i == into->size() || add[j].first < (*into)[i].first) {
+      out.push_back(add[j++]);
+    } else {
+      out.emplace_back(add[j].first, (*into)[i].second + add[j].second);
+      ++i;
+      ++j;
+    }
+  }
+  *into = std::move(out);
+}
+
+void Sketch::Merge(const Sketch& other) {
+  MergeBins(other.pos_, &pos_);
+  MergeBins(other.neg_, &neg_);
+  zero_ += other.zero_;
+}
+
+uint64_t Sketch::count() const {
+  uint64_t n = zero_;
+  for (const auto& [_, c] : pos_) n += c;
+  for (const auto& [_, c] : neg_) n += c;
+  return n;
+}
+
+// zero, then per sign: bin count, then (index delta zigzag, count) pairs.
+void Sketch::Encode(std::string* out) const {
+  PutVarint64(out, zero_);
+  for (const Bins* bins : {&pos_, &neg_}) {
+    PutVarint64(out, bins->size());
+    int64_t prev = 0;
+    for (const auto& [index, n] : *bins) {
+      PutVarint64(out, ZigZagEncode(static_cast<uint64_t>(index - prev)));
+      PutVarint64(out, n);
+      prev = index;
+    }
+  }
+}
+
+bool Sketch::Decode(std::string_view* in) {
+  ByteReader r(*in);
+  pos_.clear();
+  neg_.clear();
+  if (!r.ReadVarint64(&zero_)) return false;
+  for (Bins* bins : {&pos_, &neg_}) {
+    uint64_t size = 0;
+    if (!r.ReadVarint64(&size) || size > kMaxBins || size > r.remaining() / 2) return false;
+    bins->reserve(size);
+    int64_t prev = 0;
+    for (uint64_t k = 0; k < size; ++k) {
+      uint64_t delta = 0, n = 0;
+      if (!r.ReadVarint64(&delta) || !r.ReadVarint64(&n)) return false;
+      const int64_t index = prev + static_cast<int64_t>(ZigZagDecode(delta));
+      if (index < -kMaxIndex || index > kMaxIndex || (k > 0 && index <= prev) || n == 0) {
+        return false;
+      }
+      bins->emplace_back(static_cast<int32_t>(index), n);
+      prev = index;
+    }
+  }
+  in->remove_prefix(r.position());
+  return true;
+}
+
+void SketchAccumulator::Dense::Add(int32_t index, uint64_t n) {
+  if (counts.empty()) {
+    base = index;
+    counts.push_back(n);
+    return;
+  }
+  if (index < base) {
+    counts.insert(counts.begin(), static_cast<size_t>(base - index), 0);
+    base = index;
+  } else if (static_cast<size_t>(index - base) >= counts.size()) {
+    counts.resize(static_cast<size_t>(index - base) + 1, 0);
+  }
+  counts[static_cast<size_t>(index - base)] += n;
+}
+
+void SketchAccumulator::Add(const Sketch& s) {
+  for (const auto& [i, n] : s.positive()) pos_.Add(i, n);
+  for (const auto& [i, n] : s.negative()) neg_.Add(i, n);
+  zero_ += s.zero();
+  count_ += s.count();
+}
+
+void SketchAccumulator::Merge(const SketchAccumulator& other) {
+  for (size_t k = 0; k < other.pos_.counts.size(); ++k) {
+    if (other.pos_.counts[k])
+      pos_.Add(other.pos_.base + static_cast<int32_t>(k), other.pos_.counts[k]);
+  }
+  for (size_t k = 0; k < other.neg_.counts.size(); ++k) {
+    if (other.neg_.counts[k])
+      neg_.Add(other.neg_.base + static_cast<int32_t>(k), other.neg_.counts[k]);
+  }
+  zero_ += other.zero_;
+  count_ += other.count_;
+}
+
+double SketchAccumulator::ValueAtRank(uint64_t rank) const {
+  // Most negative first: the negative bins from the largest magnitude down.
+  for (size_t k = neg_.counts.size(); k-- > 0;) {
+    if (rank < neg_.counts[k]) return -SketchValue(neg_.base + static_cast<int32_t>(k));
+    rank -= neg_.counts[k];
+  }
+  if (rank < zero_) return 0;
+  rank -= zero_;
+  for (size_t k = 0; k < pos_.counts.size(); ++k) {
+    if (rank < pos_.counts[k]) return SketchValue(pos_.base + static_cast<int32_t>(k));
+    rank -= pos_.counts[k];
+  }
+  return pos_.counts.empty()
+             ? 0
+             : SketchValue(pos_.base + static_cast<int32_t>(pos_.counts.size() - 1));
+}
+
+}  // namespace gpulse::storage
