@@ -138,7 +138,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
       }
     }
     if (status.ok())
-      status = UpdateTiers(entry.series_id, entry.field_id, column, &batch, &touched);
+      status = UpdateTiers(entry.series_id, entry.field_id, column, tier_mask_, &batch, &touched);
   });
   if (!status.ok()) {
     window_cache_.Invalidate(touched);

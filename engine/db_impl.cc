@@ -48,6 +48,18 @@ void DbImpl::Log(const std::string& line) const {
 }
 
 Status DbImpl::Open() {
+  for (const std::string& name : options_.tiers) {
+    bool known = false;
+    for (size_t t = 0; t < storage::kTierCount; ++t) {
+      if (name == storage::kTiers[t].name) {
+        tier_mask_ |= 1u << t;
+        known = true;
+      }
+    }
+    if (!known) {
+      return Status::InvalidArgument("unknown tier \"" + name + "\" (the tiers are 5m, 1h, 1d)");
+    }
+  }
   if (!env_->FileExists(path_)) {
     if (!options_.create_if_missing) {
       return Status::NotFound("data directory " + path_ + " does not exist");
@@ -76,6 +88,9 @@ Status DbImpl::Open() {
   } else if (got.ok() && version.size() == 4 && storage::GetU32BE(version.data()) == 2) {
     // Version 2 had no tiers: build them from the raw chunks, once.
     GPULSE_RETURN_IF_ERROR(BuildTiersFromRaw());
+  } else if (got.ok() && version.size() == 4 &&
+             storage::GetU32BE(version.data()) == storage::kFormatVersion) {
+    GPULSE_RETURN_IF_ERROR(SyncTierSet());
   } else if (!got.ok() || version.size() != 4 ||
              storage::GetU32BE(version.data()) != storage::kFormatVersion) {
     return Status::Corruption(path_ + "/store: unsupported or unreadable format version");

@@ -62,6 +62,7 @@ class DbImpl final : public Db {
   Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, uint32_t parts,
                      const RollupVisitor& fn) override;
+  uint32_t KeptTiers() const override { return tier_mask_; }
   Status ListMeasurements(std::vector<std::string>* out) override;
   Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
                     std::vector<Series>* out) override;
@@ -122,11 +123,16 @@ class DbImpl final : public Db {
   // points cannot simply be added to (they fall among its points: late
   // data or replaced values) is computed again from the raw points.
   // The blocks it writes are added to *touched (the cache drops them).
-  Status UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& fresh,
+  Status UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& fresh, uint32_t mask,
                      leveldb::WriteBatch* batch, std::vector<WindowKey>* touched);
   // Builds every tier from the raw chunks and then writes the current
   // format version (opening a version 2 store, which had no tiers).
   Status BuildTiersFromRaw();
+  // Makes the stored tiers those of tier_mask_: drops the others, builds
+  // missing ones from raw, records the set (key 'T').
+  Status SyncTierSet();
+  // Builds the tiers in `mask` from the raw chunks (their blocks absent).
+  Status BuildTiers(uint32_t mask);
   void FlusherLoop();
   void SyncerLoop();
 
@@ -154,6 +160,7 @@ class DbImpl final : public Db {
   const std::string path_;
   storage::Env* const env_;
   const int64_t window_ns_;
+  uint32_t tier_mask_ = 0;  // Options::tiers, set by Open
 
   std::unique_ptr<storage::FileLock> lock_;
   std::unique_ptr<leveldb::DB> store_;

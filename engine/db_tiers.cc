@@ -34,19 +34,28 @@ bool Disjoint(const RollupColumn& stored, size_t i, const RollupColumn& fresh, s
 }  // namespace
 
 Status DbImpl::UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& fresh,
-                           leveldb::WriteBatch* batch, std::vector<WindowKey>* touched) {
+                           uint32_t mask, leveldb::WriteBatch* batch,
+                           std::vector<WindowKey>* touched) {
   if (!storage::HasRollups(fresh.type) || fresh.ts.empty()) return Status::Ok();
-  // The new points' rows in every tier; coarser tiers from finer rows.
+  if (mask == 0) return Status::Ok();
+  // The new points' rows in every kept tier: the finest from the points, the
+  // others from the finer rows.
   RollupColumn rows[storage::kTierCount];
-  rows[0].Reset(fresh.type);
-  storage::BuildRollups(fresh, 0, fresh.size(), storage::kTiers[0].width_ns, &rows[0]);
-  for (size_t t = 1; t < storage::kTierCount; ++t) {
+  int finer = -1;
+  for (size_t t = 0; t < storage::kTierCount; ++t) {
+    if (!(mask & (1u << t))) continue;
     rows[t].Reset(fresh.type);
-    storage::CoarsenRollups(rows[t - 1], storage::kTiers[t].width_ns, &rows[t]);
+    if (finer < 0) {
+      storage::BuildRollups(fresh, 0, fresh.size(), storage::kTiers[t].width_ns, &rows[t]);
+    } else {
+      storage::CoarsenRollups(rows[finer], storage::kTiers[t].width_ns, &rows[t]);
+    }
+    finer = static_cast<int>(t);
   }
 
   std::string value;
   for (size_t t = 0; t < storage::kTierCount; ++t) {
+    if (!(mask & (1u << t))) continue;
     const storage::Tier& tier = storage::kTiers[t];
     const RollupColumn& add = rows[t];
     size_t j = 0;
@@ -71,7 +80,7 @@ Status DbImpl::UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& 
       merged.Reset(fresh.type);
       size_t i = 0;
       const int64_t span = storage::BlockSpan(tier);
-      const int64_t block_end = block > INT64_MAX - span ? INT64_MAX : block + span;
+      const int64_t block_end = storage::NextWindowStart(block, span);
       while (i < stored.size() || (j < add.size() && add.bucket[j] < block_end)) {
         const bool take_add = j < add.size() && add.bucket[j] < block_end;
         if (!take_add || (i < stored.size() && stored.bucket[i] < add.bucket[j])) {
@@ -89,7 +98,7 @@ Status DbImpl::UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& 
         }
         // The new points fall among stored ones: the bucket again from raw.
         const int64_t b = add.bucket[j];
-        const int64_t b_end = b > INT64_MAX - tier.width_ns ? INT64_MAX : b + tier.width_ns;
+        const int64_t b_end = storage::NextWindowStart(b, tier.width_ns);
         Column raw;
         raw.type = fresh.type;
         GPULSE_RETURN_IF_ERROR(
@@ -112,7 +121,73 @@ Status DbImpl::UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& 
 }
 
 Status DbImpl::BuildTiersFromRaw() {
-  Log("building the 5m, 1h and 1d tiers of " + path_ + "/store from its raw chunks");
+  GPULSE_RETURN_IF_ERROR(BuildTiers(tier_mask_));
+  leveldb::WriteBatch batch;
+  std::string bytes;
+  storage::PutU32BE(&bytes, storage::kFormatVersion);
+  batch.Put(storage::VersionKey(), bytes);
+  batch.Put(std::string(1, storage::kTierSetKey), std::string(1, static_cast<char>(tier_mask_)));
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  const leveldb::Status put = store_->Write(sync, &batch);
+  if (!put.ok()) return Status::IOError("write format version: " + put.ToString());
+  return Status::Ok();
+}
+
+Status DbImpl::SyncTierSet() {
+  const std::string key(1, storage::kTierSetKey);
+  std::string stored;
+  const leveldb::Status got = store_->Get(leveldb::ReadOptions(), key, &stored);
+  uint32_t have = 0;
+  if (got.ok() && stored.size() == 1) {
+    have = static_cast<uint8_t>(stored[0]);
+  } else if (got.IsNotFound()) {
+    // A new store (no chunks yet): nothing to build.
+    have = tier_mask_;
+  } else {
+    return Status::Corruption(path_ + "/store: unreadable tier set");
+  }
+  if (have != tier_mask_) {
+    // Dropped tiers: their keys are one contiguous range each.
+    for (size_t t = 0; t < storage::kTierCount; ++t) {
+      if (!(have & (1u << t)) || (tier_mask_ & (1u << t))) continue;
+      Log(std::string("dropping the ") + storage::kTiers[t].name + " tier (not in the tier set)");
+      const std::string from(1, storage::kChunkPrefix);
+      std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
+      leveldb::WriteBatch batch;
+      for (it->Seek(from + static_cast<char>(storage::kTiers[t].id)); it->Valid(); it->Next()) {
+        storage::ChunkKeyParts k;
+        const leveldb::Slice raw_key = it->key();
+        if (!storage::ParseChunkKey(std::string_view(raw_key.data(), raw_key.size()), &k) ||
+            k.tier != storage::kTiers[t].id) {
+          break;
+        }
+        batch.Delete(it->key());
+        if (batch.ApproximateSize() > (8 << 20)) {
+          const leveldb::Status w = store_->Write(leveldb::WriteOptions(), &batch);
+          if (!w.ok()) return Status::IOError("drop tier: " + w.ToString());
+          batch.Clear();
+        }
+      }
+      const leveldb::Status w = store_->Write(leveldb::WriteOptions(), &batch);
+      if (!w.ok()) return Status::IOError("drop tier: " + w.ToString());
+    }
+    GPULSE_RETURN_IF_ERROR(BuildTiers(tier_mask_ & ~have));
+  }
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  const leveldb::Status put = store_->Put(sync, key, std::string(1, static_cast<char>(tier_mask_)));
+  if (!put.ok()) return Status::IOError("write tier set: " + put.ToString());
+  return Status::Ok();
+}
+
+Status DbImpl::BuildTiers(uint32_t mask) {
+  if (mask == 0) return Status::Ok();
+  std::string names;
+  for (size_t t = 0; t < storage::kTierCount; ++t) {
+    if (mask & (1u << t)) names += std::string(names.empty() ? "" : ", ") + storage::kTiers[t].name;
+  }
+  Log("building the " + names + " tiers of " + path_ + "/store from its raw chunks");
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
   it->Seek(std::string(1, storage::kChunkPrefix));
   uint64_t windows = 0;
@@ -131,20 +206,16 @@ Status DbImpl::BuildTiersFromRaw() {
     window.type = info.type;
     GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), k, &window));
     // One window at a time, each written before the next reads the blocks.
+    // A crash part way leaves the tier set unrecorded: the next Open builds
+    // again, and windows already folded in are recomputed, not added twice.
     leveldb::WriteBatch batch;
     std::vector<WindowKey> touched;  // the cache is empty at Open
-    GPULSE_RETURN_IF_ERROR(UpdateTiers(k.series_id, k.field_id, window, &batch, &touched));
+    GPULSE_RETURN_IF_ERROR(UpdateTiers(k.series_id, k.field_id, window, mask, &batch, &touched));
     const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &batch);
     if (!s.ok()) return Status::IOError("build tiers: " + s.ToString());
     ++windows;
   }
   if (!it->status().ok()) return Status::IOError("build tiers: " + it->status().ToString());
-  std::string bytes;
-  storage::PutU32BE(&bytes, storage::kFormatVersion);
-  leveldb::WriteOptions sync;
-  sync.sync = true;
-  const leveldb::Status put = store_->Put(sync, storage::VersionKey(), bytes);
-  if (!put.ok()) return Status::IOError("write format version: " + put.ToString());
   Log("tiers built from " + std::to_string(windows) + " raw windows");
   return Status::Ok();
 }
@@ -154,8 +225,10 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
                            const RollupVisitor& fn) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  if (tier >= storage::kTierCount)
-    return Status::InvalidArgument("no tier " + std::to_string(tier));
+  if (tier >= storage::kTierCount || !(tier_mask_ & (1u << tier))) {
+    return Status::InvalidArgument("tier " + std::to_string(tier) +
+                                   " is not kept (Options::tiers)");
+  }
   const storage::Tier& t = storage::kTiers[tier];
   if (start_ns >= end_ns) return Status::Ok();
   std::string key = series.measurement;
@@ -267,7 +340,7 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
                               rows->bucket.begin());
       if (lo < hi) emit(*rows, lo, hi);
       if (block > INT64_MAX - span) break;
-      block += span;
+      block = storage::NextWindowStart(block, span);
     }
     if (it && !it->status().ok()) {
       return Status::IOError("read tier rows: " + it->status().ToString());
@@ -276,7 +349,7 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
     RollupColumn fixed;
     fixed.Reset(p.type);
     for (int64_t b : touched) {
-      const int64_t b_end = b > INT64_MAX - t.width_ns ? INT64_MAX : b + t.width_ns;
+      const int64_t b_end = storage::NextWindowStart(b, t.width_ns);
       Column raw;
       raw.type = p.type;
       GPULSE_RETURN_IF_ERROR(ReadChunks(snapshot, series_id, p.field_id, b, b_end, epoch, &raw));

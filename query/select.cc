@@ -82,8 +82,9 @@ class Input {
   // Thread-safe.
   virtual Status Read(const InSeries& s, std::span<const std::string> fields, int64_t lo,
                       int64_t hi, std::vector<Column>* out) = 0;
-  // Whether ReadRollups works (the Db's tiers; a subquery's answer has none).
-  virtual bool HasTiers() const { return false; }
+  // The tiers ScanRollups can read, bit t for storage::kTiers[t] (the Db's
+  // kept tiers; a subquery's answer has none).
+  virtual uint32_t Tiers() const { return 0; }
   // Thread-safe. Db::ScanRollups.
   virtual Status ScanRollups(const InSeries& s, std::span<const std::string> fields, size_t tier,
                              int64_t lo, int64_t hi, uint32_t parts, const Db::RollupVisitor& fn) {
@@ -159,7 +160,7 @@ class DbInput final : public Input {
     return st;
   }
 
-  bool HasTiers() const override { return true; }
+  uint32_t Tiers() const override { return ctx_->db()->KeptTiers(); }
   Status ScanRollups(const InSeries& s, std::span<const std::string> fields, size_t tier,
                      int64_t lo, int64_t hi, uint32_t parts, const Db::RollupVisitor& fn) override {
     Status st = ctx_->db()->ScanRollups(s.series, fields, tier, lo, hi, parts, fn);
@@ -1336,7 +1337,7 @@ bool NamesField(const Expr& e, const Plan& plan) {
 
 // Why no tier can answer the query whatever its buckets; empty when one can.
 std::string TierObstacle(const Plan& plan, const Input& input) {
-  if (!input.HasTiers()) return "a subquery's answer has no tiers";
+  if (input.Tiers() == 0) return "no tiers (a subquery's answer, or Options::tiers empty)";
   if (plan.field_dims) return "GROUP BY a string field needs the rows";
   if (plan.condition && NamesField(*plan.condition, plan)) {
     return "the WHERE condition names a field";
@@ -1403,6 +1404,9 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
       return Status::InvalidArgument("no tier (retention policy) named \"" + forced +
                                      "\": raw, 5m, 1h, 1d, or autogen for the automatic choice");
     }
+    if (!(input.Tiers() & (1u << forced_index))) {
+      return Status::InvalidArgument("tier " + forced + " is not kept (storage.tiers)");
+    }
   }
   const std::string obstacle = TierObstacle(*plan, input);
   if (!obstacle.empty()) {
@@ -1414,6 +1418,7 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
   }
   for (int t = static_cast<int>(storage::kTierCount) - 1; t >= 0; --t) {
     if (forced_index >= 0 && t != forced_index) continue;
+    if (!(input.Tiers() & (1u << t))) continue;
     if (Tiles(*plan, storage::kTiers[t].width_ns)) {
       plan->tier = t;
       plan->tier_why = forced_index >= 0 ? "FROM names it"

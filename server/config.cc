@@ -93,7 +93,7 @@ Status LoadScrape(const Json& list, ServerConfig* config) {
 Status LoadStorage(const Json& s, ServerConfig* config) {
   GPULSE_RETURN_IF_ERROR(CheckKeys(s, "storage",
                                    {"sync", "sync_interval", "head_memory_mb", "chunk_window_hours",
-                                    "out_of_order_window_hours", "window_cache_mb"}));
+                                    "out_of_order_window_hours", "window_cache_mb", "tiers"}));
   std::string sync;
   GPULSE_RETURN_IF_ERROR(Get(s, "storage", "sync", &sync));
   if (sync == "every-batch") {
@@ -114,6 +114,21 @@ Status LoadStorage(const Json& s, ServerConfig* config) {
   GPULSE_RETURN_IF_ERROR(Get(s, "storage", "window_cache_mb", &mb));
   if (mb < 0) return Status::InvalidArgument("storage.window_cache_mb: must not be negative");
   config->db.window_cache_bytes = static_cast<uint64_t>(mb * (1 << 20));
+  if (s.contains("tiers")) {
+    const Json& tiers = s["tiers"];
+    if (!tiers.is_array()) {
+      return Status::InvalidArgument(
+          "storage.tiers: must be a list of tier names (\"5m\", \"1h\", \"1d\")");
+    }
+    config->db.tiers.clear();
+    for (const Json& t : tiers) {
+      if (!t.is_string() || (t != "5m" && t != "1h" && t != "1d")) {
+        return Status::InvalidArgument("storage.tiers: " + t.dump() +
+                                       " is not a tier (\"5m\", \"1h\", \"1d\")");
+      }
+      config->db.tiers.push_back(t.get<std::string>());
+    }
+  }
   double hours = std::chrono::duration<double, std::ratio<3600>>(config->db.chunk_window).count();
   GPULSE_RETURN_IF_ERROR(Get(s, "storage", "chunk_window_hours", &hours));
   config->db.chunk_window = std::chrono::duration_cast<std::chrono::nanoseconds>(

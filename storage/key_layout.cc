@@ -144,4 +144,10 @@ int64_t WindowStart(int64_t ts, int64_t window_ns) {
   return start < INT64_MIN ? INT64_MIN : static_cast<int64_t>(start);
 }
 
+int64_t NextWindowStart(int64_t window_start, int64_t window_ns) {
+  if (window_start > INT64_MAX - window_ns) return INT64_MAX;
+  // The clamped first window ends where the next aligned one starts.
+  return WindowStart(window_start + window_ns, window_ns);
+}
+
 }  // namespace gpulse::storage

@@ -31,6 +31,7 @@ inline constexpr char kSeriesPrefix = 'S';
 inline constexpr char kFieldPrefix = 'F';
 inline constexpr char kIndexPrefix = 'I';
 inline constexpr char kChunkPrefix = 'C';
+inline constexpr char kTierSetKey = 'T';  // -> u8: bit t set when kTiers[t] is kept
 // 2: chunk keys carry a part number; 3: tiers (rollup blocks under tier ids
 // 1..3), built from raw when a version 2 store is opened.
 inline constexpr uint32_t kFormatVersion = 3;
@@ -103,5 +104,8 @@ bool ParseFieldValueBytes(std::string_view value, uint8_t* type, std::string* me
 // The start of the window of `window_ns` that holds `ts` (floor division, so
 // negative timestamps land in the window below zero).
 int64_t WindowStart(int64_t ts, int64_t window_ns);
+// The start of the window after the one starting at `window_start` (which
+// may be the clamped INT64_MIN one); INT64_MAX when past the int64 range.
+int64_t NextWindowStart(int64_t window_start, int64_t window_ns);
 
 }  // namespace gpulse::storage

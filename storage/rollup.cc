@@ -17,6 +17,8 @@ constexpr uint8_t kRollupFormat = 1;
 // The body after the two header bytes: as is, or one zstd frame.
 constexpr uint8_t kBodyPlain = 0;
 constexpr uint8_t kBodyZstd = 1;
+// Fast: a flush compresses every block it touches.
+constexpr int kZstdLevel = 1;
 // A block never inflates past this (288 rows of full sketches are far below).
 constexpr size_t kMaxBodyBytes = 64 << 20;
 
@@ -82,8 +84,14 @@ template <typename T>
 void MergeRow(const RollupColumn& from, size_t j, RollupColumn* into) {
   const size_t i = into->size() - 1;
   into->count[i] += from.count[j];
-  into->dsum[i] += from.dsum[j];
   Vec<T>(into->sum)[i] = AddWrap(Vec<T>(into->sum)[i], Vec<T>(from.sum)[j]);
+  // An integer field's double sum is its typed sum's (so stored rows need
+  // only the typed one).
+  if constexpr (std::is_same_v<T, double>) {
+    into->dsum[i] += from.dsum[j];
+  } else {
+    into->dsum[i] = static_cast<double>(Vec<T>(into->sum)[i]);
+  }
   T& mn = Vec<T>(into->min)[i];
   T& mx = Vec<T>(into->max)[i];
   if (Vec<T>(from.min)[j] < mn) mn = Vec<T>(from.min)[j];
@@ -107,8 +115,10 @@ void Build(const Column& raw, size_t begin, size_t end, int64_t width, RollupCol
   while (i < end) {
     const int64_t b = WindowStart(t[i], width);
     size_t j = i + 1;
-    const int64_t next = b > INT64_MAX - width ? INT64_MAX : b + width;
-    while (j < end && t[j] < next) ++j;
+    // The last window, whose end is past INT64_MAX, holds the rest.
+    const bool last = b > INT64_MAX - width;
+    const int64_t next = NextWindowStart(b, width);
+    while (j < end && (last || t[j] < next)) ++j;
     T sum = 0, mn = v[i], mx = v[i];
     double dsum = 0;
     for (size_t k = i; k < j; ++k) {
@@ -117,6 +127,7 @@ void Build(const Column& raw, size_t begin, size_t end, int64_t width, RollupCol
       if (v[k] < mn) mn = v[k];
       if (v[k] > mx) mx = v[k];
     }
+    if constexpr (!std::is_same_v<T, double>) dsum = static_cast<double>(sum);
     out->bucket.push_back(b);
     out->count.push_back(j - i);
     out->dsum.push_back(dsum);
@@ -301,8 +312,12 @@ void EncodeRollups(const RollupColumn& rows, std::string* out) {
   PutInts(reinterpret_cast<const int64_t*>(rows.count.data()), n, &section);
   PutSection(&body, section);
   section.clear();
-  PutDoubles(rows.dsum.data(), n, &section);
-  if (rows.type != FieldType::kFloat) PutValues(rows.sum, &section);
+  // Integer fields: the typed sum only (their double sum is derived from it).
+  if (rows.type == FieldType::kFloat) {
+    PutDoubles(rows.dsum.data(), n, &section);
+  } else {
+    PutValues(rows.sum, &section);
+  }
   PutSection(&body, section);
   section.clear();
   PutValues(rows.min, &section);
@@ -315,13 +330,14 @@ void EncodeRollups(const RollupColumn& rows, std::string* out) {
   PutValues(rows.last, &section);
   PutSection(&body, section);
   section.clear();
-  for (const Sketch& s : rows.sketch) s.Encode(&section);
+  int32_t base = 0;
+  for (const Sketch& s : rows.sketch) s.Encode(&section, &base);
   PutSection(&body, section);
 
   out->push_back(static_cast<char>(kRollupFormat));
   std::string packed(ZSTD_compressBound(body.size()), '\0');
   const size_t z = ZSTD_compressCCtx(CompressionContext(), packed.data(), packed.size(),
-                                     body.data(), body.size(), 3);
+                                     body.data(), body.size(), kZstdLevel);
   if (!ZSTD_isError(z) && z < body.size()) {
     out->push_back(static_cast<char>(kBodyZstd));
     out->append(packed.data(), z);
@@ -381,13 +397,18 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
   }
   if (parts & kRollupSum) {
     ByteReader b(sections[1]);
-    out->dsum.resize(n);
-    if (!GetDoubles(&b, n, out->dsum.data())) return Corrupt("bad sums");
     out->sum.ts = out->bucket;
     if (type == FieldType::kFloat) {
+      out->dsum.resize(n);
+      if (!GetDoubles(&b, n, out->dsum.data())) return Corrupt("bad sums");
       out->sum.floats = out->dsum;
-    } else if (!GetValues(&b, n, &out->sum)) {
-      return Corrupt("bad sums");
+    } else {
+      if (!GetValues(&b, n, &out->sum)) return Corrupt("bad sums");
+      out->dsum.resize(n);
+      for (size_t i = 0; i < n; ++i) {
+        out->dsum[i] = type == FieldType::kInt ? static_cast<double>(out->sum.ints[i])
+                                               : static_cast<double>(out->sum.uints[i]);
+      }
     }
   }
   if (parts & kRollupMinMax) {
@@ -407,8 +428,9 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
   if (parts & kRollupSketch) {
     std::string_view s = sections[4];
     out->sketch.resize(n);
+    int32_t base = 0;
     for (Sketch& sk : out->sketch) {
-      if (!sk.Decode(&s)) return Corrupt("bad sketch");
+      if (!sk.Decode(&s, &base)) return Corrupt("bad sketch");
     }
     if (!s.empty()) return Corrupt("trailing sketch bytes");
   }

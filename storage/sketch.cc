@@ -44,7 +44,9 @@ int32_t SketchIndex(double magnitude) {
 }
 
 double SketchValue(int32_t index) {
-  return 2 * std::exp(static_cast<double>(index) * kLogGamma) / (kGamma + 1);
+  // 2 gamma^i / (gamma + 1), in logs so the largest bins do not overflow.
+  static const double kLogScale = std::log(2 / (kGamma + 1));
+  return std::exp(static_cast<double>(index) * kLogGamma + kLogScale);
 }
 
 template <typename T>
@@ -112,41 +114,62 @@ uint64_t Sketch::count() const {
   return n;
 }
 
-// zero, then per sign: bin count, then (index delta zigzag, count) pairs.
-void Sketch::Encode(std::string* out) const {
+// zero count, then per sign: the bin count k and k bins. A bin whose index
+// is 1..15 past the one before (the first: past *base - 1) and whose count
+// is 1..15 is one byte, step << 4 | count; any other is a zero byte, the
+// zigzag step and the count as varints. Neighbouring values of a gauge
+// give small steps and counts: about a byte a bin.
+void Sketch::Encode(std::string* out, int32_t* base) const {
   PutVarint64(out, zero_);
   for (const Bins* bins : {&pos_, &neg_}) {
     PutVarint64(out, bins->size());
-    int64_t prev = 0;
+    int64_t prev = *base - 1;
     for (const auto& [index, n] : *bins) {
-      PutVarint64(out, ZigZagEncode(static_cast<uint64_t>(index - prev)));
-      PutVarint64(out, n);
+      const int64_t step = index - prev;
+      if (step >= 1 && step <= 15 && n >= 1 && n <= 15) {
+        out->push_back(static_cast<char>(step << 4 | static_cast<int64_t>(n)));
+      } else {
+        out->push_back('\0');
+        PutVarint64(out, ZigZagEncode(static_cast<uint64_t>(step)));
+        PutVarint64(out, n);
+      }
       prev = index;
     }
   }
+  if (!pos_.empty()) *base = pos_.front().first;
 }
 
-bool Sketch::Decode(std::string_view* in) {
+bool Sketch::Decode(std::string_view* in, int32_t* base) {
   ByteReader r(*in);
   pos_.clear();
   neg_.clear();
   if (!r.ReadVarint64(&zero_)) return false;
   for (Bins* bins : {&pos_, &neg_}) {
     uint64_t size = 0;
-    if (!r.ReadVarint64(&size) || size > kMaxBins || size > r.remaining() / 2) return false;
+    if (!r.ReadVarint64(&size) || size > kMaxBins || size > r.remaining()) return false;
     bins->reserve(size);
-    int64_t prev = 0;
+    int64_t prev = static_cast<int64_t>(*base) - 1;
     for (uint64_t k = 0; k < size; ++k) {
-      uint64_t delta = 0, n = 0;
-      if (!r.ReadVarint64(&delta) || !r.ReadVarint64(&n)) return false;
-      const int64_t index = prev + static_cast<int64_t>(ZigZagDecode(delta));
-      if (index < -kMaxIndex || index > kMaxIndex || (k > 0 && index <= prev) || n == 0) {
+      uint8_t packed = 0;
+      if (!r.ReadByte(&packed)) return false;
+      int64_t step = packed >> 4;
+      uint64_t n = packed & 15;
+      if (packed == 0) {
+        uint64_t zz = 0;
+        if (!r.ReadVarint64(&zz) || !r.ReadVarint64(&n)) return false;
+        step = static_cast<int64_t>(ZigZagDecode(zz));
+      }
+      // Bounded before adding: a corrupt step must not overflow.
+      if (step < -2 * kMaxIndex - 1 || step > 2 * kMaxIndex + 1) return false;
+      const int64_t index = prev + step;
+      if (index < -kMaxIndex || index > kMaxIndex || (k > 0 && step <= 0) || n == 0) {
         return false;
       }
       bins->emplace_back(static_cast<int32_t>(index), n);
       prev = index;
     }
   }
+  if (!pos_.empty()) *base = pos_.front().first;
   in->remove_prefix(r.position());
   return true;
 }

@@ -44,9 +44,11 @@ class Sketch {
   const Bins& negative() const { return neg_; }
   uint64_t zero() const { return zero_; }
 
-  void Encode(std::string* out) const;
+  // Bin indexes are written relative to `*base` (the first positive bin of
+  // the sketch before, in a block), which is then set for the next.
+  void Encode(std::string* out, int32_t* base) const;
   // Reads one sketch from the front of *in; false when malformed.
-  bool Decode(std::string_view* in);
+  bool Decode(std::string_view* in, int32_t* base);
 
   bool operator==(const Sketch&) const = default;
 

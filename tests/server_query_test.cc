@@ -397,5 +397,45 @@ TEST_F(ServerQueryTest, AClientThatHangsUpCancelsItsQuery) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, 1s);
 }
 
+TEST_F(ServerQueryTest, AQuantileFromATierComesWithAWarningMessage) {
+  Write("bench", kBenchPoints);
+  const std::string range =
+      " WHERE time >= '2024-01-01T00:00:00Z' AND time < '2024-01-02T00:00:00Z' GROUP BY time(1d)";
+  json answer = Query("SELECT p95(util) FROM gpu" + range);
+  ASSERT_TRUE(answer["results"][0].contains("messages")) << answer;
+  EXPECT_EQ(answer["results"][0]["messages"][0]["level"], "warning");
+  EXPECT_NE(answer["results"][0]["messages"][0]["text"].get<std::string>().find(
+                "approximate: quantiles from the 1d tier"),
+            std::string::npos)
+      << answer;
+  // The exact answer from raw points: no message, and nearest rank 50.
+  answer = Query("SELECT p95(util) FROM \"raw\".gpu" + range);
+  EXPECT_FALSE(answer["results"][0].contains("messages")) << answer;
+  EXPECT_EQ(answer["results"][0]["series"][0]["values"][0][1], 50) << answer;
+}
+
+TEST(ServerConfigTest, StorageTiersComeFromTheConfigFileAndBadOnesAreNamed) {
+  storage::ScratchDir dir;
+  auto load = [&](const std::string& text, server::ServerConfig* config) {
+    const std::string path = dir.path() + "/gpulse.json";
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    return server::LoadConfigFile(path, config);
+  };
+  server::ServerConfig config;
+  EXPECT_EQ(config.db.tiers, (std::vector<std::string>{"1h", "1d"}));
+  ASSERT_TRUE(load(R"({"storage": {"tiers": ["5m", "1d"]}})", &config).ok());
+  EXPECT_EQ(config.db.tiers, (std::vector<std::string>{"5m", "1d"}));
+  ASSERT_TRUE(load(R"({"storage": {"tiers": []}})", &config).ok());
+  EXPECT_TRUE(config.db.tiers.empty());
+  for (const char* bad : {R"({"storage": {"tiers": ["2h"]}})", R"({"storage": {"tiers": "1h"}})",
+                          R"({"storage": {"tiers": [5]}})"}) {
+    const Status s = load(bad, &config);
+    EXPECT_TRUE(s.IsInvalidArgument()) << bad << ": " << s.ToString();
+    EXPECT_NE(s.message().find("storage.tiers"), std::string::npos) << s.ToString();
+  }
+}
+
 }  // namespace
 }  // namespace gpulse::server

@@ -1,0 +1,380 @@
+// The downsampling tiers through the Db and the query language: an answer
+// from a tier equals the raw answer (exactly for count, sum, mean, min, max,
+// spread, first and last; within the sketch's 1% for quantiles), whatever
+// the series, the buckets, late points, replaced values, unflushed points,
+// restarts, and a store written before tiers existed.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/gpulse.h"
+#include "leveldb/db.h"
+#include "leveldb/write_batch.h"
+#include "storage/key_layout.h"
+#include "tests/support/scratch_dir.h"
+
+namespace gpulse {
+namespace {
+
+constexpr int64_t kMinute = 60'000'000'000;
+constexpr int64_t kHour = 60 * kMinute;
+constexpr int64_t kDay = 24 * kHour;
+// 2024-01-01T00:00:00Z
+constexpr int64_t kT0 = 1'704'067'200'000'000'000;
+
+std::string Rfc(int64_t ns) {
+  const std::time_t s = static_cast<std::time_t>(ns / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&s, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+double AsDouble(const QueryValue& v) {
+  if (const auto* d = std::get_if<double>(&v)) return *d;
+  if (const auto* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  if (const auto* u = std::get_if<uint64_t>(&v)) return static_cast<double>(*u);
+  return std::nan("");
+}
+
+class TierTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.sync_policy = SyncPolicy::kNone;
+    options_.info_log = [](std::string_view) {};
+    options_.out_of_order_window = std::chrono::hours(24 * 365);
+    options_.tiers = {"5m", "1h", "1d"};  // every tier, not the default two
+    Reopen();
+  }
+
+  void Reopen() {
+    db_.reset();
+    ASSERT_TRUE(Db::Open(options_, dir_.path(), &db_).ok());
+  }
+
+  void Write(const std::string& node, int64_t ts, int64_t util, double power) {
+    Point p;
+    p.measurement = "gpu";
+    p.tags = {{"node", node}, {"sku", node < "n2" ? "H100" : "A100"}};
+    p.fields = {{"util", util}, {"power", power}};
+    p.timestamp_ns = ts;
+    ASSERT_TRUE(db_->Write({p}).ok());
+  }
+
+  QueryResult Run(const std::string& q) {
+    QueryResult r;
+    QueryOptions o;
+    EXPECT_TRUE(db_->Query(q, o, &r).ok()) << q;
+    EXPECT_EQ(r.statements.size(), 1u);
+    if (!r.statements.empty()) {
+      EXPECT_TRUE(r.statements[0].status.ok()) << q << ": " << r.statements[0].status.ToString();
+    }
+    return r;
+  }
+
+  // The EXPLAIN line naming the tier.
+  std::string TierLine(const std::string& q) {
+    QueryResult r = Run("EXPLAIN " + q);
+    if (r.statements.empty() || r.statements[0].series.empty()) return "";
+    for (const auto& row : r.statements[0].series[0].values) {
+      const auto* s = std::get_if<std::string>(&row[0]);
+      if (s && s->find("tier:") != std::string::npos) return *s;
+    }
+    return "";
+  }
+
+  // `q` with {m} replaced by the measurement as FROM names it.
+  static std::string With(std::string q, const std::string& from) {
+    const size_t at = q.find("{m}");
+    return q.replace(at, 3, from);
+  }
+
+  // Runs `q` from the automatic choice and from raw and compares every cell:
+  // exactly (or within 1e-9 relative for sums re-associated), or within
+  // `rel` for quantiles.
+  void ExpectTierEqualsRaw(const std::string& q, double rel = 1e-9) {
+    const QueryResult a = Run(With(q, "gpu"));
+    const QueryResult b = Run(With(q, "\"raw\".gpu"));
+    ASSERT_FALSE(a.statements.empty());
+    ASSERT_FALSE(b.statements.empty());
+    const auto& sa = a.statements[0].series;
+    const auto& sb = b.statements[0].series;
+    ASSERT_EQ(sa.size(), sb.size()) << q;
+    for (size_t s = 0; s < sa.size(); ++s) {
+      ASSERT_EQ(sa[s].tags, sb[s].tags) << q;
+      ASSERT_EQ(sa[s].values.size(), sb[s].values.size()) << q;
+      for (size_t r = 0; r < sa[s].values.size(); ++r) {
+        for (size_t c = 0; c < sa[s].values[r].size(); ++c) {
+          const QueryValue& x = sa[s].values[r][c];
+          const QueryValue& y = sb[s].values[r][c];
+          if (c == 0 || std::holds_alternative<std::monostate>(y)) {
+            EXPECT_EQ(x, y) << q << " row " << r << " column " << c;
+            continue;
+          }
+          const double dx = AsDouble(x), dy = AsDouble(y);
+          EXPECT_LE(std::fabs(dx - dy), rel * std::max(1.0, std::fabs(dy)))
+              << q << " row " << r << " column " << sa[s].columns[c] << ": tier " << dx << " raw "
+              << dy;
+        }
+      }
+    }
+  }
+
+  Options options_;
+  storage::ScratchDir dir_;
+  std::unique_ptr<Db> db_;
+};
+
+const char* const kExact[] = {"count", "sum", "mean", "min", "max", "spread", "first", "last"};
+
+TEST_F(TierTest, EveryExactAggregateFromEveryTierEqualsRawOnRandomSeries) {
+  std::mt19937_64 rng(7);
+  // Three days of four series with random gaps and values; some points far
+  // from the minute grid.
+  for (const char* node : {"n0", "n1", "n2", "n3"}) {
+    for (int64_t t = kT0; t < kT0 + 3 * kDay; t += kMinute) {
+      if (rng() % 7 == 0) continue;
+      const int64_t jitter = static_cast<int64_t>(rng() % 1000) * 1'000'000;
+      Write(node, t + jitter, static_cast<int64_t>(rng() % 101) - 5,
+            100 + static_cast<double>(rng() % 100000) / 100);
+    }
+  }
+  ASSERT_TRUE(db_->Flush().ok());
+  const std::string range =
+      " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + 3 * kDay) + "'";
+  for (const char* bucket : {"5m", "15m", "1h", "3h", "1d", "2d"}) {
+    for (const char* fn : kExact) {
+      for (const char* field : {"util", "power"}) {
+        const std::string q = std::string("SELECT ") + fn + "(" + field + ") FROM {m}" + range +
+                              " GROUP BY time(" + bucket + "), sku";
+        ExpectTierEqualsRaw(q);
+      }
+    }
+  }
+  // No GROUP BY time: one bucket, the whole range (the 1d tier).
+  ExpectTierEqualsRaw(
+      "SELECT count(util), sum(util), mean(power), first(util), last(power) FROM {m}" + range);
+  EXPECT_NE(TierLine("SELECT max(util) FROM gpu" + range + " GROUP BY time(2d)").find("1d rollups"),
+            std::string::npos);
+  EXPECT_NE(TierLine("SELECT max(util) FROM gpu" + range + " GROUP BY time(3h)").find("1h rollups"),
+            std::string::npos);
+  EXPECT_NE(
+      TierLine("SELECT max(util) FROM gpu" + range + " GROUP BY time(15m)").find("5m rollups"),
+      std::string::npos);
+}
+
+TEST_F(TierTest, QuantilesFromSketchesAreWithinOnePercentAndSayTheyAreApproximate) {
+  std::mt19937_64 rng(11);
+  for (const char* node : {"n0", "n1", "n2"}) {
+    for (int64_t t = kT0; t < kT0 + 2 * kDay; t += kMinute) {
+      Write(node, t, static_cast<int64_t>(rng() % 101),
+            std::exp(static_cast<double>(rng() % 1000) / 100));
+    }
+  }
+  ASSERT_TRUE(db_->Flush().ok());
+  const std::string range =
+      " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + 2 * kDay) + "'";
+  for (const char* fn : {"percentile(power, 95)", "p50(power)", "p99(power)", "median(power)",
+                         "percentile(power, 0)", "percentile(power, 100)"}) {
+    for (const char* bucket : {"1h", "1d"}) {
+      ExpectTierEqualsRaw(
+          std::string("SELECT ") + fn + " FROM {m}" + range + " GROUP BY time(" + bucket + "), sku",
+          0.0101);
+    }
+  }
+  QueryResult r = Run("SELECT p95(util) FROM gpu" + range + " GROUP BY time(1d)");
+  ASSERT_EQ(r.statements[0].notes.size(), 1u);
+  EXPECT_NE(r.statements[0].notes[0].find("approximate"), std::string::npos);
+  r = Run("SELECT p95(util) FROM \"raw\".gpu" + range + " GROUP BY time(1d)");
+  EXPECT_TRUE(r.statements[0].notes.empty());
+}
+
+TEST_F(TierTest, LatePointsAndReplacedValuesUpdateEveryTierAcrossRestarts) {
+  for (const char* node : {"n0", "n1"}) {
+    for (int64_t t = kT0; t < kT0 + kDay; t += 2 * kMinute) Write(node, t, 10, 1.5);
+  }
+  ASSERT_TRUE(db_->Flush().ok());
+  const std::string range =
+      " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + kDay) + "'";
+  const std::string q =
+      "SELECT count(util), sum(util), min(util), max(util), first(power), "
+      "last(power), mean(power) FROM {m}" +
+      range + " GROUP BY time(";
+  // Late points between stored ones, a point before the first of its
+  // bucket, and replaced values (same time, new value), in three flushes.
+  for (int round = 0; round < 3; ++round) {
+    for (int64_t t = kT0 + kMinute; t < kT0 + kDay; t += 37 * kMinute)
+      Write("n0", t, 90 + round, 7.5);
+    for (int64_t t = kT0; t < kT0 + kDay; t += 53 * kMinute) Write("n1", t, -round, 0.25 * round);
+    ASSERT_TRUE(db_->Flush().ok());
+    for (const char* b : {"5m", "1h", "1d"}) ExpectTierEqualsRaw(q + b + "), node");
+  }
+  Reopen();
+  for (const char* b : {"5m", "1h", "1d"}) ExpectTierEqualsRaw(q + b + "), node");
+  // The replaced values are the ones counted: n1's last round wrote -2.
+  QueryResult r = Run("SELECT min(util) FROM gpu" + range + " AND node = 'n1' GROUP BY time(1d)");
+  ASSERT_EQ(r.statements[0].series.size(), 1u);
+  EXPECT_EQ(r.statements[0].series[0].values[0][1], QueryValue(int64_t{-2}));
+}
+
+TEST_F(TierTest, UnflushedPointsCountInTierAnswers) {
+  for (int64_t t = kT0; t < kT0 + kDay; t += kMinute) Write("n0", t, 5, 1);
+  ASSERT_TRUE(db_->Flush().ok());
+  // In the head only: a replacement, a late point and new points.
+  Write("n0", kT0 + 10 * kMinute, 500, 2);
+  Write("n0", kT0 + 10 * kMinute + 1, 7, 3);
+  for (int64_t t = kT0 + kDay; t < kT0 + kDay + kHour; t += kMinute) Write("n0", t, 9, 4);
+  const std::string range =
+      " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + 2 * kDay) + "'";
+  for (const char* b : {"5m", "1h", "1d"}) {
+    ExpectTierEqualsRaw(
+        std::string("SELECT count(util), sum(util), max(util), last(power) FROM {m}") + range +
+        " GROUP BY time(" + b + ")");
+  }
+  QueryResult r = Run("SELECT max(util), count(util) FROM gpu" + range + " GROUP BY time(1d)");
+  ASSERT_EQ(r.statements[0].series.size(), 1u);
+  EXPECT_EQ(r.statements[0].series[0].values[0][1], QueryValue(int64_t{500}));
+  EXPECT_EQ(r.statements[0].series[0].values[0][2], QueryValue(int64_t{1441}));
+  EXPECT_EQ(r.statements[0].series[0].values[1][2], QueryValue(int64_t{60}));
+}
+
+TEST_F(TierTest, ThePlannerSaysWhyAndAForcedTierMustFit) {
+  for (int64_t t = kT0; t < kT0 + kDay; t += kMinute) Write("n0", t, 5, 1);
+  ASSERT_TRUE(db_->Flush().ok());
+  const std::string range =
+      " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + kDay) + "'";
+  // Ranges off the bucket grid, field conditions, raw-only functions: raw.
+  EXPECT_NE(TierLine("SELECT mean(util) FROM gpu WHERE time >= '" + Rfc(kT0 + kMinute) +
+                     "' AND time < '" + Rfc(kT0 + kDay) + "' GROUP BY time(1h)")
+                .find("tier: raw"),
+            std::string::npos);
+  EXPECT_NE(TierLine("SELECT mean(util) FROM gpu" + range + " AND power > 0 GROUP BY time(1h)")
+                .find("names a field"),
+            std::string::npos);
+  EXPECT_NE(
+      TierLine("SELECT stddev(util) FROM gpu" + range + " GROUP BY time(1h)").find("tier: raw"),
+      std::string::npos);
+  EXPECT_NE(TierLine("SELECT mean(util) FROM gpu" + range + " GROUP BY time(1m)").find("tier: raw"),
+            std::string::npos);
+  // A lone max() without GROUP BY time answers its point's time: raw.
+  EXPECT_NE(TierLine("SELECT max(util) FROM gpu" + range).find("own time"), std::string::npos);
+  // Forcing: a tier that fits is used; one that does not is an error.
+  EXPECT_NE(TierLine("SELECT mean(util) FROM \"5m\".gpu" + range + " GROUP BY time(1h)")
+                .find("5m rollups"),
+            std::string::npos);
+  QueryResult r;
+  ASSERT_TRUE(db_->Query("SELECT mean(util) FROM \"1h\".gpu" + range + " GROUP BY time(5m)",
+                         QueryOptions(), &r)
+                  .ok());
+  EXPECT_NE(r.statements[0].status.message().find("tier 1h cannot answer"), std::string::npos)
+      << r.statements[0].status.ToString();
+  r = QueryResult();
+  ASSERT_TRUE(db_->Query("SELECT mean(util) FROM \"weekly\".gpu" + range, QueryOptions(), &r).ok());
+  EXPECT_NE(r.statements[0].status.message().find("no tier (retention policy) named \"weekly\""),
+            std::string::npos)
+      << r.statements[0].status.ToString();
+  // autogen is the automatic choice.
+  EXPECT_NE(TierLine("SELECT mean(util) FROM \"autogen\".gpu" + range + " GROUP BY time(1h)")
+                .find("1h rollups"),
+            std::string::npos);
+}
+
+TEST_F(TierTest, AStoreFromBeforeTiersGetsThemBuiltWhenOpened) {
+  std::mt19937_64 rng(3);
+  for (const char* node : {"n0", "n1"}) {
+    for (int64_t t = kT0; t < kT0 + 2 * kDay; t += kMinute) {
+      Write(node, t, static_cast<int64_t>(rng() % 100), static_cast<double>(rng() % 1000) / 10);
+    }
+  }
+  ASSERT_TRUE(db_->Flush().ok());
+  db_.reset();
+  {
+    // Make it a version 2 store: no tier blocks, version 2.
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
+    std::unique_ptr<leveldb::DB> store(raw);
+    leveldb::WriteBatch batch;
+    std::unique_ptr<leveldb::Iterator> it(store->NewIterator(leveldb::ReadOptions()));
+    size_t tier_keys = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      storage::ChunkKeyParts k;
+      if (storage::ParseChunkKey(it->key().ToString(), &k) && k.tier != storage::kRawTier) {
+        batch.Delete(it->key());
+        ++tier_keys;
+      }
+    }
+    EXPECT_GT(tier_keys, 0u);
+    std::string v2;
+    storage::PutU32BE(&v2, 2);
+    batch.Put(storage::VersionKey(), v2);
+    ASSERT_TRUE(store->Write(leveldb::WriteOptions(), &batch).ok());
+  }
+  Reopen();
+  const std::string range =
+      " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + 2 * kDay) + "'";
+  for (const char* b : {"5m", "1h", "1d"}) {
+    ExpectTierEqualsRaw(std::string("SELECT count(util), sum(util), max(power), first(util) "
+                                    "FROM {m}") +
+                        range + " GROUP BY time(" + b + "), node");
+  }
+  EXPECT_NE(
+      TierLine("SELECT count(util) FROM gpu" + range + " GROUP BY time(1d)").find("1d rollups"),
+      std::string::npos);
+  // And the count is that of the raw points, not zero.
+  QueryResult r = Run("SELECT count(util) FROM gpu" + range + " GROUP BY time(1d)");
+  EXPECT_EQ(r.statements[0].series[0].values[0][1], QueryValue(int64_t{2 * 1440}));
+}
+
+TEST_F(TierTest, ChangingTheTierSetDropsAndBuildsTiersAtOpen) {
+  std::mt19937_64 rng(5);
+  for (int64_t t = kT0; t < kT0 + 2 * kDay; t += kMinute) {
+    Write("n0", t, static_cast<int64_t>(rng() % 100), static_cast<double>(rng() % 1000) / 8);
+  }
+  ASSERT_TRUE(db_->Flush().ok());
+  const std::string range =
+      " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + 2 * kDay) + "'";
+  const std::string q = "SELECT count(util), sum(util), max(power), last(util) FROM {m}" + range;
+
+  options_.tiers = {"1h"};
+  Reopen();
+  EXPECT_EQ(db_->KeptTiers(), 2u);
+  EXPECT_NE(TierLine(With(q, "gpu") + " GROUP BY time(1d)").find("1h rollups"), std::string::npos);
+  EXPECT_NE(TierLine(With(q, "gpu") + " GROUP BY time(15m)").find("tier: raw"), std::string::npos);
+  QueryResult r;
+  ASSERT_TRUE(db_->Query(With(q, "\"5m\".gpu") + " GROUP BY time(15m)", QueryOptions(), &r).ok());
+  EXPECT_NE(r.statements[0].status.message().find("tier 5m is not kept"), std::string::npos)
+      << r.statements[0].status.ToString();
+  ExpectTierEqualsRaw(q + " GROUP BY time(1d)");
+  // Points written while 5m is not kept: the rebuilt 5m tier has them.
+  Write("n0", kT0 + 7 * kMinute + 1, 1000, 1);
+
+  options_.tiers = {"5m", "1h", "1d"};
+  Reopen();
+  EXPECT_EQ(db_->KeptTiers(), 7u);
+  for (const char* b : {"15m", "1h", "1d"}) ExpectTierEqualsRaw(q + " GROUP BY time(" + b + ")");
+  EXPECT_NE(TierLine(With(q, "gpu") + " GROUP BY time(15m)").find("5m rollups"), std::string::npos);
+
+  options_.tiers = {"1w"};
+  db_.reset();
+  const Status s = Db::Open(options_, dir_.path(), &db_);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.message().find("unknown tier \"1w\""), std::string::npos) << s.ToString();
+}
+
+TEST(TierDefaultsTest, TheDefaultTiersAreHourAndDay) {
+  storage::ScratchDir dir;
+  Options options;
+  options.info_log = [](std::string_view) {};
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  EXPECT_EQ(db->KeptTiers(), 0b110u);  // 1h and 1d, not 5m
+}
+
+}  // namespace
+}  // namespace gpulse
