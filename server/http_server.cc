@@ -4,6 +4,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <chrono>
 
@@ -86,6 +87,29 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(64 << 10);
     buffer_.consume(buffer_.size() > (1 << 20) ? buffer_.size() : 0);
     ArmTimer();
+    // The header first: a client that sent `Expect: 100-continue` (curl does
+    // for bodies over 1 MB) waits for a 100 before it sends the body.
+    http::async_read_header(
+        socket_, buffer_, *parser_,
+        [self = shared_from_this()](beast::error_code ec, size_t) { self->OnHeader(ec); });
+  }
+
+  void OnHeader(beast::error_code ec) {
+    if (ec) return OnRead(ec);
+    const auto expect = parser_->get()[http::field::expect];
+    if (beast::iequals(expect, "100-continue") && !parser_->is_done()) {
+      static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      asio::async_write(socket_, asio::buffer(kContinue.data(), kContinue.size()),
+                        [self = shared_from_this()](beast::error_code wec, size_t) {
+                          if (wec) return self->OnRead(wec);
+                          self->ReadBody();
+                        });
+      return;
+    }
+    ReadBody();
+  }
+
+  void ReadBody() {
     http::async_read(
         socket_, buffer_, *parser_,
         [self = shared_from_this()](beast::error_code ec, size_t) { self->OnRead(ec); });

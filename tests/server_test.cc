@@ -8,6 +8,7 @@
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read.hpp>
+#include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -249,6 +250,30 @@ TEST_F(ServerTest, KeepAliveAndChunkedBodies) {
   }
   EXPECT_EQ(count, 3u) << replies;
   EXPECT_EQ(Ints("n6"), std::vector<int64_t>{42});
+}
+
+TEST_F(ServerTest, ExpectContinueGetsA100BeforeTheBody) {
+  // curl sends `Expect: 100-continue` for bodies over 1 MB and waits (a
+  // second) for the 100 before sending the body: the server answers it at once.
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), server_.port()});
+  const std::string body = "gpu,node=n9 util=5i 9\n";
+  asio::write(socket, asio::buffer("POST /write HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\n"
+                                   "Content-Length: " +
+                                   std::to_string(body.size()) + "\r\n\r\n"));
+  std::string reply;
+  boost::system::error_code ec;
+  asio::read_until(socket, asio::dynamic_buffer(reply), "\r\n\r\n", ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 100 Continue\r\n", 0), 0u) << reply;
+  reply.erase(0, reply.find("\r\n\r\n") + 4);
+  asio::write(socket, asio::buffer(body));
+  asio::read_until(socket, asio::dynamic_buffer(reply), "\r\n\r\n", ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 204", 0), 0u) << reply;
+  EXPECT_EQ(Ints("n9"), std::vector<int64_t>{5});
 }
 
 TEST_F(ServerTest, StalledClientTimesOut) {
