@@ -232,7 +232,11 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
   const storage::Tier& t = storage::kTiers[tier];
   if (start_ns >= end_ns) return Status::Ok();
   std::string key = series.measurement;
-  for (const Tag& tag : series.tags) storage::AppendSeriesKeyTag(&key, tag.key, tag.value);
+  std::string name = series.measurement;  // for errors: gpu,node=a,...
+  for (const Tag& tag : series.tags) {
+    storage::AppendSeriesKeyTag(&key, tag.key, tag.value);
+    name += "," + tag.key + "=" + tag.value;
+  }
 
   // As in ReadSeries: unflushed points copied under the lock with the snapshot.
   struct Pending {
@@ -248,7 +252,7 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
   {
     std::shared_lock<std::shared_mutex> l(mu_);
     series_id = index_.FindSeries(key);
-    if (series_id == kNoId) return Status::NotFound("no series " + key);
+    if (series_id == kNoId) return Status::NotFound("no series " + name);
     for (size_t i = 0; i < fields.size(); ++i) {
       const FieldEntry* field = index_.FindField(series.measurement, fields[i]);
       if (!field || !storage::HasRollups(field->type)) continue;
@@ -321,11 +325,11 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
         const Status d = storage::DecodeRollups(std::string_view(v.data(), v.size()),
                                                 storage::kRollupAll, &decoded);
         if (!d.ok()) {
-          return Status::Corruption("tier " + std::string(t.name) + " of " + key + ": " +
+          return Status::Corruption("tier " + std::string(t.name) + " of " + name + ": " +
                                     d.message());
         }
         if (decoded.type != p.type) {
-          return Status::Corruption("tier " + std::string(t.name) + " of " + key +
+          return Status::Corruption("tier " + std::string(t.name) + " of " + name +
                                     ": type differs from the field's");
         }
         auto shared = std::make_shared<const RollupColumn>(std::move(decoded));

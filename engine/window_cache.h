@@ -64,12 +64,20 @@ class WindowCache {
 
  private:
   struct KeyHash {
+    // splitmix64's finaliser over the fields: window starts are multiples of
+    // a day or of a tier block, so a weaker mix leaves their low bits alike.
+    static uint64_t Mix(uint64_t z) {
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      return z ^ (z >> 31);
+    }
     size_t operator()(const WindowKey& k) const {
-      uint64_t h = (static_cast<uint64_t>(k.series_id) << 32) ^ k.field_id;
-      h ^= static_cast<uint64_t>(k.window_start) * 0x9E3779B97F4A7C15ull + k.tier;
-      return static_cast<size_t>(h ^ (h >> 29));
+      const uint64_t ids = (static_cast<uint64_t>(k.series_id) << 32) ^ k.field_id;
+      return static_cast<size_t>(
+          Mix(ids ^ Mix(static_cast<uint64_t>(k.window_start) + k.tier * 0x9E3779B97F4A7C15ull)));
     }
   };
+
   struct Entry {
     WindowKey key;
     std::shared_ptr<const void> value;  // Column or RollupColumn, by key.tier

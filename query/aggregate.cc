@@ -161,7 +161,8 @@ class NumericState final : public AggState {
           break;
         case AggKind::kMedian:
         case AggKind::kPercentile:
-          sketch_.Add(rows.sketch[r]);
+          if (!sketch_) sketch_ = std::make_unique<storage::SketchAccumulator>();
+          sketch_->Add(rows.sketch[r]);
           TakeMinMax(Values<T>(rows.min)[r], rows.min.ts[r]);
           TakeMinMax(Values<T>(rows.max)[r], rows.max.ts[r]);
           break;
@@ -226,8 +227,9 @@ class NumericState final : public AggState {
       default:
         vals_.insert(vals_.end(), o->vals_.begin(), o->vals_.end());
         times_.insert(times_.end(), o->times_.begin(), o->times_.end());
-        if (o->sketch_.count() > 0) {
-          sketch_.Merge(o->sketch_);
+        if (o->sketch_) {
+          if (!sketch_) sketch_ = std::make_unique<storage::SketchAccumulator>();
+          sketch_->Merge(*o->sketch_);
           TakeMinMax(o->min_, o->min_t_);
           TakeMinMax(o->max_, o->max_t_);
         }
@@ -274,7 +276,18 @@ class NumericState final : public AggState {
         return integral_;
       case AggKind::kMedian:
       case AggKind::kPercentile:
-        if (sketch_.count() > 0) return FromSketch();
+        if (sketch_ && sketch_->count() > 0) {
+          // Raw points beside tier rows (a range's ends off the tier's
+          // grid) join the sketch.
+          if (!vals_.empty()) {
+            storage::Sketch raw;
+            raw.AddValues(vals_.data(), vals_.size());
+            sketch_->Add(raw);
+            for (T x : vals_) TakeMinMax(x, INT64_MIN);
+            vals_.clear();
+          }
+          return FromSketch();
+        }
         break;
       default:
         break;
@@ -329,9 +342,9 @@ class NumericState final : public AggState {
   // A quantile from tier sketches: the rank's bin value, kept within the
   // exact minimum and maximum (so p0 and p100 are exact).
   QueryValue FromSketch() const {
-    const uint64_t n = sketch_.count();
+    const uint64_t n = sketch_->count();
     auto at = [&](uint64_t rank) {
-      return std::clamp(sketch_.ValueAtRank(rank), static_cast<double>(min_),
+      return std::clamp(sketch_->ValueAtRank(rank), static_cast<double>(min_),
                         static_cast<double>(max_));
     };
     if (spec_.kind == AggKind::kMedian) {
@@ -383,7 +396,9 @@ class NumericState final : public AggState {
   }
   static QueryValue Out(T v) { return QueryValue(v); }
 
-  storage::SketchAccumulator sketch_;  // quantiles from tier rows
+  // Quantiles from tier rows; made on the first row (most states never
+  // see one, and the accumulator is large).
+  std::unique_ptr<storage::SketchAccumulator> sketch_;
 
   bool KeepTimes() const {
     return spec_.kind == AggKind::kTop || spec_.kind == AggKind::kBottom ||

@@ -15,6 +15,7 @@
 #include "query/eval.h"
 #include "query/format.h"
 #include "query/functions.h"
+#include "storage/key_layout.h"
 
 namespace gpulse::query {
 
@@ -1322,6 +1323,38 @@ std::string RangeText(const Plan& plan) {
 
 // --- Aggregate queries --------------------------------------------------------
 
+// Folds every point of a series' columns (indexed like plan.fields) into
+// group g, run by run per bucket.
+void FoldColumns(const Plan& plan, GroupAcc* g, const std::vector<Column>& cols) {
+  for (size_t slot = 0; slot < plan.slots.size(); ++slot) {
+    const int f = plan.slots[slot].field;
+    if (f < 0) continue;
+    const Column& col = cols[static_cast<size_t>(f)];
+    const size_t n = col.size();
+    size_t i0 = 0;
+    while (i0 < n) {
+      int64_t b = INT64_MIN;
+      size_t i1 = n;
+      if (plan.bucketer) {
+        b = plan.bucketer->Start(col.ts[i0]);
+        const int64_t next = plan.bucketer->Next(b);
+        // Runs are mostly short (a 5m bucket of minute samples): scan a
+        // few points before falling back to a binary search.
+        i1 = i0 + 1;
+        const size_t scan_end = std::min(n, i0 + 16);
+        while (i1 < scan_end && col.ts[i1] < next) ++i1;
+        if (i1 == scan_end && i1 < n && col.ts[i1] < next) {
+          i1 = static_cast<size_t>(
+              std::lower_bound(col.ts.begin() + static_cast<ptrdiff_t>(i1), col.ts.end(), next) -
+              col.ts.begin());
+        }
+      }
+      g->Get(plan, b)[slot]->AddRange(col, i0, i1);
+      i0 = i1;
+    }
+  }
+}
+
 int64_t FloorMod(int64_t x, int64_t m) {
   const int64_t r = x % m;
   return r < 0 ? r + m : r;
@@ -1371,9 +1404,10 @@ std::string TierObstacle(const Plan& plan, const Input& input) {
   return {};
 }
 
-// Whether tier buckets of `width` tile the query's range and buckets.
+// Whether tier buckets of `width` tile the query's GROUP BY time buckets
+// (the range's ends need not be on the tier's grid: the parts of the range
+// before the first and after the last whole tier bucket are read raw).
 bool Tiles(const Plan& plan, int64_t width) {
-  if (FloorMod(plan.lo, width) != 0 || FloorMod(plan.hi, width) != 0) return false;
   if (!plan.bucketer) return true;
   if (plan.bucketer->Fixed()) {
     return plan.bucketer->Width() % width == 0 &&
@@ -1419,23 +1453,33 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
   for (int t = static_cast<int>(storage::kTierCount) - 1; t >= 0; --t) {
     if (forced_index >= 0 && t != forced_index) continue;
     if (!(input.Tiers() & (1u << t))) continue;
-    if (Tiles(*plan, storage::kTiers[t].width_ns)) {
+    // The raw edges of a range off the tier's grid: a finer tier is better
+    // when they are more than an eighth of the range.
+    const int64_t w = storage::kTiers[t].width_ns;
+    const double edges = static_cast<double>(FloorMod(w - FloorMod(plan->lo, w), w)) +
+                         static_cast<double>(FloorMod(plan->hi, w));
+    const double span = static_cast<double>(plan->hi) - static_cast<double>(plan->lo);
+    if (forced_index < 0 && edges * 8 > span) continue;
+    if (Tiles(*plan, w)) {
       plan->tier = t;
       plan->tier_why = forced_index >= 0 ? "FROM names it"
-                                         : "the coarsest tier whose buckets tile the time range "
-                                           "and the GROUP BY time buckets";
+                                         : "the coarsest tier whose buckets tile the GROUP BY "
+                                           "time buckets, with the range's ends on its grid or "
+                                           "within an eighth of the range of it";
+      if (FloorMod(plan->lo, w) != 0 || FloorMod(plan->hi, w) != 0) {
+        plan->tier_why += "; the range's ends off the grid are read raw";
+      }
       break;
     }
   }
   if (plan->tier < 0) {
     if (forced_index >= 0) {
       return Status::InvalidArgument("tier " + forced +
-                                     " cannot answer this query: its buckets do not tile the time "
-                                     "range and the GROUP BY time buckets");
+                                     " cannot answer this query: its buckets do not tile the "
+                                     "GROUP BY time buckets");
     }
     plan->tier_why =
-        "no tier's buckets tile the time range and the GROUP BY time buckets (the range must "
-        "start and end on bucket boundaries)";
+        "no tier's buckets tile the GROUP BY time buckets with the range's ends near its grid";
     return Status::Ok();
   }
   for (const AggSlot& slot : plan->slots) {
@@ -1537,30 +1581,48 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
     if (truth && !*truth) return Status::Ok();
     if (plan->tier >= 0) {
-      // Whole tier buckets: fold rollup rows, never a raw point.
+      // Whole tier buckets: fold rollup rows; the range's ends before the
+      // first and after the last whole tier bucket: raw points.
+      const int64_t tw = storage::kTiers[plan->tier].width_ns;
+      const int64_t lo_t = FloorMod(plan->lo, tw) == 0
+                               ? plan->lo
+                               : storage::NextWindowStart(storage::WindowStart(plan->lo, tw), tw);
+      const int64_t hi_t = storage::WindowStart(plan->hi, tw);
       GroupAcc* g = nullptr;
       uint64_t n = 0;
-      GPULSE_RETURN_IF_ERROR(input->ScanRollups(
-          in, slot_fields, static_cast<size_t>(plan->tier), plan->lo, plan->hi, rollup_parts,
-          [&](size_t k, const RollupColumn& r, size_t begin, size_t end) {
-            if (!g) g = &partial[w][TagKeyOf(*plan, in)];
-            n += end - begin;
-            for (size_t slot : slots_of_field[k]) {
-              size_t i0 = begin;
-              while (i0 < end) {
-                int64_t b = INT64_MIN;
-                size_t i1 = end;
-                if (plan->bucketer) {
-                  b = plan->bucketer->Start(r.bucket[i0]);
-                  const int64_t next = plan->bucketer->Next(b);
-                  i1 = i0 + 1;
-                  while (i1 < end && r.bucket[i1] < next) ++i1;
+      for (const auto& [a, z] :
+           lo_t < hi_t
+               ? std::vector<std::pair<int64_t, int64_t>>{{plan->lo, lo_t}, {hi_t, plan->hi}}
+               : std::vector<std::pair<int64_t, int64_t>>{{plan->lo, plan->hi}}) {
+        if (a >= z) continue;
+        std::vector<Column> edge;
+        GPULSE_RETURN_IF_ERROR(input->Read(in, fields, a, z, &edge));
+        for (const Column& c : edge) n += c.size();
+        if (!g) g = &partial[w][TagKeyOf(*plan, in)];
+        FoldColumns(*plan, g, edge);
+      }
+      if (lo_t < hi_t)
+        GPULSE_RETURN_IF_ERROR(input->ScanRollups(
+            in, slot_fields, static_cast<size_t>(plan->tier), lo_t, hi_t, rollup_parts,
+            [&](size_t k, const RollupColumn& r, size_t begin, size_t end) {
+              if (!g) g = &partial[w][TagKeyOf(*plan, in)];
+              n += end - begin;
+              for (size_t slot : slots_of_field[k]) {
+                size_t i0 = begin;
+                while (i0 < end) {
+                  int64_t b = INT64_MIN;
+                  size_t i1 = end;
+                  if (plan->bucketer) {
+                    b = plan->bucketer->Start(r.bucket[i0]);
+                    const int64_t next = plan->bucketer->Next(b);
+                    i1 = i0 + 1;
+                    while (i1 < end && r.bucket[i1] < next) ++i1;
+                  }
+                  g->Get(*plan, b)[slot]->AddRollups(r, i0, i1);
+                  i0 = i1;
                 }
-                g->Get(*plan, b)[slot]->AddRollups(r, i0, i1);
-                i0 = i1;
               }
-            }
-          }));
+            }));
       if (n > 0) {
         ctx->series_read.fetch_add(1);
         ctx->CountPoints(n);
@@ -1578,34 +1640,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
 
     if (truth && !plan->field_dims) {
       // Fast path: every point of the series counts; fold runs per bucket.
-      GroupAcc& g = groups[TagKeyOf(*plan, in)];
-      for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-        const int f = plan->slots[slot].field;
-        if (f < 0) continue;
-        const Column& col = cols[static_cast<size_t>(f)];
-        const size_t n = col.size();
-        size_t i0 = 0;
-        while (i0 < n) {
-          int64_t b = INT64_MIN;
-          size_t i1 = n;
-          if (plan->bucketer) {
-            b = plan->bucketer->Start(col.ts[i0]);
-            const int64_t next = plan->bucketer->Next(b);
-            // Runs are mostly short (a 5m bucket of minute samples): scan a
-            // few points before falling back to a binary search.
-            i1 = i0 + 1;
-            const size_t scan_end = std::min(n, i0 + 16);
-            while (i1 < scan_end && col.ts[i1] < next) ++i1;
-            if (i1 == scan_end && i1 < n && col.ts[i1] < next) {
-              i1 = static_cast<size_t>(std::lower_bound(col.ts.begin() + static_cast<ptrdiff_t>(i1),
-                                                        col.ts.end(), next) -
-                                       col.ts.begin());
-            }
-          }
-          g.Get(*plan, b)[slot]->AddRange(col, i0, i1);
-          i0 = i1;
-        }
-      }
+      FoldColumns(*plan, &groups[TagKeyOf(*plan, in)], cols);
       return Status::Ok();
     }
 
@@ -1652,7 +1687,11 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   GroupMap groups = std::move(partial[0]);
   for (size_t w = 1; w < partial.size(); ++w) {
     for (auto& [key, acc] : partial[w]) {
-      GroupAcc& into = groups[key];
+      // A group only this worker saw moves over whole (series are split
+      // between workers, so with per-series groups that is all of them).
+      auto [it, inserted] = groups.try_emplace(key, std::move(acc));
+      if (inserted) continue;
+      GroupAcc& into = it->second;
       acc.ForEach(*plan, [&](int64_t b, GroupAcc::States states) {
         GroupAcc::States mine = into.Get(*plan, b);
         for (size_t k = 0; k < plan->slots.size(); ++k) mine[k]->Merge(states[k].get());

@@ -157,6 +157,24 @@ TEST_F(TierTest, EveryExactAggregateFromEveryTierEqualsRawOnRandomSeries) {
       }
     }
   }
+  // Ranges off every grid (as dashboards send: now() - 6h, epoch ms):
+  // the whole tier buckets inside from the tier, the ends from raw.
+  for (const auto& [lo, hi] :
+       {std::pair{kT0 + 17 * kMinute + 3'000'000'000, kT0 + 3 * kDay - 7 * kMinute},
+        std::pair{kT0 + 5 * kHour + 1, kT0 + 2 * kDay + 1},
+        std::pair{kT0 - kHour, kT0 + kDay + 30 * kMinute}}) {
+    const std::string off =
+        " WHERE time >= " + std::to_string(lo) + " AND time < " + std::to_string(hi);
+    for (const char* bucket : {"5m", "1h", "1d"}) {
+      ExpectTierEqualsRaw(
+          "SELECT count(util), sum(util), mean(power), min(util), max(power), "
+          "first(util), last(power) FROM {m}" +
+          off + " GROUP BY time(" + bucket + "), sku");
+    }
+    ExpectTierEqualsRaw("SELECT count(util), max(power), first(util), last(util) FROM {m}" + off);
+    ExpectTierEqualsRaw("SELECT p95(power), median(util) FROM {m}" + off + " GROUP BY time(1d)",
+                        0.0101);
+  }
   // No GROUP BY time: one bucket, the whole range (the 1d tier).
   ExpectTierEqualsRaw(
       "SELECT count(util), sum(util), mean(power), first(util), last(power) FROM {m}" + range);
@@ -249,9 +267,15 @@ TEST_F(TierTest, ThePlannerSaysWhyAndAForcedTierMustFit) {
   ASSERT_TRUE(db_->Flush().ok());
   const std::string range =
       " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + kDay) + "'";
-  // Ranges off the bucket grid, field conditions, raw-only functions: raw.
+  // A range off the grid: whole hours from the tier, the ends raw; a range
+  // mostly off the grid of every tier: raw. Field conditions and raw-only
+  // functions: raw.
   EXPECT_NE(TierLine("SELECT mean(util) FROM gpu WHERE time >= '" + Rfc(kT0 + kMinute) +
                      "' AND time < '" + Rfc(kT0 + kDay) + "' GROUP BY time(1h)")
+                .find("1h rollups"),
+            std::string::npos);
+  EXPECT_NE(TierLine("SELECT mean(util) FROM gpu WHERE time >= '" + Rfc(kT0 + kMinute) +
+                     "' AND time < '" + Rfc(kT0 + 20 * kMinute) + "' GROUP BY time(10m)")
                 .find("tier: raw"),
             std::string::npos);
   EXPECT_NE(TierLine("SELECT mean(util) FROM gpu" + range + " AND power > 0 GROUP BY time(1h)")
