@@ -146,6 +146,37 @@ class DbImpl final : public Db {
   Status CopyStore(const std::string& path);
 
   // --- read path (db_read.cc) ---
+  // What a read of one series sees, taken at one instant under mu_: per
+  // field its id and type and the unflushed points in range (sealed head and
+  // head, copied), with a LevelDB snapshot (released by the destructor) and
+  // the window cache's epoch read before it. A flush finishing meanwhile
+  // leaves a point in both places, which the newest-wins merge tolerates.
+  struct SeriesSnapshot {
+    struct Field {
+      uint32_t id = kNoId;  // kNoId: the measurement has no such field
+      FieldType type = FieldType::kFloat;
+      Column sealed;
+      Column head;
+    };
+    leveldb::DB* db = nullptr;
+    const leveldb::Snapshot* snapshot = nullptr;
+    uint64_t epoch = 0;
+    uint32_t series_id = kNoId;
+    std::vector<Field> fields;
+
+    SeriesSnapshot() = default;
+    SeriesSnapshot(const SeriesSnapshot&) = delete;
+    SeriesSnapshot& operator=(const SeriesSnapshot&) = delete;
+    ~SeriesSnapshot() {
+      if (snapshot) db->ReleaseSnapshot(snapshot);
+    }
+  };
+  // NotFound (naming the series) when it does not exist.
+  Status TakeSeriesSnapshot(const Series& series, std::span<const std::string> fields,
+                            int64_t start_ns, int64_t end_ns, SeriesSnapshot* out);
+  // The stored points of [start, end) merged with the snapshot's unflushed
+  // ones of field `f`, newest winning.
+  Status ReadMerged(const SeriesSnapshot& snap, size_t f, int64_t start, int64_t end, Column* out);
   // `epoch`: the window cache's, read before the snapshot was taken.
   Status ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
                     int64_t start, int64_t end, uint64_t epoch, Column* out);

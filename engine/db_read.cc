@@ -81,49 +81,65 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
   return Status::Ok();
 }
 
+Status DbImpl::TakeSeriesSnapshot(const Series& series, std::span<const std::string> fields,
+                                  int64_t start_ns, int64_t end_ns, SeriesSnapshot* out) {
+  std::string key = series.measurement;
+  for (const Tag& t : series.tags) storage::AppendSeriesKeyTag(&key, t.key, t.value);
+  out->fields.assign(fields.size(), SeriesSnapshot::Field{});
+  std::shared_lock<std::shared_mutex> l(mu_);
+  out->series_id = index_.FindSeries(key);
+  if (out->series_id == kNoId) {
+    std::string name = series.measurement;
+    for (const Tag& t : series.tags) name += "," + t.key + "=" + t.value;
+    return Status::NotFound("no series " + name);
+  }
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const FieldEntry* field = index_.FindField(series.measurement, fields[i]);
+    if (!field) continue;
+    SeriesSnapshot::Field& f = out->fields[i];
+    f.id = field->id;
+    f.type = f.sealed.type = f.head.type = field->type;
+    if (imm_) imm_->CopyRange(out->series_id, field->id, start_ns, end_ns, &f.sealed);
+    head_->CopyRange(out->series_id, field->id, start_ns, end_ns, &f.head);
+  }
+  out->epoch = window_cache_.epoch();
+  out->db = store_.get();
+  out->snapshot = store_->GetSnapshot();
+  return Status::Ok();
+}
+
+Status DbImpl::ReadMerged(const SeriesSnapshot& snap, size_t f, int64_t start, int64_t end,
+                          Column* out) {
+  const SeriesSnapshot::Field& field = snap.fields[f];
+  out->Clear();
+  out->type = field.type;
+  GPULSE_RETURN_IF_ERROR(
+      ReadChunks(snap.snapshot, snap.series_id, field.id, start, end, snap.epoch, out));
+  for (const Column* c : {&field.sealed, &field.head}) {
+    if (c->ts.empty()) continue;
+    if (c->ts.front() >= start && c->ts.back() < end) {
+      MergeNewer(*c, out);
+    } else {
+      Column part;
+      part.type = field.type;
+      AppendRange(*c, start, end, &part);
+      MergeNewer(part, out);
+    }
+  }
+  return Status::Ok();
+}
+
 Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fields,
                           int64_t start_ns, int64_t end_ns, std::vector<Column>* out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   out->assign(fields.size(), Column{});
   if (start_ns >= end_ns) return Status::Ok();
-  std::string key = series.measurement;
-  for (const Tag& t : series.tags) storage::AppendSeriesKeyTag(&key, t.key, t.value);
-
-  struct Pending {
-    uint32_t field_id = kNoId;
-    Column sealed;
-    Column head;
-  };
-  std::vector<Pending> pending(fields.size());
-  uint32_t series_id = kNoId;
-  const leveldb::Snapshot* snapshot = nullptr;
-  uint64_t epoch = 0;
-  {
-    std::shared_lock<std::shared_mutex> l(mu_);
-    series_id = index_.FindSeries(key);
-    if (series_id == kNoId) return Status::NotFound("no series " + key);
-    for (size_t i = 0; i < fields.size(); ++i) {
-      const FieldEntry* field = index_.FindField(series.measurement, fields[i]);
-      if (!field) continue;
-      Pending& p = pending[i];
-      p.field_id = field->id;
-      p.sealed.type = p.head.type = (*out)[i].type = field->type;
-      if (imm_) imm_->CopyRange(series_id, field->id, start_ns, end_ns, &p.sealed);
-      head_->CopyRange(series_id, field->id, start_ns, end_ns, &p.head);
-    }
-    epoch = window_cache_.epoch();
-    snapshot = store_->GetSnapshot();
-  }
-  SnapshotGuard guard(store_.get(), snapshot);
+  SeriesSnapshot snap;
+  GPULSE_RETURN_IF_ERROR(TakeSeriesSnapshot(series, fields, start_ns, end_ns, &snap));
   for (size_t i = 0; i < fields.size(); ++i) {
-    Pending& p = pending[i];
-    if (p.field_id == kNoId) continue;
-    Column& column = (*out)[i];
-    GPULSE_RETURN_IF_ERROR(
-        ReadChunks(snapshot, series_id, p.field_id, start_ns, end_ns, epoch, &column));
-    MergeNewer(p.sealed, &column);
-    MergeNewer(p.head, &column);
+    if (snap.fields[i].id == kNoId) continue;
+    GPULSE_RETURN_IF_ERROR(ReadMerged(snap, i, start_ns, end_ns, &(*out)[i]));
   }
   return Status::Ok();
 }

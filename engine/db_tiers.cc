@@ -231,59 +231,29 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
   }
   const storage::Tier& t = storage::kTiers[tier];
   if (start_ns >= end_ns) return Status::Ok();
-  std::string key = series.measurement;
+  // Unflushed points of whole buckets: the last bucket may end past end_ns.
+  const int64_t snap_end =
+      storage::NextWindowStart(storage::WindowStart(end_ns - 1, t.width_ns), t.width_ns);
+  SeriesSnapshot snap;
+  GPULSE_RETURN_IF_ERROR(TakeSeriesSnapshot(series, fields, start_ns, snap_end, &snap));
   std::string name = series.measurement;  // for errors: gpu,node=a,...
-  for (const Tag& tag : series.tags) {
-    storage::AppendSeriesKeyTag(&key, tag.key, tag.value);
-    name += "," + tag.key + "=" + tag.value;
-  }
-
-  // As in ReadSeries: unflushed points copied under the lock with the snapshot.
-  struct Pending {
-    uint32_t field_id = kNoId;
-    FieldType type = FieldType::kFloat;
-    Column sealed;
-    Column head;
-  };
-  std::vector<Pending> pending(fields.size());
-  uint32_t series_id = kNoId;
-  const leveldb::Snapshot* snapshot = nullptr;
-  uint64_t epoch = 0;
-  {
-    std::shared_lock<std::shared_mutex> l(mu_);
-    series_id = index_.FindSeries(key);
-    if (series_id == kNoId) return Status::NotFound("no series " + name);
-    for (size_t i = 0; i < fields.size(); ++i) {
-      const FieldEntry* field = index_.FindField(series.measurement, fields[i]);
-      if (!field || !storage::HasRollups(field->type)) continue;
-      Pending& p = pending[i];
-      p.field_id = field->id;
-      p.type = p.sealed.type = p.head.type = field->type;
-      if (imm_) imm_->CopyRange(series_id, field->id, start_ns, end_ns, &p.sealed);
-      head_->CopyRange(series_id, field->id, start_ns, end_ns, &p.head);
-    }
-    epoch = window_cache_.epoch();
-    snapshot = store_->GetSnapshot();
-  }
-  struct Release {
-    leveldb::DB* db;
-    const leveldb::Snapshot* s;
-    ~Release() { db->ReleaseSnapshot(s); }
-  } release{store_.get(), snapshot};
+  for (const Tag& tag : series.tags) name += "," + tag.key + "=" + tag.value;
   leveldb::ReadOptions options;
-  options.snapshot = snapshot;
+  options.snapshot = snap.snapshot;
   std::unique_ptr<leveldb::Iterator> it;
 
   for (size_t i = 0; i < fields.size(); ++i) {
-    Pending& p = pending[i];
-    if (p.field_id == kNoId) continue;
+    const SeriesSnapshot::Field& p = snap.fields[i];
+    if (p.id == kNoId || !storage::HasRollups(p.type)) continue;
     // Buckets with unflushed points: computed below from all their raw
     // points; the stored rows of those buckets are skipped.
     std::vector<int64_t> touched;
     for (const Column* c : {&p.sealed, &p.head}) {
       for (int64_t ts : c->ts) {
         const int64_t b = storage::WindowStart(ts, t.width_ns);
-        if (b >= start_ns && (touched.empty() || touched.back() != b)) touched.push_back(b);
+        if (b >= start_ns && b < end_ns && (touched.empty() || touched.back() != b)) {
+          touched.push_back(b);
+        }
       }
     }
     std::sort(touched.begin(), touched.end());
@@ -302,17 +272,17 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
     const int64_t span = storage::BlockSpan(t);
     int64_t block = storage::WindowStart(start_ns, span);
     while (block < end_ns) {
-      const WindowKey cache_key{series_id, p.field_id, block, t.id};
+      const WindowKey cache_key{snap.series_id, p.id, block, t.id};
       std::shared_ptr<const RollupColumn> rows = window_cache_.LookupRollups(cache_key);
       if (!rows) {
         // The first stored block at or after `block` (blocks may be missing).
         if (!it) it.reset(store_->NewIterator(options));
-        it->Seek(storage::ChunkKey(t.id, series_id, p.field_id, block));
+        it->Seek(storage::ChunkKey(t.id, snap.series_id, p.id, block));
         storage::ChunkKeyParts k;
         if (!it->Valid()) break;
         const leveldb::Slice raw_key = it->key();
         if (!storage::ParseChunkKey(std::string_view(raw_key.data(), raw_key.size()), &k) ||
-            k.tier != t.id || k.series_id != series_id || k.field_id != p.field_id ||
+            k.tier != t.id || k.series_id != snap.series_id || k.field_id != p.id ||
             k.window_start >= end_ns) {
           break;
         }
@@ -333,7 +303,7 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
                                     ": type differs from the field's");
         }
         auto shared = std::make_shared<const RollupColumn>(std::move(decoded));
-        window_cache_.InsertRollups(cache_key, shared, epoch);
+        window_cache_.InsertRollups(cache_key, shared, snap.epoch);
         rows = std::move(shared);
       }
       const auto lo =
@@ -355,16 +325,7 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
     for (int64_t b : touched) {
       const int64_t b_end = storage::NextWindowStart(b, t.width_ns);
       Column raw;
-      raw.type = p.type;
-      GPULSE_RETURN_IF_ERROR(ReadChunks(snapshot, series_id, p.field_id, b, b_end, epoch, &raw));
-      Column part;
-      part.type = p.type;
-      AppendRange(p.sealed, b, b_end, &part);
-      MergeNewer(part, &raw);
-      part.Clear();
-      part.type = p.type;
-      AppendRange(p.head, b, b_end, &part);
-      MergeNewer(part, &raw);
+      GPULSE_RETURN_IF_ERROR(ReadMerged(snap, i, b, b_end, &raw));
       storage::BuildRollups(raw, 0, raw.size(), t.width_ns, &fixed);
     }
     if (fixed.size() > 0) fn(i, fixed, 0, fixed.size());

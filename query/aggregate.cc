@@ -38,21 +38,6 @@ size_t PercentileRank(size_t n, double p) {
   return static_cast<size_t>(r);
 }
 
-template <typename T>
-const std::vector<T>& Values(const Column& c);
-template <>
-const std::vector<double>& Values<double>(const Column& c) {
-  return c.floats;
-}
-template <>
-const std::vector<int64_t>& Values<int64_t>(const Column& c) {
-  return c.ints;
-}
-template <>
-const std::vector<uint64_t>& Values<uint64_t>(const Column& c) {
-  return c.uints;
-}
-
 // Numeric fields: float, integer, unsigned. One class for every numeric
 // aggregate; the kind is switched on once per run, not per point.
 template <typename T>
@@ -62,7 +47,7 @@ class NumericState final : public AggState {
 
   void AddRange(const Column& c, size_t begin, size_t end) override {
     if (begin >= end) return;
-    const T* v = Values<T>(c).data();
+    const T* v = storage::NumericValues<T>(c).data();
     const int64_t* t = c.ts.data();
     switch (spec_.kind) {
       case AggKind::kCount:
@@ -138,24 +123,24 @@ class NumericState final : public AggState {
       switch (spec_.kind) {
         case AggKind::kSum:
         case AggKind::kMean:
-          sum_ = Add(sum_, Values<T>(rows.sum)[r]);
+          sum_ = Add(sum_, storage::NumericValues<T>(rows.sum)[r]);
           dsum_ += rows.dsum[r];
           break;
         case AggKind::kMin:
         case AggKind::kMax:
         case AggKind::kSpread:
-          TakeMinMax(Values<T>(rows.min)[r], rows.min.ts[r]);
-          TakeMinMax(Values<T>(rows.max)[r], rows.max.ts[r]);
+          TakeMinMax(storage::NumericValues<T>(rows.min)[r], rows.min.ts[r]);
+          TakeMinMax(storage::NumericValues<T>(rows.max)[r], rows.max.ts[r]);
           break;
         case AggKind::kFirst:
           if (n_ == 0 || rows.first.ts[r] < first_t_) {
-            first_ = Values<T>(rows.first)[r];
+            first_ = storage::NumericValues<T>(rows.first)[r];
             first_t_ = rows.first.ts[r];
           }
           break;
         case AggKind::kLast:
           if (n_ == 0 || rows.last.ts[r] > last_t_) {
-            last_ = Values<T>(rows.last)[r];
+            last_ = storage::NumericValues<T>(rows.last)[r];
             last_t_ = rows.last.ts[r];
           }
           break;
@@ -163,8 +148,8 @@ class NumericState final : public AggState {
         case AggKind::kPercentile:
           if (!sketch_) sketch_ = std::make_unique<storage::SketchAccumulator>();
           sketch_->Add(rows.sketch[r]);
-          TakeMinMax(Values<T>(rows.min)[r], rows.min.ts[r]);
-          TakeMinMax(Values<T>(rows.max)[r], rows.max.ts[r]);
+          TakeMinMax(storage::NumericValues<T>(rows.min)[r], rows.min.ts[r]);
+          TakeMinMax(storage::NumericValues<T>(rows.max)[r], rows.max.ts[r]);
           break;
         default:
           break;

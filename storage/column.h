@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace gpulse::storage {
@@ -37,5 +38,23 @@ struct Column {
   size_t size() const { return ts.size(); }
   void Clear();
 };
+
+// The value vector of a numeric column by C++ type: double -> floats,
+// int64_t -> ints, uint64_t -> uints.
+template <typename T>
+std::vector<T>& NumericValues(Column& c) {
+  if constexpr (std::is_same_v<T, double>) {
+    return c.floats;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return c.ints;
+  } else {
+    static_assert(std::is_same_v<T, uint64_t>);
+    return c.uints;
+  }
+}
+template <typename T>
+const std::vector<T>& NumericValues(const Column& c) {
+  return NumericValues<T>(const_cast<Column&>(c));
+}
 
 }  // namespace gpulse::storage

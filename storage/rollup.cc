@@ -22,21 +22,6 @@ constexpr int kZstdLevel = 1;
 // A block never inflates past this (288 rows of full sketches are far below).
 constexpr size_t kMaxBodyBytes = 64 << 20;
 
-template <typename T>
-std::vector<T>& Vec(Column& c) {
-  if constexpr (std::is_same_v<T, double>) {
-    return c.floats;
-  } else if constexpr (std::is_same_v<T, int64_t>) {
-    return c.ints;
-  } else {
-    return c.uints;
-  }
-}
-template <typename T>
-const std::vector<T>& Vec(const Column& c) {
-  return Vec<T>(const_cast<Column&>(c));
-}
-
 // Calls fn(T{}) with the C++ type of a numeric field type.
 template <typename Fn>
 void WithType(FieldType type, Fn fn) {
@@ -75,7 +60,7 @@ void AppendRow(const RollupColumn& from, size_t j, RollupColumn* into) {
                           std::pair{&from.max, &into->max}, std::pair{&from.first, &into->first},
                           std::pair{&from.last, &into->last}}) {
     Push(dst, src->ts[j]);
-    Vec<T>(*dst).push_back(Vec<T>(*src)[j]);
+    NumericValues<T>(*dst).push_back(NumericValues<T>(*src)[j]);
   }
   into->sketch.push_back(from.sketch[j]);
 }
@@ -84,32 +69,33 @@ template <typename T>
 void MergeRow(const RollupColumn& from, size_t j, RollupColumn* into) {
   const size_t i = into->size() - 1;
   into->count[i] += from.count[j];
-  Vec<T>(into->sum)[i] = AddWrap(Vec<T>(into->sum)[i], Vec<T>(from.sum)[j]);
+  NumericValues<T>(into->sum)[i] =
+      AddWrap(NumericValues<T>(into->sum)[i], NumericValues<T>(from.sum)[j]);
   // An integer field's double sum is its typed sum's (so stored rows need
   // only the typed one).
   if constexpr (std::is_same_v<T, double>) {
     into->dsum[i] += from.dsum[j];
   } else {
-    into->dsum[i] = static_cast<double>(Vec<T>(into->sum)[i]);
+    into->dsum[i] = static_cast<double>(NumericValues<T>(into->sum)[i]);
   }
-  T& mn = Vec<T>(into->min)[i];
-  T& mx = Vec<T>(into->max)[i];
-  if (Vec<T>(from.min)[j] < mn) mn = Vec<T>(from.min)[j];
-  if (Vec<T>(from.max)[j] > mx) mx = Vec<T>(from.max)[j];
+  T& mn = NumericValues<T>(into->min)[i];
+  T& mx = NumericValues<T>(into->max)[i];
+  if (NumericValues<T>(from.min)[j] < mn) mn = NumericValues<T>(from.min)[j];
+  if (NumericValues<T>(from.max)[j] > mx) mx = NumericValues<T>(from.max)[j];
   if (from.first.ts[j] < into->first.ts[i]) {
     into->first.ts[i] = from.first.ts[j];
-    Vec<T>(into->first)[i] = Vec<T>(from.first)[j];
+    NumericValues<T>(into->first)[i] = NumericValues<T>(from.first)[j];
   }
   if (from.last.ts[j] > into->last.ts[i]) {
     into->last.ts[i] = from.last.ts[j];
-    Vec<T>(into->last)[i] = Vec<T>(from.last)[j];
+    NumericValues<T>(into->last)[i] = NumericValues<T>(from.last)[j];
   }
   into->sketch[i].Merge(from.sketch[j]);
 }
 
 template <typename T>
 void Build(const Column& raw, size_t begin, size_t end, int64_t width, RollupColumn* out) {
-  const T* v = Vec<T>(raw).data();
+  const T* v = NumericValues<T>(raw).data();
   const int64_t* t = raw.ts.data();
   size_t i = begin;
   while (i < end) {
@@ -132,15 +118,15 @@ void Build(const Column& raw, size_t begin, size_t end, int64_t width, RollupCol
     out->count.push_back(j - i);
     out->dsum.push_back(dsum);
     Push(&out->sum, b);
-    Vec<T>(out->sum).push_back(sum);
+    NumericValues<T>(out->sum).push_back(sum);
     Push(&out->min, b);
-    Vec<T>(out->min).push_back(mn);
+    NumericValues<T>(out->min).push_back(mn);
     Push(&out->max, b);
-    Vec<T>(out->max).push_back(mx);
+    NumericValues<T>(out->max).push_back(mx);
     Push(&out->first, t[i]);
-    Vec<T>(out->first).push_back(v[i]);
+    NumericValues<T>(out->first).push_back(v[i]);
     Push(&out->last, t[j - 1]);
-    Vec<T>(out->last).push_back(v[j - 1]);
+    NumericValues<T>(out->last).push_back(v[j - 1]);
     out->sketch.emplace_back();
     out->sketch.back().AddValues(v + i, j - i);
     i = j;

@@ -48,21 +48,6 @@ constexpr double kTolerance = kSketchRelativeAccuracy * (1 + 1e-9);
 // Helpers
 
 template <typename T>
-std::vector<T>& Values(Column& c) {
-  if constexpr (std::is_same_v<T, double>) {
-    return c.floats;
-  } else if constexpr (std::is_same_v<T, int64_t>) {
-    return c.ints;
-  } else {
-    return c.uints;
-  }
-}
-template <typename T>
-const std::vector<T>& Values(const Column& c) {
-  return Values<T>(const_cast<Column&>(c));
-}
-
-template <typename T>
 constexpr FieldType TypeOf() {
   if constexpr (std::is_same_v<T, double>) {
     return FieldType::kFloat;
@@ -94,7 +79,7 @@ Column MakeColumn(std::vector<int64_t> ts, std::vector<T> v) {
   Column c;
   c.type = TypeOf<T>();
   c.ts = std::move(ts);
-  Values<T>(c) = std::move(v);
+  NumericValues<T>(c) = std::move(v);
   return c;
 }
 
@@ -175,7 +160,7 @@ void PushRow(RollupColumn* r, int64_t bucket, uint64_t count, double dsum, T sum
              int64_t first_ts, T first, int64_t last_ts, T last, const Sketch& sketch) {
   auto put = [](Column* c, int64_t ts, T v) {
     c->ts.push_back(ts);
-    Values<T>(*c).push_back(v);
+    NumericValues<T>(*c).push_back(v);
   };
   r->bucket.push_back(bucket);
   r->count.push_back(count);
@@ -194,7 +179,7 @@ template <typename T>
 RollupColumn ReferenceRollups(const Column& raw, size_t begin, size_t end, int64_t width) {
   RollupColumn want;
   want.Reset(raw.type);
-  const std::vector<T>& v = Values<T>(raw);
+  const std::vector<T>& v = NumericValues<T>(raw);
   for (size_t i = begin; i < end;) {
     const int64_t b = ExpectedBucket(raw.ts[i], width);
     size_t j = i;
