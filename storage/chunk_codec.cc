@@ -1,7 +1,5 @@
 #include "storage/chunk_codec.h"
 
-#include <zstd.h>
-
 #include <algorithm>
 #include <cassert>
 #include <memory>
@@ -13,6 +11,7 @@
 #include "storage/integer_codec.h"
 #include "storage/string_codec.h"
 #include "storage/timestamp_codec.h"
+#include "storage/zstd_frame.h"
 
 namespace gpulse::storage {
 
@@ -89,30 +88,11 @@ Status DecodeValues(const Header& h, ByteReader* in, Column* column) {
 // Compresses `body` in place when zstd makes it smaller.
 bool MaybeCompress(std::string* body) {
   if (body->size() < kMinZstdBody) return false;
-  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(),
-                                                                       ZSTD_freeCCtx);
-  std::string packed(ZSTD_compressBound(body->size()), '\0');
-  size_t n = ZSTD_compressCCtx(cctx.get(), packed.data(), packed.size(), body->data(), body->size(),
-                               kZstdLevel);
-  if (ZSTD_isError(n) || n >= body->size() || body->size() > kMaxZstdRatio * n) return false;
-  packed.resize(n);
-  *body = std::move(packed);
-  return true;
+  return ZstdCompressIfSmaller(body, kZstdLevel, kMaxZstdRatio);
 }
 
 Status Decompress(std::string_view frame, std::string* body) {
-  unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
-  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
-    return Status::Corruption("bad zstd frame header");
-  }
-  if (size > kMaxZstdRatio * frame.size()) return Status::Corruption("zstd size out of bounds");
-  if (ZSTD_findFrameCompressedSize(frame.data(), frame.size()) != frame.size()) {
-    return Status::Corruption("zstd frame does not fill the chunk");
-  }
-  body->resize(size);
-  size_t n = ZSTD_decompress(body->data(), body->size(), frame.data(), frame.size());
-  if (ZSTD_isError(n) || n != size) return Status::Corruption("zstd frame does not decode");
-  return Status::Ok();
+  return ZstdDecompress(frame, kMaxZstdRatio * frame.size(), body);
 }
 
 Status ReadHeader(ByteReader* in, Header* h) {

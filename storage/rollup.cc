@@ -1,13 +1,12 @@
 #include "storage/rollup.h"
 
-#include <zstd.h>
-
 #include <cstring>
 #include <memory>
 
 #include "storage/byte_reader.h"
 #include "storage/coding.h"
 #include "storage/key_layout.h"
+#include "storage/zstd_frame.h"
 
 namespace gpulse::storage {
 
@@ -233,17 +232,6 @@ bool GetOffsets(ByteReader* r, const std::vector<int64_t>& bucket, Column* c) {
   return true;
 }
 
-ZSTD_DCtx* DecompressionContext() {
-  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(),
-                                                                       ZSTD_freeDCtx);
-  return dctx.get();
-}
-ZSTD_CCtx* CompressionContext() {
-  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(),
-                                                                       ZSTD_freeCCtx);
-  return cctx.get();
-}
-
 }  // namespace
 
 bool HasRollups(FieldType type) {
@@ -321,16 +309,9 @@ void EncodeRollups(const RollupColumn& rows, std::string* out) {
   PutSection(&body, section);
 
   out->push_back(static_cast<char>(kRollupFormat));
-  std::string packed(ZSTD_compressBound(body.size()), '\0');
-  const size_t z = ZSTD_compressCCtx(CompressionContext(), packed.data(), packed.size(),
-                                     body.data(), body.size(), kZstdLevel);
-  if (!ZSTD_isError(z) && z < body.size()) {
-    out->push_back(static_cast<char>(kBodyZstd));
-    out->append(packed.data(), z);
-  } else {
-    out->push_back(static_cast<char>(kBodyPlain));
-    out->append(body);
-  }
+  const bool packed = ZstdCompressIfSmaller(&body, kZstdLevel, SIZE_MAX);
+  out->push_back(static_cast<char>(packed ? kBodyZstd : kBodyPlain));
+  out->append(body);
 }
 
 Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
@@ -342,15 +323,8 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
   data.remove_prefix(2);
   thread_local std::string inflated;
   if (compression == kBodyZstd) {
-    const unsigned long long size = ZSTD_getFrameContentSize(data.data(), data.size());
-    if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN ||
-        size > kMaxBodyBytes) {
-      return Corrupt("bad zstd frame");
-    }
-    inflated.resize(size);
-    const size_t got = ZSTD_decompressDCtx(DecompressionContext(), inflated.data(), inflated.size(),
-                                           data.data(), data.size());
-    if (ZSTD_isError(got) || got != size) return Corrupt("bad zstd frame");
+    const Status z = ZstdDecompress(data, kMaxBodyBytes, &inflated);
+    if (!z.ok()) return Corrupt(z.message());
     data = inflated;
   } else if (compression != kBodyPlain) {
     return Corrupt("unknown compression " + std::to_string(compression));

@@ -22,4 +22,5 @@ set(GPULSE_STORAGE_SOURCES
   storage/wal_writer.cc
   storage/wal_reader.cc
   storage/wal.cc
+  storage/zstd_frame.cc
 )

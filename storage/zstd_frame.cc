@@ -1,0 +1,42 @@
+#include "storage/zstd_frame.h"
+
+#include <zstd.h>
+
+#include <memory>
+
+namespace gpulse::storage {
+
+bool ZstdCompressIfSmaller(std::string* body, int level, size_t max_ratio) {
+  thread_local std::unique_ptr<ZSTD_CCtx, size_t (*)(ZSTD_CCtx*)> cctx(ZSTD_createCCtx(),
+                                                                       ZSTD_freeCCtx);
+  std::string packed(ZSTD_compressBound(body->size()), '\0');
+  const size_t n = ZSTD_compressCCtx(cctx.get(), packed.data(), packed.size(), body->data(),
+                                     body->size(), level);
+  // Kept when smaller and body <= max_ratio * n (written without overflow).
+  if (ZSTD_isError(n) || n == 0 || n >= body->size() || (body->size() - 1) / n >= max_ratio) {
+    return false;
+  }
+  packed.resize(n);
+  *body = std::move(packed);
+  return true;
+}
+
+Status ZstdDecompress(std::string_view frame, size_t max_bytes, std::string* body) {
+  const unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
+  if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {
+    return Status::Corruption("bad zstd frame header");
+  }
+  if (size > max_bytes) return Status::Corruption("zstd size out of bounds");
+  if (ZSTD_findFrameCompressedSize(frame.data(), frame.size()) != frame.size()) {
+    return Status::Corruption("zstd frame does not fill its space");
+  }
+  thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> dctx(ZSTD_createDCtx(),
+                                                                       ZSTD_freeDCtx);
+  body->resize(size);
+  const size_t n =
+      ZSTD_decompressDCtx(dctx.get(), body->data(), body->size(), frame.data(), frame.size());
+  if (ZSTD_isError(n) || n != size) return Status::Corruption("zstd frame does not decode");
+  return Status::Ok();
+}
+
+}  // namespace gpulse::storage
