@@ -1032,6 +1032,15 @@ class GroupAcc {
  public:
   using States = std::unique_ptr<AggState>*;  // plan.slots.size() of them
 
+  // The states of bucket number i of plan.dense_buckets (non-empty).
+  States GetDense(const Plan& plan, size_t i) {
+    const size_t ns = plan.slots.size();
+    if (dense_.empty()) dense_.resize(plan.dense_buckets.size() * ns);
+    States states = &dense_[i * ns];
+    if (!states[0]) Fill(plan, states);
+    return states;
+  }
+
   States Get(const Plan& plan, int64_t bucket) {
     const size_t ns = plan.slots.size();
     if (!plan.dense_buckets.empty()) {
@@ -1574,6 +1583,10 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     slots_of_field[static_cast<size_t>(k)].push_back(slot);
   }
   const uint32_t rollup_parts = RollupPartsFor(*plan);
+  // Fixed buckets over a known range (dense_buckets from a bucket start):
+  // a tier row's bucket number is one division.
+  const bool fixed_dense =
+      plan->bucketer && plan->bucketer->Fixed() && !plan->dense_buckets.empty();
 
   Status st = ParallelFor(ctx, series.size(), &workers, [&](size_t w, size_t i) -> Status {
     const InSeries& in = series[i];
@@ -1607,6 +1620,26 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
             [&](size_t k, const RollupColumn& r, size_t begin, size_t end) {
               if (!g) g = &partial[w][TagKeyOf(*plan, in)];
               n += end - begin;
+              if (fixed_dense) {
+                // Bucket numbers by one division, no Start/Next per row
+                // (tier rows are often one a bucket).
+                const int64_t first = plan->dense_buckets.front();
+                const int64_t width = plan->bucketer->Width();
+                size_t i0 = begin;
+                while (i0 < end) {
+                  const int64_t d = r.bucket[i0] - first;
+                  const int64_t idx = d >= 0 ? d / width : -1;
+                  const int64_t next = first + (idx + 1) * width;
+                  size_t i1 = i0 + 1;
+                  while (i1 < end && r.bucket[i1] < next) ++i1;
+                  if (idx >= 0 && static_cast<size_t>(idx) < plan->dense_buckets.size()) {
+                    GroupAcc::States states = g->GetDense(*plan, static_cast<size_t>(idx));
+                    for (size_t slot : slots_of_field[k]) states[slot]->AddRollups(r, i0, i1);
+                  }
+                  i0 = i1;
+                }
+                return;
+              }
               for (size_t slot : slots_of_field[k]) {
                 size_t i0 = begin;
                 while (i0 < end) {
