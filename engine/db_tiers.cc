@@ -260,6 +260,7 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     // Emits rows [lo, hi) of a block, minus the touched buckets.
     auto emit = [&](const RollupColumn& rows, size_t lo, size_t hi) {
+      if (touched.empty()) return fn(i, rows, lo, hi);
       size_t a = lo;
       for (size_t r = lo; r < hi; ++r) {
         if (!std::binary_search(touched.begin(), touched.end(), rows.bucket[r])) continue;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -1156,6 +1157,58 @@ size_t HardwareThreads() {
   return n;
 }
 
+// Threads shared by every query's ParallelFor, so that a query does not
+// start (and join) threads of its own: made on first use, one less than the
+// hardware threads (the caller works too), stopped and joined at exit.
+class WorkerPool {
+ public:
+  static WorkerPool& Get() {
+    static WorkerPool pool(std::min<size_t>(HardwareThreads(), 8) - 1);
+    return pool;
+  }
+
+  void Submit(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+ private:
+  explicit WorkerPool(size_t n) {
+    for (size_t i = 0; i < n; ++i) threads_.emplace_back([this] { Loop(); });
+  }
+
+  void Loop() {
+    std::unique_lock<std::mutex> l(mu_);
+    while (true) {
+      cv_.wait(l, [&] { return stopping_ || !tasks_.empty(); });
+      if (tasks_.empty()) return;  // stopping, nothing left
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      l.unlock();
+      task();
+      l.lock();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;  // GUARDED_BY(mu_)
+  bool stopping_ = false;                    // GUARDED_BY(mu_)
+  std::vector<std::thread> threads_;
+};
+
 Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
                    const std::function<Status(size_t worker, size_t i)>& fn,
                    size_t min_per_worker = 8) {
@@ -1179,8 +1232,9 @@ Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
     }
     return ctx->stopped() ? ctx->stop_status() : Status::Ok();
   }
-  // The calling thread runs block 0; a poller watches for cancellation and
-  // the deadline every 5 ms and is woken as soon as every block is done.
+  // Blocks 1.. go to the shared workers; the calling thread runs block 0,
+  // checking for cancellation and the deadline as it goes, then waits for
+  // the others, checking every 5 ms.
   std::mutex mu;
   std::condition_variable cv;
   size_t done = 0;
@@ -1189,27 +1243,30 @@ Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
     ++done;
     cv.notify_all();
   };
-  std::vector<std::thread> threads;
   for (size_t w = 1; w < workers; ++w) {
-    threads.emplace_back([&, w] {
+    WorkerPool::Get().Submit([&, w] {
       run_block(w);
       finish();
     });
   }
-  std::thread poller([&] {
-    std::unique_lock<std::mutex> l(mu);
-    while (done < workers) {
-      if (cv.wait_for(l, std::chrono::milliseconds(5), [&] { return done == workers; })) break;
-      l.unlock();
-      const bool stop = !ctx->Poll().ok();
-      l.lock();
-      if (stop) break;
+  const size_t end0 = n / workers;
+  for (size_t i = 0; i < end0 && !ctx->stopped(); ++i) {
+    if (i % 16 == 0 && !ctx->Poll().ok()) break;
+    Status st = fn(0, i);
+    if (!st.ok()) {
+      ctx->Stop(std::move(st));
+      break;
     }
-  });
-  run_block(0);
-  finish();
-  for (auto& t : threads) t.join();
-  poller.join();
+  }
+  std::unique_lock<std::mutex> l(mu);
+  while (done < workers - 1) {
+    if (cv.wait_for(l, std::chrono::milliseconds(5), [&] { return done == workers - 1; })) break;
+    l.unlock();
+    // Stops the statement when cancelled or late: the blocks see it and end
+    // early, and the wait goes on until they have (they use this frame).
+    static_cast<void>(ctx->Poll());
+    l.lock();
+  }
   return ctx->stopped() ? ctx->stop_status() : Status::Ok();
 }
 
