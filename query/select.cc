@@ -510,7 +510,7 @@ struct Plan {
   QueryValue fill_value;
 
   // The tier that answers (an index into storage::kTiers), -1 for raw;
-  // `forced` is the FROM's retention policy when it names one.
+  // forced_tier is the FROM's retention policy, when it names one.
   int tier = -1;
   std::string forced_tier;
   std::string tier_why;
@@ -1043,17 +1043,10 @@ class GroupAcc {
   }
 
   States Get(const Plan& plan, int64_t bucket) {
-    const size_t ns = plan.slots.size();
-    if (!plan.dense_buckets.empty()) {
-      const size_t i = plan.BucketIndex(bucket);
-      if (dense_.empty()) dense_.resize(plan.dense_buckets.size() * ns);
-      States states = &dense_[i * ns];
-      if (!states[0]) Fill(plan, states);
-      return states;
-    }
+    if (!plan.dense_buckets.empty()) return GetDense(plan, plan.BucketIndex(bucket));
     auto [it, inserted] = sparse_.try_emplace(bucket);
     if (inserted) {
-      it->second.resize(ns);
+      it->second.resize(plan.slots.size());
       Fill(plan, it->second.data());
     }
     return it->second.data();
@@ -1561,7 +1554,6 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
       break;
     }
   }
-  (void)ctx;
   return Status::Ok();
 }
 
