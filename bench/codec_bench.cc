@@ -11,7 +11,9 @@
 // Usage:
 //   codec_bench                       Google Benchmark: encode and decode per field
 //                                     and for all fields; counters ns_per_point and
-//                                     bytes_per_value.
+//                                     bytes_per_value. BM_Rollup*: tier rows built
+//                                     from the chunks (ns_per_value), their blocks
+//                                     encoded and decoded (ns_per_row, bytes_per_row).
 //   codec_bench --table               no benchmark; prints the bytes/value of every
 //                                     field over the whole file, the encoder's
 //                                     method choices, and the total.
@@ -32,6 +34,7 @@
 #include "engine/column_ops.h"
 #include "storage/chunk_codec.h"
 #include "storage/column.h"
+#include "storage/rollup.h"
 
 namespace {
 
@@ -160,6 +163,72 @@ void BM_Decode(benchmark::State& state, const std::string& field) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
+// Tier rows (storage/rollup.h) of every numeric chunk: building them from
+// raw points, and encoding and decoding the blocks a flush writes. The
+// width is a tier's bucket (5m, 1h or 1d).
+std::vector<const Column*> NumericChunks() {
+  std::vector<const Column*> out;
+  for (const Column* c : Select("all")) {
+    if (gpulse::storage::HasRollups(c->type)) out.push_back(c);
+  }
+  return out;
+}
+
+void BM_RollupBuild(benchmark::State& state, int64_t width) {
+  const std::vector<const Column*> chunks = NumericChunks();
+  size_t points = 0;
+  gpulse::storage::RollupColumn rows;
+  for (auto _ : state) {
+    points = 0;
+    for (const Column* c : chunks) {
+      rows.Reset(c->type);
+      gpulse::storage::BuildRollups(*c, 0, c->size(), width, &rows);
+      points += c->size();
+    }
+    benchmark::DoNotOptimize(rows.bucket.data());
+  }
+  state.counters["ns_per_value"] =
+      benchmark::Counter(static_cast<double>(points) * state.iterations(),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+void BM_RollupCodec(benchmark::State& state, int64_t width, bool decode) {
+  std::vector<gpulse::storage::RollupColumn> blocks;
+  std::vector<std::string> encoded;
+  size_t rows = 0, bytes = 0;
+  for (const Column* c : NumericChunks()) {
+    blocks.emplace_back();
+    blocks.back().Reset(c->type);
+    gpulse::storage::BuildRollups(*c, 0, c->size(), width, &blocks.back());
+    encoded.emplace_back();
+    gpulse::storage::EncodeRollups(blocks.back(), &encoded.back());
+    rows += blocks.back().size();
+    bytes += encoded.back().size();
+  }
+  gpulse::storage::RollupColumn out;
+  std::string scratch;
+  for (auto _ : state) {
+    if (decode) {
+      for (const std::string& e : encoded) {
+        if (!gpulse::storage::DecodeRollups(e, gpulse::storage::kRollupAll, &out).ok()) {
+          state.SkipWithError("decode failed");
+        }
+      }
+      benchmark::DoNotOptimize(out.bucket.data());
+    } else {
+      for (const auto& b : blocks) {
+        scratch.clear();
+        gpulse::storage::EncodeRollups(b, &scratch);
+      }
+      benchmark::DoNotOptimize(scratch.data());
+    }
+  }
+  state.counters["ns_per_row"] =
+      benchmark::Counter(static_cast<double>(rows) * state.iterations(),
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["bytes_per_row"] = static_cast<double>(bytes) / static_cast<double>(rows);
+}
+
 void PrintTable() {
   size_t total_points = 0, total_bytes = 0, failures = 0;
   std::printf("%-18s %8s %10s %12s %9s  %s\n", "field", "chunks", "values", "bytes", "B/value",
@@ -206,6 +275,16 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("BM_Encode/" + field).c_str(), BM_Encode, field)
         ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("BM_Decode/" + field).c_str(), BM_Decode, field)
+        ->Unit(benchmark::kMillisecond);
+  }
+  for (const auto& [name, width] : {std::pair<std::string, int64_t>{"5m", 300 * kNanosPerSecond},
+                                    {"1h", 3600 * kNanosPerSecond},
+                                    {"1d", kNanosPerDay}}) {
+    benchmark::RegisterBenchmark(("BM_RollupBuild/" + name).c_str(), BM_RollupBuild, width)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("BM_RollupEncode/" + name).c_str(), BM_RollupCodec, width, false)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("BM_RollupDecode/" + name).c_str(), BM_RollupCodec, width, true)
         ->Unit(benchmark::kMillisecond);
   }
   benchmark::Initialize(&argc, argv);
