@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "tests/support/free_port.h"
 #include "tests/support/http_client.h"
 #include "tests/support/scratch_dir.h"
 
@@ -38,13 +39,7 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
-// A loopback port nobody listens on right now (the kernel's choice).
-uint16_t FreePort() {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor acceptor(
-      io, {boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(0)});
-  return acceptor.local_endpoint().port();
-}
+using test::FreePort;
 
 // A `gpulse` child process with stdout and stderr going to files.
 class Child {

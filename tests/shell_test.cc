@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "tests/support/free_port.h"
 #include "tests/support/scratch_dir.h"
 
 extern char** environ;
@@ -69,13 +70,7 @@ void WriteFleet(const std::string& path) {
   ASSERT_TRUE(db->Close().ok());
 }
 
-// A loopback port nobody listens on right now (the kernel's choice).
-uint16_t FreePort() {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::acceptor acceptor(
-      io, {boost::asio::ip::make_address("127.0.0.1"), static_cast<uint16_t>(0)});
-  return acceptor.local_endpoint().port();
-}
+using test::FreePort;
 
 // A server that never answers: it listens but never accepts, so the kernel
 // completes a client's connect and buffers its request, and the client's
