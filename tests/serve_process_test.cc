@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,8 +23,7 @@
 #include "tests/support/free_port.h"
 #include "tests/support/http_client.h"
 #include "tests/support/scratch_dir.h"
-
-extern char** environ;
+#include "tests/support/spawn.h"
 
 namespace gpulse {
 namespace {
@@ -46,19 +44,7 @@ class Child {
  public:
   Child(const std::vector<std::string>& args, const std::string& out_dir, const std::string& name)
       : stdout_path_(out_dir + "/" + name + ".out"), stderr_path_(out_dir + "/" + name + ".err") {
-    std::vector<std::string> argv_strings = {GPULSE_BIN};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_strings) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, stdout_path_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, stderr_path_.c_str(),
-                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&pid_, GPULSE_BIN, &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
+    pid_ = test::SpawnWithFiles(GPULSE_BIN, args, "", stdout_path_, stderr_path_);
   }
   // A child still running at the end of a test is killed, never left behind.
   ~Child() {

@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,8 +27,7 @@
 #include "engine/gpulse.h"
 #include "tests/support/free_port.h"
 #include "tests/support/scratch_dir.h"
-
-extern char** environ;
+#include "tests/support/spawn.h"
 
 namespace gpulse {
 namespace {
@@ -111,20 +109,7 @@ class Process {
     err_path_ = base + ".err";
     const std::string in_path = base + ".in";
     std::ofstream(in_path) << stdin_text;
-    std::vector<std::string> argv_strings = {GPULSE_BIN};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& a : argv_strings) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, in_path.c_str(), O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    if (posix_spawn(&pid_, GPULSE_BIN, &actions, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&actions);
+    pid_ = test::SpawnWithFiles(GPULSE_BIN, args, in_path, out_path_, err_path_);
   }
   ~Process() {
     if (pid_ > 0 && !status_) {
