@@ -129,7 +129,11 @@ int64_t Bucketer::Next(int64_t start) const {
 
 int64_t Bucketer::MinWidth() const {
   if (months_ > 0) return months_ * 28 * kDay;
-  return zone_ ? std::max<int64_t>(width_ns_ - kDay / 24, 1) : width_ns_;
+  // A change of the zone's offset (an hour at most in practice) shortens the
+  // bucket it falls in; a bucket of an hour or less is then at least half as
+  // wide (not 1 ns, which made every sub-hour GROUP BY time with tz() look
+  // like trillions of buckets).
+  return zone_ ? std::max<int64_t>(width_ns_ - kDay / 24, width_ns_ / 2) : width_ns_;
 }
 
 }  // namespace gpulse::query

@@ -13,6 +13,7 @@
 
 #include "query/aggregate.h"
 #include "query/buckets.h"
+#include "query/cells.h"
 #include "query/eval.h"
 #include "query/format.h"
 #include "query/functions.h"
@@ -490,6 +491,12 @@ struct Plan {
   // Every bucket start of [lo, hi) when both bounds are given and the count
   // is within the row limit: states then live in arrays (GroupAcc).
   std::vector<int64_t> dense_buckets;
+  // Every aggregate folds into a fixed-size cell and the buckets are
+  // fixed-width dense_buckets (or there is no GROUP BY time): groups keep
+  // Cells (cells.h), not AggStates. Set by RunAggregate.
+  bool use_cells = false;
+  BucketGrid grid;
+  std::vector<AggSpec> specs;  // slots[k].spec
 
   size_t BucketIndex(int64_t start) const {
     if (bucketer->Fixed()) {
@@ -1029,8 +1036,12 @@ using GroupKey = std::vector<std::string>;
 // The aggregate states of one group: one per slot and bucket. With a known
 // range of buckets they sit in one array indexed by bucket number (no map
 // lookup per run, one free at the end); otherwise in a map by bucket start.
+// With plan.use_cells they are `cells` instead, and the States methods are
+// not used.
 class GroupAcc {
  public:
+  Cells cells;
+
   using States = std::unique_ptr<AggState>*;  // plan.slots.size() of them
 
   // The states of bucket number i of plan.dense_buckets (non-empty).
@@ -1063,9 +1074,17 @@ class GroupAcc {
   }
 
   // fn(bucket start, states) for every bucket with states, in time order.
+  // (With cells, states is null.)
   template <typename Fn>
   void ForEach(const Plan& plan, Fn fn) {
     const size_t ns = plan.slots.size();
+    if (plan.use_cells) {
+      for (size_t i = 0; i < plan.grid.count && !cells.empty(); ++i) {
+        if (cells.Present(ns, i))
+          fn(plan.grid.first + static_cast<int64_t>(i) * plan.grid.width, nullptr);
+      }
+      return;
+    }
     if (!plan.dense_buckets.empty()) {
       for (size_t i = 0; i < plan.dense_buckets.size() && !dense_.empty(); ++i) {
         if (dense_[i * ns]) fn(plan.dense_buckets[i], &dense_[i * ns]);
@@ -1091,6 +1110,17 @@ using GroupMap = std::map<GroupKey, GroupAcc>;
 void FoldIndexes(const Plan& plan, GroupAcc* g, size_t slot, const Column& col,
                  const std::vector<uint32_t>& idx) {
   size_t i = 0;
+  if (plan.use_cells) {
+    // Runs of consecutive positions, each folded whole.
+    while (i < idx.size()) {
+      size_t j = i + 1;
+      while (j < idx.size() && idx[j] == idx[j - 1] + 1) ++j;
+      g->cells.AddRange(plan.specs, plan.grid, slot, col, idx[i],
+                        static_cast<size_t>(idx[j - 1]) + 1);
+      i = j;
+    }
+    return;
+  }
   while (i < idx.size()) {
     size_t j = idx.size();
     int64_t b = INT64_MIN;
@@ -1390,6 +1420,10 @@ void FoldColumns(const Plan& plan, GroupAcc* g, const std::vector<Column>& cols)
     if (f < 0) continue;
     const Column& col = cols[static_cast<size_t>(f)];
     const size_t n = col.size();
+    if (plan.use_cells) {
+      g->cells.AddRange(plan.specs, plan.grid, slot, col, 0, n);
+      continue;
+    }
     size_t i0 = 0;
     while (i0 < n) {
       int64_t b = INT64_MIN;
@@ -1636,6 +1670,19 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   // a tier row's bucket number is one division.
   const bool fixed_dense =
       plan->bucketer && plan->bucketer->Fixed() && !plan->dense_buckets.empty();
+  plan->use_cells = plan->tier < 0 && !plan->multirow && (fixed_dense || !plan->bucketer) &&
+                    std::all_of(plan->slots.begin(), plan->slots.end(),
+                                [](const AggSlot& slot) { return IsCellAggregate(slot.spec); });
+  if (plan->use_cells) {
+    if (plan->bucketer) {
+      plan->grid = {plan->dense_buckets.front(), plan->bucketer->Width(),
+                    plan->dense_buckets.size()};
+    } else {
+      // One bucket holding all time.
+      plan->grid = {INT64_MIN, INT64_MAX, 1};
+    }
+    for (const AggSlot& slot : plan->slots) plan->specs.push_back(slot.spec);
+  }
 
   Status st = ParallelFor(ctx, series.size(), &workers, [&](size_t w, size_t i) -> Status {
     const InSeries& in = series[i];
@@ -1774,6 +1821,10 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
       auto [it, inserted] = groups.try_emplace(key, std::move(acc));
       if (inserted) continue;
       GroupAcc& into = it->second;
+      if (plan->use_cells) {
+        into.cells.Merge(plan->specs, plan->grid, &acc.cells);
+        continue;
+      }
       acc.ForEach(*plan, [&](int64_t b, GroupAcc::States states) {
         GroupAcc::States mine = into.Get(*plan, b);
         for (size_t k = 0; k < plan->slots.size(); ++k) mine[k]->Merge(states[k].get());
@@ -1854,7 +1905,8 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     std::vector<int64_t> with_states;
     acc.ForEach(*plan, [&](int64_t b, GroupAcc::States states) {
       with_states.push_back(b);
-      for (size_t k = 0; k < plan->slots.size(); ++k) any = any || !states[k]->empty();
+      // A bucket with cells has a point.
+      for (size_t k = 0; k < plan->slots.size(); ++k) any = any || !states || !states[k]->empty();
     });
     if (!any) continue;
 
@@ -1885,6 +1937,17 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     for (size_t bi = 0; bi < nb; ++bi) {
       const int64_t b = buckets[bi];
       times[bi] = plan->bucketer ? b : (plan->has_lo ? plan->lo : 0);
+      if (plan->use_cells) {
+        const size_t i = plan->bucketer ? plan->BucketIndex(b) : 0;
+        if (!acc.cells.Present(ns, i)) continue;
+        empty_bucket[bi] = false;
+        for (size_t k = 0; k < ns; ++k) {
+          int64_t selected = INT64_MIN;
+          slot_vals[k][bi] = acc.cells.Result(plan->specs[k], ns, k, i, &selected);
+          if (plan->lone_selector && !plan->bucketer && selected != INT64_MIN) times[bi] = selected;
+        }
+        continue;
+      }
       GroupAcc::States states = acc.Find(*plan, b);
       if (!states) continue;
       for (size_t k = 0; k < ns; ++k) {

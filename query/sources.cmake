@@ -10,6 +10,7 @@ set(GPULSE_QUERY_SOURCES
   query/parser.cc
   query/aggregate.cc
   query/buckets.cc
+  query/cells.cc
   query/eval.cc
   query/executor.cc
   query/format.cc

@@ -1,0 +1,324 @@
+#include "query/cells.h"
+
+#include <type_traits>
+
+namespace gpulse::query {
+
+namespace {
+
+using Cell = Cells::Cell;
+using Num = Cells::Num;
+
+template <typename T>
+T& As(Num& n) {
+  if constexpr (std::is_same_v<T, double>) {
+    return n.d;
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return n.i;
+  } else {
+    return n.u;
+  }
+}
+template <typename T>
+T As(const Num& n) {
+  return As<T>(const_cast<Num&>(n));
+}
+
+// Integer sums wrap like the integers they add, as AggState's do.
+template <typename T>
+T Add(T a, T b) {
+  if constexpr (std::is_same_v<T, double>) {
+    return a + b;
+  } else {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  }
+}
+
+// AggState's TakeMinMax, one side at a time: a smaller (larger) value, or
+// an equal one at an earlier time, replaces the kept one.
+template <typename T>
+void TakeMin(Cell& c, T x, int64_t t) {
+  T& m = As<T>(c.a);
+  if (x < m || (x == m && t < c.ta)) {
+    m = x;
+    c.ta = t;
+  }
+}
+template <typename T>
+void TakeMax(Cell& c, T x, int64_t t) {
+  T& m = As<T>(c.b);
+  if (x > m || (x == m && t < c.tb)) {
+    m = x;
+    c.tb = t;
+  }
+}
+
+// Folds the run v[i..j) (times t, one bucket) into c, as AggState::AddRange.
+template <typename T, AggKind K>
+void FoldRun(Cell& c, const int64_t* t, const T* v, size_t i, size_t j) {
+  if constexpr (K == AggKind::kSum || K == AggKind::kMean) {
+    T acc = 0;
+    double dsum = 0;
+    for (size_t k = i; k < j; ++k) {
+      acc = Add<T>(acc, v[k]);
+      dsum += static_cast<double>(v[k]);
+    }
+    As<T>(c.sum) = Add<T>(As<T>(c.sum), acc);
+    c.dsum += dsum;
+  } else if constexpr (K == AggKind::kMin || K == AggKind::kMax || K == AggKind::kSpread) {
+    size_t k = i;
+    if (c.n == 0) {
+      As<T>(c.a) = As<T>(c.b) = v[k];
+      c.ta = c.tb = t[k];
+      ++k;
+    }
+    for (; k < j; ++k) {
+      if constexpr (K != AggKind::kMax) TakeMin<T>(c, v[k], t[k]);
+      if constexpr (K != AggKind::kMin) TakeMax<T>(c, v[k], t[k]);
+    }
+  } else if constexpr (K == AggKind::kFirst) {
+    if (c.n == 0 || t[i] < c.ta) {
+      As<T>(c.a) = v[i];
+      c.ta = t[i];
+    }
+  } else if constexpr (K == AggKind::kLast) {
+    if (c.n == 0 || t[j - 1] > c.tb) {
+      As<T>(c.b) = v[j - 1];
+      c.tb = t[j - 1];
+    }
+  }
+  c.n += j - i;
+}
+
+// Splits [begin, end) into runs per bucket and folds each.
+template <typename T, AggKind K>
+void FoldBuckets(Cell* cells, size_t nslots, const BucketGrid& grid, const Column& col,
+                 size_t begin, size_t end) {
+  const int64_t* t = col.ts.data();
+  const T* v = storage::NumericValues<T>(col).data();
+  size_t i = begin;
+  if (grid.count == 1) {
+    // One bucket (or no GROUP BY time): the read range bounds the points.
+    while (i < end && t[i] < grid.first) ++i;
+    if (i < end) FoldRun<T, K>(cells[0], t, v, i, end);
+    return;
+  }
+  while (i < end) {
+    if (t[i] < grid.first) {
+      ++i;
+      continue;
+    }
+    // Unsigned: t - first may exceed INT64_MAX.
+    const uint64_t d = static_cast<uint64_t>(t[i]) - static_cast<uint64_t>(grid.first);
+    const uint64_t idx = d / static_cast<uint64_t>(grid.width);
+    if (idx >= grid.count) break;
+    const int64_t next = grid.first + static_cast<int64_t>(idx + 1) * grid.width;
+    size_t j = i + 1;
+    while (j < end && t[j] < next) ++j;
+    FoldRun<T, K>(cells[idx * nslots], t, v, i, j);
+    i = j;
+  }
+}
+
+template <typename T>
+void FoldTyped(AggKind kind, Cell* cells, size_t nslots, const BucketGrid& grid, const Column& col,
+               size_t begin, size_t end) {
+  switch (kind) {
+    case AggKind::kCount:
+      return FoldBuckets<T, AggKind::kCount>(cells, nslots, grid, col, begin, end);
+    case AggKind::kSum:
+      return FoldBuckets<T, AggKind::kSum>(cells, nslots, grid, col, begin, end);
+    case AggKind::kMean:
+      return FoldBuckets<T, AggKind::kMean>(cells, nslots, grid, col, begin, end);
+    case AggKind::kMin:
+      return FoldBuckets<T, AggKind::kMin>(cells, nslots, grid, col, begin, end);
+    case AggKind::kMax:
+      return FoldBuckets<T, AggKind::kMax>(cells, nslots, grid, col, begin, end);
+    case AggKind::kSpread:
+      return FoldBuckets<T, AggKind::kSpread>(cells, nslots, grid, col, begin, end);
+    case AggKind::kFirst:
+      return FoldBuckets<T, AggKind::kFirst>(cells, nslots, grid, col, begin, end);
+    case AggKind::kLast:
+      return FoldBuckets<T, AggKind::kLast>(cells, nslots, grid, col, begin, end);
+    default:
+      return;
+  }
+}
+
+// Folds o into c (same aggregate), as AggState::Merge.
+template <typename T>
+void MergeCell(AggKind kind, Cell& c, const Cell& o) {
+  if (o.n == 0) return;
+  if (c.n == 0) {
+    c = o;
+    return;
+  }
+  switch (kind) {
+    case AggKind::kSum:
+    case AggKind::kMean:
+      As<T>(c.sum) = Add<T>(As<T>(c.sum), As<T>(o.sum));
+      c.dsum += o.dsum;
+      break;
+    case AggKind::kMin:
+      TakeMin<T>(c, As<T>(o.a), o.ta);
+      break;
+    case AggKind::kMax:
+      TakeMax<T>(c, As<T>(o.b), o.tb);
+      break;
+    case AggKind::kSpread:
+      TakeMin<T>(c, As<T>(o.a), o.ta);
+      TakeMax<T>(c, As<T>(o.b), o.tb);
+      break;
+    case AggKind::kFirst:
+      if (o.ta < c.ta) {
+        c.a = o.a;
+        c.ta = o.ta;
+      }
+      break;
+    case AggKind::kLast:
+      if (o.tb > c.tb) {
+        c.b = o.b;
+        c.tb = o.tb;
+      }
+      break;
+    default:
+      break;
+  }
+  c.n += o.n;
+}
+
+template <typename T>
+QueryValue ResultOf(AggKind kind, const Cell& c, int64_t* selected) {
+  *selected = INT64_MIN;
+  if (kind == AggKind::kCount) return static_cast<int64_t>(c.n);
+  if (c.n == 0) return std::monostate{};
+  switch (kind) {
+    case AggKind::kSum:
+      return QueryValue(As<T>(c.sum));
+    case AggKind::kMean:
+      return c.dsum / static_cast<double>(c.n);
+    case AggKind::kMin:
+      *selected = c.ta;
+      return QueryValue(As<T>(c.a));
+    case AggKind::kMax:
+      *selected = c.tb;
+      return QueryValue(As<T>(c.b));
+    case AggKind::kSpread:
+      if constexpr (std::is_same_v<T, double>) {
+        return As<T>(c.b) - As<T>(c.a);
+      } else {
+        using U = std::make_unsigned_t<T>;
+        return QueryValue(static_cast<T>(static_cast<U>(As<T>(c.b)) - static_cast<U>(As<T>(c.a))));
+      }
+    case AggKind::kFirst:
+      *selected = c.ta;
+      return QueryValue(As<T>(c.a));
+    case AggKind::kLast:
+      *selected = c.tb;
+      return QueryValue(As<T>(c.b));
+    default:
+      return std::monostate{};
+  }
+}
+
+}  // namespace
+
+bool IsCellAggregate(const AggSpec& spec) {
+  switch (spec.type) {
+    case FieldType::kFloat:
+    case FieldType::kInt:
+    case FieldType::kUint:
+      break;
+    default:
+      return false;
+  }
+  switch (spec.kind) {
+    case AggKind::kCount:
+    case AggKind::kSum:
+    case AggKind::kMean:
+    case AggKind::kMin:
+    case AggKind::kMax:
+    case AggKind::kSpread:
+    case AggKind::kFirst:
+    case AggKind::kLast:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void Cells::Allocate(size_t nslots, const BucketGrid& grid) {
+  if (cells_.empty()) cells_.resize(grid.count * nslots);
+}
+
+void Cells::AddRange(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
+                     const Column& c, size_t begin, size_t end) {
+  const AggSpec& spec = specs[slot];
+  // A column of another type than the plan's (the engine keeps one type per
+  // field and measurement, so this does not happen) is not read as this one.
+  if (begin >= end || grid.count == 0 || c.type != spec.type) return;
+  Allocate(specs.size(), grid);
+  Cell* base = cells_.data() + slot;
+  switch (spec.type) {
+    case FieldType::kFloat:
+      return FoldTyped<double>(spec.kind, base, specs.size(), grid, c, begin, end);
+    case FieldType::kInt:
+      return FoldTyped<int64_t>(spec.kind, base, specs.size(), grid, c, begin, end);
+    case FieldType::kUint:
+      return FoldTyped<uint64_t>(spec.kind, base, specs.size(), grid, c, begin, end);
+    default:
+      return;
+  }
+}
+
+void Cells::Merge(const std::vector<AggSpec>& specs, const BucketGrid& grid, Cells* other) {
+  if (other->cells_.empty()) return;
+  if (cells_.empty()) {
+    cells_.swap(other->cells_);
+    return;
+  }
+  const size_t ns = specs.size();
+  for (size_t i = 0; i < grid.count; ++i) {
+    for (size_t k = 0; k < ns; ++k) {
+      Cell& c = cells_[i * ns + k];
+      const Cell& o = other->cells_[i * ns + k];
+      switch (specs[k].type) {
+        case FieldType::kFloat:
+          MergeCell<double>(specs[k].kind, c, o);
+          break;
+        case FieldType::kInt:
+          MergeCell<int64_t>(specs[k].kind, c, o);
+          break;
+        default:
+          MergeCell<uint64_t>(specs[k].kind, c, o);
+          break;
+      }
+    }
+  }
+  other->cells_.clear();
+}
+
+bool Cells::Present(size_t nslots, size_t i) const {
+  if (cells_.empty()) return false;
+  for (size_t k = 0; k < nslots; ++k) {
+    if (cells_[i * nslots + k].n > 0) return true;
+  }
+  return false;
+}
+
+QueryValue Cells::Result(const AggSpec& spec, size_t nslots, size_t slot, size_t i,
+                         int64_t* selected) const {
+  static const Cell kEmpty{};
+  const Cell& c = cells_.empty() ? kEmpty : cells_[i * nslots + slot];
+  switch (spec.type) {
+    case FieldType::kFloat:
+      return ResultOf<double>(spec.kind, c, selected);
+    case FieldType::kInt:
+      return ResultOf<int64_t>(spec.kind, c, selected);
+    default:
+      return ResultOf<uint64_t>(spec.kind, c, selected);
+  }
+}
+
+}  // namespace gpulse::query
