@@ -74,7 +74,7 @@ TEST_F(CellsTest, EveryCellAggregateEqualsTheGeneralPathOnRandomSeries) {
         p.tags = {{"grp", s % 3 == 0 ? "a" : "b"}, {"node", "n" + std::to_string(s)}};
         const int64_t small = static_cast<int64_t>(rng() % 7) - 3;
         p.fields = {{"f", static_cast<double>(small) * 0.25 + (seed == 2 ? 1e-3 * s : 0)},
-                    {"i", seed == 3 ? INT64_MAX - small : small},
+                    {"i", seed == 3 ? INT64_MAX - 3 + small : small},
                     {"u", static_cast<uint64_t>(rng() % 5)}};
         p.timestamp_ns = t;
         points.push_back(std::move(p));
