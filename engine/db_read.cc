@@ -144,8 +144,50 @@ Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fie
   return Status::Ok();
 }
 
+// A range of at most this many windows is looked up in the window cache
+// first, and answered without touching the store when every window is there.
+constexpr size_t kCacheFirstWindows = 16;
+
 Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           int64_t start, int64_t end, uint64_t epoch, Column* out) {
+  // The windows of the range, when they are few. A cache entry is a window
+  // as the store held it after the latest flush that wrote it (an empty
+  // column: the window has no chunk), so when all are cached the store's
+  // iterator (a seek loads the data block that holds the chunks) is not
+  // needed. Entries from before a flush are refused (WindowCache::Insert).
+  std::vector<int64_t> windows;
+  for (int64_t w = storage::WindowStart(start, window_ns_); w < end;
+       w = storage::NextWindowStart(w, window_ns_)) {
+    if (windows.size() == kCacheFirstWindows) {
+      windows.clear();
+      break;
+    }
+    windows.push_back(w);
+  }
+  if (!windows.empty()) {
+    std::vector<std::shared_ptr<const storage::Column>> hits;
+    for (int64_t w : windows) {
+      auto cached = window_cache_.Lookup(WindowKey{series_id, field_id, w});
+      if (!cached) break;
+      hits.push_back(std::move(cached));
+    }
+    if (hits.size() == windows.size()) {
+      for (const auto& c : hits) AppendRange(*c, start, end, out);
+      return Status::Ok();
+    }
+  }
+  size_t next_window = 0;  // windows[next_window..] not seen in the store yet
+  // Remembers windows the store has no chunk of, up to `upto`.
+  auto note_absent = [&](int64_t upto) {
+    while (next_window < windows.size() && windows[next_window] < upto) {
+      Column none;
+      none.type = out->type;
+      window_cache_.Insert(WindowKey{series_id, field_id, windows[next_window]}, std::move(none),
+                           epoch);
+      ++next_window;
+    }
+  };
+
   leveldb::ReadOptions read_options;
   read_options.snapshot = snapshot;
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(read_options));
@@ -162,6 +204,8 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
         parts.field_id != field_id || parts.window_start >= end) {
       break;
     }
+    note_absent(parts.window_start);
+    if (next_window < windows.size() && windows[next_window] == parts.window_start) ++next_window;
     const WindowKey cache_key{series_id, field_id, parts.window_start};
     if (auto cached = window_cache_.Lookup(cache_key)) {
       AppendRange(*cached, start, end, out);
@@ -183,6 +227,7 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
     window_cache_.Insert(cache_key, window, epoch);
   }
   if (!it->status().ok()) return Status::IOError("read chunks: " + it->status().ToString());
+  note_absent(INT64_MAX);
   return Status::Ok();
 }
 

@@ -1,6 +1,7 @@
 // The decoded-window cache: its own rules (bound, LRU, epoch refusal), and
 // through the Db that a cached window never hides points a later flush
-// stored in the same window.
+// stored in the same window, nor a cached "no chunk here" the first chunk
+// a later flush stores in a window.
 
 #include "engine/window_cache.h"
 
@@ -119,6 +120,48 @@ TEST(WindowCacheTest, ANewPartFlushedIntoACachedWindowIsSeen) {
   EXPECT_EQ(count(), std::make_pair(int64_t{200}, int64_t{20850}));
   ASSERT_TRUE(db->Compact().ok());
   EXPECT_EQ(count(), std::make_pair(int64_t{200}, int64_t{20850}));
+}
+
+TEST(WindowCacheTest, AWindowCachedAsEmptyShowsTheFirstChunkFlushedIntoIt) {
+  storage::ScratchDir dir;
+  Options options;
+  options.sync_policy = SyncPolicy::kNone;
+  options.info_log = [](std::string_view) {};
+  options.out_of_order_window = std::chrono::hours(24 * 30);
+  options.tiers = {};  // whole days would be answered from the 1d tier
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  const int64_t day = 1704067200'000'000'000;
+  const int64_t one_day = 86'400'000'000'000;
+  auto write = [&](int64_t t, int64_t v) {
+    ASSERT_TRUE(db->Write({{"gpu", {{"node", "a"}}, {{"util", v}}, t}}).ok());
+  };
+  // Three days asked for; only the third has a chunk.
+  const std::string q =
+      "SELECT count(util), sum(util) FROM gpu WHERE time >= " + std::to_string(day) +
+      " AND time < " + std::to_string(day + 3 * one_day);
+  auto count = [&] {
+    QueryResult r;
+    EXPECT_TRUE(db->Query(q, {}, &r).ok());
+    EXPECT_TRUE(r.statements.at(0).status.ok());
+    if (r.statements[0].series.empty()) return std::make_pair(int64_t{0}, int64_t{0});
+    const auto& row = r.statements[0].series[0].values.at(0);
+    return std::make_pair(std::get<int64_t>(row[1]), std::get<int64_t>(row[2]));
+  };
+  write(day + 2 * one_day + 5, 7);
+  ASSERT_TRUE(db->Flush().ok());
+  EXPECT_EQ(count(), std::make_pair(int64_t{1}, int64_t{7}));  // days 1 and 2 cached as empty
+  const uint64_t hits = db->GetStats().window_cache_hits;
+  EXPECT_EQ(count(), std::make_pair(int64_t{1}, int64_t{7}));  // all three from the cache
+  EXPECT_EQ(db->GetStats().window_cache_hits, hits + 3);
+  write(day + one_day + 5, 100);  // the first chunk of day 2
+  ASSERT_TRUE(db->Flush().ok());
+  EXPECT_EQ(count(), std::make_pair(int64_t{2}, int64_t{107}));
+  EXPECT_EQ(count(), std::make_pair(int64_t{2}, int64_t{107}));
+  ASSERT_TRUE(db->Compact().ok());
+  write(day + 5, 1000);  // day 1, after a compaction cleared the cache
+  ASSERT_TRUE(db->Flush().ok());
+  EXPECT_EQ(count(), std::make_pair(int64_t{3}, int64_t{1107}));
 }
 
 }  // namespace
