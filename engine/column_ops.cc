@@ -56,6 +56,25 @@ void ReplaceLastValue(Column* column, const FieldValueRef& value) {
              [&](auto& values) { values.back() = As<std::decay_t<decltype(values)>>(value); });
 }
 
+size_t EraseRange(Column* column, int64_t first, int64_t last) {
+  std::vector<int64_t>& ts = column->ts;
+  size_t kept = 0;
+  WithValues(*column, [&](auto& values) {
+    for (size_t i = 0; i < ts.size(); ++i) {
+      if (ts[i] >= first && ts[i] <= last) continue;
+      if (kept != i) {
+        ts[kept] = ts[i];
+        values[kept] = std::move(values[i]);
+      }
+      ++kept;
+    }
+    values.resize(kept);
+  });
+  const size_t removed = ts.size() - kept;
+  ts.resize(kept);
+  return removed;
+}
+
 void SortAndDedup(Column* column) {
   const size_t n = column->ts.size();
   std::vector<uint32_t> order(n);

@@ -21,6 +21,10 @@ void ReplaceLastValue(Column* column, const FieldValueRef& value);
 // timestamp: the one that came later in the column wins.
 void SortAndDedup(Column* column);
 
+// Removes the points with first <= ts <= last (both included), in any
+// order, keeping the others in their order. Returns how many it removed.
+size_t EraseRange(Column* column, int64_t first, int64_t last);
+
 // Appends points [from, to) of `src` to `dst`, which must have src's type.
 void AppendPoints(const Column& src, size_t from, size_t to, Column* dst);
 

@@ -89,7 +89,10 @@ Status DbImpl::Open() {
     // Version 2 had no tiers: build them from the raw chunks, once.
     GPULSE_RETURN_IF_ERROR(BuildTiersFromRaw());
   } else if (got.ok() && version.size() == 4 &&
-             storage::GetU32BE(version.data()) == storage::kFormatVersion) {
+             (storage::GetU32BE(version.data()) == 3 ||
+              storage::GetU32BE(version.data()) == storage::kFormatVersion)) {
+    // Version 3 differs only by having no dropped-series keys; the next
+    // flush writes the current version.
     GPULSE_RETURN_IF_ERROR(SyncTierSet());
   } else if (!got.ok() || version.size() != 4 ||
              storage::GetU32BE(version.data()) != storage::kFormatVersion) {
@@ -191,7 +194,7 @@ DbStats DbImpl::GetStats() {
   DbStats stats;
   {
     std::shared_lock<std::shared_mutex> l(mu_);
-    stats.series = index_.series_count();
+    stats.series = index_.live_series_count();
     stats.head_bytes = head_->bytes() + (imm_ ? imm_->bytes() : 0);
     stats.head_values = head_->values() + (imm_ ? imm_->values() : 0);
   }

@@ -70,6 +70,8 @@ class DbImpl final : public Db {
   Status ListTagValues(std::string_view measurement, std::string_view key,
                        std::vector<std::string>* out) override;
   Status ListFields(std::string_view measurement, std::vector<FieldInfo>* out) override;
+  Status Delete(std::span<const Series> series, int64_t start_ns, int64_t end_ns) override;
+  Status DropSeries(std::span<const Series> series) override;
   Status Flush() override;
   Status Compact() override;
   DbStats GetStats() override;
@@ -111,6 +113,25 @@ class DbImpl final : public Db {
   // with !wait_when_full returns ResourceExhausted.
   Status WaitForRoom();
   void MaybeScheduleFlush();
+
+  // --- deletes (db_delete.cc) ---
+  // Delete and DropSeries: the points of `series` in [first, last] (both
+  // included); `drop` also takes the series out of the listings.
+  Status DeleteSeries(std::span<const Series> series, int64_t first, int64_t last, bool drop);
+  // REQUIRES: write_mu_ held and no sealed head (flush_mu_ held, or Open's
+  // replay). Applies a logged delete to the store, the catalog and the head.
+  // Repeating it is harmless, which is what makes replaying it safe.
+  Status ApplyDeleteLocked(const std::vector<uint32_t>& ids, int64_t first, int64_t last,
+                           bool drop);
+  // Queues the deletes and rewrites of one series' raw chunks, writing the
+  // batch in pieces as it grows.
+  Status DeleteRaw(uint32_t series_id, int64_t first, int64_t last, leveldb::WriteBatch* batch);
+  // The same for its tier rows; REQUIRES: the raw deletes are written (rows
+  // of buckets the range covers in part are computed from the raw left).
+  Status DeleteTierRows(uint32_t series_id, int64_t first, int64_t last,
+                        leveldb::WriteBatch* batch);
+  // Replays a delete record at Open.
+  Status ReplayDelete(std::string_view record);
 
   // --- flush (db_flush.cc) ---
   // REQUIRES: flush_mu_ held.

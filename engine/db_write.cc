@@ -288,6 +288,10 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
       std::unique_lock<std::shared_mutex> l(mu_);
       series_id = index_.AddSeries(std::string(v.series_key), &catalog);
       catalog_changed = true;
+    } else if (index_.series(series_id).dropped) {
+      std::unique_lock<std::shared_mutex> l(mu_);
+      index_.Revive(series_id, &catalog);
+      catalog_changed = true;
     }
     ResolvedBatch::Point p{series_id, v.timestamp_ns,
                            static_cast<uint32_t>(resolved->values.size()),
@@ -328,6 +332,7 @@ void DbImpl::ApplyLocked(const ResolvedBatch& batch) {
 }
 
 Status DbImpl::ReplayRecord(std::string_view record) {
+  if (WalRecordKind(record) == kWalDeleteV1) return ReplayDelete(record);
   DecodedBatch batch;
   GPULSE_RETURN_IF_ERROR(DecodeWalBatch(record, &batch));
   const std::vector<PointView>& views = batch.points;

@@ -313,6 +313,22 @@ class Db {
   // The measurement's fields, by name.
   virtual Status ListFields(std::string_view measurement, std::vector<FieldInfo>* out) = 0;
 
+  // Deletes the points of each of `series` whose timestamps lie in
+  // [start_ns, end_ns) (an end of INT64_MAX includes INT64_MAX), from every field, the head, the
+  // chunks and every tier (tier buckets the range covers in part are computed again from the points
+  // left). Series that do not exist are skipped; the series stay listed. The delete is logged and
+  // synced before it is applied, so once OK is returned it survives a crash, and a crash part way
+  // through is finished when the directory is opened again. Writers wait while it runs (chunk
+  // windows and tier blocks inside the range are deleted whole, without being read); readers may
+  // see it half done.
+  virtual Status Delete(std::span<const Series> series, int64_t start_ns, int64_t end_ns) = 0;
+
+  // Deletes every point of each of `series`, as Delete does, and takes the
+  // series out of every listing and query (ListSeries, tag keys and values,
+  // measurements left with no series). Writing the series again brings it
+  // back, holding only the new points.
+  virtual Status DropSeries(std::span<const Series> series) = 0;
+
   // Writes the whole head to chunks and retires the WAL segments it came from.
   // Returns when done.
   virtual Status Flush() = 0;

@@ -135,6 +135,11 @@ const Head::Entry* Head::Find(uint32_t series_id, uint32_t field_id) const {
   return nullptr;
 }
 
+void Head::Erase(uint32_t series_id, int64_t first, int64_t last) {
+  if (series_id >= series_.size()) return;
+  for (Entry& e : series_[series_id]) values_ -= EraseRange(&e.column, first, last);
+}
+
 void Head::Seal() {
   for (std::vector<Entry>& columns : series_) {
     for (Entry& entry : columns) {

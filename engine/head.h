@@ -38,6 +38,10 @@ class Head {
   void CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64_t end,
                  Column* out) const;
 
+  // Removes the points of every field of `series_id` with first <= ts <=
+  // last. The memory they took stays charged until the head is flushed.
+  void Erase(uint32_t series_id, int64_t first, int64_t last);
+
   // Sorts every unsorted column; afterwards the head must not change.
   void Seal();
 

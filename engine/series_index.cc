@@ -75,7 +75,21 @@ Status SeriesIndex::Load(leveldb::DB* db) {
     }
     InsertField(std::move(entry));
   }
-  // The tag postings come from the durable inverted index.
+  for (it->Seek(std::string(1, storage::kDroppedPrefix));
+       it->Valid() && it->key()[0] == storage::kDroppedPrefix; it->Next()) {
+    const leveldb::Slice key = it->key();
+    if (key.size() != 5 || storage::GetU32BE(key.data() + 1) >= series_.size()) {
+      return Status::Corruption("dropped series: unreadable entry");
+    }
+    SeriesEntry& entry = series_[storage::GetU32BE(key.data() + 1)];
+    if (!entry.dropped) {
+      entry.dropped = true;
+      ++dropped_;
+      std::erase(measurements_[entry.series.measurement].series, entry.id);
+    }
+  }
+  // The tag postings come from the durable inverted index (a dropped
+  // series keeps its keys, for when it is written again).
   for (it->Seek(std::string(1, storage::kIndexPrefix));
        it->Valid() && it->key()[0] == storage::kIndexPrefix; it->Next()) {
     storage::IndexKeyParts parts;
@@ -83,6 +97,7 @@ Status SeriesIndex::Load(leveldb::DB* db) {
         parts.series_id >= series_.size()) {
       return Status::Corruption("inverted index: unreadable entry");
     }
+    if (series_[parts.series_id].dropped) continue;
     Post(parts.measurement, parts.tag_key, parts.tag_value, parts.series_id);
   }
   if (!it->status().ok()) return Status::Corruption("catalog scan: " + it->status().ToString());
@@ -133,6 +148,41 @@ uint32_t SeriesIndex::AddSeries(std::string canonical_key, leveldb::WriteBatch* 
   return id;
 }
 
+void SeriesIndex::Drop(uint32_t id, leveldb::WriteBatch* batch) {
+  SeriesEntry& entry = series_[id];
+  batch->Put(storage::DroppedSeriesKey(id), leveldb::Slice());
+  if (entry.dropped) return;
+  entry.dropped = true;
+  entry.max_ts = INT64_MIN;
+  ++dropped_;
+  Unpost(entry);
+}
+
+void SeriesIndex::Revive(uint32_t id, leveldb::WriteBatch* batch) {
+  SeriesEntry& entry = series_[id];
+  if (!entry.dropped) return;
+  batch->Delete(storage::DroppedSeriesKey(id));
+  entry.dropped = false;
+  --dropped_;
+  InsertSorted(&measurements_[entry.series.measurement].series, id);
+  for (const Tag& t : entry.series.tags) Post(entry.series.measurement, t.key, t.value, id);
+}
+
+void SeriesIndex::Unpost(const SeriesEntry& entry) {
+  const auto m = measurements_.find(entry.series.measurement);
+  if (m == measurements_.end()) return;
+  std::erase(m->second.series, entry.id);
+  for (const Tag& t : entry.series.tags) {
+    const auto key = m->second.tags.find(t.key);
+    if (key == m->second.tags.end()) continue;
+    const auto value = key->second.find(t.value);
+    if (value == key->second.end()) continue;
+    std::erase(value->second, entry.id);
+    if (value->second.empty()) key->second.erase(value);
+    if (key->second.empty()) m->second.tags.erase(key);
+  }
+}
+
 uint32_t SeriesIndex::AddField(std::string_view measurement, std::string_view name, FieldType type,
                                leveldb::WriteBatch* batch) {
   const uint32_t id = static_cast<uint32_t>(fields_.size());
@@ -177,7 +227,8 @@ std::vector<uint32_t> SeriesIndex::Match(std::string_view measurement,
 std::vector<std::string> SeriesIndex::Measurements() const {
   std::vector<std::string> out;
   for (const auto& [name, postings] : measurements_) {
-    if (!postings.series.empty() || !postings.fields.empty()) out.push_back(name);
+    // A measurement whose series were all dropped is gone.
+    if (!postings.series.empty()) out.push_back(name);
   }
   return out;
 }

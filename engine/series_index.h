@@ -35,6 +35,9 @@ struct SeriesEntry {
   uint32_t id = kNoId;
   std::string canonical_key;
   Series series;
+  // Dropped (DROP SERIES): out of every listing and match until written
+  // again. The id stays taken, so ids stay dense.
+  bool dropped = false;
   // Newest timestamp written since open, for the out-of-order window.
   int64_t max_ts = INT64_MIN;
   // The fields this series was written with, so the write path finds a
@@ -64,6 +67,7 @@ class SeriesIndex {
   const SeriesEntry& series(uint32_t id) const { return series_[id]; }
   SeriesEntry& mutable_series(uint32_t id) { return series_[id]; }
   size_t series_count() const { return series_.size(); }
+  size_t live_series_count() const { return series_.size() - dropped_; }
 
   // The field of `measurement` named `name`, or nullptr.
   const FieldEntry* FindField(std::string_view measurement, std::string_view name) const;
@@ -73,6 +77,7 @@ class SeriesIndex {
   const FieldEntry* FindSeriesField(uint32_t series_id, std::string_view name,
                                     size_t position_hint = 0);
   const FieldEntry& field(uint32_t id) const { return fields_[id]; }
+  size_t field_count() const { return fields_.size(); }
 
   // Adds a series (the key must be new and valid) and queues its catalog and
   // index records in *batch. Returns its id.
@@ -80,6 +85,11 @@ class SeriesIndex {
   // Adds a field (must be new) and queues its catalog record. Returns its id.
   uint32_t AddField(std::string_view measurement, std::string_view name, FieldType type,
                     leveldb::WriteBatch* batch);
+
+  // Takes a series out of the listings and postings and queues its
+  // dropped-series record; Revive undoes it (a write to a dropped series).
+  void Drop(uint32_t id, leveldb::WriteBatch* batch);
+  void Revive(uint32_t id, leveldb::WriteBatch* batch);
 
   // Ids of the series of `measurement` (all measurements when empty) whose
   // tags match every matcher, ascending.
@@ -102,6 +112,9 @@ class SeriesIndex {
   void Post(std::string_view measurement, std::string_view key, std::string_view value,
             uint32_t id);
   void InsertField(FieldEntry entry);
+  // Removes `id` from the measurement's series and tag postings, dropping
+  // tag values and keys left with no series.
+  void Unpost(const SeriesEntry& entry);
 
   struct StringHash {
     using is_transparent = void;
@@ -109,6 +122,7 @@ class SeriesIndex {
   };
 
   std::vector<SeriesEntry> series_;  // by id
+  size_t dropped_ = 0;               // entries with dropped set
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> series_by_key_;
   std::vector<FieldEntry> fields_;  // by id
   std::map<std::string, MeasurementPostings, std::less<>> measurements_;

@@ -186,4 +186,41 @@ Status DecodeWalBatch(std::string_view record, DecodedBatch* batch) {
   return Status::Ok();
 }
 
+void EncodeWalDelete(std::span<const std::string> series_keys, int64_t first_ns, int64_t last_ns,
+                     bool drop_series, std::string* out) {
+  out->push_back(static_cast<char>(kWalDeleteV1));
+  PutVarint(out, ZigZag(first_ns));
+  PutVarint(out, ZigZag(last_ns));
+  out->push_back(drop_series ? 1 : 0);
+  PutVarint(out, series_keys.size());
+  for (const std::string& key : series_keys) PutBytes(out, key);
+}
+
+Status DecodeWalDelete(std::string_view record, WalDelete* out) {
+  Reader in(record);
+  uint8_t kind = 0, flags = 0;
+  uint64_t first = 0, last = 0, count = 0;
+  if (!in.Byte(&kind) || kind != kWalDeleteV1) {
+    return Status::Corruption("WAL record: not a delete record");
+  }
+  // Each key takes at least one byte, which bounds the count.
+  if (!in.Varint(&first) || !in.Varint(&last) || !in.Byte(&flags) || flags > 1 ||
+      !in.Varint(&count) || count > record.size()) {
+    return Status::Corruption("WAL delete record: malformed header at byte " +
+                              std::to_string(in.offset()));
+  }
+  out->first_ns = UnZigZag(first);
+  out->last_ns = UnZigZag(last);
+  out->drop_series = flags == 1;
+  out->series_keys.resize(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    if (!in.Bytes(&out->series_keys[i]) || out->series_keys[i].empty()) {
+      return Status::Corruption("WAL delete record: series " + std::to_string(i) +
+                                " is malformed at byte " + std::to_string(in.offset()));
+    }
+  }
+  if (!in.done()) return Status::Corruption("WAL delete record: trailing bytes");
+  return Status::Ok();
+}
+
 }  // namespace gpulse::engine

@@ -33,6 +33,22 @@ struct DecodedBatch {
 };
 
 inline constexpr uint8_t kWalBatchV1 = 1;
+// A delete: the points of some series in a time range, and for DROP SERIES
+// the series themselves. Logged like a write, so replay repeats it in order
+// with the writes around it.
+inline constexpr uint8_t kWalDeleteV1 = 2;
+
+struct WalDelete {
+  std::vector<std::string_view> series_keys;  // canonical keys, into the record
+  int64_t first_ns = 0;                       // [first_ns, last_ns], both included
+  int64_t last_ns = 0;
+  bool drop_series = false;
+};
+
+// The record kind (kWalBatchV1 or kWalDeleteV1), 0 for an empty record.
+inline uint8_t WalRecordKind(std::string_view record) {
+  return record.empty() ? 0 : static_cast<uint8_t>(record[0]);
+}
 
 // Appends the record for `points` to *out.
 void EncodeWalBatch(const std::vector<PointView>& points, std::string* out);
@@ -41,5 +57,12 @@ void EncodeWalBatch(const std::vector<PointView>& points, std::string* out);
 // must outlive them. Returns Corruption naming the point and byte offset at
 // fault.
 Status DecodeWalBatch(std::string_view record, DecodedBatch* batch);
+
+// Appends the record of a delete to *out.
+void EncodeWalDelete(std::span<const std::string> series_keys, int64_t first_ns, int64_t last_ns,
+                     bool drop_series, std::string* out);
+// Decodes a delete record; the keys point into `record`. Corruption when it
+// is malformed.
+Status DecodeWalDelete(std::string_view record, WalDelete* out);
 
 }  // namespace gpulse::engine

@@ -355,6 +355,23 @@ std::string ShowStatement::ToString() const {
   return out;
 }
 
+std::string DeleteStatement::ToString() const {
+  std::string out;
+  switch (what) {
+    case DeleteKind::kDelete:
+      out = "DELETE";
+      break;
+    case DeleteKind::kDropSeries:
+      out = "DROP SERIES";
+      break;
+    case DeleteKind::kDropMeasurement:
+      return "DROP MEASUREMENT " + sources.at(0).ToString();
+  }
+  AppendSources(sources, &out);
+  AppendCondition(condition, &out);
+  return out;
+}
+
 std::string ExplainStatement::ToString() const { return "EXPLAIN " + select->ToString(); }
 
 std::string NorthstarStatement::ToString() const {

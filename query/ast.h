@@ -87,7 +87,14 @@ std::string QuoteString(std::string_view text);
 // 1h30m
 std::string DurationToString(const std::vector<DurationPart>& parts);
 
-enum class StatementKind : unsigned char { kSelect, kShow, kExplain, kNorthstar, kDecompose };
+enum class StatementKind : unsigned char {
+  kSelect,
+  kShow,
+  kExplain,
+  kNorthstar,
+  kDecompose,
+  kDelete,  // DELETE, DROP SERIES, DROP MEASUREMENT: DeleteStatement
+};
 
 struct Statement {
   explicit Statement(StatementKind k) : kind(k) {}
@@ -180,6 +187,20 @@ struct ExplainStatement : Statement {
   std::string ToString() const override;
 
   std::unique_ptr<SelectStatement> select;
+};
+
+enum class DeleteKind : unsigned char { kDelete, kDropSeries, kDropMeasurement };
+
+// DELETE FROM m [WHERE tags and time] | DELETE WHERE ...: points go, series
+// stay. DROP SERIES [FROM m] [WHERE tags]: the series go. DROP MEASUREMENT m:
+// every series of m goes.
+struct DeleteStatement : Statement {
+  DeleteStatement() : Statement(StatementKind::kDelete) {}
+  std::string ToString() const override;
+
+  DeleteKind what = DeleteKind::kDelete;
+  std::vector<Source> sources;      // measurements or regexes; no subqueries
+  std::unique_ptr<Expr> condition;  // WHERE; null when absent
 };
 
 // NORTHSTAR [BY tags] [WHERE cond] [OVER window] [EVERY step]: syntax only.

@@ -6,6 +6,8 @@
 #include <regex>
 #include <set>
 
+#include "query/condition.h"
+#include "query/delete.h"
 #include "query/format.h"
 #include "query/select.h"
 
@@ -24,76 +26,6 @@ Status Db::Query(std::string_view text, const QueryOptions& options, QueryResult
 namespace query {
 
 namespace {
-
-std::string TagValueOf(const std::vector<Tag>& tags, std::string_view key) {
-  for (const Tag& t : tags) {
-    if (t.key == key) return t.value;
-  }
-  return std::string();
-}
-
-// WHERE of a SHOW statement: tag comparisons joined by AND, OR and NOT.
-class TagCondition {
- public:
-  Status Compile(const Expr* e) {
-    root_ = e;
-    return e ? CompileRegexes(*e) : Status::Ok();
-  }
-  bool Matches(const std::vector<Tag>& tags) const { return !root_ || Eval(*root_, tags); }
-
- private:
-  Status CompileRegexes(const Expr& e) {
-    if (e.kind == ExprKind::kRegex) {
-      try {
-        regexes_.emplace(&e, std::regex(e.text));
-      } catch (const std::regex_error& err) {
-        return Status::InvalidArgument("bad regular expression /" + e.text + "/: " + err.what());
-      }
-    }
-    for (const auto& c : e.children) GPULSE_RETURN_IF_ERROR(CompileRegexes(*c));
-    return Status::Ok();
-  }
-  std::string Text(const Expr& e, const std::vector<Tag>& tags) const {
-    if (e.kind == ExprKind::kVarRef) return TagValueOf(tags, e.text);
-    return e.text;
-  }
-  bool Eval(const Expr& e, const std::vector<Tag>& tags) const {
-    switch (e.kind) {
-      case ExprKind::kUnary:
-        return e.unary_op == UnaryOp::kNot ? !Eval(*e.children[0], tags) : false;
-      case ExprKind::kIn: {
-        const std::string v = Text(*e.children[0], tags);
-        bool found = false;
-        for (size_t i = 1; i < e.children.size(); ++i) found = found || v == e.children[i]->text;
-        return found != e.negated;
-      }
-      case ExprKind::kBinary:
-        switch (e.binary_op) {
-          case BinaryOp::kAnd:
-            return Eval(*e.children[0], tags) && Eval(*e.children[1], tags);
-          case BinaryOp::kOr:
-            return Eval(*e.children[0], tags) || Eval(*e.children[1], tags);
-          case BinaryOp::kEq:
-            return Text(*e.children[0], tags) == Text(*e.children[1], tags);
-          case BinaryOp::kNeq:
-            return Text(*e.children[0], tags) != Text(*e.children[1], tags);
-          case BinaryOp::kEqRegex:
-          case BinaryOp::kNeqRegex: {
-            auto it = regexes_.find(e.children[1].get());
-            if (it == regexes_.end()) return false;
-            const bool m = std::regex_search(Text(*e.children[0], tags), it->second);
-            return m == (e.binary_op == BinaryOp::kEqRegex);
-          }
-          default:
-            return false;
-        }
-      default:
-        return false;
-    }
-  }
-  const Expr* root_ = nullptr;
-  std::map<const Expr*, std::regex> regexes_;
-};
 
 bool MatchesWith(const std::optional<WithClause>& with, const std::string& name,
                  std::optional<std::regex>* re) {
@@ -377,6 +309,10 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         }
         break;
       }
+      case StatementKind::kDelete:
+        result.status =
+            RunDelete(db, static_cast<const DeleteStatement&>(*stmt), options, now, &result.notes);
+        break;
       default:
         result.status = Status::InvalidArgument(
             "NORTHSTAR and DECOMPOSE are not available yet; they arrive with the fleet metric "

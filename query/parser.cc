@@ -158,6 +158,8 @@ class Parser {
   bool ParseWith(std::optional<WithClause>* out);
   bool ParseLimitOffset(ShowStatement* s);
   bool ParseExplain(std::unique_ptr<Statement>* out);
+  bool ParseDelete(std::unique_ptr<Statement>* out);
+  bool ParseDrop(std::unique_ptr<Statement>* out);
   bool ParseNorthstar(std::unique_ptr<Statement>* out);
   bool ParseDecompose(std::unique_ptr<Statement>* out);
   bool ParseTimeBound(std::unique_ptr<Expr>* out);
@@ -227,8 +229,14 @@ bool Parser::ParseStatement(std::unique_ptr<Statement>* out) {
     case TokenKind::kDecompose:
       ok = ParseDecompose(out);
       break;
+    case TokenKind::kDelete:
+      ok = ParseDelete(out);
+      break;
+    case TokenKind::kDrop:
+      ok = ParseDrop(out);
+      break;
     default:
-      return Fail("SELECT, SHOW, EXPLAIN, NORTHSTAR or DECOMPOSE");
+      return Fail("SELECT, SHOW, EXPLAIN, DELETE, DROP, NORTHSTAR or DECOMPOSE");
   }
   if (ok) (*out)->pos = start;
   return ok;
@@ -542,6 +550,45 @@ bool Parser::ParseExplain(std::unique_ptr<Statement>* out) {
   auto s = std::make_unique<ExplainStatement>();
   if (Peek().kind != TokenKind::kSelect) return Fail("SELECT");
   if (!ParseSelect(&s->select)) return false;
+  *out = std::move(s);
+  return true;
+}
+
+// delete = "DELETE" ( "FROM" sources [where] | where )
+bool Parser::ParseDelete(std::unique_ptr<Statement>* out) {
+  Consume();
+  auto s = std::make_unique<DeleteStatement>();
+  if (Accept(TokenKind::kFrom)) {
+    if (!ParseSources(false, &s->sources)) return false;
+    if (Accept(TokenKind::kWhere) && !ParseCondition(&s->condition)) return false;
+  } else {
+    // With neither FROM nor WHERE it would empty the database: InfluxQL
+    // refuses that too.
+    if (!Expect(TokenKind::kWhere) || !ParseCondition(&s->condition)) return false;
+  }
+  *out = std::move(s);
+  return true;
+}
+
+// drop = "DROP" ( "SERIES" ( "FROM" sources [where] | where ) | "MEASUREMENT" measurement )
+bool Parser::ParseDrop(std::unique_ptr<Statement>* out) {
+  Consume();
+  auto s = std::make_unique<DeleteStatement>();
+  if (Accept(TokenKind::kMeasurement)) {
+    s->what = DeleteKind::kDropMeasurement;
+    s->sources.emplace_back();
+    if (!ParseMeasurement(&s->sources.back().measurement)) return false;
+  } else if (Accept(TokenKind::kSeries)) {
+    s->what = DeleteKind::kDropSeries;
+    if (Accept(TokenKind::kFrom)) {
+      if (!ParseSources(false, &s->sources)) return false;
+      if (Accept(TokenKind::kWhere) && !ParseCondition(&s->condition)) return false;
+    } else if (!Expect(TokenKind::kWhere) || !ParseCondition(&s->condition)) {
+      return false;
+    }
+  } else {
+    return Fail("SERIES or MEASUREMENT");
+  }
   *out = std::move(s);
   return true;
 }

@@ -14,6 +14,7 @@
 #include "query/aggregate.h"
 #include "query/buckets.h"
 #include "query/cells.h"
+#include "query/condition.h"
 #include "query/eval.h"
 #include "query/format.h"
 #include "query/functions.h"
@@ -357,51 +358,6 @@ QueryValue CellOf(const Column& c, size_t i) {
   return std::monostate{};
 }
 
-std::string TagValue(const std::vector<Tag>& tags, std::string_view key) {
-  for (const Tag& t : tags) {
-    if (t.key == key) return t.value;
-  }
-  return std::string();
-}
-
-Status ErrorAt(const Expr& e, const std::string& what) {
-  return Status::InvalidArgument("line " + std::to_string(e.pos.line) + ", column " +
-                                 std::to_string(e.pos.column) + ": " + what);
-}
-
-std::unique_ptr<Expr> Clone(const Expr& e) {
-  auto c = std::make_unique<Expr>();
-  c->kind = e.kind;
-  c->pos = e.pos;
-  c->text = e.text;
-  c->var_type = e.var_type;
-  c->int_value = e.int_value;
-  c->float_value = e.float_value;
-  c->bool_value = e.bool_value;
-  c->negated = e.negated;
-  c->duration = e.duration;
-  c->binary_op = e.binary_op;
-  c->unary_op = e.unary_op;
-  c->height = e.height;
-  for (const auto& child : e.children) c->children.push_back(Clone(*child));
-  return c;
-}
-
-bool IsTimeRef(const Expr& e) { return e.kind == ExprKind::kVarRef && e.text == "time"; }
-
-bool IsComparison(BinaryOp op) {
-  return op == BinaryOp::kEq || op == BinaryOp::kNeq || op == BinaryOp::kLt ||
-         op == BinaryOp::kLte || op == BinaryOp::kGt || op == BinaryOp::kGte;
-}
-
-bool MentionsTime(const Expr& e) {
-  if (IsTimeRef(e)) return true;
-  for (const auto& c : e.children) {
-    if (MentionsTime(*c)) return true;
-  }
-  return false;
-}
-
 FunctionKind KindOf(const Expr& call) {
   const FunctionInfo* f = LookupFunction(call.text);
   return f ? f->kind : FunctionKind::kMath;
@@ -536,81 +492,6 @@ struct Plan {
     return ref.var_type != VarType::kTag && all_fields.count(ref.text) > 0;
   }
 };
-
-// Splits the time terms out of a condition: the top-level AND terms that
-// compare `time` set [lo, hi); what remains is returned (null when nothing).
-Status ExtractTime(const Expr& e, int64_t now_ns, Plan* plan, std::unique_ptr<Expr>* rest) {
-  if (e.kind == ExprKind::kBinary && e.binary_op == BinaryOp::kAnd) {
-    std::unique_ptr<Expr> left, right;
-    GPULSE_RETURN_IF_ERROR(ExtractTime(*e.children[0], now_ns, plan, &left));
-    GPULSE_RETURN_IF_ERROR(ExtractTime(*e.children[1], now_ns, plan, &right));
-    if (left && right) {
-      auto both = std::make_unique<Expr>();
-      both->kind = ExprKind::kBinary;
-      both->binary_op = BinaryOp::kAnd;
-      both->pos = e.pos;
-      both->children.push_back(std::move(left));
-      both->children.push_back(std::move(right));
-      *rest = std::move(both);
-    } else {
-      *rest = left ? std::move(left) : std::move(right);
-    }
-    return Status::Ok();
-  }
-  if (e.kind == ExprKind::kBinary && IsComparison(e.binary_op) &&
-      (IsTimeRef(*e.children[0]) || IsTimeRef(*e.children[1]))) {
-    const bool time_left = IsTimeRef(*e.children[0]);
-    const Expr& other = time_left ? *e.children[1] : *e.children[0];
-    Result<int64_t> t = EvalTime(other, now_ns);
-    if (!t.ok()) return t.status();
-    BinaryOp op = e.binary_op;
-    if (!time_left) {  // '2024-01-01' < time reads as time > '2024-01-01'
-      if (op == BinaryOp::kLt)
-        op = BinaryOp::kGt;
-      else if (op == BinaryOp::kLte)
-        op = BinaryOp::kGte;
-      else if (op == BinaryOp::kGt)
-        op = BinaryOp::kLt;
-      else if (op == BinaryOp::kGte)
-        op = BinaryOp::kLte;
-    }
-    auto raise_lo = [&](int64_t v) {
-      plan->lo = plan->has_lo ? std::max(plan->lo, v) : v;
-      plan->has_lo = true;
-    };
-    auto lower_hi = [&](int64_t v) {
-      plan->hi = plan->has_hi ? std::min(plan->hi, v) : v;
-      plan->has_hi = true;
-    };
-    const int64_t v = *t;
-    switch (op) {
-      case BinaryOp::kGte:
-        raise_lo(v);
-        break;
-      case BinaryOp::kGt:
-        raise_lo(v == INT64_MAX ? v : v + 1);
-        break;
-      case BinaryOp::kLt:
-        lower_hi(v);
-        break;
-      case BinaryOp::kLte:
-        lower_hi(v == INT64_MAX ? v : v + 1);
-        break;
-      case BinaryOp::kEq:
-        raise_lo(v);
-        lower_hi(v == INT64_MAX ? v : v + 1);
-        break;
-      default:
-        return ErrorAt(e, "time can be compared with =, <, <=, > and >=, not !=");
-    }
-    return Status::Ok();
-  }
-  if (MentionsTime(e)) {
-    return ErrorAt(e, "conditions on time must be joined to the rest with AND, not OR or NOT");
-  }
-  *rest = Clone(e);
-  return Status::Ok();
-}
 
 // tag = 'value' terms joined by AND at the top of the condition.
 void CollectEq(const Expr& e, const Plan& plan, std::vector<TagMatcher>* out) {
@@ -963,7 +844,13 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
 
   // WHERE.
   if (s.condition) {
-    GPULSE_RETURN_IF_ERROR(ExtractTime(*s.condition, ctx->now_ns(), plan, &plan->owned_condition));
+    TimeRange range;
+    GPULSE_RETURN_IF_ERROR(
+        ExtractTime(*s.condition, ctx->now_ns(), &range, &plan->owned_condition));
+    plan->lo = range.lo;
+    plan->hi = range.hi;
+    plan->has_lo = range.has_lo;
+    plan->has_hi = range.has_hi;
     if (plan->owned_condition) {
       plan->condition = plan->owned_condition.get();
       GPULSE_RETURN_IF_ERROR(CompileRegexes(*plan->condition, plan));

@@ -11,6 +11,8 @@ set(GPULSE_QUERY_SOURCES
   query/aggregate.cc
   query/buckets.cc
   query/cells.cc
+  query/condition.cc
+  query/delete.cc
   query/eval.cc
   query/executor.cc
   query/format.cc

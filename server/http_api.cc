@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "ingest/line_protocol.h"
+#include "query/executor.h"
 #include "query/format.h"
+#include "query/parser.h"
 #include "server/gzip.h"
 
 namespace gpulse::server {
@@ -259,14 +261,28 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
                              s.last_error.empty() ? QueryValue() : QueryValue(s.last_error)});
     }
   };
-  QueryResult result;
   ++metrics_->queries;
-  const Status s = db_->Query(text, options, &result);
-  if (!s.ok()) {
+  Result<query::StatementList> statements = query::ParseQuery(text);
+  if (!statements.ok()) {
     ++metrics_->query_errors;
     return Error(http::status::bad_request, request.version(),
-                 "error parsing query: " + s.message());
+                 "error parsing query: " + statements.status().message());
   }
+  // Statements that change data (DELETE, DROP) come by POST, as InfluxDB
+  // 1.x asks, and need the right to write to the database.
+  const bool changes = std::any_of(statements->begin(), statements->end(), [](const auto& st) {
+    return st->kind == query::StatementKind::kDelete;
+  });
+  if (changes && request.method() != http::verb::post) {
+    ++metrics_->query_errors;
+    return Error(http::status::method_not_allowed, request.version(),
+                 "DELETE and DROP change data: send them with POST");
+  }
+  if (changes) {
+    if (auto denied = Authorize(request, params, database, Access::kWrite)) return *denied;
+  }
+  QueryResult result;
+  query::Execute(db_, *statements, options, &result);
   for (const StatementResult& st : result.statements) {
     if (!st.status.ok()) ++metrics_->query_errors;
   }

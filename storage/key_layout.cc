@@ -35,6 +35,12 @@ std::string SeriesKey(uint32_t series_id) {
   return key;
 }
 
+std::string DroppedSeriesKey(uint32_t series_id) {
+  std::string key(1, kDroppedPrefix);
+  PutU32BE(&key, series_id);
+  return key;
+}
+
 std::string FieldKey(uint32_t field_id) {
   std::string key(1, kFieldPrefix);
   PutU32BE(&key, field_id);

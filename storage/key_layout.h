@@ -31,10 +31,12 @@ inline constexpr char kSeriesPrefix = 'S';
 inline constexpr char kFieldPrefix = 'F';
 inline constexpr char kIndexPrefix = 'I';
 inline constexpr char kChunkPrefix = 'C';
-inline constexpr char kTierSetKey = 'T';  // -> u8: bit t set when kTiers[t] is kept
+inline constexpr char kTierSetKey = 'T';     // -> u8: bit t set when kTiers[t] is kept
+inline constexpr char kDroppedPrefix = 'X';  // | series id: the series was dropped
 // 2: chunk keys carry a part number; 3: tiers (rollup blocks under tier ids
-// 1..3), built from raw when a version 2 store is opened.
-inline constexpr uint32_t kFormatVersion = 3;
+// 1..3), built from raw when a version 2 store is opened; 4: dropped-series
+// keys (a version 3 store has none, and opens as it is).
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr uint8_t kRawTier = 0;
 
 void PutU32BE(std::string* out, uint32_t v);
@@ -45,6 +47,7 @@ int64_t GetI64BE(const char* p);
 std::string VersionKey();
 std::string SeriesKey(uint32_t series_id);
 std::string FieldKey(uint32_t field_id);
+std::string DroppedSeriesKey(uint32_t series_id);
 std::string IndexKey(std::string_view measurement, std::string_view tag_key,
                      std::string_view tag_value, uint32_t series_id);
 // A window's chunk may be stored in several parts, one per flush that added

@@ -437,5 +437,48 @@ TEST(ServerConfigTest, StorageTiersComeFromTheConfigFileAndBadOnesAreNamed) {
   }
 }
 
+TEST_F(ServerQueryTest, DeleteAndDropComeByPostWithTheRightToWrite) {
+  Stop();
+  config_.tokens = {{"writer", "w-token", {"*"}, {"bench"}}, {"reader", "r-token", {"*"}, {}}};
+  Start();
+  const std::map<std::string, std::string> writer{{"Authorization", "Token w-token"}};
+  const std::map<std::string, std::string> reader{{"Authorization", "Token r-token"}};
+  const std::string lines = kBenchPoints;
+  ASSERT_EQ(client_->Post("/write?db=bench&precision=s", lines, writer).status, 204);
+  const std::string del = "DELETE FROM gpu WHERE node = 'a' AND time >= '2024-01-01T00:10:00Z'";
+  const auto form = [](const std::string& q) { return "db=bench&q=" + PercentEncode(q); };
+  std::map<std::string, std::string> form_reader = reader, form_writer = writer;
+  form_reader["Content-Type"] = form_writer["Content-Type"] = "application/x-www-form-urlencoded";
+
+  // By GET: refused, whatever the token.
+  const HttpReply by_get = Get(del, "db=bench", writer);
+  EXPECT_EQ(by_get.status, 405) << by_get.body;
+  EXPECT_NE(by_get.body.find("send them with POST"), std::string::npos) << by_get.body;
+  // A token that may only read: 403, and nothing is deleted.
+  EXPECT_EQ(client_->Post("/query", form(del), form_reader).status, 403);
+  const std::string count = "SELECT count(util) FROM gpu GROUP BY node";
+  auto counts = [&] {
+    const HttpReply r = Get(count, "db=bench", reader);
+    EXPECT_EQ(r.status, 200) << r.body;
+    return json::parse(r.body)["results"][0]["series"];
+  };
+  EXPECT_EQ(counts()[0]["values"][0][1], 2);
+  // The writer, by POST: node a loses 00:15, node b keeps both points.
+  const HttpReply ok = client_->Post("/query", form(del), form_writer);
+  ASSERT_EQ(ok.status, 200) << ok.body;
+  EXPECT_FALSE(json::parse(ok.body)["results"][0].contains("error")) << ok.body;
+  EXPECT_EQ(counts()[0]["values"][0][1], 1);
+  EXPECT_EQ(counts()[1]["values"][0][1], 2);
+  // DROP SERIES under the db scope: the series of db=bench only.
+  const HttpReply drop =
+      client_->Post("/query", form("DROP SERIES FROM gpu WHERE node = 'b'"), form_writer);
+  ASSERT_EQ(drop.status, 200) << drop.body;
+  Restart();
+  const HttpReply show = Get("SHOW SERIES", "db=bench", reader);
+  ASSERT_EQ(show.status, 200) << show.body;
+  EXPECT_EQ(json::parse(show.body)["results"][0]["series"][0]["values"],
+            json::parse(R"([["gpu,node=a"]])"));
+}
+
 }  // namespace
 }  // namespace gpulse::server
