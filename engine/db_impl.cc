@@ -1,5 +1,7 @@
 #include "engine/db_impl.h"
 
+#include <algorithm>
+
 #include <cstdio>
 
 #include "leveldb/options.h"
@@ -59,6 +61,20 @@ Status DbImpl::Open() {
     if (!known) {
       return Status::InvalidArgument("unknown tier \"" + name + "\" (the tiers are 5m, 1h, 1d)");
     }
+  }
+  for (const auto& [name, keep] : options_.retention) {
+    int slot = name == "raw" ? 0 : -1;
+    for (size_t t = 0; t < storage::kTierCount; ++t) {
+      if (name == storage::kTiers[t].name) slot = static_cast<int>(t) + 1;
+    }
+    if (slot < 0) {
+      return Status::InvalidArgument("retention for unknown data \"" + name +
+                                     "\" (raw, 5m, 1h or 1d)");
+    }
+    if (keep.count() < 0) {
+      return Status::InvalidArgument("retention of " + name + " must not be negative");
+    }
+    retention_ns_[slot] = keep.count();
   }
   if (!env_->FileExists(path_)) {
     if (!options_.create_if_missing) {
@@ -123,6 +139,10 @@ Status DbImpl::Open() {
   if (options_.sync_policy == SyncPolicy::kInterval) {
     syncer_ = std::thread([this] { SyncerLoop(); });
   }
+  if (std::any_of(std::begin(retention_ns_), std::end(retention_ns_),
+                  [](int64_t keep) { return keep > 0; })) {
+    retention_thread_ = std::thread([this] { RetentionLoop(); });
+  }
   return Status::Ok();
 }
 
@@ -138,6 +158,9 @@ Status DbImpl::Close() {
     shutting_down_ = true;  // releases stalled writers, which then see closed_
   }
   bg_cv_.notify_all();
+  // Before no_calls: a retention pass holds the open lock shared, as a
+  // call does (it finds the Db closed and ends at once).
+  if (retention_thread_.joinable()) retention_thread_.join();
   std::unique_lock<std::shared_mutex> no_calls(open_mu_);
   if (flusher_.joinable()) flusher_.join();
   if (syncer_.joinable()) syncer_.join();
@@ -210,6 +233,8 @@ DbStats DbImpl::GetStats() {
   }
   stats.values_written = values_written_;
   stats.flushes = flushes_;
+  stats.retention_runs = retention_runs_;
+  stats.retention_deleted_keys = retention_deleted_keys_;
   const WindowCache::Stats cache = window_cache_.stats();
   stats.window_cache_hits = cache.hits;
   stats.window_cache_misses = cache.misses;

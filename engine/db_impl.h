@@ -72,6 +72,8 @@ class DbImpl final : public Db {
   Status ListFields(std::string_view measurement, std::vector<FieldInfo>* out) override;
   Status Delete(std::span<const Series> series, int64_t start_ns, int64_t end_ns) override;
   Status DropSeries(std::span<const Series> series) override;
+  Status EnforceRetention(int64_t now_ns) override;
+  int64_t RetainedSince(int tier, int64_t now_ns) const override;
   Status Flush() override;
   Status Compact() override;
   DbStats GetStats() override;
@@ -124,14 +126,22 @@ class DbImpl final : public Db {
   Status ApplyDeleteLocked(const std::vector<uint32_t>& ids, int64_t first, int64_t last,
                            bool drop);
   // Queues the deletes and rewrites of one series' raw chunks, writing the
-  // batch in pieces as it grows.
-  Status DeleteRaw(uint32_t series_id, int64_t first, int64_t last, leveldb::WriteBatch* batch);
-  // The same for its tier rows; REQUIRES: the raw deletes are written (rows
-  // of buckets the range covers in part are computed from the raw left).
-  Status DeleteTierRows(uint32_t series_id, int64_t first, int64_t last,
-                        leveldb::WriteBatch* batch);
+  // batch in pieces as it grows; *changed counts the keys deleted or
+  // rewritten.
+  Status DeleteRaw(uint32_t series_id, int64_t first, int64_t last, leveldb::WriteBatch* batch,
+                   uint64_t* changed);
+  // The same for its rows in the tiers of `mask`; REQUIRES: the raw deletes
+  // are written (rows of buckets the range covers in part are computed from
+  // the raw left).
+  Status DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, uint32_t mask,
+                        leveldb::WriteBatch* batch, uint64_t* changed);
   // Replays a delete record at Open.
   Status ReplayDelete(std::string_view record);
+  // The background pass of EnforceRetention.
+  void RetentionLoop();
+  // Points before this are refused: the raw retention's cut now, or
+  // INT64_MIN when raw points are kept forever.
+  int64_t RawRetentionCut() const;
 
   // --- flush (db_flush.cc) ---
   // REQUIRES: flush_mu_ held.
@@ -213,6 +223,9 @@ class DbImpl final : public Db {
   storage::Env* const env_;
   const int64_t window_ns_;
   uint32_t tier_mask_ = 0;  // Options::tiers, set by Open
+  // Options::retention by tier: [0] raw, [1 + t] storage::kTiers[t]; 0 is
+  // forever. Set by Open.
+  int64_t retention_ns_[1 + storage::kTierCount] = {};
 
   std::unique_ptr<storage::FileLock> lock_;
   std::unique_ptr<leveldb::DB> store_;
@@ -236,10 +249,13 @@ class DbImpl final : public Db {
   Status bg_error_;                // GUARDED_BY(bg_mu_): sticky flush or sync failure
   std::thread flusher_;
   std::thread syncer_;
+  std::thread retention_thread_;  // only when some retention is set
 
   std::atomic<uint64_t> head_bytes_{0};
   std::atomic<uint64_t> values_written_{0};
   std::atomic<uint64_t> flushes_{0};
+  std::atomic<uint64_t> retention_runs_{0};
+  std::atomic<uint64_t> retention_deleted_keys_{0};
   uint64_t writes_refused_full_ = 0;  // GUARDED_BY(bg_mu_)
 };
 

@@ -247,11 +247,21 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
                              std::vector<WriteResult::Rejected>* rejected) {
   leveldb::WriteBatch catalog;
   bool catalog_changed = false;
+  // A point behind the raw retention would land in a chunk window the next
+  // retention pass deletes, and could recompute a tier bucket whose raw
+  // points are gone.
+  const int64_t raw_cut = RawRetentionCut();
   resolved->points.reserve(views.size());
   resolved->values.reserve(views.size() * (views.empty() ? 0 : views[0].fields.size()));
   for (size_t i = 0; i < views.size(); ++i) {
     const PointView& v = views[i];
     const std::string_view measurement = MeasurementOf(v.series_key);
+    if (v.timestamp_ns < raw_cut) {
+      rejected->push_back({i, "timestamp " + std::to_string(v.timestamp_ns) +
+                                  " is older than the raw retention (" +
+                                  std::to_string(retention_ns_[0] / 3'600'000'000'000) + "h)"});
+      continue;
+    }
     uint32_t series_id = index_.FindSeries(v.series_key);
     if (series_id != kNoId && options_.out_of_order_window.count() > 0) {
       const int64_t newest = index_.series(series_id).max_ts;

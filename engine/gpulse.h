@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -148,6 +149,20 @@ struct Options {
   // ones from the raw chunks.
   std::vector<std::string> tiers = {"1h", "1d"};
 
+  // How long each kind of data is kept, by name: "raw" (the points) and the
+  // tier names ("5m", "1h", "1d"); absent or zero keeps it forever. Data
+  // older than now minus its retention is deleted in the background (every
+  // retention_interval, and at Open) in whole pieces: raw chunk windows and
+  // tier rows whose whole span is past it, so up to a chunk window more than
+  // the retention may stay. A point older than the raw retention is
+  // rejected on write. Queries reaching before the raw retention are
+  // answered from a tier where the tier's buckets allow it (see
+  // docs/query-language.md). The default keeps everything: gpulse never
+  // deletes what a user did not ask it to (imports of old traces, test
+  // sets); docs/operations.md suggests settings for a production fleet.
+  std::map<std::string, std::chrono::nanoseconds> retention;
+  std::chrono::milliseconds retention_interval{10 * 60 * 1000};
+
   // Decoded chunk windows kept in memory for queries that come back to them
   // (dashboards refreshing): at most this many bytes, about 16 per value.
   // 0 turns the cache off.
@@ -214,6 +229,8 @@ struct DbStats {
   uint64_t window_cache_hits = 0;    // reads of a chunk window answered from memory
   uint64_t window_cache_misses = 0;  // ... and decoded from the store
   uint64_t window_cache_bytes = 0;
+  uint64_t retention_runs = 0;          // passes of the retention enforcer
+  uint64_t retention_deleted_keys = 0;  // chunk parts and tier blocks it deleted or trimmed
 };
 
 // ---------------------------------------------------------------------------
@@ -328,6 +345,17 @@ class Db {
   // measurements left with no series). Writing the series again brings it
   // back, holding only the new points.
   virtual Status DropSeries(std::span<const Series> series) = 0;
+
+  // Deletes what is older than `now_ns` minus Options::retention, as the
+  // background pass does (every retention_interval): raw chunk windows and
+  // tier rows that lie wholly before the cut. Safe to call at any time;
+  // running it again deletes nothing more.
+  virtual Status EnforceRetention(int64_t now_ns) = 0;
+
+  // The first timestamp whose data the retention still keeps at `now_ns`
+  // for the raw points (tier -1) or storage::kTiers[tier]; INT64_MIN when
+  // kept forever.
+  virtual int64_t RetainedSince(int tier, int64_t now_ns) const = 0;
 
   // Writes the whole head to chunks and retires the WAL segments it came from.
   // Returns when done.

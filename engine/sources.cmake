@@ -7,6 +7,7 @@ set(GPULSE_ENGINE_SOURCES
   engine/db_flush.cc
   engine/db_impl.cc
   engine/db_read.cc
+  engine/db_retention.cc
   engine/db_tiers.cc
   engine/db_write.cc
   engine/head.cc

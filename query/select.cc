@@ -1400,6 +1400,23 @@ bool Tiles(const Plan& plan, int64_t width) {
   return true;
 }
 
+// When the range reaches before what the retention keeps of the data chosen
+// (raw or plan->tier), a note says so.
+void NoteRetention(ExecContext* ctx, const Plan& plan) {
+  const int64_t since = ctx->db()->RetainedSince(plan.tier, ctx->now_ns());
+  if (since == INT64_MIN || plan.lo >= since) return;
+  const std::string kind =
+      plan.tier < 0 ? "raw points" : std::string(storage::kTiers[plan.tier].name) + " rows";
+  std::string note = "the range reaches back before what the retention keeps of the " + kind +
+                     " (from " + FormatValue(QueryValue(since), true, TimeFormat::kRfc3339) +
+                     " on)";
+  note += plan.tier < 0 ? "; GROUP BY time(1h) or coarser reads the tiers, which may keep more"
+                        : "; coarser GROUP BY time buckets read a tier that may keep more";
+  if (std::find(ctx->notes.begin(), ctx->notes.end(), note) == ctx->notes.end()) {
+    ctx->notes.push_back(note);
+  }
+}
+
 // Picks the coarsest tier whose buckets tile the query's (or the one FROM
 // names); plan->tier stays -1 for raw. An error only for a forced tier that
 // cannot answer.
@@ -1428,8 +1445,12 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
       return Status::InvalidArgument("tier " + forced + " cannot answer this query: " + obstacle);
     }
     plan->tier_why = obstacle;
+    if (input.Tiers() != 0) NoteRetention(ctx, *plan);
     return Status::Ok();
   }
+  // Raw points the retention deleted: a tier answers even when the range's
+  // raw ends would be large.
+  const bool raw_short = ctx->db()->RetainedSince(-1, ctx->now_ns()) > plan->lo;
   for (int t = static_cast<int>(storage::kTierCount) - 1; t >= 0; --t) {
     if (forced_index >= 0 && t != forced_index) continue;
     if (!(input.Tiers() & (1u << t))) continue;
@@ -1439,7 +1460,7 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
     const double edges = static_cast<double>(FloorMod(w - FloorMod(plan->lo, w), w)) +
                          static_cast<double>(FloorMod(plan->hi, w));
     const double span = static_cast<double>(plan->hi) - static_cast<double>(plan->lo);
-    if (forced_index < 0 && edges * 8 > span) continue;
+    if (forced_index < 0 && edges * 8 > span && !raw_short) continue;
     if (Tiles(*plan, w)) {
       plan->tier = t;
       plan->tier_why = forced_index >= 0 ? "FROM names it"
@@ -1460,8 +1481,11 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
     }
     plan->tier_why =
         "no tier's buckets tile the GROUP BY time buckets with the range's ends near its grid";
+    NoteRetention(ctx, *plan);
     return Status::Ok();
   }
+  if (raw_short) plan->tier_why += "; raw points before the range's start are past retention";
+  NoteRetention(ctx, *plan);
   for (const AggSlot& slot : plan->slots) {
     if (slot.field >= 0 &&
         (slot.spec.kind == AggKind::kMedian || slot.spec.kind == AggKind::kPercentile)) {

@@ -91,9 +91,10 @@ Status LoadScrape(const Json& list, ServerConfig* config) {
 }
 
 Status LoadStorage(const Json& s, ServerConfig* config) {
-  GPULSE_RETURN_IF_ERROR(CheckKeys(s, "storage",
-                                   {"sync", "sync_interval", "head_memory_mb", "chunk_window_hours",
-                                    "out_of_order_window_hours", "window_cache_mb", "tiers"}));
+  GPULSE_RETURN_IF_ERROR(
+      CheckKeys(s, "storage",
+                {"sync", "sync_interval", "head_memory_mb", "chunk_window_hours",
+                 "out_of_order_window_hours", "window_cache_mb", "tiers", "retention_days"}));
   std::string sync;
   GPULSE_RETURN_IF_ERROR(Get(s, "storage", "sync", &sync));
   if (sync == "every-batch") {
@@ -127,6 +128,25 @@ Status LoadStorage(const Json& s, ServerConfig* config) {
                                        " is not a tier (\"5m\", \"1h\", \"1d\")");
       }
       config->db.tiers.push_back(t.get<std::string>());
+    }
+  }
+  if (s.contains("retention_days")) {
+    const Json& r = s["retention_days"];
+    if (!r.is_object()) {
+      return Status::InvalidArgument(
+          "storage.retention_days: must be an object such as {\"raw\": 30, \"1h\": 730}");
+    }
+    for (const auto& [name, days] : r.items()) {
+      if (name != "raw" && name != "5m" && name != "1h" && name != "1d") {
+        return Status::InvalidArgument("storage.retention_days: \"" + name +
+                                       "\" is not raw, 5m, 1h or 1d");
+      }
+      if (!days.is_number() || days.get<double>() < 0) {
+        return Status::InvalidArgument("storage.retention_days." + name +
+                                       ": must be a number of days, 0 for forever");
+      }
+      config->db.retention[name] = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::duration<double, std::ratio<86400>>(days.get<double>()));
     }
   }
   double hours = std::chrono::duration<double, std::ratio<3600>>(config->db.chunk_window).count();

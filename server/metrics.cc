@@ -90,6 +90,11 @@ std::string ServerMetrics::Render(const DbStats& db) const {
        db.wal_sync_seconds);
   Line(&out, "gpulse_flushes_total", "counter", "Head flushes to chunks.",
        static_cast<double>(db.flushes));
+  Line(&out, "gpulse_retention_runs_total", "counter", "Passes of the retention enforcer.",
+       static_cast<double>(db.retention_runs));
+  Line(&out, "gpulse_retention_deleted_total", "counter",
+       "Raw chunk parts and tier blocks deleted or trimmed by retention.",
+       static_cast<double>(db.retention_deleted_keys));
   Line(&out, "gpulse_window_cache_hits_total", "counter",
        "Chunk windows a query read from the decoded-window cache.",
        static_cast<double>(db.window_cache_hits));

@@ -437,6 +437,29 @@ TEST(ServerConfigTest, StorageTiersComeFromTheConfigFileAndBadOnesAreNamed) {
   }
 }
 
+TEST(ServerConfigTest, RetentionDaysComeFromTheConfigFileAndBadOnesAreNamed) {
+  storage::ScratchDir dir;
+  const std::string path = dir.path() + "/gpulse.json";
+  auto load = [&](const std::string& text, server::ServerConfig* config) {
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    return server::LoadConfigFile(path, config);
+  };
+  server::ServerConfig config;
+  EXPECT_TRUE(config.db.retention.empty());  // everything is kept unless asked
+  ASSERT_TRUE(load(R"({"storage": {"retention_days": {"raw": 30, "1h": 0.5}}})", &config).ok());
+  EXPECT_EQ(config.db.retention.at("raw"), std::chrono::hours(30 * 24));
+  EXPECT_EQ(config.db.retention.at("1h"), std::chrono::hours(12));
+  for (const char* bad : {R"({"storage": {"retention_days": {"2h": 1}}})",
+                          R"({"storage": {"retention_days": {"raw": -1}}})",
+                          R"({"storage": {"retention_days": 30}})"}) {
+    const Status s = load(bad, &config);
+    EXPECT_TRUE(s.IsInvalidArgument()) << bad << ": " << s.ToString();
+    EXPECT_NE(s.message().find("storage.retention_days"), std::string::npos) << s.ToString();
+  }
+}
+
 TEST_F(ServerQueryTest, DeleteAndDropComeByPostWithTheRightToWrite) {
   Stop();
   config_.tokens = {{"writer", "w-token", {"*"}, {"bench"}}, {"reader", "r-token", {"*"}, {}}};

@@ -1,0 +1,170 @@
+// Retention per tier: whole raw chunk windows and tier rows past their
+// retention go (and nothing else, and nothing more when run again), old
+// points are refused, restarts keep the result, and a query reaching past
+// the raw retention is answered from a tier or says what is missing.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "engine/gpulse.h"
+#include "storage/key_layout.h"
+#include "storage/rollup.h"
+#include "tests/support/scratch_dir.h"
+
+namespace gpulse {
+namespace {
+
+constexpr int64_t kMinute = 60'000'000'000;
+constexpr int64_t kHour = 60 * kMinute;
+constexpr int64_t kDay = 24 * kHour;
+
+int64_t Now() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+class RetentionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    options_.sync_policy = SyncPolicy::kNone;
+    options_.info_log = [](std::string_view) {};
+    options_.out_of_order_window = std::chrono::nanoseconds(0);
+    options_.tiers = {"1h", "1d"};
+    options_.retention = {{"raw", std::chrono::hours(3 * 24)}, {"1h", std::chrono::hours(6 * 24)}};
+    Reopen();
+  }
+
+  void Reopen() {
+    db_.reset();
+    const Status s = Db::Open(options_, dir_.path(), &db_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+
+  // Rows of `tier` of node a's util.
+  storage::RollupColumn Rows(size_t tier) {
+    storage::RollupColumn got;
+    got.Reset(FieldType::kInt);
+    const std::vector<std::string> fields{"util"};
+    EXPECT_TRUE(
+        db_->ScanRollups(Series{"gpu", {{"node", "a"}}}, fields, tier, INT64_MIN, INT64_MAX,
+                         storage::kRollupAll,
+                         [&](size_t, const storage::RollupColumn& rows, size_t b, size_t e) {
+                           for (size_t i = b; i < e; ++i) {
+                             storage::AppendRollupRow(rows, i, &got);
+                           }
+                         })
+            .ok());
+    return got;
+  }
+
+  Column Raw() {
+    std::vector<Column> out;
+    const std::vector<std::string> fields{"util"};
+    EXPECT_TRUE(
+        db_->ReadSeries(Series{"gpu", {{"node", "a"}}}, fields, INT64_MIN, INT64_MAX, &out).ok());
+    return out.empty() ? Column() : out[0];
+  }
+
+  Options options_;
+  storage::ScratchDir dir_;
+  std::unique_ptr<Db> db_;
+};
+
+TEST_F(RetentionTest, WholeWindowsAndRowsPastRetentionGoAndNothingElse) {
+  // Ten days of points every 10 minutes, up to an hour ago; written while
+  // the raw retention is off (as if the data had been kept that long).
+  const int64_t now = Now();
+  const int64_t first = storage::WindowStart(now - 10 * kDay, kDay);
+  options_.retention.clear();
+  Reopen();
+  std::vector<Point> points;
+  for (int64_t t = first; t < now - kHour; t += 10 * kMinute) {
+    points.push_back(Point{"gpu", {{"node", "a"}}, {{"util", int64_t{1}}}, t});
+  }
+  ASSERT_TRUE(db_->Write(points).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  const size_t days_before = Rows(2).size();
+  options_.retention = {{"raw", std::chrono::hours(3 * 24)}, {"1h", std::chrono::hours(6 * 24)}};
+  Reopen();  // Open runs a pass too; the one below finds it done
+
+  ASSERT_TRUE(db_->EnforceRetention(now).ok());
+  // Raw: every window before the one holding now - 3d is gone; from it on,
+  // every point is there.
+  const int64_t raw_from = storage::WindowStart(now - 3 * kDay, kDay);
+  const Column raw = Raw();
+  ASSERT_FALSE(raw.ts.empty());
+  EXPECT_EQ(raw.ts.front(), raw_from);
+  EXPECT_EQ(static_cast<int64_t>(raw.size()),
+            (points.back().timestamp_ns - raw_from) / (10 * kMinute) + 1);
+  // 1h rows: from the hour holding now - 6d on, all of them.
+  const storage::RollupColumn hours = Rows(1);
+  const int64_t hours_from = storage::WindowStart(now - 6 * kDay, kHour);
+  ASSERT_FALSE(hours.bucket.empty());
+  EXPECT_EQ(hours.bucket.front(), hours_from);
+  EXPECT_EQ(static_cast<int64_t>(hours.size()),
+            (storage::WindowStart(points.back().timestamp_ns, kHour) - hours_from) / kHour + 1);
+  for (size_t i = 0; i + 1 < hours.size(); ++i) EXPECT_EQ(hours.count[i], 6u) << i;
+  // 1d rows: kept forever, all of them, the first day still whole.
+  const storage::RollupColumn days = Rows(2);
+  EXPECT_EQ(days.size(), days_before);
+  EXPECT_EQ(days.bucket.front(), first);
+  EXPECT_EQ(days.count.front(), 144u);
+
+  // Again: nothing more goes.
+  EXPECT_GE(db_->GetStats().retention_runs, 1u);
+  const uint64_t deleted = db_->GetStats().retention_deleted_keys;
+  ASSERT_TRUE(db_->EnforceRetention(now).ok());
+  EXPECT_EQ(db_->GetStats().retention_deleted_keys, deleted);
+  EXPECT_EQ(Raw().size(), raw.size());
+
+  // A point behind the raw retention is refused; one inside is taken.
+  WriteResult result;
+  const Point old{"gpu", {{"node", "a"}}, {{"util", int64_t{5}}}, now - 4 * kDay};
+  const Status refused = db_->Write({old}, &result);
+  EXPECT_TRUE(refused.IsInvalidArgument()) << refused.ToString();
+  EXPECT_NE(refused.ToString().find("older than the raw retention"), std::string::npos);
+  EXPECT_TRUE(db_->Write({Point{"gpu", {{"node", "a"}}, {{"util", int64_t{5}}}, now - kDay}}).ok());
+
+  // A daily question over the whole ten days comes from the 1d tier, whole;
+  // an hourly one over them says what the retention took.
+  auto run = [&](const std::string& q, QueryResult* r) {
+    QueryOptions o;
+    o.now_ns = now;
+    ASSERT_TRUE(db_->Query(q, o, r).ok());
+    ASSERT_TRUE(r->statements.at(0).status.ok()) << r->statements[0].status.ToString();
+  };
+  const std::string range =
+      " WHERE time >= " + std::to_string(first) + " AND time < " + std::to_string(now);
+  QueryResult daily;
+  run("SELECT count(util) FROM gpu" + range + " GROUP BY time(1d)", &daily);
+  EXPECT_EQ(std::get<int64_t>(daily.statements[0].series.at(0).values.at(0).at(1)), 144);
+  EXPECT_TRUE(daily.statements[0].notes.empty());
+  QueryResult hourly;
+  run("SELECT count(util) FROM gpu" + range + " GROUP BY time(1h)", &hourly);
+  ASSERT_EQ(hourly.statements[0].notes.size(), 1u);
+  EXPECT_NE(hourly.statements[0].notes[0].find("retention keeps of the 1h rows"), std::string::npos)
+      << hourly.statements[0].notes[0];
+
+  Reopen();
+  EXPECT_EQ(Raw().ts.front(), raw_from);
+  EXPECT_EQ(Rows(1).bucket.front(), hours_from);
+}
+
+TEST_F(RetentionTest, UnknownOrNegativeRetentionIsRefusedAtOpen) {
+  db_.reset();
+  Options bad = options_;
+  bad.retention = {{"2h", std::chrono::hours(1)}};
+  std::unique_ptr<Db> db;
+  Status s = Db::Open(bad, dir_.path(), &db);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  bad.retention = {{"raw", std::chrono::hours(-1)}};
+  s = Db::Open(bad, dir_.path(), &db);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+}
+
+}  // namespace
+}  // namespace gpulse
