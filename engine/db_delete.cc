@@ -65,6 +65,19 @@ Status DbImpl::DeleteSeries(std::span<const Series> series, int64_t first, int64
                             bool drop) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
+  // A tier bucket a delete cuts is computed again from the raw points; where
+  // retention has deleted those, only edges on the UTC day grid (which every
+  // tier's buckets tile) keep the tiers whole.
+  const int64_t cut = RawRetentionCut();
+  constexpr int64_t kDayNs = 86'400'000'000'000;
+  const bool first_cuts = first != INT64_MIN && first < cut && first % kDayNs != 0;
+  const bool last_cuts = last != INT64_MAX && last < cut && (last + 1) % kDayNs != 0;
+  if (first_cuts || last_cuts) {
+    return Status::InvalidArgument(
+        "the delete's range starts or ends before the raw retention, off a day boundary: the "
+        "tier buckets it cuts could not be computed again from raw points; delete whole UTC "
+        "days there");
+  }
   std::vector<std::string> keys;
   for (const Series& s : series) {
     std::vector<Tag> tags = s.tags;
@@ -129,7 +142,12 @@ Status DbImpl::ApplyDeleteLocked(const std::vector<uint32_t>& ids, int64_t first
       if (drop) index_.Drop(id, &batch);
     }
   }
-  GPULSE_RETURN_IF_ERROR(WriteIfLarge(store_.get(), &batch, 0));
+  // Synced: a flush with an empty head (or Open) may retire the WAL segment
+  // holding the record without writing to the store first.
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  const leveldb::Status w = store_->Write(sync, &batch);
+  if (!w.ok()) return Status::IOError("delete: " + w.ToString());
   // Readers that decoded a window or block while the delete ran.
   window_cache_.Clear();
   return Status::Ok();
@@ -166,12 +184,15 @@ Status DbImpl::DeleteRaw(uint32_t series_id, int64_t first, int64_t last,
       continue;
     }
     // A window the range covers in part: its points outside stay, as one part.
-    if (k.field_id >= index_.field_count()) {
-      return Status::Corruption("chunk of series " + std::to_string(series_id) +
-                                " names unknown field " + std::to_string(k.field_id));
-    }
     Column merged;
-    merged.type = index_.field(k.field_id).type;
+    {
+      std::shared_lock<std::shared_mutex> l(mu_);
+      if (k.field_id >= index_.field_count()) {
+        return Status::Corruption("chunk of series " + std::to_string(series_id) +
+                                  " names unknown field " + std::to_string(k.field_id));
+      }
+      merged.type = index_.field(k.field_id).type;
+    }
     uint16_t last_part = 0;
     GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), k, &merged, nullptr, &last_part));
     for (uint32_t p = 0; p <= last_part; ++p) {

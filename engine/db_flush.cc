@@ -64,6 +64,7 @@ Status DbImpl::FlushLocked() {
     std::lock_guard<std::mutex> bg(bg_mu_);
     if (s.ok()) {
       imm_pending_ = false;
+      if (!merge_candidates_.empty()) merge_requested_ = true;
     } else if (bg_error_.ok()) {
       bg_error_ = s;
     }
@@ -123,8 +124,10 @@ Status DbImpl::WriteChunks(const Head& sealed) {
           batch.Delete(storage::ChunkKey(storage::kRawTier, entry.series_id, entry.field_id, window,
                                          static_cast<uint16_t>(p)));
         }
+        merge_candidates_.erase({entry.series_id, entry.field_id, window});
       } else if (parts > 0) {
         part_number = static_cast<uint16_t>(last_part + 1);
+        merge_candidates_.insert({entry.series_id, entry.field_id, window});
       }
       const std::string key = storage::ChunkKey(storage::kRawTier, entry.series_id, entry.field_id,
                                                 window, part_number);
@@ -137,6 +140,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
         batch.Clear();
       }
     }
+    if (!column.ts.empty()) max_flushed_ts_ = std::max(max_flushed_ts_, column.ts.back());
     if (status.ok())
       status = UpdateTiers(entry.series_id, entry.field_id, column, tier_mask_, &batch, &touched);
   });

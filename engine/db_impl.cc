@@ -139,9 +139,10 @@ Status DbImpl::Open() {
   if (options_.sync_policy == SyncPolicy::kInterval) {
     syncer_ = std::thread([this] { SyncerLoop(); });
   }
-  if (std::any_of(std::begin(retention_ns_), std::end(retention_ns_),
+  if (options_.merge_bytes_per_second > 0 ||
+      std::any_of(std::begin(retention_ns_), std::end(retention_ns_),
                   [](int64_t keep) { return keep > 0; })) {
-    retention_thread_ = std::thread([this] { RetentionLoop(); });
+    maintenance_ = std::thread([this] { MaintenanceLoop(); });
   }
   return Status::Ok();
 }
@@ -160,7 +161,7 @@ Status DbImpl::Close() {
   bg_cv_.notify_all();
   // Before no_calls: a retention pass holds the open lock shared, as a
   // call does (it finds the Db closed and ends at once).
-  if (retention_thread_.joinable()) retention_thread_.join();
+  if (maintenance_.joinable()) maintenance_.join();
   std::unique_lock<std::shared_mutex> no_calls(open_mu_);
   if (flusher_.joinable()) flusher_.join();
   if (syncer_.joinable()) syncer_.join();
@@ -233,6 +234,7 @@ DbStats DbImpl::GetStats() {
   }
   stats.values_written = values_written_;
   stats.flushes = flushes_;
+  stats.windows_merged = windows_merged_;
   stats.retention_runs = retention_runs_;
   stats.retention_deleted_keys = retention_deleted_keys_;
   const WindowCache::Stats cache = window_cache_.stats();

@@ -29,6 +29,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -73,6 +74,7 @@ class DbImpl final : public Db {
   Status Delete(std::span<const Series> series, int64_t start_ns, int64_t end_ns) override;
   Status DropSeries(std::span<const Series> series) override;
   Status EnforceRetention(int64_t now_ns) override;
+  Status MergeParts() override;
   int64_t RetainedSince(int tier, int64_t now_ns) const override;
   Status Flush() override;
   Status Compact() override;
@@ -137,8 +139,15 @@ class DbImpl final : public Db {
                         leveldb::WriteBatch* batch, uint64_t* changed);
   // Replays a delete record at Open.
   Status ReplayDelete(std::string_view record);
-  // The background pass of EnforceRetention.
-  void RetentionLoop();
+  // The background thread: retention passes every retention_interval, and
+  // part merging whenever a flush left windows to merge.
+  void MaintenanceLoop();
+
+  // --- part merging (db_merge_parts.cc) ---
+  // Merges up to `max_bytes` of stored parts of ready candidate windows into
+  // one part each, holding flush_mu_; *merged_bytes gets the bytes read and
+  // *more whether ready windows remain.
+  Status MergeReadyParts(uint64_t max_bytes, uint64_t* merged_bytes, bool* more);
   // Points before this are refused: the raw retention's cut now, or
   // INT64_MIN when raw points are kept forever.
   int64_t RawRetentionCut() const;
@@ -249,12 +258,25 @@ class DbImpl final : public Db {
   Status bg_error_;                // GUARDED_BY(bg_mu_): sticky flush or sync failure
   std::thread flusher_;
   std::thread syncer_;
-  std::thread retention_thread_;  // only when some retention is set
+  std::thread maintenance_;  // retention and part merging, when either is on
+  // Windows a flush wrote a second (or later) part of, by (series, field,
+  // window start), and the newest timestamp flushed: a window is ready to
+  // merge once a point after its end has been flushed.
+  struct PartsKey {
+    uint32_t series_id;
+    uint32_t field_id;
+    int64_t window_start;
+    auto operator<=>(const PartsKey&) const = default;
+  };
+  std::set<PartsKey> merge_candidates_;  // GUARDED_BY(flush_mu_)
+  int64_t max_flushed_ts_ = INT64_MIN;   // GUARDED_BY(flush_mu_)
+  bool merge_requested_ = false;         // GUARDED_BY(bg_mu_)
 
   std::atomic<uint64_t> head_bytes_{0};
   std::atomic<uint64_t> values_written_{0};
   std::atomic<uint64_t> flushes_{0};
   std::atomic<uint64_t> retention_runs_{0};
+  std::atomic<uint64_t> windows_merged_{0};
   std::atomic<uint64_t> retention_deleted_keys_{0};
   uint64_t writes_refused_full_ = 0;  // GUARDED_BY(bg_mu_)
 };

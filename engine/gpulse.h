@@ -163,6 +163,13 @@ struct Options {
   std::map<std::string, std::chrono::nanoseconds> retention;
   std::chrono::milliseconds retention_interval{10 * 60 * 1000};
 
+  // Chunk windows that flushes left in several parts (late and out-of-order
+  // points, frequent flushes) are merged into one part in the background
+  // once the data has moved past them, reading at most this many chunk
+  // bytes a second (flushes wait only while one small batch of windows is
+  // merged). 0 leaves the parts until a flush finds 8 of them or Compact.
+  uint64_t merge_bytes_per_second = 32ull << 20;
+
   // Decoded chunk windows kept in memory for queries that come back to them
   // (dashboards refreshing): at most this many bytes, about 16 per value.
   // 0 turns the cache off.
@@ -229,6 +236,7 @@ struct DbStats {
   uint64_t window_cache_hits = 0;    // reads of a chunk window answered from memory
   uint64_t window_cache_misses = 0;  // ... and decoded from the store
   uint64_t window_cache_bytes = 0;
+  uint64_t windows_merged = 0;          // chunk windows whose parts were merged into one
   uint64_t retention_runs = 0;          // passes of the retention enforcer
   uint64_t retention_deleted_keys = 0;  // chunk parts and tier blocks it deleted or trimmed
 };
@@ -345,6 +353,11 @@ class Db {
   // measurements left with no series). Writing the series again brings it
   // back, holding only the new points.
   virtual Status DropSeries(std::span<const Series> series) = 0;
+
+  // Merges now, without the rate bound, every chunk window that the
+  // background merging would merge (several parts, and a newer point
+  // flushed after the window's end). Readers and writers go on meanwhile.
+  virtual Status MergeParts() = 0;
 
   // Deletes what is older than `now_ns` minus Options::retention, as the
   // background pass does (every retention_interval): raw chunk windows and

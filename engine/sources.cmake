@@ -6,6 +6,7 @@ set(GPULSE_ENGINE_SOURCES
   engine/db_delete.cc
   engine/db_flush.cc
   engine/db_impl.cc
+  engine/db_merge_parts.cc
   engine/db_read.cc
   engine/db_retention.cc
   engine/db_tiers.cc

@@ -132,9 +132,9 @@ namespace {
 // Whether `e` is a tag comparison tree; *bad is the first node that is not.
 bool TagsOnly(const Expr& e, const Expr** bad) {
   const auto is_ref = [](const Expr& x) { return x.kind == ExprKind::kVarRef; };
-  const auto is_text = [](const Expr& x) {
-    return x.kind == ExprKind::kString || x.kind == ExprKind::kVarRef;
-  };
+  // A value must be a 'string': an unquoted word would be read as another
+  // tag, and compare with '' where the series has no such tag.
+  const auto is_text = [](const Expr& x) { return x.kind == ExprKind::kString; };
   switch (e.kind) {
     case ExprKind::kUnary:
       if (e.unary_op == UnaryOp::kNot) return TagsOnly(*e.children[0], bad);
@@ -177,8 +177,8 @@ Status TagCondition::CompileTagsOnly(const Expr* e, const std::string& what) {
   const Expr* bad = nullptr;
   if (e && !TagsOnly(*e, &bad)) {
     return ErrorAt(*bad, what +
-                             " takes tag comparisons (=, !=, =~, !~, IN) joined by AND, OR "
-                             "and NOT, and a time range; not " +
+                             " takes tag comparisons with 'quoted' values (=, !=, =~, !~, "
+                             "IN) joined by AND, OR and NOT, and a time range; not " +
                              bad->ToString());
   }
   return Compile(e);

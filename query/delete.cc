@@ -54,6 +54,14 @@ Status RunDelete(Db* db, const DeleteStatement& s, const QueryOptions& options, 
                    "DROP SERIES drops whole series; DELETE deletes the points of a time range");
   }
   for (const Source& src : s.sources) {
+    const std::string& named = src.measurement.database;
+    if (!named.empty() && named != options.database) {
+      return Status::InvalidArgument("FROM names database " + named + " but the statement runs " +
+                                     (options.database.empty()
+                                          ? std::string("on every database")
+                                          : "on database " + options.database) +
+                                     ": choose the database with db= (--database) instead");
+    }
     if (!src.measurement.regex) continue;
     try {
       std::regex check(*src.measurement.regex);

@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "engine/clock.h"
 #include "query/condition.h"
 #include "query/delete.h"
 #include "query/format.h"
@@ -258,17 +259,11 @@ class ShowRunner {
   TagCondition cond_;
 };
 
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 void Execute(Db* db, const StatementList& statements, const QueryOptions& options,
              QueryResult* out) {
-  const int64_t now = options.now_ns != 0 ? options.now_ns : NowNanos();
+  const int64_t now = options.now_ns != 0 ? options.now_ns : engine::WallClockNanos();
   for (const auto& stmt : statements) {
     StatementResult result;
     ExecContext ctx(db, options, now);

@@ -91,10 +91,10 @@ Status LoadScrape(const Json& list, ServerConfig* config) {
 }
 
 Status LoadStorage(const Json& s, ServerConfig* config) {
-  GPULSE_RETURN_IF_ERROR(
-      CheckKeys(s, "storage",
-                {"sync", "sync_interval", "head_memory_mb", "chunk_window_hours",
-                 "out_of_order_window_hours", "window_cache_mb", "tiers", "retention_days"}));
+  GPULSE_RETURN_IF_ERROR(CheckKeys(
+      s, "storage",
+      {"sync", "sync_interval", "head_memory_mb", "chunk_window_hours", "out_of_order_window_hours",
+       "window_cache_mb", "tiers", "retention_days", "merge_mb_per_second"}));
   std::string sync;
   GPULSE_RETURN_IF_ERROR(Get(s, "storage", "sync", &sync));
   if (sync == "every-batch") {
@@ -130,6 +130,10 @@ Status LoadStorage(const Json& s, ServerConfig* config) {
       config->db.tiers.push_back(t.get<std::string>());
     }
   }
+  mb = static_cast<double>(config->db.merge_bytes_per_second) / (1 << 20);
+  GPULSE_RETURN_IF_ERROR(Get(s, "storage", "merge_mb_per_second", &mb));
+  if (mb < 0) return Status::InvalidArgument("storage.merge_mb_per_second: must not be negative");
+  config->db.merge_bytes_per_second = static_cast<uint64_t>(mb * (1 << 20));
   if (s.contains("retention_days")) {
     const Json& r = s["retention_days"];
     if (!r.is_object()) {

@@ -279,7 +279,12 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
                  "DELETE and DROP change data: send them with POST");
   }
   if (changes) {
-    if (auto denied = Authorize(request, params, database, Access::kWrite)) return *denied;
+    // Without db= a delete reaches every database: only a token that may
+    // write to all of them ("*") may send one.
+    if (auto denied =
+            Authorize(request, params, database.empty() ? "*" : database, Access::kWrite)) {
+      return *denied;
+    }
   }
   QueryResult result;
   query::Execute(db_, *statements, options, &result);

@@ -90,6 +90,9 @@ std::string ServerMetrics::Render(const DbStats& db) const {
        db.wal_sync_seconds);
   Line(&out, "gpulse_flushes_total", "counter", "Head flushes to chunks.",
        static_cast<double>(db.flushes));
+  Line(&out, "gpulse_windows_merged_total", "counter",
+       "Chunk windows whose parts the background merged into one.",
+       static_cast<double>(db.windows_merged));
   Line(&out, "gpulse_retention_runs_total", "counter", "Passes of the retention enforcer.",
        static_cast<double>(db.retention_runs));
   Line(&out, "gpulse_retention_deleted_total", "counter",

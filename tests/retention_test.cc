@@ -129,6 +129,15 @@ TEST_F(RetentionTest, WholeWindowsAndRowsPastRetentionGoAndNothingElse) {
   EXPECT_NE(refused.ToString().find("older than the raw retention"), std::string::npos);
   EXPECT_TRUE(db_->Write({Point{"gpu", {{"node", "a"}}, {{"util", int64_t{5}}}, now - kDay}}).ok());
 
+  // A delete behind the raw retention must keep to whole days: a cut tier
+  // bucket could not be computed again from raw points that are gone.
+  const std::vector<Series> a{Series{"gpu", {{"node", "a"}}}};
+  EXPECT_TRUE(db_->Delete(a, first + kHour, first + 2 * kHour).IsInvalidArgument());
+  ASSERT_TRUE(db_->Delete(a, first + kDay, first + 2 * kDay).ok());
+  EXPECT_EQ(Rows(2).bucket.at(1), first + 2 * kDay);  // the second day's row went whole
+  ASSERT_TRUE(db_->Write({Point{"gpu", {{"node", "a"}}, {{"util", int64_t{1}}}, first + kDay}})
+                  .IsInvalidArgument());  // and behind the cut nothing comes back
+
   // A daily question over the whole ten days comes from the 1d tier, whole;
   // an hourly one over them says what the retention took.
   auto run = [&](const std::string& q, QueryResult* r) {

@@ -477,6 +477,9 @@ TEST_F(ServerQueryTest, DeleteAndDropComeByPostWithTheRightToWrite) {
   const HttpReply by_get = Get(del, "db=bench", writer);
   EXPECT_EQ(by_get.status, 405) << by_get.body;
   EXPECT_NE(by_get.body.find("send them with POST"), std::string::npos) << by_get.body;
+  // Without db= a delete would reach every database: a token that may
+  // write to bench only gets 403.
+  EXPECT_EQ(client_->Post("/query", "q=" + PercentEncode(del), form_writer).status, 403);
   // A token that may only read: 403, and nothing is deleted.
   EXPECT_EQ(client_->Post("/query", form(del), form_reader).status, 403);
   const std::string count = "SELECT count(util) FROM gpu GROUP BY node";
