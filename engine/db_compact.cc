@@ -25,8 +25,9 @@ namespace {
 
 constexpr size_t kCopyBatchBytes = 8 << 20;
 
-leveldb::Options StoreOptions() {
+leveldb::Options StoreOptions(leveldb::Env* env) {
   leveldb::Options options;
+  if (env != nullptr) options.env = env;
   options.create_if_missing = true;
   // Chunks are zstd-compressed by the chunk codec; Snappy on top gains nothing.
   options.compression = leveldb::kNoCompression;
@@ -40,7 +41,7 @@ leveldb::Options StoreOptions() {
 
 Status DbImpl::OpenStore() {
   leveldb::DB* store = nullptr;
-  const leveldb::Status s = leveldb::DB::Open(StoreOptions(), path_ + "/store", &store);
+  const leveldb::Status s = leveldb::DB::Open(StoreOptions(options_.store_env), path_ + "/store", &store);
   if (!s.ok()) return Status::IOError("open " + path_ + "/store: " + s.ToString());
   store_.reset(store);
   window_cache_.Clear();
@@ -67,7 +68,7 @@ Status DbImpl::RecoverStoreSwap() {
 
 Status DbImpl::CopyStore(const std::string& path) {
   leveldb::DB* raw = nullptr;
-  leveldb::Status s = leveldb::DB::Open(StoreOptions(), path, &raw);
+  leveldb::Status s = leveldb::DB::Open(StoreOptions(options_.store_env), path, &raw);
   if (!s.ok()) return Status::IOError("create " + path + ": " + s.ToString());
   std::unique_ptr<leveldb::DB> copy(raw);
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));

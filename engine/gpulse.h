@@ -36,6 +36,9 @@
 namespace gpulse::storage {
 class Env;
 }  // namespace gpulse::storage
+namespace leveldb {
+class Env;
+}  // namespace leveldb
 
 namespace gpulse {
 
@@ -178,6 +181,9 @@ struct Options {
   // The file layer for the WAL and the directory lock (LevelDB uses its own).
   // Null means POSIX. Tests pass a fault-injecting one; it must outlive the Db.
   storage::Env* env = nullptr;
+  // The file layer of the chunk store (LevelDB's Env); null is LevelDB's
+  // default. Tests pass one that fails writes and drops unsynced data.
+  leveldb::Env* store_env = nullptr;
 
   // Receives one line per notable event (WAL replay, torn tail cut, flushes).
   // Default: stderr, prefixed "gpulse: ".
