@@ -41,7 +41,8 @@ leveldb::Options StoreOptions(leveldb::Env* env) {
 
 Status DbImpl::OpenStore() {
   leveldb::DB* store = nullptr;
-  const leveldb::Status s = leveldb::DB::Open(StoreOptions(options_.store_env), path_ + "/store", &store);
+  const leveldb::Status s =
+      leveldb::DB::Open(StoreOptions(options_.store_env), path_ + "/store", &store);
   if (!s.ok()) return Status::IOError("open " + path_ + "/store: " + s.ToString());
   store_.reset(store);
   window_cache_.Clear();

@@ -13,6 +13,7 @@
 #include <algorithm>
 
 #include "engine/chunk_parts.h"
+#include "engine/clock.h"
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
 #include "leveldb/write_batch.h"
@@ -68,7 +69,11 @@ Status DbImpl::DeleteSeries(std::span<const Series> series, int64_t first, int64
   // A tier bucket a delete cuts is computed again from the raw points; where
   // retention has deleted those, only edges on the UTC day grid (which every
   // tier's buckets tile) keep the tiers whole.
-  const int64_t cut = RawRetentionCut();
+  // (The strictest cut of any database: a delete may span several.)
+  int64_t cut = RawRetentionCut({}, WallClockNanos());
+  for (const auto& [database, keep] : retention_by_db_) {
+    if (keep[0] > 0) cut = std::max(cut, WallClockNanos() - keep[0]);
+  }
   constexpr int64_t kDayNs = 86'400'000'000'000;
   const bool first_cuts = first != INT64_MIN && first < cut && first % kDayNs != 0;
   const bool last_cuts = last != INT64_MAX && last < cut && (last + 1) % kDayNs != 0;

@@ -49,6 +49,30 @@ void DbImpl::Log(const std::string& line) const {
   }
 }
 
+namespace {
+
+// Options::retention's entries into *keep, over what it holds.
+Status ParseRetention(const std::map<std::string, std::chrono::nanoseconds>& retention,
+                      DbImpl::Keep* keep) {
+  for (const auto& [name, duration] : retention) {
+    int slot = name == "raw" ? 0 : -1;
+    for (size_t t = 0; t < storage::kTierCount; ++t) {
+      if (name == storage::kTiers[t].name) slot = static_cast<int>(t) + 1;
+    }
+    if (slot < 0) {
+      return Status::InvalidArgument("retention for unknown data \"" + name +
+                                     "\" (raw, 5m, 1h or 1d)");
+    }
+    if (duration.count() < 0) {
+      return Status::InvalidArgument("retention of " + name + " must not be negative");
+    }
+    (*keep)[slot] = duration.count();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Status DbImpl::Open() {
   for (const std::string& name : options_.tiers) {
     bool known = false;
@@ -62,19 +86,11 @@ Status DbImpl::Open() {
       return Status::InvalidArgument("unknown tier \"" + name + "\" (the tiers are 5m, 1h, 1d)");
     }
   }
-  for (const auto& [name, keep] : options_.retention) {
-    int slot = name == "raw" ? 0 : -1;
-    for (size_t t = 0; t < storage::kTierCount; ++t) {
-      if (name == storage::kTiers[t].name) slot = static_cast<int>(t) + 1;
-    }
-    if (slot < 0) {
-      return Status::InvalidArgument("retention for unknown data \"" + name +
-                                     "\" (raw, 5m, 1h or 1d)");
-    }
-    if (keep.count() < 0) {
-      return Status::InvalidArgument("retention of " + name + " must not be negative");
-    }
-    retention_ns_[slot] = keep.count();
+  GPULSE_RETURN_IF_ERROR(ParseRetention(options_.retention, &retention_ns_));
+  for (const auto& [database, retention] : options_.retention_by_database) {
+    Keep keep = retention_ns_;
+    GPULSE_RETURN_IF_ERROR(ParseRetention(retention, &keep).WithContext("database " + database));
+    retention_by_db_.emplace(database, keep);
   }
   if (!env_->FileExists(path_)) {
     if (!options_.create_if_missing) {
@@ -139,9 +155,7 @@ Status DbImpl::Open() {
   if (options_.sync_policy == SyncPolicy::kInterval) {
     syncer_ = std::thread([this] { SyncerLoop(); });
   }
-  if (options_.merge_bytes_per_second > 0 ||
-      std::any_of(std::begin(retention_ns_), std::end(retention_ns_),
-                  [](int64_t keep) { return keep > 0; })) {
+  if (options_.merge_bytes_per_second > 0 || AnyRetention()) {
     maintenance_ = std::thread([this] { MaintenanceLoop(); });
   }
   return Status::Ok();

@@ -25,8 +25,10 @@
 // Lock order: open_mu_ -> flush_mu_ -> write_mu_ -> mu_; bg_mu_ is never held with another.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <condition_variable>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -49,6 +51,10 @@ namespace gpulse::engine {
 
 class DbImpl final : public Db {
  public:
+  // What is kept of each kind of data, in ns: [0] raw, [1 + t]
+  // storage::kTiers[t]; 0 is forever.
+  using Keep = std::array<int64_t, 1 + storage::kTierCount>;
+
   DbImpl(const Options& options, std::string path, storage::Env* env);
   ~DbImpl() override;
 
@@ -75,7 +81,7 @@ class DbImpl final : public Db {
   Status DropSeries(std::span<const Series> series) override;
   Status EnforceRetention(int64_t now_ns) override;
   Status MergeParts() override;
-  int64_t RetainedSince(int tier, int64_t now_ns) const override;
+  int64_t RetainedSince(int tier, int64_t now_ns, std::string_view database) const override;
   Status Flush() override;
   Status Compact() override;
   DbStats GetStats() override;
@@ -148,9 +154,13 @@ class DbImpl final : public Db {
   // one part each, holding flush_mu_; *merged_bytes gets the bytes read and
   // *more whether ready windows remain.
   Status MergeReadyParts(uint64_t max_bytes, uint64_t* merged_bytes, bool* more);
-  // Points before this are refused: the raw retention's cut now, or
-  // INT64_MIN when raw points are kept forever.
-  int64_t RawRetentionCut() const;
+  // Points of the series with canonical key `series_key` before this are
+  // refused: its raw retention's cut at `now_ns`, or INT64_MIN when raw
+  // points are kept forever.
+  int64_t RawRetentionCut(std::string_view series_key, int64_t now_ns) const;
+  // What is kept of each kind of data for the series of `database`.
+  const Keep& KeepFor(std::string_view database) const;
+  bool AnyRetention() const;
 
   // --- flush (db_flush.cc) ---
   // REQUIRES: flush_mu_ held.
@@ -232,9 +242,9 @@ class DbImpl final : public Db {
   storage::Env* const env_;
   const int64_t window_ns_;
   uint32_t tier_mask_ = 0;  // Options::tiers, set by Open
-  // Options::retention by tier: [0] raw, [1 + t] storage::kTiers[t]; 0 is
-  // forever. Set by Open.
-  int64_t retention_ns_[1 + storage::kTierCount] = {};
+  // Options::retention and retention_by_database, set by Open.
+  Keep retention_ns_ = {};
+  std::map<std::string, Keep, std::less<>> retention_by_db_;
 
   std::unique_ptr<storage::FileLock> lock_;
   std::unique_ptr<leveldb::DB> store_;

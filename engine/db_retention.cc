@@ -19,13 +19,52 @@
 
 namespace gpulse::engine {
 
-int64_t DbImpl::RawRetentionCut() const {
-  return retention_ns_[0] > 0 ? RetainedSince(-1, WallClockNanos()) : INT64_MIN;
+namespace {
+
+// The value of the db tag in a canonical series key, empty when it has none.
+std::string_view DatabaseOf(std::string_view series_key) {
+  constexpr std::string_view kTag("\0db\0", 4);
+  const size_t at = series_key.find(kTag);
+  if (at == std::string_view::npos) return {};
+  const std::string_view rest = series_key.substr(at + kTag.size());
+  return rest.substr(0, rest.find('\0'));
 }
 
-int64_t DbImpl::RetainedSince(int tier, int64_t now_ns) const {
+// The start of the piece of `width` holding the cut `keep` before `now`:
+// pieces before it lie wholly past the retention. INT64_MIN: keep all.
+int64_t KeepFrom(int64_t keep, int64_t now_ns, int64_t width) {
+  if (keep <= 0 || now_ns < INT64_MIN + keep) return INT64_MIN;
+  return storage::WindowStart(now_ns - keep, width);
+}
+
+}  // namespace
+
+const DbImpl::Keep& DbImpl::KeepFor(std::string_view database) const {
+  if (database.empty() || retention_by_db_.empty()) return retention_ns_;
+  const auto it = retention_by_db_.find(database);
+  return it == retention_by_db_.end() ? retention_ns_ : it->second;
+}
+
+bool DbImpl::AnyRetention() const {
+  const auto any = [](const Keep& k) {
+    return std::any_of(k.begin(), k.end(), [](int64_t ns) { return ns > 0; });
+  };
+  if (any(retention_ns_)) return true;
+  for (const auto& [database, keep] : retention_by_db_) {
+    if (any(keep)) return true;
+  }
+  return false;
+}
+
+int64_t DbImpl::RawRetentionCut(std::string_view series_key, int64_t now_ns) const {
+  const int64_t keep = KeepFor(DatabaseOf(series_key))[0];
+  if (keep <= 0 || now_ns < INT64_MIN + keep) return INT64_MIN;
+  return now_ns - keep;
+}
+
+int64_t DbImpl::RetainedSince(int tier, int64_t now_ns, std::string_view database) const {
   if (tier < -1 || tier >= static_cast<int>(storage::kTierCount)) return INT64_MIN;
-  const int64_t keep = retention_ns_[tier + 1];
+  const int64_t keep = KeepFor(database)[tier + 1];
   if (keep <= 0) return INT64_MIN;
   return now_ns < INT64_MIN + keep ? INT64_MIN : now_ns - keep;
 }
@@ -37,19 +76,6 @@ Status DbImpl::EnforceRetention(int64_t now_ns) {
   {
     std::shared_lock<std::shared_mutex> l(mu_);
     series = index_.series_count();
-  }
-  const int64_t raw_cut = RetainedSince(-1, now_ns);
-  // The window holding the cut stays whole; those before it go. Tier rows
-  // go by whole buckets before the one holding their cut, so no row is
-  // computed again from raw points.
-  const int64_t raw_keep =
-      raw_cut == INT64_MIN ? INT64_MIN : storage::WindowStart(raw_cut, window_ns_);
-  int64_t tier_keep[storage::kTierCount];
-  for (size_t t = 0; t < storage::kTierCount; ++t) {
-    const int64_t cut = RetainedSince(static_cast<int>(t), now_ns);
-    tier_keep[t] = cut == INT64_MIN || !(tier_mask_ & (1u << t))
-                       ? INT64_MIN
-                       : storage::WindowStart(cut, storage::kTiers[t].width_ns);
   }
   uint64_t changed = 0;
   leveldb::WriteBatch batch;
@@ -69,6 +95,21 @@ Status DbImpl::EnforceRetention(int64_t now_ns) {
     std::lock_guard<std::mutex> f(flush_mu_);
     const uint32_t to = static_cast<uint32_t>(std::min<size_t>(series, from + kSeriesPerSlice));
     for (uint32_t id = from; id < to; ++id) {
+      // The window holding the cut stays whole; those before it go. Tier
+      // rows go by whole buckets before the one holding their cut, so no
+      // row is computed again from raw points.
+      const Keep* keep = &retention_ns_;
+      if (!retention_by_db_.empty()) {
+        std::shared_lock<std::shared_mutex> l(mu_);
+        keep = &KeepFor(DatabaseOf(index_.series(id).canonical_key));
+      }
+      const int64_t raw_keep = KeepFrom((*keep)[0], now_ns, window_ns_);
+      int64_t tier_keep[storage::kTierCount];
+      for (size_t t = 0; t < storage::kTierCount; ++t) {
+        tier_keep[t] = (tier_mask_ & (1u << t))
+                           ? KeepFrom((*keep)[t + 1], now_ns, storage::kTiers[t].width_ns)
+                           : INT64_MIN;
+      }
       if (raw_keep != INT64_MIN) {
         GPULSE_RETURN_IF_ERROR(DeleteRaw(id, INT64_MIN, raw_keep - 1, &batch, &changed));
       }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "engine/clock.h"
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
 #include "leveldb/write_batch.h"
@@ -250,16 +251,19 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
   // A point behind the raw retention would land in a chunk window the next
   // retention pass deletes, and could recompute a tier bucket whose raw
   // points are gone.
-  const int64_t raw_cut = RawRetentionCut();
+  const bool by_database = !retention_by_db_.empty();
+  const int64_t now = AnyRetention() ? WallClockNanos() : 0;
+  const int64_t raw_cut = now == 0 ? INT64_MIN : RawRetentionCut({}, now);
   resolved->points.reserve(views.size());
   resolved->values.reserve(views.size() * (views.empty() ? 0 : views[0].fields.size()));
   for (size_t i = 0; i < views.size(); ++i) {
     const PointView& v = views[i];
     const std::string_view measurement = MeasurementOf(v.series_key);
-    if (v.timestamp_ns < raw_cut) {
+    const int64_t cut = by_database ? RawRetentionCut(v.series_key, now) : raw_cut;
+    if (v.timestamp_ns < cut) {
       rejected->push_back({i, "timestamp " + std::to_string(v.timestamp_ns) +
                                   " is older than the raw retention (" +
-                                  std::to_string(retention_ns_[0] / 3'600'000'000'000) + "h)"});
+                                  std::to_string((now - cut) / 3'600'000'000'000) + "h)"});
       continue;
     }
     uint32_t series_id = index_.FindSeries(v.series_key);

@@ -164,6 +164,10 @@ struct Options {
   // deletes what a user did not ask it to (imports of old traces, test
   // sets); docs/operations.md suggests settings for a production fleet.
   std::map<std::string, std::chrono::nanoseconds> retention;
+  // The same per database: series tagged db=<name> (what /write?db= and
+  // /api/v2/write?bucket= write) keep their data as the map under <name>
+  // says; what it leaves out comes from `retention`.
+  std::map<std::string, std::map<std::string, std::chrono::nanoseconds>> retention_by_database;
   std::chrono::milliseconds retention_interval{10 * 60 * 1000};
 
   // Chunk windows that flushes left in several parts (late and out-of-order
@@ -372,9 +376,10 @@ class Db {
   virtual Status EnforceRetention(int64_t now_ns) = 0;
 
   // The first timestamp whose data the retention still keeps at `now_ns`
-  // for the raw points (tier -1) or storage::kTiers[tier]; INT64_MIN when
-  // kept forever.
-  virtual int64_t RetainedSince(int tier, int64_t now_ns) const = 0;
+  // for the raw points (tier -1) or storage::kTiers[tier] of the series of
+  // `database` (tagged db=<database>; empty: of series with no db tag);
+  // INT64_MIN when kept forever.
+  virtual int64_t RetainedSince(int tier, int64_t now_ns, std::string_view database = {}) const = 0;
 
   // Writes the whole head to chunks and retires the WAL segments it came from.
   // Returns when done.

@@ -59,7 +59,7 @@ class ShowRunner {
       case ShowKind::kDatabases:
         return Databases(out);
       case ShowKind::kRetentionPolicies:
-        return RetentionPolicies(out);
+        return RetentionPolicies(s, out);
       case ShowKind::kSources:
         if (!options_.show_sources) {
           return Status::InvalidArgument(
@@ -182,15 +182,36 @@ class ShowRunner {
     return Status::Ok();
   }
 
-  Status RetentionPolicies(std::vector<ResultSeries>* out) {
-    // One policy, as InfluxDB 1.x shows its default; retention per tier is
-    // configured elsewhere (docs/operations.md).
+  // One policy per kind of data, with the retention set for it (for the
+  // database ON names, or the query's): "autogen" (the default, what
+  // clients write to and read from; its duration is the raw points'), "raw"
+  // and each kept tier, which FROM "<policy>".m reads.
+  Status RetentionPolicies(const ShowStatement& s, std::vector<ResultSeries>* out) {
+    const std::string& database = s.database.empty() ? options_.database : s.database;
+    const auto duration = [&](int tier) {
+      // RetainedSince at time 0 is minus the retention.
+      const int64_t since = db_->RetainedSince(tier, 0, database);
+      return std::string(since == INT64_MIN ? "0s" : InfluxDuration(-since));
+    };
     ResultSeries rs;
     rs.columns = {"name", "duration", "shardGroupDuration", "replicaN", "default"};
-    rs.values.push_back(
-        {std::string("autogen"), std::string("0s"), std::string("168h0m0s"), int64_t{1}, true});
+    const std::string raw = duration(-1);
+    rs.values.push_back({std::string("autogen"), raw, std::string("24h0m0s"), int64_t{1}, true});
+    rs.values.push_back({std::string("raw"), raw, std::string("24h0m0s"), int64_t{1}, false});
+    for (size_t t = 0; t < storage::kTierCount; ++t) {
+      if (!(db_->KeptTiers() & (1u << t))) continue;
+      rs.values.push_back({std::string(storage::kTiers[t].name), duration(static_cast<int>(t)),
+                           std::string("24h0m0s"), int64_t{1}, false});
+    }
     out->push_back(std::move(rs));
     return Status::Ok();
+  }
+
+  // 720h0m0s, as InfluxDB writes a policy's duration.
+  static std::string InfluxDuration(int64_t ns) {
+    const int64_t s = ns / 1'000'000'000;
+    return std::to_string(s / 3600) + "h" + std::to_string(s / 60 % 60) + "m" +
+           std::to_string(s % 60) + "s";
   }
 
   // The measurements the statement covers: FROM, WITH MEASUREMENT, the

@@ -1403,7 +1403,7 @@ bool Tiles(const Plan& plan, int64_t width) {
 // When the range reaches before what the retention keeps of the data chosen
 // (raw or plan->tier), a note says so.
 void NoteRetention(ExecContext* ctx, const Plan& plan) {
-  const int64_t since = ctx->db()->RetainedSince(plan.tier, ctx->now_ns());
+  const int64_t since = ctx->db()->RetainedSince(plan.tier, ctx->now_ns(), ctx->options().database);
   if (since == INT64_MIN || plan.lo >= since) return;
   const std::string kind =
       plan.tier < 0 ? "raw points" : std::string(storage::kTiers[plan.tier].name) + " rows";
@@ -1450,7 +1450,8 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
   }
   // Raw points the retention deleted: a tier answers even when the range's
   // raw ends would be large.
-  const bool raw_short = ctx->db()->RetainedSince(-1, ctx->now_ns()) > plan->lo;
+  const bool raw_short =
+      ctx->db()->RetainedSince(-1, ctx->now_ns(), ctx->options().database) > plan->lo;
   for (int t = static_cast<int>(storage::kTierCount) - 1; t >= 0; --t) {
     if (forced_index >= 0 && t != forced_index) continue;
     if (!(input.Tiers() & (1u << t))) continue;

@@ -90,11 +90,33 @@ Status LoadScrape(const Json& list, ServerConfig* config) {
   return Status::Ok();
 }
 
+// {"raw": 30, "1h": 730}: days of each kind of data, into *out.
+Status LoadRetention(const Json& r, const std::string& where,
+                     std::map<std::string, std::chrono::nanoseconds>* out) {
+  if (!r.is_object()) {
+    return Status::InvalidArgument(where +
+                                   ": must be an object such as {\"raw\": 30, \"1h\": 730}");
+  }
+  for (const auto& [name, days] : r.items()) {
+    if (name != "raw" && name != "5m" && name != "1h" && name != "1d") {
+      return Status::InvalidArgument(where + ": \"" + name + "\" is not raw, 5m, 1h or 1d");
+    }
+    if (!days.is_number() || days.get<double>() < 0) {
+      return Status::InvalidArgument(where + "." + name +
+                                     ": must be a number of days, 0 for forever");
+    }
+    (*out)[name] = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double, std::ratio<86400>>(days.get<double>()));
+  }
+  return Status::Ok();
+}
+
 Status LoadStorage(const Json& s, ServerConfig* config) {
-  GPULSE_RETURN_IF_ERROR(CheckKeys(
-      s, "storage",
-      {"sync", "sync_interval", "head_memory_mb", "chunk_window_hours", "out_of_order_window_hours",
-       "window_cache_mb", "tiers", "retention_days", "merge_mb_per_second"}));
+  GPULSE_RETURN_IF_ERROR(
+      CheckKeys(s, "storage",
+                {"sync", "sync_interval", "head_memory_mb", "chunk_window_hours",
+                 "out_of_order_window_hours", "window_cache_mb", "tiers", "retention_days",
+                 "retention_days_by_database", "merge_mb_per_second"}));
   std::string sync;
   GPULSE_RETURN_IF_ERROR(Get(s, "storage", "sync", &sync));
   if (sync == "every-batch") {
@@ -135,22 +157,19 @@ Status LoadStorage(const Json& s, ServerConfig* config) {
   if (mb < 0) return Status::InvalidArgument("storage.merge_mb_per_second: must not be negative");
   config->db.merge_bytes_per_second = static_cast<uint64_t>(mb * (1 << 20));
   if (s.contains("retention_days")) {
-    const Json& r = s["retention_days"];
-    if (!r.is_object()) {
+    GPULSE_RETURN_IF_ERROR(
+        LoadRetention(s["retention_days"], "storage.retention_days", &config->db.retention));
+  }
+  if (s.contains("retention_days_by_database")) {
+    const Json& by = s["retention_days_by_database"];
+    if (!by.is_object()) {
       return Status::InvalidArgument(
-          "storage.retention_days: must be an object such as {\"raw\": 30, \"1h\": 730}");
+          "storage.retention_days_by_database: must be an object such as {\"fleet\": {\"raw\": "
+          "7}}");
     }
-    for (const auto& [name, days] : r.items()) {
-      if (name != "raw" && name != "5m" && name != "1h" && name != "1d") {
-        return Status::InvalidArgument("storage.retention_days: \"" + name +
-                                       "\" is not raw, 5m, 1h or 1d");
-      }
-      if (!days.is_number() || days.get<double>() < 0) {
-        return Status::InvalidArgument("storage.retention_days." + name +
-                                       ": must be a number of days, 0 for forever");
-      }
-      config->db.retention[name] = std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::duration<double, std::ratio<86400>>(days.get<double>()));
+    for (const auto& [database, r] : by.items()) {
+      GPULSE_RETURN_IF_ERROR(LoadRetention(r, "storage.retention_days_by_database." + database,
+                                           &config->db.retention_by_database[database]));
     }
   }
   double hours = std::chrono::duration<double, std::ratio<3600>>(config->db.chunk_window).count();

@@ -163,6 +163,58 @@ TEST_F(RetentionTest, WholeWindowsAndRowsPastRetentionGoAndNothingElse) {
   EXPECT_EQ(Rows(1).bucket.front(), hours_from);
 }
 
+TEST_F(RetentionTest, EachDatabaseKeepsItsDataAsLongAsItsOwnRetentionSays) {
+  const int64_t now = Now();
+  const int64_t first = storage::WindowStart(now - 10 * kDay, kDay);
+  options_.retention.clear();
+  Reopen();
+  // Ten days of three series: db=short, db=long and no db at all.
+  const std::vector<std::vector<Tag>> who{
+      {{"db", "short"}, {"node", "a"}}, {{"db", "long"}, {"node", "a"}}, {{"node", "a"}}};
+  std::vector<Point> points;
+  for (int64_t t = first; t < now - kHour; t += 30 * kMinute) {
+    for (const auto& tags : who) points.push_back(Point{"gpu", tags, {{"util", int64_t{1}}}, t});
+  }
+  ASSERT_TRUE(db_->Write(points).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  options_.retention = {{"raw", std::chrono::hours(24 * 8)}};
+  options_.retention_by_database = {{"short", {{"raw", std::chrono::hours(24 * 2)}}},
+                                    {"long", {{"raw", std::chrono::nanoseconds(0)}}}};
+  Reopen();
+  ASSERT_TRUE(db_->EnforceRetention(now).ok());
+  const std::vector<std::string> fields{"util"};
+  auto first_point = [&](const std::vector<Tag>& tags) {
+    std::vector<Column> out;
+    EXPECT_TRUE(db_->ReadSeries(Series{"gpu", tags}, fields, INT64_MIN, INT64_MAX, &out).ok());
+    return out.at(0).ts.empty() ? INT64_MAX : out[0].ts.front();
+  };
+  EXPECT_EQ(first_point(who[0]), storage::WindowStart(now - 2 * kDay, kDay));  // 2 days
+  EXPECT_EQ(first_point(who[1]), first);                                       // forever
+  EXPECT_EQ(first_point(who[2]), storage::WindowStart(now - 8 * kDay, kDay));  // the default
+  // Writes are refused by the same rule.
+  const int64_t old = now - 5 * kDay;
+  EXPECT_TRUE(db_->Write({Point{"gpu", who[0], {{"util", int64_t{2}}}, old}}).IsInvalidArgument());
+  EXPECT_TRUE(db_->Write({Point{"gpu", who[1], {{"util", int64_t{2}}}, old}}).ok());
+  EXPECT_TRUE(db_->Write({Point{"gpu", who[2], {{"util", int64_t{2}}}, old}}).ok());
+
+  // SHOW RETENTION POLICIES tells each database's.
+  auto policies = [&](const std::string& database) {
+    QueryResult r;
+    QueryOptions o;
+    o.database = database;
+    EXPECT_TRUE(db_->Query("SHOW RETENTION POLICIES", o, &r).ok());
+    std::vector<std::string> out;
+    for (const auto& row : r.statements.at(0).series.at(0).values) {
+      out.push_back(std::get<std::string>(row[0]) + "=" + std::get<std::string>(row[1]));
+    }
+    return out;
+  };
+  EXPECT_EQ(policies("short"),
+            (std::vector<std::string>{"autogen=48h0m0s", "raw=48h0m0s", "1h=0s", "1d=0s"}));
+  EXPECT_EQ(policies(""),
+            (std::vector<std::string>{"autogen=192h0m0s", "raw=192h0m0s", "1h=0s", "1d=0s"}));
+}
+
 TEST_F(RetentionTest, UnknownOrNegativeRetentionIsRefusedAtOpen) {
   db_.reset();
   Options bad = options_;
@@ -173,6 +225,11 @@ TEST_F(RetentionTest, UnknownOrNegativeRetentionIsRefusedAtOpen) {
   bad.retention = {{"raw", std::chrono::hours(-1)}};
   s = Db::Open(bad, dir_.path(), &db);
   EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  bad.retention.clear();
+  bad.retention_by_database = {{"fleet", {{"1w", std::chrono::hours(1)}}}};
+  s = Db::Open(bad, dir_.path(), &db);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.ToString().find("fleet"), std::string::npos) << s.ToString();
 }
 
 }  // namespace

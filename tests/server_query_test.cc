@@ -451,7 +451,11 @@ TEST(ServerConfigTest, RetentionDaysComeFromTheConfigFileAndBadOnesAreNamed) {
   ASSERT_TRUE(load(R"({"storage": {"retention_days": {"raw": 30, "1h": 0.5}}})", &config).ok());
   EXPECT_EQ(config.db.retention.at("raw"), std::chrono::hours(30 * 24));
   EXPECT_EQ(config.db.retention.at("1h"), std::chrono::hours(12));
+  ASSERT_TRUE(
+      load(R"({"storage": {"retention_days_by_database": {"fleet": {"raw": 7}}}})", &config).ok());
+  EXPECT_EQ(config.db.retention_by_database.at("fleet").at("raw"), std::chrono::hours(7 * 24));
   for (const char* bad : {R"({"storage": {"retention_days": {"2h": 1}}})",
+                          R"({"storage": {"retention_days_by_database": {"fleet": 7}}})",
                           R"({"storage": {"retention_days": {"raw": -1}}})",
                           R"({"storage": {"retention_days": 30}})"}) {
     const Status s = load(bad, &config);
