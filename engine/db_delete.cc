@@ -16,6 +16,7 @@
 #include "engine/clock.h"
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
+#include "engine/tier_kinds.h"
 #include "leveldb/write_batch.h"
 #include "storage/chunk_codec.h"
 #include "storage/key_layout.h"
@@ -252,43 +253,53 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
         GPULSE_RETURN_IF_ERROR(WriteIfLarge(store_.get(), batch, kDeleteBatchBytes));
         continue;
       }
-      storage::RollupColumn stored;
+      // A block the range cuts: its rows inside go, rows of buckets the
+      // range cuts are computed from the raw points left, the rest stay.
       const leveldb::Slice value = it->value();
-      const Status d = storage::DecodeRollups(std::string_view(value.data(), value.size()),
-                                              storage::kRollupAll, &stored);
-      if (!d.ok()) {
-        return Status::Corruption("delete: tier " + std::string(tier.name) + ": " + d.message());
-      }
-      storage::RollupColumn kept;
-      kept.Reset(stored.type);
-      for (size_t i = 0; i < stored.size(); ++i) {
-        const int64_t bucket = stored.bucket[i];
-        const int64_t bucket_last = LastOf(bucket, tier.width_ns);
-        if (bucket_last < first || bucket > last) {
-          storage::AppendRollupRow(stored, i, &kept);
-        } else if (bucket < first || bucket_last > last) {
-          // Covered in part: the row of the points left (none: no row).
-          Column raw;
-          raw.type = stored.type;
-          GPULSE_RETURN_IF_ERROR(ReadChunks(nullptr, series_id, k.field_id, bucket,
-                                            storage::NextWindowStart(bucket, tier.width_ns),
-                                            window_cache_.epoch(), &raw));
-          storage::BuildRollups(raw, 0, raw.size(), tier.width_ns, &kept);
+      const std::string_view bytes(value.data(), value.size());
+      Status trimmed;
+      const auto trim = [&](auto kind) {
+        using Kind = decltype(kind);
+        typename Kind::Rows stored;
+        trimmed = Kind::Decode(bytes, &stored);
+        if (!trimmed.ok()) return;
+        typename Kind::Rows kept;
+        Kind::Reset(Kind::TypeOf(stored), &kept);
+        for (size_t i = 0; i < stored.size() && trimmed.ok(); ++i) {
+          const int64_t bucket = stored.bucket[i];
+          const int64_t bucket_last = LastOf(bucket, tier.width_ns);
+          if (bucket_last < first || bucket > last) {
+            Kind::Append(stored, i, &kept);
+          } else if (bucket < first || bucket_last > last) {
+            Column raw;  // covered in part: the row of the points left, if any
+            raw.type = Kind::TypeOf(stored);
+            trimmed = ReadChunks(nullptr, series_id, k.field_id, bucket,
+                                 storage::NextWindowStart(bucket, tier.width_ns),
+                                 window_cache_.epoch(), &raw);
+            Kind::Build(raw, tier.width_ns, &kept);
+          }
         }
-      }
-      if (kept.size() == stored.size() && kept.bucket == stored.bucket &&
-          kept.count == stored.count) {
-        // No row went and none changed: the block stays as it is. (The
-        // retention pass meets a block its cut crosses at every run.)
-      } else if (kept.size() == 0) {
-        batch->Delete(it->key());
-        ++*changed;
+        if (!trimmed.ok()) return;
+        if (kept.size() == stored.size() && kept.bucket == stored.bucket &&
+            kept.count == stored.count) {
+          // No row went and none changed: the block stays as it is. (The
+          // retention pass meets a block its cut crosses at every run.)
+        } else if (kept.size() == 0) {
+          batch->Delete(it->key());
+          ++*changed;
+        } else {
+          ++*changed;
+          encoded.clear();
+          Kind::Encode(kept, &encoded);
+          batch->Put(it->key(), encoded);
+        }
+      };
+      if (storage::IsTallyBlock(bytes)) {
+        trim(TallyKind{});
       } else {
-        ++*changed;
-        encoded.clear();
-        storage::EncodeRollups(kept, &encoded);
-        batch->Put(it->key(), encoded);
+        trim(RollupKind{});
       }
+      if (!trimmed.ok()) return trimmed.WithContext("delete: tier " + std::string(tier.name));
       it->Next();
       GPULSE_RETURN_IF_ERROR(WriteIfLarge(store_.get(), batch, kDeleteBatchBytes));
     }

@@ -69,6 +69,8 @@ class DbImpl final : public Db {
   Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, uint32_t parts,
                      const RollupVisitor& fn) override;
+  Status ScanTallies(const Series& series, std::span<const std::string> fields, size_t tier,
+                     int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) override;
   uint32_t KeptTiers() const override { return tier_mask_; }
   Status ListMeasurements(std::vector<std::string>* out) override;
   Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
@@ -175,6 +177,14 @@ class DbImpl final : public Db {
   // The blocks it writes are added to *touched (the cache drops them).
   Status UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& fresh, uint32_t mask,
                      leveldb::WriteBatch* batch, std::vector<WindowKey>* touched);
+  // UpdateTiers for one kind of rows (db_tiers.cc: RollupKind, TallyKind).
+  template <typename Kind>
+  Status UpdateTierRows(uint32_t series_id, uint32_t field_id, const Column& fresh, uint32_t mask,
+                        leveldb::WriteBatch* batch, std::vector<WindowKey>* touched);
+  // ScanRollups and ScanTallies.
+  template <typename Kind, typename Visitor>
+  Status ScanTierRows(const Series& series, std::span<const std::string> fields, size_t tier,
+                      int64_t start_ns, int64_t end_ns, const Visitor& fn);
   // Builds every tier from the raw chunks and then writes the current
   // format version (opening a version 2 store, which had no tiers).
   Status BuildTiersFromRaw();

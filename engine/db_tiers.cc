@@ -16,39 +16,40 @@
 #include "engine/chunk_parts.h"
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
+#include "engine/tier_kinds.h"
 #include "storage/chunk_codec.h"
 #include "storage/key_layout.h"
 #include "storage/rollup.h"
 
 namespace gpulse::engine {
 
-namespace {
-
-using storage::RollupColumn;
-
-// Whether the new row can be added to the stored one of the same bucket.
-bool Disjoint(const RollupColumn& stored, size_t i, const RollupColumn& fresh, size_t j) {
-  return fresh.first.ts[j] > stored.last.ts[i] || fresh.last.ts[j] < stored.first.ts[i];
-}
-
-}  // namespace
-
 Status DbImpl::UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& fresh,
                            uint32_t mask, leveldb::WriteBatch* batch,
                            std::vector<WindowKey>* touched) {
-  if (!storage::HasRollups(fresh.type) || fresh.ts.empty()) return Status::Ok();
-  if (mask == 0) return Status::Ok();
+  if (fresh.ts.empty() || mask == 0) return Status::Ok();
+  Status s;
+  WithTierKind(fresh.type, [&](auto kind) {
+    s = UpdateTierRows<decltype(kind)>(series_id, field_id, fresh, mask, batch, touched);
+  });
+  return s;
+}
+
+template <typename Kind>
+Status DbImpl::UpdateTierRows(uint32_t series_id, uint32_t field_id, const Column& fresh,
+                              uint32_t mask, leveldb::WriteBatch* batch,
+                              std::vector<WindowKey>* touched) {
+  using Rows = typename Kind::Rows;
   // The new points' rows in every kept tier: the finest from the points, the
   // others from the finer rows.
-  RollupColumn rows[storage::kTierCount];
+  Rows rows[storage::kTierCount];
   int finer = -1;
   for (size_t t = 0; t < storage::kTierCount; ++t) {
     if (!(mask & (1u << t))) continue;
-    rows[t].Reset(fresh.type);
+    Kind::Reset(fresh.type, &rows[t]);
     if (finer < 0) {
-      storage::BuildRollups(fresh, 0, fresh.size(), storage::kTiers[t].width_ns, &rows[t]);
+      Kind::Build(fresh, storage::kTiers[t].width_ns, &rows[t]);
     } else {
-      storage::CoarsenRollups(rows[finer], storage::kTiers[t].width_ns, &rows[t]);
+      Kind::Coarsen(rows[finer], storage::kTiers[t].width_ns, &rows[t]);
     }
     finer = static_cast<int>(t);
   }
@@ -57,43 +58,46 @@ Status DbImpl::UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& 
   for (size_t t = 0; t < storage::kTierCount; ++t) {
     if (!(mask & (1u << t))) continue;
     const storage::Tier& tier = storage::kTiers[t];
-    const RollupColumn& add = rows[t];
+    const Rows& add = rows[t];
     size_t j = 0;
     while (j < add.size()) {
       const int64_t block = storage::WindowStart(add.bucket[j], storage::BlockSpan(tier));
       const std::string key = storage::ChunkKey(tier.id, series_id, field_id, block);
-      RollupColumn stored;
-      stored.Reset(fresh.type);
+      Rows stored;
+      Kind::Reset(fresh.type, &stored);
       const leveldb::Status g = store_->Get(leveldb::ReadOptions(), key, &value);
       if (g.ok()) {
-        const Status d = storage::DecodeRollups(value, storage::kRollupAll, &stored);
+        const Status d = Kind::Decode(value, &stored);
         if (!d.ok())
           return Status::Corruption("flush: tier " + std::string(tier.name) + ": " + d.message());
-        if (stored.type != fresh.type) {
+        if (!Kind::TypeIs(stored, fresh.type)) {
           return Status::Corruption("flush: tier " + std::string(tier.name) +
                                     " rows have another type than the field");
         }
       } else if (!g.IsNotFound()) {
         return Status::IOError("flush: read tier rows: " + g.ToString());
       }
-      RollupColumn merged;
-      merged.Reset(fresh.type);
+      Rows merged;
+      Kind::Reset(fresh.type, &merged);
       size_t i = 0;
       const int64_t span = storage::BlockSpan(tier);
       const int64_t block_end = storage::NextWindowStart(block, span);
       while (i < stored.size() || (j < add.size() && add.bucket[j] < block_end)) {
         const bool take_add = j < add.size() && add.bucket[j] < block_end;
         if (!take_add || (i < stored.size() && stored.bucket[i] < add.bucket[j])) {
-          storage::AppendRollupRow(stored, i++, &merged);
+          Kind::Append(stored, i++, &merged);
           continue;
         }
         if (i == stored.size() || add.bucket[j] < stored.bucket[i]) {
-          storage::AppendRollupRow(add, j++, &merged);
+          Kind::Append(add, j++, &merged);
           continue;
         }
-        if (Disjoint(stored, i, add, j)) {
-          storage::AppendRollupRow(stored, i++, &merged);
-          storage::MergeIntoLastRow(add, j++, &merged);
+        // Whether the new row can be added to the stored one: its points
+        // all lie after (or before) the stored row's, so none is replaced.
+        if (Kind::FirstTs(add, j) > Kind::LastTs(stored, i) ||
+            Kind::LastTs(add, j) < Kind::FirstTs(stored, i)) {
+          Kind::Append(stored, i++, &merged);
+          Kind::MergeLast(add, j++, &merged);
           continue;
         }
         // The new points fall among stored ones: the bucket again from raw.
@@ -107,12 +111,12 @@ Status DbImpl::UpdateTiers(uint32_t series_id, uint32_t field_id, const Column& 
         part.type = fresh.type;
         AppendRange(fresh, b, b_end, &part);
         MergeNewer(part, &raw);
-        storage::BuildRollups(raw, 0, raw.size(), tier.width_ns, &merged);
+        Kind::Build(raw, tier.width_ns, &merged);
         ++i;
         ++j;
       }
       value.clear();
-      storage::EncodeRollups(merged, &value);
+      Kind::Encode(merged, &value);
       batch->Put(key, value);
       touched->push_back({series_id, field_id, block, tier.id});
     }
@@ -223,6 +227,19 @@ Status DbImpl::BuildTiers(uint32_t mask) {
 Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
                            int64_t start_ns, int64_t end_ns, uint32_t parts,
                            const RollupVisitor& fn) {
+  (void)parts;  // every part is decoded: blocks are cached whole
+  return ScanTierRows<RollupKind>(series, fields, tier, start_ns, end_ns, fn);
+}
+
+Status DbImpl::ScanTallies(const Series& series, std::span<const std::string> fields, size_t tier,
+                           int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) {
+  return ScanTierRows<TallyKind>(series, fields, tier, start_ns, end_ns, fn);
+}
+
+template <typename Kind, typename Visitor>
+Status DbImpl::ScanTierRows(const Series& series, std::span<const std::string> fields, size_t tier,
+                            int64_t start_ns, int64_t end_ns, const Visitor& fn) {
+  using Rows = typename Kind::Rows;
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   if (tier >= storage::kTierCount || !(tier_mask_ & (1u << tier))) {
@@ -244,7 +261,7 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
 
   for (size_t i = 0; i < fields.size(); ++i) {
     const SeriesSnapshot::Field& p = snap.fields[i];
-    if (p.id == kNoId || !storage::HasRollups(p.type)) continue;
+    if (p.id == kNoId || !Kind::For(p.type)) continue;
     // Buckets with unflushed points: computed below from all their raw
     // points; the stored rows of those buckets are skipped.
     std::vector<int64_t> touched;
@@ -259,7 +276,7 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
     std::sort(touched.begin(), touched.end());
     touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
     // Emits rows [lo, hi) of a block, minus the touched buckets.
-    auto emit = [&](const RollupColumn& rows, size_t lo, size_t hi) {
+    auto emit = [&](const Rows& rows, size_t lo, size_t hi) {
       if (touched.empty()) return fn(i, rows, lo, hi);
       size_t a = lo;
       for (size_t r = lo; r < hi; ++r) {
@@ -274,7 +291,7 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
     int64_t block = storage::WindowStart(start_ns, span);
     while (block < end_ns) {
       const WindowKey cache_key{snap.series_id, p.id, block, t.id};
-      std::shared_ptr<const RollupColumn> rows = window_cache_.LookupRollups(cache_key);
+      std::shared_ptr<const Rows> rows = Kind::Lookup(&window_cache_, cache_key);
       if (!rows) {
         // The first stored block at or after `block` (blocks may be missing).
         if (!it) it.reset(store_->NewIterator(options));
@@ -291,20 +308,19 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
           block = k.window_start;  // past a gap: that block may be cached
           continue;
         }
-        RollupColumn decoded;
+        Rows decoded;
         const leveldb::Slice v = it->value();
-        const Status d = storage::DecodeRollups(std::string_view(v.data(), v.size()),
-                                                storage::kRollupAll, &decoded);
+        const Status d = Kind::Decode(std::string_view(v.data(), v.size()), &decoded);
         if (!d.ok()) {
           return Status::Corruption("tier " + std::string(t.name) + " of " + name + ": " +
                                     d.message());
         }
-        if (decoded.type != p.type) {
+        if (!Kind::TypeIs(decoded, p.type)) {
           return Status::Corruption("tier " + std::string(t.name) + " of " + name +
                                     ": type differs from the field's");
         }
-        auto shared = std::make_shared<const RollupColumn>(std::move(decoded));
-        window_cache_.InsertRollups(cache_key, shared, snap.epoch);
+        auto shared = std::make_shared<const Rows>(std::move(decoded));
+        Kind::Insert(&window_cache_, cache_key, shared, snap.epoch);
         rows = std::move(shared);
       }
       const auto lo =
@@ -321,17 +337,16 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
       return Status::IOError("read tier rows: " + it->status().ToString());
     }
 
-    RollupColumn fixed;
-    fixed.Reset(p.type);
+    Rows fixed;
+    Kind::Reset(p.type, &fixed);
     for (int64_t b : touched) {
       const int64_t b_end = storage::NextWindowStart(b, t.width_ns);
       Column raw;
       GPULSE_RETURN_IF_ERROR(ReadMerged(snap, i, b, b_end, &raw));
-      storage::BuildRollups(raw, 0, raw.size(), t.width_ns, &fixed);
+      Kind::Build(raw, t.width_ns, &fixed);
     }
     if (fixed.size() > 0) fn(i, fixed, 0, fixed.size());
   }
-  (void)parts;  // every part is decoded: blocks are cached whole
   return Status::Ok();
 }
 

@@ -32,6 +32,7 @@
 #include "storage/column.h"
 #include "storage/rollup.h"
 #include "storage/status.h"
+#include "storage/tally.h"
 
 namespace gpulse::storage {
 class Env;
@@ -44,7 +45,8 @@ namespace gpulse {
 
 using storage::Column;        // timestamps + values of one field, one type
 using storage::FieldType;     // float, integer, unsigned, boolean, string
-using storage::RollupColumn;  // a tier's rows of one field of one series
+using storage::RollupColumn;  // a tier's rows of one numeric field of one series
+using storage::TallyColumn;   // a tier's rows of one string field of one series
 
 // One value of a field, in line protocol's five types.
 using FieldValue = std::variant<double, int64_t, uint64_t, bool, std::string>;
@@ -417,6 +419,12 @@ class Db {
   virtual Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
                              int64_t start_ns, int64_t end_ns, uint32_t parts,
                              const RollupVisitor& fn) = 0;
+  // The same for string fields: tally rows (storage/tally.h: samples per
+  // value per bucket), unflushed points counted likewise.
+  using TallyVisitor =
+      std::function<void(size_t field, const TallyColumn& rows, size_t begin, size_t end)>;
+  virtual Status ScanTallies(const Series& series, std::span<const std::string> fields, size_t tier,
+                             int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) = 0;
 
   // Runs one or more statements (SELECT, SHOW, EXPLAIN). The Status is not OK
   // only when the text does not parse (InvalidArgument with line, column and

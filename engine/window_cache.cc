@@ -19,6 +19,12 @@ uint64_t BytesOf(const storage::RollupColumn& r) {
   return b;
 }
 
+uint64_t BytesOf(const storage::TallyColumn& r) {
+  uint64_t b = r.size() * (6 * 8) + r.value_count.size() * 8 + 128;
+  for (const std::string& v : r.values) b += sizeof(std::string) + v.size();
+  return b;
+}
+
 }  // namespace
 
 uint64_t WindowCache::epoch() const {
@@ -32,6 +38,10 @@ std::shared_ptr<const storage::Column> WindowCache::Lookup(const WindowKey& key)
 
 std::shared_ptr<const storage::RollupColumn> WindowCache::LookupRollups(const WindowKey& key) {
   return std::static_pointer_cast<const storage::RollupColumn>(Find(key));
+}
+
+std::shared_ptr<const storage::TallyColumn> WindowCache::LookupTallies(const WindowKey& key) {
+  return std::static_pointer_cast<const storage::TallyColumn>(Find(key));
 }
 
 std::shared_ptr<const void> WindowCache::Find(const WindowKey& key) {
@@ -54,6 +64,13 @@ void WindowCache::Insert(const WindowKey& key, storage::Column column, uint64_t 
 
 void WindowCache::InsertRollups(const WindowKey& key,
                                 std::shared_ptr<const storage::RollupColumn> rows, uint64_t epoch) {
+  const uint64_t bytes = BytesOf(*rows);
+  if (capacity_ == 0 || bytes > capacity_ / 8) return;
+  Put(key, std::move(rows), bytes, epoch);
+}
+
+void WindowCache::InsertTallies(const WindowKey& key,
+                                std::shared_ptr<const storage::TallyColumn> rows, uint64_t epoch) {
   const uint64_t bytes = BytesOf(*rows);
   if (capacity_ == 0 || bytes > capacity_ / 8) return;
   Put(key, std::move(rows), bytes, epoch);

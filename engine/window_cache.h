@@ -23,6 +23,7 @@
 
 #include "storage/column.h"
 #include "storage/rollup.h"
+#include "storage/tally.h"
 
 namespace gpulse::engine {
 
@@ -46,11 +47,15 @@ class WindowCache {
   // The window (tier 0) or rollup block (other tiers), or null.
   std::shared_ptr<const storage::Column> Lookup(const WindowKey& key);
   std::shared_ptr<const storage::RollupColumn> LookupRollups(const WindowKey& key);
+  // A tally block (a string field's tier rows) under the same keys.
+  std::shared_ptr<const storage::TallyColumn> LookupTallies(const WindowKey& key);
 
   // Keeps `column` unless an invalidation happened since `epoch`, or it is
   // larger than an eighth of the capacity (one scan must not flush it all).
   void Insert(const WindowKey& key, storage::Column column, uint64_t epoch);
   void InsertRollups(const WindowKey& key, std::shared_ptr<const storage::RollupColumn> rows,
+                     uint64_t epoch);
+  void InsertTallies(const WindowKey& key, std::shared_ptr<const storage::TallyColumn> rows,
                      uint64_t epoch);
 
   // A flush wrote these windows: drop them (and refuse older decodes).
@@ -80,7 +85,8 @@ class WindowCache {
 
   struct Entry {
     WindowKey key;
-    std::shared_ptr<const void> value;  // Column or RollupColumn, by key.tier
+    // Column, or for tiers RollupColumn or TallyColumn by the field's type.
+    std::shared_ptr<const void> value;
     uint64_t bytes;
   };
   std::shared_ptr<const void> Find(const WindowKey& key);

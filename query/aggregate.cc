@@ -468,6 +468,7 @@ class ValueState final : public AggState {
     n_ += o->n_;
     for (auto& [v, k] : o->counts_) counts_[v] += k;
   }
+  void AddCount(uint64_t n) override { n_ += n; }
   bool empty() const override { return n_ == 0; }
   QueryValue Result() override {
     if (spec_.kind == AggKind::kCount) return static_cast<int64_t>(n_);

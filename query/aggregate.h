@@ -69,6 +69,9 @@ class AggState {
   virtual void AddRollups(const RollupColumn& rows, size_t begin, size_t end) {
     (void)rows, (void)begin, (void)end;
   }
+  // Counts `n` more points without their values: count() of a string
+  // field fed from tier tallies (storage/tally.h).
+  virtual void AddCount(uint64_t n) { (void)n; }
   // Folds `other` (same spec) into this one; `other` may be left empty.
   virtual void Merge(AggState* other) = 0;
   virtual bool empty() const = 0;

@@ -95,6 +95,12 @@ class Input {
     (void)s, (void)fields, (void)tier, (void)lo, (void)hi, (void)parts, (void)fn;
     return Status::InvalidArgument("this input has no tiers");
   }
+  // Thread-safe. Db::ScanTallies.
+  virtual Status ScanTallies(const InSeries& s, std::span<const std::string> fields, size_t tier,
+                             int64_t lo, int64_t hi, const Db::TallyVisitor& fn) {
+    (void)s, (void)fields, (void)tier, (void)lo, (void)hi, (void)fn;
+    return Status::InvalidArgument("this input has no tiers");
+  }
 };
 
 class DbInput final : public Input {
@@ -169,6 +175,11 @@ class DbInput final : public Input {
                      int64_t lo, int64_t hi, uint32_t parts, const Db::RollupVisitor& fn) override {
     Status st = ctx_->db()->ScanRollups(s.series, fields, tier, lo, hi, parts, fn);
     return st.IsNotFound() ? Status::Ok() : st;  // dropped since it was listed
+  }
+  Status ScanTallies(const InSeries& s, std::span<const std::string> fields, size_t tier,
+                     int64_t lo, int64_t hi, const Db::TallyVisitor& fn) override {
+    Status st = ctx_->db()->ScanTallies(s.series, fields, tier, lo, hi, fn);
+    return st.IsNotFound() ? Status::Ok() : st;
   }
 
  private:
@@ -477,6 +488,10 @@ struct Plan {
   int tier = -1;
   std::string forced_tier;
   std::string tier_why;
+  // The tier answers from tallies: count(f) GROUP BY f of a string field f
+  // (tally_dim: f's place among dims).
+  bool tally = false;
+  size_t tally_dim = 0;
 
   int FieldIndex(const std::string& name) {
     for (size_t i = 0; i < fields.size(); ++i) {
@@ -1417,6 +1432,29 @@ void NoteRetention(ExecContext* ctx, const Plan& plan) {
   }
 }
 
+// count(f) GROUP BY f (and tags, and time) of one string field f with a
+// tag-only WHERE and a bounded range: what tier tallies answer. f's place
+// among the dims, or -1.
+int TallyDim(const Plan& plan) {
+  if (!plan.field_dims || plan.slots.empty() || !plan.has_lo || !plan.has_hi) return -1;
+  if (plan.condition && NamesField(*plan.condition, plan)) return -1;
+  int field = -1;
+  for (const AggSlot& slot : plan.slots) {
+    if (slot.field < 0 || slot.spec.kind != AggKind::kCount ||
+        slot.spec.type != FieldType::kString || (field >= 0 && slot.field != field)) {
+      return -1;
+    }
+    field = slot.field;
+  }
+  int dim = -1;
+  for (size_t d = 0; d < plan.dims.size(); ++d) {
+    if (plan.dim_field[d] < 0) continue;
+    if (plan.dim_field[d] != field || dim >= 0) return -1;
+    dim = static_cast<int>(d);
+  }
+  return dim;
+}
+
 // Picks the coarsest tier whose buckets tile the query's (or the one FROM
 // names); plan->tier stays -1 for raw. An error only for a forced tier that
 // cannot answer.
@@ -1437,6 +1475,23 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
     }
     if (!(input.Tiers() & (1u << forced_index))) {
       return Status::InvalidArgument("tier " + forced + " is not kept (storage.tiers)");
+    }
+  }
+  // Samples per value of a string field: the tallies, when the range lies
+  // on the tier's grid (no raw ends: they would need the rows).
+  if (const int dim = input.Tiers() != 0 ? TallyDim(*plan) : -1; dim >= 0) {
+    for (int t = static_cast<int>(storage::kTierCount) - 1; t >= 0; --t) {
+      if ((forced_index >= 0 && t != forced_index) || !(input.Tiers() & (1u << t))) continue;
+      const int64_t w = storage::kTiers[t].width_ns;
+      if (FloorMod(plan->lo, w) != 0 || FloorMod(plan->hi, w) != 0 || !Tiles(*plan, w)) continue;
+      plan->tier = t;
+      plan->tally = true;
+      plan->tally_dim = static_cast<size_t>(dim);
+      plan->tier_why =
+          "count() of a string field by its values: the coarsest tier's tallies whose buckets "
+          "tile the GROUP BY time buckets, with the range on its grid";
+      NoteRetention(ctx, *plan);
+      return Status::Ok();
     }
   }
   const std::string obstacle = TierObstacle(*plan, input);
@@ -1556,7 +1611,8 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     ctx->plan_lines.push_back(std::string("  tier: ") +
                               (plan->tier < 0
                                    ? "raw (chunks, sealed head and head merged)"
-                                   : storage::kTiers[plan->tier].name + std::string(" rollups")) +
+                                   : storage::kTiers[plan->tier].name +
+                                         std::string(plan->tally ? " tallies" : " rollups")) +
                               ": " + plan->tier_why);
   }
   std::vector<std::string> slot_fields;
@@ -1596,11 +1652,41 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     for (const AggSlot& slot : plan->slots) plan->specs.push_back(slot.spec);
   }
 
+  std::atomic<uint64_t> untallied{0};  // tally counts of values past a bucket's top
   Status st = ParallelFor(ctx, series.size(), &workers, [&](size_t w, size_t i) -> Status {
     const InSeries& in = series[i];
     std::optional<bool> truth = true;
     if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
     if (truth && !*truth) return Status::Ok();
+    if (plan->tally) {
+      // Each value's count in each tier bucket goes to the group of that
+      // value; counts past a bucket's top values (`other`) go to none.
+      const std::string& field = fields[static_cast<size_t>(plan->slots[0].field)];
+      const GroupKey base = TagKeyOf(*plan, in);
+      uint64_t rows = 0;
+      GPULSE_RETURN_IF_ERROR(input->ScanTallies(
+          in, std::span<const std::string>(&field, 1), static_cast<size_t>(plan->tier), plan->lo,
+          plan->hi, [&](size_t, const storage::TallyColumn& r, size_t begin, size_t end) {
+            rows += end - begin;
+            for (size_t i = begin; i < end; ++i) {
+              const int64_t b = plan->bucketer ? plan->bucketer->Start(r.bucket[i]) : INT64_MIN;
+              for (uint32_t v = r.begin[i]; v < r.begin[i + 1]; ++v) {
+                GroupKey key = base;
+                key[plan->tally_dim] = r.values[v];
+                GroupAcc::States states = partial[w][key].Get(*plan, b);
+                for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                  states[slot]->AddCount(r.value_count[v]);
+                }
+              }
+              untallied.fetch_add(r.other[i], std::memory_order_relaxed);
+            }
+          }));
+      if (rows > 0) {
+        ctx->series_read.fetch_add(1);
+        ctx->CountPoints(rows);
+      }
+      return Status::Ok();
+    }
     if (plan->tier >= 0) {
       // Whole tier buckets: fold rollup rows; the range's ends before the
       // first and after the last whole tier bucket: raw points.
@@ -1723,6 +1809,12 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     return Status::Ok();
   });
   GPULSE_RETURN_IF_ERROR(st);
+  if (untallied > 0) {
+    ctx->notes.push_back(std::to_string(untallied.load()) + " samples of values beyond the " +
+                         std::to_string(storage::kTallyTop) +
+                         " most frequent of their tier bucket are in no group (FROM \"raw\"." +
+                         plan->measurement + " counts them)");
+  }
 
   // Merge the workers' groups in worker order (= series order).
   GroupMap groups = std::move(partial[0]);

@@ -14,6 +14,7 @@ set(GPULSE_STORAGE_SOURCES
   storage/integer_codec.cc
   storage/range_coder.cc
   storage/rollup.cc
+  storage/tally.cc
   storage/sketch.cc
   storage/string_codec.cc
   storage/timestamp_codec.cc

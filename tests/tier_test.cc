@@ -391,6 +391,58 @@ TEST_F(TierTest, ChangingTheTierSetDropsAndBuildsTiersAtOpen) {
   EXPECT_NE(s.message().find("unknown tier \"1w\""), std::string::npos) << s.ToString();
 }
 
+// Attribution columns (string fields): "GPU-minutes per team per day" is
+// count(team) GROUP BY team, time(1d), and the tiers' tallies answer it
+// exactly as the raw points do, through late points, replaced values,
+// unflushed points, deletes and restarts.
+TEST_F(TierTest, TalliesCountAStringFieldPerValueLikeRaw) {
+  std::mt19937_64 rng(5);
+  const char* const teams[] = {"fraud", "search", "ads", "vision", "speech"};
+  auto write = [&](const std::string& node, int64_t ts, const std::string& team) {
+    Point p{"gpu", {{"node", node}}, {{"util", int64_t{1}}, {"team", team}}, ts};
+    ASSERT_TRUE(db_->Write({p}).ok());
+  };
+  // Three days of minutes; each node runs one team's job for hours at a time.
+  for (const char* node : {"n0", "n1", "n2"}) {
+    std::string team = teams[rng() % 5];
+    for (int64_t t = kT0; t < kT0 + 3 * kDay; t += kMinute) {
+      if (rng() % 200 == 0) team = teams[rng() % 5];
+      if (rng() % 9 != 0) write(node, t, team);
+    }
+  }
+  ASSERT_TRUE(db_->Flush().ok());
+  const std::string range =
+      " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + 3 * kDay) + "'";
+  const std::string per_day = "SELECT count(team) FROM {m}" + range + " GROUP BY team, time(1d)";
+  const std::string per_hour =
+      "SELECT count(team) FROM {m}" + range + " GROUP BY node, team, time(1h)";
+  const std::string whole = "SELECT count(team) FROM {m}" + range + " GROUP BY team";
+  auto check = [&](const std::string& when) {
+    SCOPED_TRACE(when);
+    for (const std::string& q : {per_day, per_hour, whole}) ExpectTierEqualsRaw(q);
+    EXPECT_NE(TierLine(With(per_day, "gpu")).find("tallies"), std::string::npos)
+        << TierLine(With(per_day, "gpu"));
+  };
+  check("flushed");
+  // Late points among stored ones, and replaced values: those buckets are
+  // counted again from raw.
+  write("n0", kT0 + 30 * kMinute, "late-team");
+  write("n1", kT0 + kDay + 60 * kMinute, "replaced");
+  check("late and replaced, unflushed");
+  ASSERT_TRUE(db_->Flush().ok());
+  check("late and replaced, flushed");
+  const std::vector<Series> n2{Series{"gpu", {{"node", "n2"}}}};
+  ASSERT_TRUE(db_->Delete(n2, kT0 + 10 * kHour + 5 * kMinute, kT0 + kDay + 3 * kHour).ok());
+  check("after a delete");
+  Reopen();
+  check("reopened");
+  // A range off the tier's grid needs the rows: raw answers.
+  EXPECT_EQ(TierLine("SELECT count(team) FROM gpu WHERE time >= '" + Rfc(kT0 + kMinute) +
+                     "' AND time < '" + Rfc(kT0 + kDay) + "' GROUP BY team")
+                .find("tallies"),
+            std::string::npos);
+}
+
 TEST(TierDefaultsTest, TheDefaultTiersAreHourAndDay) {
   storage::ScratchDir dir;
   Options options;
