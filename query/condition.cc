@@ -42,6 +42,17 @@ bool MentionsTime(const Expr& e) {
   return false;
 }
 
+bool NamedBySources(const std::vector<Source>& sources, const std::string& m) {
+  if (sources.empty()) return true;
+  for (const Source& src : sources) {
+    if (src.measurement.regex ? std::regex_search(m, std::regex(*src.measurement.regex))
+                              : src.measurement.name == m) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string TagValue(const std::vector<Tag>& tags, std::string_view key) {
   for (const Tag& t : tags) {
     if (t.key == key) return t.value;

@@ -32,6 +32,10 @@ struct TimeRange {
 // nothing). A time term under OR or NOT, or a != on time, is an error.
 Status ExtractTime(const Expr& e, int64_t now_ns, TimeRange* range, std::unique_ptr<Expr>* rest);
 
+// Whether FROM `sources` (measurements and regexes; none: all) names
+// measurement `m`.
+bool NamedBySources(const std::vector<Source>& sources, const std::string& m);
+
 // InvalidArgument "line L, column C: what", at the expression.
 Status ErrorAt(const Expr& e, const std::string& what);
 std::unique_ptr<Expr> Clone(const Expr& e);

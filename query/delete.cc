@@ -28,15 +28,7 @@ Status Measurements(Db* db, const DeleteStatement& s, std::vector<std::string>* 
   std::vector<std::string> all;
   GPULSE_RETURN_IF_ERROR(db->ListMeasurements(&all));
   for (const std::string& m : all) {
-    bool named = s.sources.empty();
-    for (const Source& src : s.sources) {
-      if (src.measurement.regex) {
-        named = named || std::regex_search(m, std::regex(*src.measurement.regex));
-      } else {
-        named = named || src.measurement.name == m;
-      }
-    }
-    if (named) out->push_back(m);
+    if (NamedBySources(s.sources, m)) out->push_back(m);
   }
   return Status::Ok();
 }

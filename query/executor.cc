@@ -229,15 +229,7 @@ class ShowRunner {
     }
     std::optional<std::regex> with_re;
     for (const std::string& m : all) {
-      bool in_from = s.sources.empty();
-      for (const Source& src : s.sources) {
-        if (src.measurement.regex) {
-          in_from = in_from || std::regex_search(m, std::regex(*src.measurement.regex));
-        } else {
-          in_from = in_from || src.measurement.name == m;
-        }
-      }
-      if (!in_from || !MatchesWith(s.with_measurement, m, &with_re)) continue;
+      if (!NamedBySources(s.sources, m) || !MatchesWith(s.with_measurement, m, &with_re)) continue;
       if (s.condition) {
         std::vector<Series> series;
         GPULSE_RETURN_IF_ERROR(Series_(m, &series));

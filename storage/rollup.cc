@@ -13,9 +13,6 @@ namespace gpulse::storage {
 namespace {
 
 constexpr uint8_t kRollupFormat = 1;
-// The body after the two header bytes: as is, or one zstd frame.
-constexpr uint8_t kBodyPlain = 0;
-constexpr uint8_t kBodyZstd = 1;
 // Fast: a flush compresses every block it touches.
 constexpr int kZstdLevel = 1;
 // A block never inflates past this (288 rows of full sketches are far below).
@@ -308,26 +305,14 @@ void EncodeRollups(const RollupColumn& rows, std::string* out) {
   for (const Sketch& s : rows.sketch) s.Encode(&section, &base);
   PutSection(&body, section);
 
-  out->push_back(static_cast<char>(kRollupFormat));
-  const bool packed = ZstdCompressIfSmaller(&body, kZstdLevel, SIZE_MAX);
-  out->push_back(static_cast<char>(packed ? kBodyZstd : kBodyPlain));
-  out->append(body);
+  AppendBlock(kRollupFormat, std::move(body), kZstdLevel, out);
 }
 
 Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
-  if (data.size() < 2) return Corrupt("truncated header");
-  if (static_cast<uint8_t>(data[0]) != kRollupFormat) {
-    return Corrupt("unknown format " + std::to_string(static_cast<uint8_t>(data[0])));
-  }
-  const auto compression = static_cast<uint8_t>(data[1]);
-  data.remove_prefix(2);
   thread_local std::string inflated;
-  if (compression == kBodyZstd) {
-    const Status z = ZstdDecompress(data, kMaxBodyBytes, &inflated);
-    if (!z.ok()) return Corrupt(z.message());
-    data = inflated;
-  } else if (compression != kBodyPlain) {
-    return Corrupt("unknown compression " + std::to_string(compression));
+  if (const Status framed = OpenBlock(data, kRollupFormat, kMaxBodyBytes, &inflated, &data);
+      !framed.ok()) {
+    return Corrupt(framed.message());
   }
   ByteReader r(data);
   uint8_t type_byte = 0;

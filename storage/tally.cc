@@ -15,9 +15,6 @@ namespace {
 
 // Rollup blocks are format 1 (storage/rollup.cc).
 constexpr uint8_t kTallyFormat = 2;
-// The body after the two header bytes: as is, or one zstd frame.
-constexpr uint8_t kBodyPlain = 0;
-constexpr uint8_t kBodyZstd = 1;
 // Fast: a flush compresses every block it touches.
 constexpr int kZstdLevel = 1;
 // A block never inflates past this (288 rows of 8 values are far below).
@@ -189,26 +186,14 @@ void EncodeTallies(const TallyColumn& rows, std::string* out) {
     }
   }
 
-  out->push_back(static_cast<char>(kTallyFormat));
-  const bool packed = ZstdCompressIfSmaller(&body, kZstdLevel, SIZE_MAX);
-  out->push_back(static_cast<char>(packed ? kBodyZstd : kBodyPlain));
-  out->append(body);
+  AppendBlock(kTallyFormat, std::move(body), kZstdLevel, out);
 }
 
 Status DecodeTallies(std::string_view data, TallyColumn* out) {
-  if (data.size() < 2) return Corrupt("truncated header");
-  if (static_cast<uint8_t>(data[0]) != kTallyFormat) {
-    return Corrupt("unknown format " + std::to_string(static_cast<uint8_t>(data[0])));
-  }
-  const auto compression = static_cast<uint8_t>(data[1]);
-  data.remove_prefix(2);
   thread_local std::string inflated;
-  if (compression == kBodyZstd) {
-    const Status z = ZstdDecompress(data, kMaxBodyBytes, &inflated);
-    if (!z.ok()) return Corrupt(z.message());
-    data = inflated;
-  } else if (compression != kBodyPlain) {
-    return Corrupt("unknown compression " + std::to_string(compression));
+  if (const Status framed = OpenBlock(data, kTallyFormat, kMaxBodyBytes, &inflated, &data);
+      !framed.ok()) {
+    return Corrupt(framed.message());
   }
   ByteReader r(data);
   uint64_t rows = 0;

@@ -21,6 +21,32 @@ bool ZstdCompressIfSmaller(std::string* body, int level, size_t max_ratio) {
   return true;
 }
 
+void AppendBlock(uint8_t format, std::string body, int level, std::string* out) {
+  out->push_back(static_cast<char>(format));
+  const bool packed = ZstdCompressIfSmaller(&body, level, SIZE_MAX);
+  out->push_back(static_cast<char>(packed ? 1 : 0));
+  out->append(body);
+}
+
+Status OpenBlock(std::string_view data, uint8_t format, size_t max_bytes, std::string* scratch,
+                 std::string_view* body) {
+  if (data.size() < 2) return Status::Corruption("truncated header");
+  if (static_cast<uint8_t>(data[0]) != format) {
+    return Status::Corruption("unknown format " + std::to_string(static_cast<uint8_t>(data[0])));
+  }
+  const auto compression = static_cast<uint8_t>(data[1]);
+  data.remove_prefix(2);
+  if (compression == 1) {
+    GPULSE_RETURN_IF_ERROR(ZstdDecompress(data, max_bytes, scratch));
+    *body = *scratch;
+  } else if (compression == 0) {
+    *body = data;
+  } else {
+    return Status::Corruption("unknown compression " + std::to_string(compression));
+  }
+  return Status::Ok();
+}
+
 Status ZstdDecompress(std::string_view frame, size_t max_bytes, std::string* body) {
   const unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
   if (size == ZSTD_CONTENTSIZE_ERROR || size == ZSTD_CONTENTSIZE_UNKNOWN) {

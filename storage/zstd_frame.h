@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -22,5 +23,15 @@ bool ZstdCompressIfSmaller(std::string* body, int level, size_t max_ratio);
 // in its header and at most `max_bytes`, into *body. Corruption naming what
 // is wrong otherwise.
 Status ZstdDecompress(std::string_view frame, size_t max_bytes, std::string* body);
+
+// Tier blocks (rollups, tallies) are framed alike: a format byte, a
+// compression byte (0: the body as is, 1: one zstd frame of it), the body.
+// Appends the block of `body` (compressed at `level` when that is smaller).
+void AppendBlock(uint8_t format, std::string body, int level, std::string* out);
+// The body of a block that must have `format`: *body views `data`, or
+// *scratch when it was compressed. Corruption ("truncated header", "unknown
+// format N", "unknown compression N", or the frame's fault) otherwise.
+Status OpenBlock(std::string_view data, uint8_t format, size_t max_bytes, std::string* scratch,
+                 std::string_view* body);
 
 }  // namespace gpulse::storage

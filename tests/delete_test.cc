@@ -17,6 +17,7 @@
 #include "engine/gpulse.h"
 #include "storage/rollup.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/tier_rows.h"
 
 namespace gpulse {
 namespace {
@@ -89,28 +90,9 @@ class DeleteTest : public ::testing::Test {
       std::vector<Column> raw;
       ASSERT_TRUE(db_->ReadSeries(GpuSeries(node), fields, INT64_MIN, INT64_MAX, &raw).ok());
       for (size_t t = 0; t < storage::kTierCount; ++t) {
-        storage::RollupColumn want;
-        want.Reset(FieldType::kInt);
-        storage::BuildRollups(raw[0], 0, raw[0].size(), storage::kTiers[t].width_ns, &want);
-        storage::RollupColumn got;
-        got.Reset(FieldType::kInt);
-        ASSERT_TRUE(
-            db_->ScanRollups(GpuSeries(node), fields, t, INT64_MIN, INT64_MAX, storage::kRollupAll,
-                             [&](size_t, const storage::RollupColumn& rows, size_t b, size_t e) {
-                               for (size_t i = b; i < e; ++i) {
-                                 storage::AppendRollupRow(rows, i, &got);
-                               }
-                             })
-                .ok());
-        const std::string where = when + ": node " + node + " tier " + storage::kTiers[t].name;
-        ASSERT_EQ(got.bucket, want.bucket) << where;
-        EXPECT_EQ(got.count, want.count) << where;
-        EXPECT_EQ(got.sum.ints, want.sum.ints) << where;
-        EXPECT_EQ(got.min.ints, want.min.ints) << where;
-        EXPECT_EQ(got.max.ints, want.max.ints) << where;
-        EXPECT_EQ(got.first.ts, want.first.ts) << where;
-        EXPECT_EQ(got.last.ts, want.last.ts) << where;
-        EXPECT_EQ(got.last.ints, want.last.ints) << where;
+        test::ExpectSameRollups(test::AllRollups(db_.get(), GpuSeries(node), "util", t),
+                                test::RollupsOf(raw[0], t),
+                                when + ": node " + node + " tier " + storage::kTiers[t].name);
       }
     }
   }

@@ -17,6 +17,7 @@
 #include "storage/key_layout.h"
 #include "storage/rollup.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/tier_rows.h"
 
 namespace gpulse {
 namespace {
@@ -204,21 +205,8 @@ TEST(MergePartsTest, ReadsWritesAndTiersStayRightWhileMergingRuns) {
     ASSERT_TRUE(db->ReadSeries(s, fields, INT64_MIN, INT64_MAX, &raw).ok());
     ASSERT_EQ(static_cast<int64_t>(raw[0].size()), kMinutes + 1);
     for (size_t t : {size_t{1}, size_t{2}}) {
-      storage::RollupColumn want, got;
-      want.Reset(FieldType::kInt);
-      got.Reset(FieldType::kInt);
-      storage::BuildRollups(raw[0], 0, raw[0].size(), storage::kTiers[t].width_ns, &want);
-      ASSERT_TRUE(
-          db->ScanRollups(s, fields, t, INT64_MIN, INT64_MAX, storage::kRollupAll,
-                          [&](size_t, const storage::RollupColumn& rows, size_t b, size_t e) {
-                            for (size_t i = b; i < e; ++i) {
-                              storage::AppendRollupRow(rows, i, &got);
-                            }
-                          })
-              .ok());
-      EXPECT_EQ(got.bucket, want.bucket);
-      EXPECT_EQ(got.count, want.count);
-      EXPECT_EQ(got.sum.ints, want.sum.ints);
+      test::ExpectSameRollups(test::AllRollups(db.get(), s, "util", t), test::RollupsOf(raw[0], t),
+                              s.tags[0].value + " tier " + storage::kTiers[t].name);
     }
   }
   ASSERT_TRUE(db->Close().ok());

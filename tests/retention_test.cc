@@ -13,6 +13,7 @@
 #include "storage/key_layout.h"
 #include "storage/rollup.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/tier_rows.h"
 
 namespace gpulse {
 namespace {
@@ -46,19 +47,7 @@ class RetentionTest : public ::testing::Test {
 
   // Rows of `tier` of node a's util.
   storage::RollupColumn Rows(size_t tier) {
-    storage::RollupColumn got;
-    got.Reset(FieldType::kInt);
-    const std::vector<std::string> fields{"util"};
-    EXPECT_TRUE(
-        db_->ScanRollups(Series{"gpu", {{"node", "a"}}}, fields, tier, INT64_MIN, INT64_MAX,
-                         storage::kRollupAll,
-                         [&](size_t, const storage::RollupColumn& rows, size_t b, size_t e) {
-                           for (size_t i = b; i < e; ++i) {
-                             storage::AppendRollupRow(rows, i, &got);
-                           }
-                         })
-            .ok());
-    return got;
+    return test::AllRollups(db_.get(), Series{"gpu", {{"node", "a"}}}, "util", tier);
   }
 
   Column Raw() {

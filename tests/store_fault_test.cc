@@ -17,6 +17,7 @@
 #include "storage/rollup.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/store_fault_env.h"
+#include "tests/support/tier_rows.h"
 
 namespace gpulse {
 namespace {
@@ -122,37 +123,9 @@ void ExpectModelAndTiers(Db* db, const Model& model, const std::string& when) {
       ++i;
     }
     for (size_t t : {size_t{1}, size_t{2}}) {
-      storage::RollupColumn want, got;
-      want.Reset(FieldType::kInt);
-      got.Reset(FieldType::kInt);
-      storage::BuildRollups(raw[0], 0, raw[0].size(), storage::kTiers[t].width_ns, &want);
-      ASSERT_TRUE(
-          db->ScanRollups(NodeSeries(node), fields, t, INT64_MIN, INT64_MAX, storage::kRollupAll,
-                          [&](size_t, const storage::RollupColumn& rows, size_t b, size_t e) {
-                            for (size_t r = b; r < e; ++r) {
-                              storage::AppendRollupRow(rows, r, &got);
-                            }
-                          })
-              .ok());
-      // Runs come in any order (unflushed points' buckets come after the
-      // stored rows): sort the rows by bucket.
-      std::vector<size_t> order(got.size());
-      for (size_t r = 0; r < order.size(); ++r) order[r] = r;
-      std::sort(order.begin(), order.end(),
-                [&](size_t a, size_t b) { return got.bucket[a] < got.bucket[b]; });
-      storage::RollupColumn sorted;
-      sorted.Reset(FieldType::kInt);
-      for (size_t r : order) storage::AppendRollupRow(got, r, &sorted);
-      got = std::move(sorted);
-      const std::string where =
-          when + ", node " + std::to_string(node) + ", tier " + storage::kTiers[t].name;
-      ASSERT_EQ(got.bucket, want.bucket) << where;
-      ASSERT_EQ(got.count, want.count) << where;
-      ASSERT_EQ(got.sum.ints, want.sum.ints) << where;
-      ASSERT_EQ(got.min.ints, want.min.ints) << where;
-      ASSERT_EQ(got.max.ints, want.max.ints) << where;
-      ASSERT_EQ(got.first.ints, want.first.ints) << where;
-      ASSERT_EQ(got.last.ints, want.last.ints) << where;
+      test::ExpectSameRollups(
+          test::AllRollups(db, NodeSeries(node), "util", t), test::RollupsOf(raw[0], t),
+          when + ", node " + std::to_string(node) + ", tier " + storage::kTiers[t].name);
     }
   }
 }
