@@ -150,6 +150,15 @@ int64_t WindowStart(int64_t ts, int64_t window_ns) {
   return start < INT64_MIN ? INT64_MIN : static_cast<int64_t>(start);
 }
 
+size_t EndOfWindowRun(const int64_t* ts, size_t begin, size_t end, int64_t window_ns) {
+  const int64_t w = WindowStart(ts[begin], window_ns);
+  if (w > INT64_MAX - window_ns) return end;
+  const int64_t next = NextWindowStart(w, window_ns);
+  size_t j = begin + 1;
+  while (j < end && ts[j] < next) ++j;
+  return j;
+}
+
 int64_t NextWindowStart(int64_t window_start, int64_t window_ns) {
   if (window_start > INT64_MAX - window_ns) return INT64_MAX;
   // The clamped first window ends where the next aligned one starts.

@@ -110,5 +110,8 @@ int64_t WindowStart(int64_t ts, int64_t window_ns);
 // The start of the window after the one starting at `window_start` (which
 // may be the clamped INT64_MIN one); INT64_MAX when past the int64 range.
 int64_t NextWindowStart(int64_t window_start, int64_t window_ns);
+// The end of the run of ascending ts[begin..end) that lies in the window of
+// ts[begin] (the last window, whose end is past INT64_MAX, holds the rest).
+size_t EndOfWindowRun(const int64_t* ts, size_t begin, size_t end, int64_t window_ns);
 
 }  // namespace gpulse::storage

@@ -96,11 +96,7 @@ void Build(const Column& raw, size_t begin, size_t end, int64_t width, RollupCol
   size_t i = begin;
   while (i < end) {
     const int64_t b = WindowStart(t[i], width);
-    size_t j = i + 1;
-    // The last window, whose end is past INT64_MAX, holds the rest.
-    const bool last = b > INT64_MAX - width;
-    const int64_t next = NextWindowStart(b, width);
-    while (j < end && (last || t[j] < next)) ++j;
+    const size_t j = EndOfWindowRun(t, i, end, width);
     T sum = 0, mn = v[i], mx = v[i];
     double dsum = 0;
     for (size_t k = i; k < j; ++k) {

@@ -66,11 +66,7 @@ void BuildTallies(const Column& raw, size_t begin, size_t end, int64_t width, Ta
   size_t i = begin;
   while (i < end) {
     const int64_t b = WindowStart(t[i], width);
-    size_t j = i + 1;
-    // The last window, whose end is past INT64_MAX, holds the rest.
-    const bool last = b > INT64_MAX - width;
-    const int64_t next = NextWindowStart(b, width);
-    while (j < end && (last || t[j] < next)) ++j;
+    const size_t j = EndOfWindowRun(t, i, end, width);
     sorted.clear();
     for (size_t k = i; k < j; ++k) sorted.push_back(raw.strings[k]);
     std::sort(sorted.begin(), sorted.end());

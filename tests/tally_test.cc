@@ -6,7 +6,6 @@
 #include "storage/tally.h"
 
 #include <gtest/gtest.h>
-#include <zstd.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -21,6 +20,8 @@
 #include "storage/coding.h"
 #include "storage/column.h"
 #include "storage/rollup.h"
+
+#include "tests/support/block_forms.h"
 
 namespace gpulse::storage {
 namespace {
@@ -531,28 +532,13 @@ TEST(TallyTest, IsTallyBlockTellsTallyBlocksFromRollupBlocks) {
 // ---------------------------------------------------------------------------
 // DecodeTallies on corrupt input
 
-// The plain form of a zstd-compressed block: the same body, uncompressed.
-std::string Uncompressed(const std::string& block) {
-  EXPECT_EQ(block[1], 1);
-  const std::string_view frame(block.data() + 2, block.size() - 2);
-  const unsigned long long size = ZSTD_getFrameContentSize(frame.data(), frame.size());
-  EXPECT_NE(size, ZSTD_CONTENTSIZE_ERROR);
-  EXPECT_NE(size, ZSTD_CONTENTSIZE_UNKNOWN);
-  std::string body(size, '\0');
-  EXPECT_EQ(ZSTD_decompress(body.data(), body.size(), frame.data(), frame.size()), size);
-  return std::string("\x02\x00", 2) + body;
-}
-
-// Encodings of each form: a tiny block that stays plain, a full one that
-// compresses, and the full one's body stored plain.
-struct Forms {
-  std::string tiny, compressed, big_plain;
-};
+// Encodings of each form a decoder must read.
+using Forms = test::BlockForms;
 Forms SampleForms() {
   Forms f;
   f.tiny = Encoded(OneRow());
   f.compressed = Encoded(FullBlock());
-  f.big_plain = Uncompressed(f.compressed);
+  f.big_plain = test::UncompressedBlock(f.compressed);
   return f;
 }
 
