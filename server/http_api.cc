@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <deque>
 #include <nlohmann/json.hpp>
 
 #include "ingest/line_protocol.h"
+#include "ingest/lp_batch.h"
 #include "query/executor.h"
 #include "query/format.h"
 #include "query/parser.h"
@@ -68,24 +68,6 @@ Response NoContent(unsigned version) {
   Response res{http::status::no_content, version};
   res.prepare_payload();
   return res;
-}
-
-// A parsed field's value as the engine takes it; `stable` keeps a string.
-template <typename Stable>
-FieldValueRef ValueRef(const ingest::FieldView& f, const Stable& stable) {
-  switch (f.type) {
-    case FieldType::kFloat:
-      return f.float_value;
-    case FieldType::kInt:
-      return f.int_value;
-    case FieldType::kUint:
-      return f.uint_value;
-    case FieldType::kBool:
-      return f.bool_value;
-    case FieldType::kString:
-      return stable(f.string_value);
-  }
-  return f.float_value;
 }
 
 // Maps the `precision` parameter of either API to the parser's.
@@ -344,65 +326,14 @@ Response HttpApi::Write(const Request& request, const RequestContext& context, b
   }
   metrics_->bytes_received += body.size();
 
-  // The points reference the body wherever they can: no string is copied
-  // except text the parser unescaped into its scratch buffer, which lives for
-  // one line only and is kept in `owned`.
-  std::deque<std::string> owned;
-  const auto stable = [&](std::string_view v) -> std::string_view {
-    const bool in_body =
-        v.data() >= body.data() && v.data() + v.size() <= body.data() + body.size();
-    return v.empty() || in_body ? v : std::string_view(owned.emplace_back(v));
-  };
-  struct Pending {
-    std::string_view measurement;
-    size_t first_tag, tag_count, first_field, field_count;
-    int64_t timestamp_ns;
-  };
-  std::vector<Pending> pending;
-  std::vector<TagRef> tags;
-  std::vector<FieldRef> fields;
-  std::vector<size_t> lines;  // the body line of each point
-  {
-    // Sized from the line count up front: growing these by doubling over a
-    // 1 MiB body cost a measurable share of the write path in copies.
-    const size_t line_count = static_cast<size_t>(std::count(body.begin(), body.end(), '\n')) + 1;
-    pending.reserve(line_count);
-    lines.reserve(line_count);
-    tags.reserve(line_count * 6);
-    fields.reserve(line_count * 8);
-  }
-  std::vector<ingest::LineError> errors;
-  size_t error_count = 0;
-  ingest::LineProtocolParser parser;
-  parser.Parse(
-      body, parse_options,
-      [&](const ingest::PointView& v) {
-        Pending p{stable(v.measurement), tags.size(), 0, fields.size(), 0, v.timestamp_ns};
-        bool has_db_tag = false;
-        for (const ingest::TagView& t : v.tags) {
-          tags.push_back(TagRef{stable(t.key), stable(t.value)});
-          has_db_tag = has_db_tag || t.key == "db";
-        }
-        if (!database.empty() && !has_db_tag) tags.push_back(TagRef{"db", database});
-        p.tag_count = tags.size() - p.first_tag;
-        for (const ingest::FieldView& f : v.fields) {
-          fields.push_back(FieldRef{stable(f.key), ValueRef(f, stable)});
-        }
-        p.field_count = fields.size() - p.first_field;
-        pending.push_back(p);
-        lines.push_back(v.line);
-      },
-      &errors, &error_count);
-  std::vector<PointRef> points;
-  points.reserve(pending.size());
-  for (const Pending& p : pending) {
-    points.push_back(PointRef{
-        p.measurement, std::span<const TagRef>(tags).subspan(p.first_tag, p.tag_count),
-        std::span<const FieldRef>(fields).subspan(p.first_field, p.field_count), p.timestamp_ns});
-  }
+  ingest::LineProtocolBatch batch;
+  batch.Parse(body, parse_options, database);
+  std::vector<ingest::LineError> errors = batch.errors();
+  size_t error_count = batch.error_count();
+  const std::span<const PointRef> points = batch.points();
 
   WriteResult result;
-  Status s = points.empty() ? Status::Ok() : db_->Write(std::span<const PointRef>(points), &result);
+  Status s = points.empty() ? Status::Ok() : db_->Write(points, &result);
   if (s.IsResourceExhausted()) {
     ++metrics_->writes_refused_busy;
     Response res = Error(http::status::service_unavailable, request.version(), s.message());
@@ -415,7 +346,7 @@ Response HttpApi::Write(const Request& request, const RequestContext& context, b
   }
   for (const WriteResult::Rejected& r : result.rejected) {
     ++error_count;
-    if (errors.size() < kMaxListedErrors) errors.push_back({lines[r.index], 1, r.reason});
+    if (errors.size() < kMaxListedErrors) errors.push_back({batch.line_of(r.index), 1, r.reason});
   }
   metrics_->points_received += result.points_written;
   metrics_->values_received += result.values_written;

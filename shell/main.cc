@@ -30,6 +30,10 @@ constexpr const char* kUsage =
     "  shell [--data DIR | --url URL]\n"
     "                      The interactive query shell: line editing, history, tab\n"
     "                      completion, aligned tables. `gpulse shell --help` for details.\n"
+    "  import [--data DIR] [--format lp|prom] FILE...\n"
+    "                      Load line-protocol (plain or .gz) or Prometheus text files into\n"
+    "                      a data directory; bad lines are reported with file, line and\n"
+    "                      column. `gpulse import --help` for details.\n"
     "  version             Print the version.\n"
     "  help, --help, -h    Print this help.\n"
     "\n"
@@ -55,6 +59,7 @@ int main(int argc, char** argv) {
   }
   if (command == "demo") return gpulse::cli::RunDemo(args);
   if (command == "serve") return gpulse::cli::RunServe(args);
+  if (command == "import") return gpulse::cli::RunImport(args);
   // argv[1] is the command's name: they take argc/argv from it on.
   if (command == "query") return gpulse::shell::RunQuery(argc - 1, argv + 1);
   if (command == "shell") return gpulse::shell::RunShell(argc - 1, argv + 1);

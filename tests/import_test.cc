@@ -1,0 +1,142 @@
+// `gpulse import` as a user runs it: the real binary on real files (the
+// Telegraf README's line protocol, a dcgm-exporter scrape), gzip, bad lines
+// reported by file, line and column with the good ones kept, the exit
+// statuses, and what lands in the data directory.
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <zlib.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/gpulse.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/spawn.h"
+
+namespace gpulse {
+namespace {
+
+const std::string kReal = std::string(GPULSE_SHARED_DIR) + "/data/real";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Outcome {
+  int status = -1;
+  std::string out, err;
+};
+
+class ImportTest : public ::testing::Test {
+ protected:
+  Outcome Import(std::vector<std::string> args) {
+    args.insert(args.begin(), {"import", "--data", data_});
+    const std::string out = dir_.path() + "/out", err = dir_.path() + "/err";
+    const pid_t pid = test::SpawnWithFiles(GPULSE_BIN, args, "", out, err);
+    Outcome r;
+    if (pid < 0) return r;
+    int raw = 0;
+    ::waitpid(pid, &raw, 0);
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = ReadFile(out);
+    r.err = ReadFile(err);
+    return r;
+  }
+
+  // Runs `q` on the data directory; the first statement's series.
+  std::vector<ResultSeries> Query(const std::string& q) {
+    Options o;
+    o.info_log = [](std::string_view) {};
+    std::unique_ptr<Db> db;
+    EXPECT_TRUE(Db::Open(o, data_, &db).ok());
+    QueryResult r;
+    EXPECT_TRUE(db->Query(q, QueryOptions(), &r).ok()) << q;
+    EXPECT_TRUE(r.statements.at(0).status.ok()) << r.statements[0].status.ToString();
+    return r.statements[0].series;
+  }
+
+  void WriteGzip(const std::string& path, const std::string& text) {
+    gzFile f = gzopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
+              static_cast<int>(text.size()));
+    gzclose(f);
+  }
+
+  storage::ScratchDir dir_;
+  const std::string data_ = dir_.path() + "/data";
+};
+
+TEST_F(ImportTest, TheTelegrafReadmeLinesLandWithTheirTypesAndTags) {
+  const Outcome r = Import({kReal + "/telegraf_nvidia_smi/README_example_output.lp"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("imported 3 points"), std::string::npos) << r.out;
+  const auto fields = Query("SHOW FIELD KEYS FROM nvidia_smi");
+  ASSERT_EQ(fields.size(), 1u);
+  std::map<std::string, std::string> types;
+  for (const auto& row : fields[0].values) {
+    types[std::get<std::string>(row[0])] = std::get<std::string>(row[1]);
+  }
+  EXPECT_EQ(types.size(), 7u);
+  EXPECT_EQ(types.at("utilization_gpu"), "integer");
+  EXPECT_EQ(types.at("memory_used"), "integer");
+  // An escaped space in a tag value.
+  const auto names = Query("SHOW TAG VALUES FROM nvidia_smi WITH KEY = name");
+  ASSERT_EQ(names.size(), 1u);
+  EXPECT_EQ(names[0].values.at(0).at(1), QueryValue(std::string("GeForce GTX 1070")));
+  EXPECT_EQ(Query("SELECT count(utilization_gpu) FROM nvidia_smi")[0].values[0][1],
+            QueryValue(int64_t{3}));
+}
+
+TEST_F(ImportTest, BadLinesAreNamedByFileLineAndColumnAndTheGoodOnesKept) {
+  const std::string path = dir_.path() + "/batch.lp.gz";
+  // Line 2 does not parse; line 4 has another type than line 1 for util.
+  WriteGzip(path,
+            "gpu,node=a util=1i 1704067200000000000\n"
+            "gpu,node=a util= 1704067260000000000\n"
+            "gpu,node=a util=3i 1704067320000000000\n"
+            "gpu,node=a util=2.5 1704067380000000000\n"
+            "gpu,node=b util=5i\n");  // no timestamp: the import's time
+  const Outcome r = Import({"--database", "fleet", path});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find(path + ":2:17: expected field value"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(path + ":4:1: field util is integer"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("imported 3 points"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 lines rejected"), std::string::npos) << r.out;
+  const auto series = Query("SELECT sum(util) FROM gpu GROUP BY db, node");
+  ASSERT_EQ(series.size(), 2u);
+  EXPECT_EQ(series[0].values[0][1], QueryValue(int64_t{4}));  // node a: 1 + 3
+  EXPECT_EQ(series[1].values[0][1], QueryValue(int64_t{5}));
+}
+
+TEST_F(ImportTest, ADcgmExporterScrapeBecomesOnePointPerGpu) {
+  const Outcome r = Import({"--format", "prom", "--measurement", "dcgm", "--tag", "cluster=c1",
+                            kReal + "/dcgm_exporter/scrapes/k8s-ai-conformance_kops_L4.prom"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto util = Query("SELECT last(DCGM_FI_DEV_GPU_UTIL) FROM dcgm GROUP BY cluster");
+  ASSERT_EQ(util.size(), 1u);
+  EXPECT_EQ(util[0].tags, (std::vector<Tag>{{"cluster", "c1"}}));
+}
+
+TEST_F(ImportTest, UsageAndFileErrorsExitWithTwo) {
+  EXPECT_EQ(Import({}).status, 2);
+  EXPECT_EQ(Import({"--format", "xml", "x"}).status, 2);
+  EXPECT_EQ(Import({"--precision", "days", "x"}).status, 2);
+  const Outcome missing = Import({dir_.path() + "/nope.lp"});
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("nope.lp: cannot open"), std::string::npos) << missing.err;
+  const Outcome help = Import({"--help"});
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("--format lp|prom"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gpulse
