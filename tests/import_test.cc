@@ -117,6 +117,30 @@ TEST_F(ImportTest, BadLinesAreNamedByFileLineAndColumnAndTheGoodOnesKept) {
   EXPECT_EQ(series[1].values[0][1], QueryValue(int64_t{5}));
 }
 
+TEST_F(ImportTest, LinesAreCountedAcrossTheSlicesOfALargeFile) {
+  // About 12 MB: the file is read in more than one slice, and a bad line in
+  // the second slice is still named by its line in the file.
+  const std::string path = dir_.path() + "/large.lp";
+  std::string text;
+  const int kLines = 160'000;
+  for (int i = 1; i <= kLines; ++i) {
+    if (i == 150'001) {
+      text += "gpu,node=a util=oops 1\n";
+      continue;
+    }
+    text += "gpu,node=n" + std::to_string(i % 16) +
+            ",sku=H100,region=us-east-1 util=" + std::to_string(i % 100) + "i,temp_c=61.5 " +
+            std::to_string(1704067200 + i) + "000000000\n";
+  }
+  ASSERT_GT(text.size(), size_t{9} << 20);
+  std::ofstream(path) << text;
+  const Outcome r = Import({path});
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find(path + ":150001:17:"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("imported 159999 points (319998 values)"), std::string::npos) << r.out;
+  EXPECT_EQ(Query("SELECT count(util) FROM gpu")[0].values[0][1], QueryValue(int64_t{159'999}));
+}
+
 TEST_F(ImportTest, ADcgmExporterScrapeBecomesOnePointPerGpu) {
   const Outcome r = Import({"--format", "prom", "--measurement", "dcgm", "--tag", "cluster=c1",
                             kReal + "/dcgm_exporter/scrapes/k8s-ai-conformance_kops_L4.prom"});
