@@ -111,20 +111,34 @@ Status DbImpl::Open() {
   std::string version;
   const leveldb::Status got = store_->Get(leveldb::ReadOptions(), storage::VersionKey(), &version);
   if (got.IsNotFound()) {
+    // A new store: its version and its tier set, so that a later Open with
+    // another set (or keep_stored_tiers) knows what this one kept.
+    std::string bytes;
+    storage::PutU32BE(&bytes, storage::kFormatVersion);
+    leveldb::WriteBatch batch;
+    batch.Put(storage::VersionKey(), bytes);
+    batch.Put(std::string(1, storage::kTierSetKey), std::string(1, static_cast<char>(tier_mask_)));
+    leveldb::WriteOptions sync;
+    sync.sync = true;
+    const leveldb::Status put = store_->Write(sync, &batch);
+    if (!put.ok()) return Status::IOError("write format version: " + put.ToString());
+  } else if (got.ok() && version.size() == 4 && storage::GetU32BE(version.data()) == 2) {
+    // Version 2 had no tiers: build them from the raw chunks, once.
+    GPULSE_RETURN_IF_ERROR(BuildTiersFromRaw());
+  } else if (got.ok() && version.size() == 4 &&
+             (storage::GetU32BE(version.data()) == 3 || storage::GetU32BE(version.data()) == 4)) {
+    // Versions 3 and 4 kept no tier rows for string fields: build those from
+    // the raw chunks, once (a crash part way builds them again next time).
+    GPULSE_RETURN_IF_ERROR(SyncTierSet());
+    GPULSE_RETURN_IF_ERROR(BuildTiers(tier_mask_, /*strings_only=*/true));
     std::string bytes;
     storage::PutU32BE(&bytes, storage::kFormatVersion);
     leveldb::WriteOptions sync;
     sync.sync = true;
     const leveldb::Status put = store_->Put(sync, storage::VersionKey(), bytes);
     if (!put.ok()) return Status::IOError("write format version: " + put.ToString());
-  } else if (got.ok() && version.size() == 4 && storage::GetU32BE(version.data()) == 2) {
-    // Version 2 had no tiers: build them from the raw chunks, once.
-    GPULSE_RETURN_IF_ERROR(BuildTiersFromRaw());
   } else if (got.ok() && version.size() == 4 &&
-             (storage::GetU32BE(version.data()) == 3 ||
-              storage::GetU32BE(version.data()) == storage::kFormatVersion)) {
-    // Version 3 differs only by having no dropped-series keys; the next
-    // flush writes the current version.
+             storage::GetU32BE(version.data()) == storage::kFormatVersion) {
     GPULSE_RETURN_IF_ERROR(SyncTierSet());
   } else if (!got.ok() || version.size() != 4 ||
              storage::GetU32BE(version.data()) != storage::kFormatVersion) {

@@ -192,7 +192,8 @@ class DbImpl final : public Db {
   // missing ones from raw, records the set (key 'T').
   Status SyncTierSet();
   // Builds the tiers in `mask` from the raw chunks (their blocks absent).
-  Status BuildTiers(uint32_t mask);
+  // `strings_only`: only the string fields' tallies (a store from before them).
+  Status BuildTiers(uint32_t mask, bool strings_only = false);
   void FlusherLoop();
   void SyncerLoop();
 

@@ -21,13 +21,24 @@ namespace gpulse::engine {
 
 namespace {
 
-// The value of the db tag in a canonical series key, empty when it has none.
+// The value of the db tag in a canonical series key (measurement, then
+// \0 key \0 value per tag), empty when it has none. Only key positions are
+// compared: a tag whose value is "db" is not the db tag.
 std::string_view DatabaseOf(std::string_view series_key) {
-  constexpr std::string_view kTag("\0db\0", 4);
-  const size_t at = series_key.find(kTag);
-  if (at == std::string_view::npos) return {};
-  const std::string_view rest = series_key.substr(at + kTag.size());
-  return rest.substr(0, rest.find('\0'));
+  size_t at = series_key.find('\0');  // past the measurement
+  while (at != std::string_view::npos) {
+    const size_t key_end = series_key.find('\0', at + 1);
+    if (key_end == std::string_view::npos) return {};
+    const std::string_view key = series_key.substr(at + 1, key_end - at - 1);
+    const size_t value_end = series_key.find('\0', key_end + 1);
+    const std::string_view value = series_key.substr(
+        key_end + 1,
+        (value_end == std::string_view::npos ? series_key.size() : value_end) - key_end - 1);
+    if (key == "db") return value;
+    if (key > "db") return {};  // tags are in key order
+    at = value_end;
+  }
+  return {};
 }
 
 // The start of the piece of `width` holding the cut `keep` before `now`:

@@ -145,6 +145,8 @@ Status DbImpl::SyncTierSet() {
   uint32_t have = 0;
   if (got.ok() && stored.size() == 1) {
     have = static_cast<uint8_t>(stored[0]);
+    // A tool opening a server's directory keeps the server's tiers.
+    if (options_.keep_stored_tiers) tier_mask_ = have;
   } else if (got.IsNotFound()) {
     // A new store (no chunks yet): nothing to build.
     have = tier_mask_;
@@ -185,13 +187,14 @@ Status DbImpl::SyncTierSet() {
   return Status::Ok();
 }
 
-Status DbImpl::BuildTiers(uint32_t mask) {
+Status DbImpl::BuildTiers(uint32_t mask, bool strings_only) {
   if (mask == 0) return Status::Ok();
   std::string names;
   for (size_t t = 0; t < storage::kTierCount; ++t) {
     if (mask & (1u << t)) names += std::string(names.empty() ? "" : ", ") + storage::kTiers[t].name;
   }
-  Log("building the " + names + " tiers of " + path_ + "/store from its raw chunks");
+  Log(std::string("building ") + (strings_only ? "the string fields' rows of " : "") + "the " +
+      names + " tiers of " + path_ + "/store from its raw chunks");
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
   it->Seek(std::string(1, storage::kChunkPrefix));
   uint64_t windows = 0;
@@ -206,6 +209,12 @@ Status DbImpl::BuildTiers(uint32_t mask) {
     storage::ChunkInfo info;
     const leveldb::Slice v = it->value();
     GPULSE_RETURN_IF_ERROR(storage::ReadChunkInfo(std::string_view(v.data(), v.size()), &info));
+    if (strings_only && info.type != FieldType::kString) {
+      int parts = 0;
+      uint16_t last_part = 0;
+      GPULSE_RETURN_IF_ERROR(CountWindowParts(it.get(), k, &parts, &last_part));  // past it
+      continue;
+    }
     Column window;
     window.type = info.type;
     GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), k, &window));

@@ -153,6 +153,11 @@ struct Options {
   // was written with drops the tiers no longer named and builds the new
   // ones from the raw chunks.
   std::vector<std::string> tiers = {"1h", "1d"};
+  // Keep the tier set the data directory was written with, whatever `tiers`
+  // says (a new directory gets `tiers`). For tools that open a directory a
+  // server configured (`gpulse import`, `query --data`, `shell --data`):
+  // they must not drop or build tiers behind its back.
+  bool keep_stored_tiers = false;
 
   // How long each kind of data is kept, by name: "raw" (the points) and the
   // tier names ("5m", "1h", "1d"); absent or zero keeps it forever. Data

@@ -24,6 +24,7 @@
 #include "ingest/lp_batch.h"
 #include "ingest/prom_mapping.h"
 #include "ingest/prom_text.h"
+#include "server/config.h"
 #include "shell/commands.h"
 
 namespace gpulse::cli {
@@ -38,6 +39,9 @@ constexpr const char* kImportUsage =
     "\n"
     "Options:\n"
     "  --data DIR            the data directory (default ./gpulse-data)\n"
+    "  --config FILE         the server's config file: its storage settings (tiers,\n"
+    "                        retention) apply; without it the directory keeps the\n"
+    "                        tiers it has and no retention refuses old points\n"
     "  --format lp|prom      InfluxDB line protocol (default), or Prometheus text\n"
     "                        exposition as dcgm-exporter serves it (a saved scrape)\n"
     "  --database NAME       tag every point db=NAME, as /write?db=NAME does\n"
@@ -62,6 +66,7 @@ constexpr size_t kMaxReported = 20;
 
 struct ImportOptions {
   std::string data = "./gpulse-data";
+  std::string config;
   std::string format = "lp";
   std::string database;
   ingest::Precision precision = ingest::Precision::kNanoseconds;
@@ -106,6 +111,15 @@ class Input {
     }
     out->resize(at + static_cast<size_t>(got));
     *eof = static_cast<size_t>(got) < n;
+    if (*eof) {
+      // A gzip stream cut short reads as a short read, not as an error.
+      int code = Z_OK;
+      const char* why = gzerror(file_, &code);
+      if (code == Z_BUF_ERROR) {
+        *error = std::string("truncated gzip stream (") + why + ")";
+        return false;
+      }
+    }
     return true;
   }
   // Bytes of the file consumed so far (compressed bytes for gzip).
@@ -307,6 +321,8 @@ int RunImport(const std::vector<std::string>& args) {
       return 0;
     } else if (a == "--data") {
       if (!value(&o.data)) return 2;
+    } else if (a == "--config") {
+      if (!value(&o.config)) return 2;
     } else if (a == "--format") {
       if (!value(&o.format)) return 2;
       if (o.format != "lp" && o.format != "prom") {
@@ -348,6 +364,16 @@ int RunImport(const std::vector<std::string>& args) {
   }
 
   Options options;
+  options.keep_stored_tiers = true;  // the server's tiers, not the defaults
+  if (!o.config.empty()) {
+    server::ServerConfig config;
+    const Status loaded = server::LoadConfigFile(o.config, &config);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "gpulse import: %s\n", loaded.ToString().c_str());
+      return 2;
+    }
+    options = config.db;
+  }
   options.info_log = [](std::string_view) {};
   std::unique_ptr<Db> db;
   const Status opened = Db::Open(options, o.data, &db);

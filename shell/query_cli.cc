@@ -295,6 +295,7 @@ Status OpenConnection(const ConnectionFlags& flags, std::unique_ptr<Connection>*
   const std::string path = flags.data.empty() ? "./gpulse-data" : flags.data;
   Options options;
   options.create_if_missing = false;  // a mistyped --data is an error, not a new database
+  options.keep_stored_tiers = true;   // the server's tiers, not the defaults
   std::unique_ptr<Db> db;
   const Status s = Db::Open(options, path, &db);
   if (s.IsBusy()) {

@@ -35,8 +35,9 @@ inline constexpr char kTierSetKey = 'T';     // -> u8: bit t set when kTiers[t] 
 inline constexpr char kDroppedPrefix = 'X';  // | series id: the series was dropped
 // 2: chunk keys carry a part number; 3: tiers (rollup blocks under tier ids
 // 1..3), built from raw when a version 2 store is opened; 4: dropped-series
-// keys (a version 3 store has none, and opens as it is).
-inline constexpr uint32_t kFormatVersion = 4;
+// keys (a version 3 store has none); 5: tallies, the tier rows of string
+// fields (built from raw when a version 3 or 4 store is opened).
+inline constexpr uint32_t kFormatVersion = 5;
 inline constexpr uint8_t kRawTier = 0;
 
 void PutU32BE(std::string* out, uint32_t v);

@@ -150,6 +150,39 @@ TEST_F(ImportTest, ADcgmExporterScrapeBecomesOnePointPerGpu) {
   EXPECT_EQ(util[0].tags, (std::vector<Tag>{{"cluster", "c1"}}));
 }
 
+TEST_F(ImportTest, ATruncatedGzipFileIsAnErrorNotAQuietEnd) {
+  const std::string whole = dir_.path() + "/whole.lp.gz";
+  std::string text;
+  for (int i = 0; i < 20'000; ++i) {
+    text += "gpu,node=n" + std::to_string(i % 7) + " util=" + std::to_string(i) + "i " +
+            std::to_string(1704067200 + i) + "000000000\n";
+  }
+  WriteGzip(whole, text);
+  const std::string gz = ReadFile(whole);
+  const std::string cut = dir_.path() + "/cut.lp.gz";
+  std::ofstream(cut, std::ios::binary) << gz.substr(0, gz.size() / 2);
+  const Outcome r = Import({cut});
+  EXPECT_EQ(r.status, 2) << r.out;
+  EXPECT_NE(r.err.find("truncated gzip stream"), std::string::npos) << r.err;
+}
+
+TEST_F(ImportTest, TheDirectoryKeepsItsTiers) {
+  {
+    Options o;
+    o.info_log = [](std::string_view) {};
+    o.tiers = {"5m", "1h", "1d"};  // what its server was configured with
+    std::unique_ptr<Db> db;
+    ASSERT_TRUE(Db::Open(o, data_, &db).ok());
+  }
+  ASSERT_EQ(Import({kReal + "/telegraf_nvidia_smi/README_example_output.lp"}).status, 0);
+  Options o;
+  o.info_log = [](std::string_view) {};
+  o.keep_stored_tiers = true;
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(o, data_, &db).ok());
+  EXPECT_EQ(db->KeptTiers(), 0b111u);  // the import did not drop 5m
+}
+
 TEST_F(ImportTest, UsageAndFileErrorsExitWithTwo) {
   EXPECT_EQ(Import({}).status, 2);
   EXPECT_EQ(Import({"--format", "xml", "x"}).status, 2);

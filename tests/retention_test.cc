@@ -204,6 +204,18 @@ TEST_F(RetentionTest, EachDatabaseKeepsItsDataAsLongAsItsOwnRetentionSays) {
             (std::vector<std::string>{"autogen=192h0m0s", "raw=192h0m0s", "1h=0s", "1d=0s"}));
 }
 
+TEST_F(RetentionTest, ATagWhoseValueIsDbIsNotTheDbTag) {
+  // Tags a=db, node=x: the key reads gpu\0a\0db\0node\0x, where "\0db\0"
+  // is a value followed by the key node, not the db tag.
+  options_.retention.clear();
+  options_.retention_by_database = {{"node", {{"raw", std::chrono::hours(24)}}}};
+  Reopen();
+  const Point p{"gpu", {{"a", "db"}, {"node", "x"}}, {{"util", int64_t{1}}}, Now() - 3 * kDay};
+  EXPECT_TRUE(db_->Write({p}).ok());  // no database: kept forever
+  const Point q{"gpu", {{"db", "node"}, {"node", "x"}}, {{"util", int64_t{1}}}, Now() - 3 * kDay};
+  EXPECT_TRUE(db_->Write({q}).IsInvalidArgument());  // database "node": one day
+}
+
 TEST_F(RetentionTest, UnknownOrNegativeRetentionIsRefusedAtOpen) {
   db_.reset();
   Options bad = options_;

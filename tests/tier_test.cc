@@ -355,6 +355,50 @@ TEST_F(TierTest, AStoreFromBeforeTiersGetsThemBuiltWhenOpened) {
   EXPECT_EQ(r.statements[0].series[0].values[0][1], QueryValue(int64_t{2 * 1440}));
 }
 
+TEST_F(TierTest, AStoreFromBeforeTalliesGetsThemBuiltWhenOpened) {
+  for (int64_t t = kT0; t < kT0 + 2 * kDay; t += kMinute) {
+    Point p{
+        "gpu", {{"node", "n0"}}, {{"util", int64_t{1}}, {"team", t < kT0 + kDay ? "a" : "b"}}, t};
+    ASSERT_TRUE(db_->Write({p}).ok());
+  }
+  ASSERT_TRUE(db_->Flush().ok());
+  db_.reset();
+  size_t numeric_blocks = 0;
+  {
+    // Make it a version 4 store: no tally blocks, version 4.
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
+    std::unique_ptr<leveldb::DB> store(raw);
+    leveldb::WriteBatch batch;
+    std::unique_ptr<leveldb::Iterator> it(store->NewIterator(leveldb::ReadOptions()));
+    size_t tallies = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      storage::ChunkKeyParts k;
+      if (!storage::ParseChunkKey(it->key().ToString(), &k) || k.tier == storage::kRawTier)
+        continue;
+      if (storage::IsTallyBlock(it->value().ToString())) {
+        batch.Delete(it->key());
+        ++tallies;
+      } else {
+        ++numeric_blocks;
+      }
+    }
+    EXPECT_GT(tallies, 0u);
+    std::string v4;
+    storage::PutU32BE(&v4, 4);
+    batch.Put(storage::VersionKey(), v4);
+    ASSERT_TRUE(store->Write(leveldb::WriteOptions(), &batch).ok());
+  }
+  Reopen();
+  const std::string q = "SELECT count(team) FROM {m} WHERE time >= '" + Rfc(kT0) +
+                        "' AND time < '" + Rfc(kT0 + 2 * kDay) + "' GROUP BY team, time(1d)";
+  ExpectTierEqualsRaw(q);
+  EXPECT_NE(TierLine(With(q, "gpu")).find("1d tallies"), std::string::npos);
+  QueryResult r = Run(With(q, "gpu"));
+  ASSERT_EQ(r.statements[0].series.size(), 2u);
+  EXPECT_EQ(r.statements[0].series[0].values[0][1], QueryValue(int64_t{1440}));
+}
+
 TEST_F(TierTest, ChangingTheTierSetDropsAndBuildsTiersAtOpen) {
   std::mt19937_64 rng(5);
   for (int64_t t = kT0; t < kT0 + 2 * kDay; t += kMinute) {
