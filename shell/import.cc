@@ -84,7 +84,6 @@ struct Totals {
 class Input {
  public:
   bool Open(const std::string& name) {
-    name_ = name;
     if (name == "-") {
       file_ = gzdopen(dup(STDIN_FILENO), "rb");
     } else {
@@ -127,7 +126,6 @@ class Input {
   uint64_t size() const { return size_; }
 
  private:
-  std::string name_;
   gzFile file_ = nullptr;
   uint64_t size_ = 0;
 };
@@ -137,7 +135,7 @@ class Input {
 class Progress {
  public:
   explicit Progress(const std::string& name)
-      : name_(name), on_(isatty(STDERR_FILENO) != 0), start_(Clock::now()), last_(start_) {}
+      : name_(name), on_(isatty(STDERR_FILENO) != 0), last_(Clock::now()) {}
   void Update(uint64_t done, uint64_t total, uint64_t points) {
     if (!on_) return;
     const auto now = Clock::now();
@@ -163,7 +161,7 @@ class Progress {
   std::string name_;
   bool on_;
   bool shown_ = false;
-  Clock::time_point start_, last_;
+  Clock::time_point last_;
 };
 
 // Counts a rejected line and prints it while under the per-file limit.
