@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 #include <string>
 #include <variant>
@@ -124,6 +125,32 @@ class TierTest : public ::testing::Test {
         }
       }
     }
+  }
+
+  // Closes the Db, deletes the tier blocks `drop` picks (by their value)
+  // and sets the format version: the store as an older gpulse left it.
+  // Returns how many blocks went.
+  size_t MakeOlderStore(uint32_t version, const std::function<bool(const std::string&)>& drop) {
+    db_.reset();
+    leveldb::DB* raw = nullptr;
+    EXPECT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
+    std::unique_ptr<leveldb::DB> store(raw);
+    leveldb::WriteBatch batch;
+    std::unique_ptr<leveldb::Iterator> it(store->NewIterator(leveldb::ReadOptions()));
+    size_t dropped = 0;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      storage::ChunkKeyParts k;
+      if (storage::ParseChunkKey(it->key().ToString(), &k) && k.tier != storage::kRawTier &&
+          drop(it->value().ToString())) {
+        batch.Delete(it->key());
+        ++dropped;
+      }
+    }
+    std::string bytes;
+    storage::PutU32BE(&bytes, version);
+    batch.Put(storage::VersionKey(), bytes);
+    EXPECT_TRUE(store->Write(leveldb::WriteOptions(), &batch).ok());
+    return dropped;
   }
 
   Options options_;
@@ -317,28 +344,8 @@ TEST_F(TierTest, AStoreFromBeforeTiersGetsThemBuiltWhenOpened) {
     }
   }
   ASSERT_TRUE(db_->Flush().ok());
-  db_.reset();
-  {
-    // Make it a version 2 store: no tier blocks, version 2.
-    leveldb::DB* raw = nullptr;
-    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
-    std::unique_ptr<leveldb::DB> store(raw);
-    leveldb::WriteBatch batch;
-    std::unique_ptr<leveldb::Iterator> it(store->NewIterator(leveldb::ReadOptions()));
-    size_t tier_keys = 0;
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      storage::ChunkKeyParts k;
-      if (storage::ParseChunkKey(it->key().ToString(), &k) && k.tier != storage::kRawTier) {
-        batch.Delete(it->key());
-        ++tier_keys;
-      }
-    }
-    EXPECT_GT(tier_keys, 0u);
-    std::string v2;
-    storage::PutU32BE(&v2, 2);
-    batch.Put(storage::VersionKey(), v2);
-    ASSERT_TRUE(store->Write(leveldb::WriteOptions(), &batch).ok());
-  }
+  // A version 2 store: no tier blocks.
+  EXPECT_GT(MakeOlderStore(2, [](const std::string&) { return true; }), 0u);
   Reopen();
   const std::string range =
       " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + 2 * kDay) + "'";
@@ -362,33 +369,8 @@ TEST_F(TierTest, AStoreFromBeforeTalliesGetsThemBuiltWhenOpened) {
     ASSERT_TRUE(db_->Write({p}).ok());
   }
   ASSERT_TRUE(db_->Flush().ok());
-  db_.reset();
-  size_t numeric_blocks = 0;
-  {
-    // Make it a version 4 store: no tally blocks, version 4.
-    leveldb::DB* raw = nullptr;
-    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
-    std::unique_ptr<leveldb::DB> store(raw);
-    leveldb::WriteBatch batch;
-    std::unique_ptr<leveldb::Iterator> it(store->NewIterator(leveldb::ReadOptions()));
-    size_t tallies = 0;
-    for (it->SeekToFirst(); it->Valid(); it->Next()) {
-      storage::ChunkKeyParts k;
-      if (!storage::ParseChunkKey(it->key().ToString(), &k) || k.tier == storage::kRawTier)
-        continue;
-      if (storage::IsTallyBlock(it->value().ToString())) {
-        batch.Delete(it->key());
-        ++tallies;
-      } else {
-        ++numeric_blocks;
-      }
-    }
-    EXPECT_GT(tallies, 0u);
-    std::string v4;
-    storage::PutU32BE(&v4, 4);
-    batch.Put(storage::VersionKey(), v4);
-    ASSERT_TRUE(store->Write(leveldb::WriteOptions(), &batch).ok());
-  }
+  // A version 4 store: tier blocks of numeric fields only.
+  EXPECT_GT(MakeOlderStore(4, [](const std::string& v) { return storage::IsTallyBlock(v); }), 0u);
   Reopen();
   const std::string q = "SELECT count(team) FROM {m} WHERE time >= '" + Rfc(kT0) +
                         "' AND time < '" + Rfc(kT0 + 2 * kDay) + "' GROUP BY team, time(1d)";
