@@ -368,9 +368,15 @@ TEST_F(DbTest, CloseWhileWritersAndReadersRunIsSafe) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // Close once the writers are under way (a fixed sleep raced with a slow
+  // first write under ASan: nothing acknowledged, nothing to read back).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (ok_writes.load() < 10 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
   ASSERT_TRUE(db_->Close().ok());
   for (auto& t : threads) t.join();
+  ASSERT_GE(ok_writes.load(), 10);
   // Whatever was acknowledged before the close is there after reopening.
   Reopen();
   EXPECT_EQ(ReadInts("n0", 0).size() + ReadInts("n1", 0).size(),
