@@ -92,6 +92,14 @@ Status DbImpl::Open() {
     GPULSE_RETURN_IF_ERROR(ParseRetention(retention, &keep).WithContext("database " + database));
     retention_by_db_.emplace(database, keep);
   }
+  for (const auto& [database, keep] : retention_by_db_) {
+    any_raw_retention_ = any_raw_retention_ || keep[0] > 0;
+    any_retention_ =
+        any_retention_ || std::any_of(keep.begin(), keep.end(), [](int64_t ns) { return ns > 0; });
+  }
+  any_raw_retention_ = any_raw_retention_ || retention_ns_[0] > 0;
+  any_retention_ = any_retention_ || std::any_of(retention_ns_.begin(), retention_ns_.end(),
+                                                 [](int64_t ns) { return ns > 0; });
   if (!env_->FileExists(path_)) {
     if (!options_.create_if_missing) {
       return Status::NotFound("data directory " + path_ + " does not exist");
@@ -169,7 +177,7 @@ Status DbImpl::Open() {
   if (options_.sync_policy == SyncPolicy::kInterval) {
     syncer_ = std::thread([this] { SyncerLoop(); });
   }
-  if (options_.merge_bytes_per_second > 0 || AnyRetention()) {
+  if (options_.merge_bytes_per_second > 0 || any_retention_) {
     maintenance_ = std::thread([this] { MaintenanceLoop(); });
   }
   return Status::Ok();

@@ -162,7 +162,6 @@ class DbImpl final : public Db {
   int64_t RawRetentionCut(std::string_view series_key, int64_t now_ns) const;
   // What is kept of each kind of data for the series of `database`.
   const Keep& KeepFor(std::string_view database) const;
-  bool AnyRetention() const;
 
   // --- flush (db_flush.cc) ---
   // REQUIRES: flush_mu_ held.
@@ -256,6 +255,8 @@ class DbImpl final : public Db {
   // Options::retention and retention_by_database, set by Open.
   Keep retention_ns_ = {};
   std::map<std::string, Keep, std::less<>> retention_by_db_;
+  bool any_retention_ = false;      // some kind of data of some database has one
+  bool any_raw_retention_ = false;  // ... of the raw points: writes check their age
 
   std::unique_ptr<storage::FileLock> lock_;
   std::unique_ptr<leveldb::DB> store_;

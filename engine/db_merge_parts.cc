@@ -104,7 +104,7 @@ Status DbImpl::MergeReadyParts(uint64_t max_bytes, uint64_t* merged_bytes, bool*
 }
 
 void DbImpl::MaintenanceLoop() {
-  const bool retention = AnyRetention();
+  const bool retention = any_retention_;
   const uint64_t rate = options_.merge_bytes_per_second;
   auto next_retention = std::chrono::steady_clock::now();  // a pass at once
   std::unique_lock<std::mutex> l(bg_mu_);

@@ -56,17 +56,6 @@ const DbImpl::Keep& DbImpl::KeepFor(std::string_view database) const {
   return it == retention_by_db_.end() ? retention_ns_ : it->second;
 }
 
-bool DbImpl::AnyRetention() const {
-  const auto any = [](const Keep& k) {
-    return std::any_of(k.begin(), k.end(), [](int64_t ns) { return ns > 0; });
-  };
-  if (any(retention_ns_)) return true;
-  for (const auto& [database, keep] : retention_by_db_) {
-    if (any(keep)) return true;
-  }
-  return false;
-}
-
 int64_t DbImpl::RawRetentionCut(std::string_view series_key, int64_t now_ns) const {
   const int64_t keep = KeepFor(DatabaseOf(series_key))[0];
   if (keep <= 0 || now_ns < INT64_MIN + keep) return INT64_MIN;

@@ -252,7 +252,7 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
   // retention pass deletes, and could recompute a tier bucket whose raw
   // points are gone.
   const bool by_database = !retention_by_db_.empty();
-  const int64_t now = AnyRetention() ? WallClockNanos() : 0;
+  const int64_t now = any_raw_retention_ ? WallClockNanos() : 0;
   const int64_t raw_cut = now == 0 ? INT64_MIN : RawRetentionCut({}, now);
   resolved->points.reserve(views.size());
   resolved->values.reserve(views.size() * (views.empty() ? 0 : views[0].fields.size()));

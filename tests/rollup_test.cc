@@ -23,20 +23,13 @@
 #include "storage/coding.h"
 #include "storage/column.h"
 #include "storage/sketch.h"
-#include "tests/support/block_forms.h"
+#include "tests/support/tier_codec.h"
 
 namespace gpulse::storage {
 namespace {
 
-constexpr int64_t kSecond = 1'000'000'000;
-constexpr int64_t kMinute = 60 * kSecond;
-constexpr int64_t k5m = 5 * kMinute;
-constexpr int64_t k1h = 60 * kMinute;
-constexpr int64_t k1d = 24 * k1h;
-constexpr int64_t kT0 = 1'704'067'200'000'000'000;  // 2024-01-01T00:00:00Z
-constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
-constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
-constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
+using namespace gpulse::test;  // tests/support/tier_codec.h
+
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
 
@@ -147,14 +140,6 @@ std::vector<double> LogSpread(std::mt19937_64& rng, size_t n, double lo, double 
   return v;
 }
 
-// The window of `width` that holds ts, by floor division, clamped to
-// INT64_MIN where the window would start below the int64 range.
-int64_t ExpectedBucket(int64_t ts, int64_t width) {
-  const __int128 rem = ((static_cast<__int128>(ts) % width) + width) % width;
-  const __int128 start = static_cast<__int128>(ts) - rem;
-  return start < kI64Min ? kI64Min : static_cast<int64_t>(start);
-}
-
 template <typename T>
 void PushRow(RollupColumn* r, int64_t bucket, uint64_t count, double dsum, T sum, T min, T max,
              int64_t first_ts, T first, int64_t last_ts, T last, const Sketch& sketch) {
@@ -243,16 +228,6 @@ void ExpectSameRows(const RollupColumn& got, const RollupColumn& want, bool exac
   for (size_t j = 0; j < got.sketch.size(); ++j) {
     EXPECT_TRUE(got.sketch[j] == want.sketch[j]) << "sketch row " << j;
   }
-}
-
-// Minute points from `start` over `minutes`, except the minutes `skip` names.
-template <typename Skip>
-std::vector<int64_t> MinutePoints(int64_t start, int minutes, Skip skip) {
-  std::vector<int64_t> ts;
-  for (int i = 0; i < minutes; ++i) {
-    if (!skip(i)) ts.push_back(start + i * kMinute);
-  }
-  return ts;
 }
 
 size_t RowOf(const RollupColumn& rows, int64_t bucket) {
@@ -1018,7 +993,7 @@ TEST(RollupTest, DecodeFillsOnlyTheRequestedPartsBesideBucketsAndCounts) {
 // DecodeRollups on corrupt input
 
 // Encodings of each form a decoder must read.
-using Forms = test::BlockForms;
+using Forms = BlockForms;
 Forms SampleForms() {
   Forms f;
   RollupColumn tiny;
@@ -1027,7 +1002,7 @@ Forms SampleForms() {
                    SketchOf(std::vector<int64_t>{1, 2}));
   f.tiny = Encoded(tiny);
   f.compressed = Encoded(FullBlock());
-  f.big_plain = test::UncompressedBlock(f.compressed);
+  f.big_plain = UncompressedBlock(f.compressed);
   return f;
 }
 

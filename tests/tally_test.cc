@@ -21,20 +21,13 @@
 #include "storage/column.h"
 #include "storage/rollup.h"
 
-#include "tests/support/block_forms.h"
+#include "tests/support/tier_codec.h"
 
 namespace gpulse::storage {
 namespace {
 
-constexpr int64_t kSecond = 1'000'000'000;
-constexpr int64_t kMinute = 60 * kSecond;
-constexpr int64_t k5m = 5 * kMinute;
-constexpr int64_t k1h = 60 * kMinute;
-constexpr int64_t k1d = 24 * k1h;
-constexpr int64_t kT0 = 1'704'067'200'000'000'000;  // 2024-01-01T00:00:00Z
-constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
-constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
-constexpr uint64_t kU64Max = std::numeric_limits<uint64_t>::max();
+using namespace gpulse::test;  // tests/support/tier_codec.h
+
 constexpr int64_t kAfterMinWindow = -30'744'573 * k5m;  // the first unclamped 5m window
 constexpr int64_t kLastWindow = 30'744'573 * k5m;       // the 5m window holding INT64_MAX
 
@@ -47,14 +40,6 @@ Column MakeStrings(std::vector<int64_t> ts, std::vector<std::string> v) {
   c.ts = std::move(ts);
   c.strings = std::move(v);
   return c;
-}
-
-// The window of `width` that holds ts, by floor division, clamped to
-// INT64_MIN where the window would start below the int64 range.
-int64_t ExpectedBucket(int64_t ts, int64_t width) {
-  const __int128 rem = ((static_cast<__int128>(ts) % width) + width) % width;
-  const __int128 start = static_cast<__int128>(ts) - rem;
-  return start < kI64Min ? kI64Min : static_cast<int64_t>(start);
 }
 
 using Counts = std::vector<std::pair<std::string, uint64_t>>;
@@ -140,16 +125,6 @@ Counts RowValues(const TallyColumn& t, size_t i) {
     out.emplace_back(t.values[k], t.value_count[k]);
   }
   return out;
-}
-
-// Minute points from `start` over `minutes`, except the minutes `skip` names.
-template <typename Skip>
-std::vector<int64_t> MinutePoints(int64_t start, int minutes, Skip skip) {
-  std::vector<int64_t> ts;
-  for (int i = 0; i < minutes; ++i) {
-    if (!skip(i)) ts.push_back(start + i * kMinute);
-  }
-  return ts;
 }
 
 // Values for `ts` drawn from `vocabulary`, the first ones more often.
@@ -533,12 +508,12 @@ TEST(TallyTest, IsTallyBlockTellsTallyBlocksFromRollupBlocks) {
 // DecodeTallies on corrupt input
 
 // Encodings of each form a decoder must read.
-using Forms = test::BlockForms;
+using Forms = BlockForms;
 Forms SampleForms() {
   Forms f;
   f.tiny = Encoded(OneRow());
   f.compressed = Encoded(FullBlock());
-  f.big_plain = test::UncompressedBlock(f.compressed);
+  f.big_plain = UncompressedBlock(f.compressed);
   return f;
 }
 
