@@ -15,8 +15,8 @@ int RunDemo(const std::vector<std::string>& args);
 // server. Returns when SIGINT or SIGTERM arrives.
 int RunServe(const std::vector<std::string>& args);
 
-// gpulse import [options] FILE...: line protocol or Prometheus text files into
-// a data directory. Exit status 0, 1 (lines rejected) or 2 (shell/import.cc).
+// gpulse import [options] FILE...: line protocol, Prometheus text, nvidia-smi
+// CSV and XML, and Alibaba PAI tables into a data directory. Exit status 0, 1 (lines rejected) or 2 (shell/import.cc).
 int RunImport(const std::vector<std::string>& args);
 
 }  // namespace gpulse::cli

@@ -1,10 +1,14 @@
 // gpulse import: loads files into a data directory through the same write
-// API a user has (Db::Write): line protocol (plain or gzip) and Prometheus
-// text exposition (a saved scrape). A bad line is reported with its file,
-// line and column and skipped; the good lines around it are written.
+// API a user has (Db::Write): line protocol, Prometheus text exposition (a
+// saved scrape), nvidia-smi --query-gpu CSV logs and -q -x snapshots, and
+// the Alibaba PAI 2020 trace's tables, each plain or gzip. A bad line is
+// reported with its file, line and column and skipped; the good lines
+// around it are written. The parsers live in ingest/; docs/import.md gives
+// each format's mapping.
 //
-// Line protocol is read in slices of kSliceBytes cut at a line end, so a
-// file of any size is imported in bounded memory.
+// Line-based formats (line protocol, the CSVs) are read in slices of
+// kSliceBytes cut at a line end, so a file of any size is imported in
+// bounded memory; a scrape and an XML snapshot are read whole.
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -21,7 +25,11 @@
 
 #include "engine/clock.h"
 #include "engine/gpulse.h"
+#include "ingest/civil_time.h"
 #include "ingest/lp_batch.h"
+#include "ingest/nvsmi_csv.h"
+#include "ingest/nvsmi_xml.h"
+#include "ingest/pai_csv.h"
 #include "ingest/prom_mapping.h"
 #include "ingest/prom_text.h"
 #include "server/config.h"
@@ -42,13 +50,32 @@ constexpr const char* kImportUsage =
     "  --config FILE         the server's config file: its storage settings (tiers,\n"
     "                        retention) apply; without it the directory keeps the\n"
     "                        tiers it has and no retention refuses old points\n"
-    "  --format lp|prom      InfluxDB line protocol (default), or Prometheus text\n"
-    "                        exposition as dcgm-exporter serves it (a saved scrape)\n"
+    "  --format lp|prom|nvidia-smi-csv|nvidia-smi-xml|pai\n"
+    "                        what the files hold (default lp):\n"
+    "      lp                InfluxDB line protocol\n"
+    "      prom              Prometheus text exposition as dcgm-exporter serves it\n"
+    "                        (a saved scrape)\n"
+    "      nvidia-smi-csv    a log of nvidia-smi --query-gpu=... --format=csv -l N\n"
+    "                        (units or nounits, header or noheader)\n"
+    "      nvidia-smi-xml    nvidia-smi -q -x snapshots, as Telegraf's nvidia_smi\n"
+    "                        input would send them\n"
+    "      pai               Alibaba PAI GPU trace 2020 tables (pai_job_table.csv...)\n"
     "  --database NAME       tag every point db=NAME, as /write?db=NAME does\n"
+    "  --tag KEY=VALUE       a tag for every point (repeatable; not lp). For the\n"
+    "                        nvidia-smi formats host=NAME names the host, which is\n"
+    "                        otherwise the file's name without directory and extension\n"
     "  --precision P         lp: the unit of timestamps: ns (default), us, ms, s, m, h\n"
     "  --measurement NAME    prom: the measurement (default prometheus)\n"
-    "  --tag KEY=VALUE       prom: a tag for every point (repeatable)\n"
+    "  --query-gpu LIST      nvidia-smi-csv: the columns of files without a header, as\n"
+    "                        given to nvidia-smi (timestamp,index,utilization.gpu,...)\n"
+    "  --timezone NAME       nvidia-smi-*: the IANA zone of times printed without an\n"
+    "                        offset, the zone of the machine that wrote them (default UTC)\n"
+    "  --table NAME          pai: the table (pai_job_table, job...; default: from the\n"
+    "                        file's name)\n"
+    "  --start TIME          pai: the trace's second 0, RFC 3339 or Unix seconds\n"
+    "                        (default 0: the trace's own epoch)\n"
     "\n"
+    "docs/import.md describes each format's measurements, tags, fields and times.\n"
     "Lines without a timestamp take the time of the import. Bad lines are\n"
     "reported as FILE:LINE:COLUMN: reason on stderr and skipped; the others are\n"
     "written. A progress line is shown on a terminal. Exit status: 0 when every\n"
@@ -70,9 +97,15 @@ struct ImportOptions {
   std::string format = "lp";
   std::string database;
   ingest::Precision precision = ingest::Precision::kNanoseconds;
-  ingest::PromMappingOptions prom;
+  ingest::PromMappingOptions prom;  // its extra_tags are --tag, for every format but lp
+  std::string query_gpu;
+  ingest::TimeZone zone;
+  const ingest::PaiTable* pai_table = nullptr;
+  int64_t start_ns = 0;
   std::vector<std::string> files;
 };
+
+constexpr const char* kFormats[] = {"lp", "prom", "nvidia-smi-csv", "nvidia-smi-xml", "pai"};
 
 struct Totals {
   uint64_t points = 0;
@@ -190,10 +223,11 @@ class Rejects {
   uint64_t count_ = 0;
 };
 
-// Writes `points`; rejected ones go to *rejects at their lines. False on an
-// error that stops the import (the Db's, not a point's).
-template <typename LineOf>
-bool WritePoints(Db* db, std::span<const PointRef> points, const LineOf& line_of, Rejects* rejects,
+// Writes `points` (PointRefs or Points); rejected ones go to *rejects at
+// their lines. False on an error that stops the import (the Db's, not a
+// point's).
+template <typename Points, typename LineOf>
+bool WritePoints(Db* db, const Points& points, const LineOf& line_of, Rejects* rejects,
                  Totals* totals) {
   if (points.empty()) return true;
   WriteResult result;
@@ -209,14 +243,12 @@ bool WritePoints(Db* db, std::span<const PointRef> points, const LineOf& line_of
   return true;
 }
 
-// 0 done, 2 could not read or write.
-int ImportLineProtocol(Db* db, const ImportOptions& o, const std::string& name, Input* in,
-                       Rejects* rejects, Totals* totals) {
-  ingest::LineProtocolParser::Options parse;
-  parse.precision = o.precision;
-  parse.default_time_ns = engine::WallClockNanos();
-  parse.max_errors = kMaxReported;
-  ingest::LineProtocolBatch batch;
+// Calls fn(slice, line_base) for successive slices of the file, each ending
+// at a line end (the file's end ends the last), `line_base` lines before
+// it; fn returns false to stop with an error. 0 done, 2 could not read or
+// fn stopped.
+template <typename Fn>
+int ForEachSlice(const std::string& name, Input* in, const Totals& totals, Fn&& fn) {
   Progress progress(name);
   std::string buffer, error;
   size_t line_base = 0;  // lines before the slice
@@ -228,7 +260,6 @@ int ImportLineProtocol(Db* db, const ImportOptions& o, const std::string& name, 
         return 2;
       }
     }
-    // The slice ends at the last line end (the file's end ends the last line).
     size_t cut = buffer.size();
     if (!eof) {
       const size_t nl = buffer.rfind('\n');
@@ -243,39 +274,58 @@ int ImportLineProtocol(Db* db, const ImportOptions& o, const std::string& name, 
       cut = nl + 1;
     }
     const std::string_view slice(buffer.data(), cut);
-    batch.Parse(slice, parse, o.database);
-    for (const ingest::LineError& e : batch.errors()) {
-      rejects->Add(line_base + e.line, e.column, e.message);
-    }
-    rejects->AddUnlisted(batch.error_count() - batch.errors().size());
-    if (!WritePoints(
-            db, batch.points(), [&](size_t i) { return line_base + batch.line_of(i); }, rejects,
-            totals)) {
-      return 2;
-    }
+    if (!fn(slice, line_base)) return 2;
     line_base += static_cast<size_t>(std::count(slice.begin(), slice.end(), '\n'));
     buffer.erase(0, cut);
-    progress.Update(in->offset(), in->size(), totals->points);
+    progress.Update(in->offset(), in->size(), totals.points);
   }
   progress.Done();
   return 0;
 }
 
-int ImportProm(Db* db, const ImportOptions& o, const std::string& name, Input* in, Rejects* rejects,
-               Totals* totals) {
-  std::string body, error;
+// Reads the whole file into *body, up to kMaxPromBytes. False (said) when
+// it cannot.
+bool ReadWhole(const std::string& name, Input* in, const char* what, std::string* body) {
+  std::string error;
   bool eof = false;
   while (!eof) {
-    if (!in->Read(kSliceBytes, &body, &eof, &error)) {
+    if (!in->Read(kSliceBytes, body, &eof, &error)) {
       std::fprintf(stderr, "%s: read failed: %s\n", name.c_str(), error.c_str());
-      return 2;
+      return false;
     }
-    if (body.size() > kMaxPromBytes) {
-      std::fprintf(stderr, "%s: larger than %zu bytes; a scrape is far smaller\n", name.c_str(),
-                   kMaxPromBytes);
-      return 2;
+    if (body->size() > kMaxPromBytes) {
+      std::fprintf(stderr, "%s: larger than %zu bytes; %s is far smaller\n", name.c_str(),
+                   kMaxPromBytes, what);
+      return false;
     }
   }
+  return true;
+}
+
+// 0 done, 2 could not read or write.
+int ImportLineProtocol(Db* db, const ImportOptions& o, const std::string& name, Input* in,
+                       Rejects* rejects, Totals* totals) {
+  ingest::LineProtocolParser::Options parse;
+  parse.precision = o.precision;
+  parse.default_time_ns = engine::WallClockNanos();
+  parse.max_errors = kMaxReported;
+  ingest::LineProtocolBatch batch;
+  return ForEachSlice(name, in, *totals, [&](std::string_view slice, size_t line_base) {
+    batch.Parse(slice, parse, o.database);
+    for (const ingest::LineError& e : batch.errors()) {
+      rejects->Add(line_base + e.line, e.column, e.message);
+    }
+    rejects->AddUnlisted(batch.error_count() - batch.errors().size());
+    return WritePoints(
+        db, batch.points(), [&](size_t i) { return line_base + batch.line_of(i); }, rejects,
+        totals);
+  });
+}
+
+int ImportProm(Db* db, const ImportOptions& o, const std::string& name, Input* in, Rejects* rejects,
+               Totals* totals) {
+  std::string body;
+  if (!ReadWhole(name, in, "a scrape", &body)) return 2;
   ingest::PromTextScratch scratch;
   std::vector<ingest::PromSample> samples;
   std::vector<ingest::PromError> errors;
@@ -296,6 +346,117 @@ int ImportProm(Db* db, const ImportOptions& o, const std::string& name, Input* i
   totals->points += result.points_written;
   totals->values += result.values_written;
   return 0;
+}
+
+// "/logs/node-7.csv.gz" -> "node-7": the host of an nvidia-smi file when
+// --tag host= does not name it.
+std::string FileHost(const std::string& name) {
+  if (name == "-") return "stdin";
+  std::string base = name.substr(name.find_last_of('/') + 1);
+  if (base.size() > 3 && base.compare(base.size() - 3, 3, ".gz") == 0) base.resize(base.size() - 3);
+  const size_t dot = base.find_last_of('.');
+  if (dot != std::string::npos && dot > 0) base.resize(dot);
+  return base;
+}
+
+// --tag, db=NAME, and for the nvidia-smi formats host (from the file's name
+// unless --tag gave it).
+std::vector<Tag> FileTags(const ImportOptions& o, const std::string& name, bool with_host) {
+  std::vector<Tag> tags = o.prom.extra_tags;
+  if (!o.database.empty()) tags.push_back({"db", o.database});
+  if (!with_host) return tags;
+  for (const Tag& t : tags) {
+    if (t.key == "host") return tags;
+  }
+  tags.push_back({"host", FileHost(name)});
+  return tags;
+}
+
+// Reports the rows a CSV parser rejected and writes the points it made
+// from a slice. False on an error that stops the import.
+bool WriteRows(Db* db, const std::vector<Point>& points, const std::vector<size_t>& lines,
+               const std::vector<ingest::RowError>& errors, Rejects* rejects, Totals* totals) {
+  for (const ingest::RowError& e : errors) rejects->Add(e.line, e.column, e.reason);
+  return WritePoints(
+      db, points, [&](size_t i) { return lines[i]; }, rejects, totals);
+}
+
+int ImportNvsmiCsv(Db* db, const ImportOptions& o, const std::string& name, Input* in,
+                   Rejects* rejects, Totals* totals) {
+  ingest::NvsmiCsvOptions options;
+  options.query_gpu = o.query_gpu;
+  options.tags = FileTags(o, name, true);
+  options.zone = o.zone;
+  ingest::NvsmiCsvParser parser(std::move(options));
+  return ForEachSlice(name, in, *totals, [&](std::string_view slice, size_t line_base) {
+    std::vector<Point> points;
+    std::vector<size_t> lines;
+    std::vector<ingest::RowError> errors;
+    const Status s = parser.Parse(slice, line_base + 1, &points, &lines, &errors);
+    if (!WriteRows(db, points, lines, errors, rejects, totals)) return false;
+    if (!s.ok()) std::fprintf(stderr, "%s: %s\n", name.c_str(), s.message().c_str());
+    return s.ok();
+  });
+}
+
+int ImportPai(Db* db, const ImportOptions& o, const std::string& name, Input* in, Rejects* rejects,
+              Totals* totals) {
+  ingest::PaiCsvOptions options;
+  options.table = o.pai_table != nullptr ? o.pai_table : ingest::PaiTableForFile(name);
+  if (options.table == nullptr) {
+    std::fprintf(stderr,
+                 "%s: no PAI table in the file's name (pai_job_table.csv...); pass --table\n",
+                 name.c_str());
+    return 2;
+  }
+  options.tags = FileTags(o, name, false);
+  options.start_ns = o.start_ns;
+  ingest::PaiCsvParser parser(std::move(options));
+  return ForEachSlice(name, in, *totals, [&](std::string_view slice, size_t line_base) {
+    std::vector<Point> points;
+    std::vector<size_t> lines;
+    std::vector<ingest::RowError> errors;
+    parser.Parse(slice, line_base + 1, &points, &lines, &errors);
+    return WriteRows(db, points, lines, errors, rejects, totals);
+  });
+}
+
+int ImportNvsmiXml(Db* db, const ImportOptions& o, const std::string& name, Input* in,
+                   Rejects* rejects, Totals* totals) {
+  std::string body;
+  if (!ReadWhole(name, in, "an nvidia-smi snapshot", &body)) return 2;
+  ingest::NvsmiXmlOptions options;
+  options.tags = FileTags(o, name, true);
+  options.zone = o.zone;
+  options.default_time_ns = engine::WallClockNanos();
+  std::vector<Point> points;
+  std::vector<ingest::RowError> errors;
+  const Status s = ingest::ParseNvsmiXml(body, options, &points, &errors);
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name.c_str(), s.message().c_str());
+    return 2;
+  }
+  for (const ingest::RowError& e : errors) rejects->Add(e.line, e.column, e.reason);
+  // A point is an element of the snapshot, not a line of its own.
+  WriteResult result;
+  const Status w = points.empty() ? Status::Ok() : db->Write(points, &result);
+  if (!w.ok() && !w.IsInvalidArgument()) {
+    std::fprintf(stderr, "gpulse import: write failed: %s\n", w.ToString().c_str());
+    return 2;
+  }
+  for (const WriteResult::Rejected& r : result.rejected) rejects->AddPoint(r.reason);
+  totals->points += result.points_written;
+  totals->values += result.values_written;
+  return 0;
+}
+
+int ImportFile(Db* db, const ImportOptions& o, const std::string& name, Input* in, Rejects* rejects,
+               Totals* totals) {
+  if (o.format == "prom") return ImportProm(db, o, name, in, rejects, totals);
+  if (o.format == "nvidia-smi-csv") return ImportNvsmiCsv(db, o, name, in, rejects, totals);
+  if (o.format == "nvidia-smi-xml") return ImportNvsmiXml(db, o, name, in, rejects, totals);
+  if (o.format == "pai") return ImportPai(db, o, name, in, rejects, totals);
+  return ImportLineProtocol(db, o, name, in, rejects, totals);
 }
 
 }  // namespace
@@ -323,10 +484,10 @@ int RunImport(const std::vector<std::string>& args) {
       if (!value(&o.config)) return 2;
     } else if (a == "--format") {
       if (!value(&o.format)) return 2;
-      if (o.format != "lp" && o.format != "prom") {
+      if (std::find(std::begin(kFormats), std::end(kFormats), o.format) == std::end(kFormats)) {
         std::fprintf(stderr,
-                     "gpulse import: --format %s is not lp or prom (nvidia-smi and pai are not "
-                     "importable yet)\n",
+                     "gpulse import: --format %s is not lp, prom, nvidia-smi-csv, nvidia-smi-xml "
+                     "or pai\n",
                      o.format.c_str());
         return 2;
       }
@@ -349,6 +510,36 @@ int RunImport(const std::vector<std::string>& args) {
         return 2;
       }
       o.prom.extra_tags.push_back({v.substr(0, eq), v.substr(eq + 1)});
+    } else if (a == "--query-gpu") {
+      if (!value(&o.query_gpu)) return 2;
+    } else if (a == "--timezone") {
+      if (!value(&v)) return 2;
+      Result<ingest::TimeZone> zone = ingest::TimeZone::Find(v);
+      if (!zone.ok()) {
+        std::fprintf(stderr, "gpulse import: --timezone: %s\n", zone.status().message().c_str());
+        return 2;
+      }
+      o.zone = *zone;
+    } else if (a == "--table") {
+      if (!value(&v)) return 2;
+      o.pai_table = ingest::FindPaiTable(v);
+      if (o.pai_table == nullptr) {
+        std::fprintf(stderr, "gpulse import: --table %s is not a PAI table (", v.c_str());
+        for (const ingest::PaiTable& t : ingest::PaiTables()) std::fprintf(stderr, " %s", t.name);
+        std::fprintf(stderr, " )\n");
+        return 2;
+      }
+    } else if (a == "--start") {
+      if (!value(&v)) return 2;
+      const auto start = ingest::ParseInstant(v);
+      if (!start) {
+        std::fprintf(stderr,
+                     "gpulse import: --start %s is not RFC 3339 (2020-07-01T00:00:00Z) or Unix "
+                     "seconds\n",
+                     v.c_str());
+        return 2;
+      }
+      o.start_ns = *start;
     } else if (a.size() > 1 && a[0] == '-') {
       std::fprintf(stderr, "gpulse import: unknown option %s\n\n%s", a.c_str(), kImportUsage);
       return 2;
@@ -395,8 +586,7 @@ int RunImport(const std::vector<std::string>& args) {
       continue;
     }
     Rejects rejects(name);
-    const int s = o.format == "lp" ? ImportLineProtocol(db.get(), o, name, &in, &rejects, &totals)
-                                   : ImportProm(db.get(), o, name, &in, &rejects, &totals);
+    const int s = ImportFile(db.get(), o, name, &in, &rejects, &totals);
     rejects.Finish();
     totals.rejected += rejects.count();
     if (s != 0) status = 2;

@@ -192,7 +192,7 @@ TEST_F(ImportTest, UsageAndFileErrorsExitWithTwo) {
   EXPECT_NE(missing.err.find("nope.lp: cannot open"), std::string::npos) << missing.err;
   const Outcome help = Import({"--help"});
   EXPECT_EQ(help.status, 0);
-  EXPECT_NE(help.out.find("--format lp|prom"), std::string::npos);
+  EXPECT_NE(help.out.find("--format lp|prom|nvidia-smi-csv|nvidia-smi-xml|pai"), std::string::npos);
 }
 
 }  // namespace
