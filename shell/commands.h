@@ -19,4 +19,8 @@ int RunServe(const std::vector<std::string>& args);
 // CSV and XML, and Alibaba PAI tables into a data directory. Exit status 0, 1 (lines rejected) or 2 (shell/import.cc).
 int RunImport(const std::vector<std::string>& args);
 
+// `gpulse simulate [options]`: a fleet with incidents into a data directory,
+// a server or a line-protocol file (shell/simulate.cc).
+int RunSimulate(const std::vector<std::string>& args);
+
 }  // namespace gpulse::cli

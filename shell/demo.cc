@@ -1,56 +1,103 @@
-// `gpulse demo`: the first thing a newcomer runs. It exercises the whole
-// engine through the public API: write, close, reopen (replaying nothing,
-// since Close flushed), read back, and report sizes.
+// `gpulse demo`: the first thing a newcomer runs. A week of a small fleet
+// (two regions, 16 nodes of 8 GPUs) with two incidents, simulated into the
+// data directory (shell/simulate.cc), then the first questions to ask it,
+// as the exact commands that ask them. Nothing else is started.
 
-#include <chrono>
-#include <cmath>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "engine/gpulse.h"
 #include "shell/commands.h"
+#include "shell/simulate.h"
 
 namespace gpulse::cli {
 
 namespace {
 
-constexpr int kNodes = 2;
-constexpr int kGpusPerNode = 8;
-constexpr int kMinutes = 6 * 60;
-constexpr int64_t kStart = 1704067200LL * 1000000000LL;  // 2024-01-01T00:00:00Z
-constexpr int64_t kMinute = 60LL * 1000000000LL;
+constexpr const char* kUsage =
+    "Usage: gpulse demo [--data DIR]\n"
+    "\n"
+    "Simulates a week of a small GPU fleet (2 regions, 16 nodes x 8 GPUs, about\n"
+    "30,000 jobs) with two incidents, a driver upgrade that makes jobs fail and a\n"
+    "node running hot, into DIR (default ./gpulse-data), and prints the questions\n"
+    "to ask it. Run again, it prints the questions without simulating again.\n"
+    "`gpulse simulate --help` makes bigger fleets and other incidents.\n";
 
-// A deterministic GPU-minute: a training job on most GPUs, idle on the last.
-Point MakePoint(int node, int gpu, int minute) {
-  const bool busy = gpu < 6;
-  const double wave = std::sin(minute / 17.0 + gpu);
-  const int64_t util = busy ? 90 + static_cast<int64_t>(5 * wave) : 0;
-  const double power = busy ? std::round((600.0 + 20 * wave) * 10) / 10 : 62.5;
-  const int64_t temp = busy ? 66 + static_cast<int64_t>(3 * wave) : 34;
-  Point p;
-  p.measurement = "gpu";
-  p.tags = {{"node", "demo-n00" + std::to_string(node + 1)},
-            {"gpu", std::to_string(gpu)},
-            {"sku", "H100-SXM5-80GB"}};
-  p.fields = {{"util", util}, {"power_w", power}, {"temp_c", temp}};
-  p.timestamp_ns = kStart + minute * kMinute;
-  return p;
-}
+// The incidents' times come from the ground truth, so the questions work on
+// whatever day the demo was made.
+struct DemoTimes {
+  std::string start, end;                  // the week
+  std::string upgrade_start, upgrade_end;  // driver-upgrade-1
+  std::string hot_start, hot_end;          // thermal-1
+};
 
-uint64_t DirectoryBytes(const std::string& dir) {
-  uint64_t total = 0;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir, ec)) {
-    if (entry.is_regular_file(ec)) total += entry.file_size(ec);
+bool ReadTimes(const std::string& truth_path, DemoTimes* t) {
+  std::ifstream in(truth_path);
+  if (!in) return false;
+  const auto truth = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (truth.is_discarded() || !truth.contains("incidents")) return false;
+  t->start = truth.value("start", "");
+  t->end = truth.value("end", "");
+  for (const auto& inc : truth["incidents"]) {
+    const std::string kind = inc.value("kind", "");
+    if (kind == "driver-upgrade") {
+      t->upgrade_start = inc.value("start", "");
+      t->upgrade_end = inc.value("end", "");
+    } else if (kind == "thermal") {
+      t->hot_start = inc.value("start", "");
+      t->hot_end = inc.value("end", "");
+    }
   }
-  return total;
+  return !t->start.empty() && !t->upgrade_start.empty() && !t->hot_start.empty();
 }
 
-int Fail(const char* what, const Status& s) {
-  std::fprintf(stderr, "gpulse demo: %s: %s\n", what, s.ToString().c_str());
-  return 1;
+void PrintQuestions(const std::string& dir, const DemoTimes& t) {
+  const std::string q = "gpulse query --data " + dir + " ";
+  std::printf(
+      "\nThe week runs from %s to %s. Ask it:\n"
+      "\n"
+      "  What is in there?\n"
+      "    %s\"SHOW MEASUREMENTS\"\n"
+      "    %s\"SHOW TAG VALUES FROM gpu WITH KEY = node\"\n"
+      "\n"
+      "  How busy were the GPUs, per region and day? (the weekend is quieter)\n"
+      "    %s\"SELECT mean(util), p95(util) FROM gpu GROUP BY region, time(1d)\"\n"
+      "\n"
+      "  Did more jobs fail on some days? (a driver upgrade reached half a cluster on %s)\n"
+      "    %s\"SELECT count(job) FROM sched WHERE event = 'ended' AND status = 'failed' GROUP BY "
+      "time(1d)\"\n"
+      "\n"
+      "  Which nodes saw the crashes? (XID 13: a CUDA program died)\n"
+      "    %s\"SELECT count(xid) FROM gpu WHERE xid = 13 AND time >= '%s' AND time < '%s' GROUP BY "
+      "node\"\n"
+      "\n"
+      "  And which driver did those nodes run?\n"
+      "    %s\"SELECT count(healthy) FROM node WHERE time >= '%s' AND time < '%s' GROUP BY "
+      "driver_version\"\n"
+      "\n"
+      "  Which GPUs ran hot, and did their clocks drop? (a thermal event, %s to %s)\n"
+      "    %s\"SELECT max(temp), min(sm_clock) FROM gpu WHERE temp > 85 AND time >= '%s' AND time "
+      "< '%s' GROUP BY node, gpu\"\n"
+      "\n"
+      "  GPU-hours per team on each day (job is a string field, not a tag):\n"
+      "    %s\"SELECT count(job) / 60 AS gpu_hours FROM gpu GROUP BY team, time(1d)\"\n"
+      "\n"
+      "  Or explore with completion and history:\n"
+      "    gpulse shell --data %s\n"
+      "\n"
+      "The ground truth of the incidents is in %s/simulation-truth.json; docs/fleet-schema.md\n"
+      "describes every measurement. gpulse serve --data %s serves the same data over HTTP.\n",
+      t.start.c_str(), t.end.c_str(), q.c_str(), q.c_str(), q.c_str(), t.upgrade_start.c_str(),
+      q.c_str(), q.c_str(), t.upgrade_start.c_str(), t.upgrade_end.c_str(), q.c_str(),
+      t.upgrade_start.c_str(), t.upgrade_end.c_str(), t.hot_start.c_str(), t.hot_end.c_str(),
+      q.c_str(), t.hot_start.c_str(), t.hot_end.c_str(), q.c_str(), dir.c_str(), dir.c_str(),
+      dir.c_str());
 }
 
 }  // namespace
@@ -58,96 +105,73 @@ int Fail(const char* what, const Status& s) {
 int RunDemo(const std::vector<std::string>& args) {
   std::string dir = "./gpulse-data";
   for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--help" || args[i] == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
     if (args[i] == "--data" && i + 1 < args.size()) {
       dir = args[++i];
     } else {
-      std::fprintf(stderr, "gpulse demo: unknown argument '%s' (usage: gpulse demo [--data DIR])\n",
-                   args[i].c_str());
+      std::fprintf(stderr, "gpulse demo: unknown argument '%s'\n%s", args[i].c_str(), kUsage);
       return 2;
     }
   }
+  SimulateArgs a;
+  a.data = dir;
+  a.truth = dir + "/simulation-truth.json";
+  a.sim.regions = 2;
+  a.sim.nodes = 16;
+  a.sim.gpus_per_node = 8;
+  a.sim.days = 7;
+  a.sim.seed = 42;
+  a.sim.start_ns = DefaultSimulationStart(a.sim.days);
+  // The driver upgrade lands on the first working day from the fourth day
+  // on (a weekend has too few jobs to show it), the thermal event a day later.
+  const int64_t kDayNs = 86400LL * 1'000'000'000;
+  int day = 3;
+  while (day < 5 && ((a.sim.start_ns / kDayNs + day) % 7 + 3) % 7 >= 5)
+    ++day;  // 1970-01-01: a Thursday
+  a.sim.incidents.resize(2);
+  a.sim.incidents[0].kind = fleet::IncidentKind::kDriverUpgrade;
+  a.sim.incidents[0].offset_ns = day * kDayNs;
+  a.sim.incidents[0].duration_ns = 36 * kDayNs / 24;
+  a.sim.incidents[1].kind = fleet::IncidentKind::kThermal;
+  a.sim.incidents[1].offset_ns = (day + 1) * kDayNs + 9 * kDayNs / 24;
+  a.sim.incidents[1].duration_ns = 8 * kDayNs / 24;
 
-  Options options;
-  options.sync_policy = SyncPolicy::kInterval;
-  std::unique_ptr<Db> db;
-  Status s = Db::Open(options, dir, &db);
-  if (!s.ok()) return Fail("open", s);
-
-  const auto started = std::chrono::steady_clock::now();
-  uint64_t values = 0;
-  for (int minute = 0; minute < kMinutes; ++minute) {
-    std::vector<Point> batch;
-    for (int node = 0; node < kNodes; ++node) {
-      for (int gpu = 0; gpu < kGpusPerNode; ++gpu) batch.push_back(MakePoint(node, gpu, minute));
+  DemoTimes times;
+  std::error_code ec;
+  if (std::filesystem::exists(a.truth, ec)) {
+    if (!ReadTimes(a.truth, &times)) {
+      std::fprintf(stderr,
+                   "gpulse demo: %s is not the demo's; pass --data with another directory\n",
+                   a.truth.c_str());
+      return 1;
     }
-    WriteResult result;
-    s = db->Write(batch, &result);
-    if (!s.ok()) return Fail("write", s);
-    values += result.values_written;
+    std::printf("%s already holds the demo fleet (remove the directory to make it again).\n",
+                dir.c_str());
+    PrintQuestions(dir, times);
+    return 0;
   }
-  const double write_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::printf("wrote %llu field values (%d GPUs x %d minutes x 3 fields) to %s in %.3f s\n",
-              static_cast<unsigned long long>(values), kNodes * kGpusPerNode, kMinutes, dir.c_str(),
-              write_s);
-
-  s = db->Close();
-  if (!s.ok()) return Fail("close", s);
-  db.reset();
-  s = Db::Open(options, dir, &db);
-  if (!s.ok()) return Fail("reopen", s);
-
-  std::vector<Series> series;
-  s = db->ListSeries("gpu", {}, &series);
-  if (!s.ok()) return Fail("list series", s);
-  std::vector<FieldInfo> fields;
-  s = db->ListFields("gpu", &fields);
-  if (!s.ok()) return Fail("list fields", s);
-  std::printf("reopened: %zu series, fields:", series.size());
-  for (const FieldInfo& f : fields) {
-    std::printf(" %s (%s)", f.name.c_str(), storage::FieldTypeName(f.type));
-  }
-  std::printf("\n");
-
-  ReadRequest request;
-  request.measurement = "gpu";
-  request.field = "util";
-  request.tags = {{"node", "demo-n001"}};
-  std::vector<SeriesColumn> columns;
-  s = db->Read(request, &columns);
-  if (!s.ok()) return Fail("read", s);
-  std::printf("mean util per GPU of demo-n001 over %d minutes:\n", kMinutes);
-  uint64_t read_back = 0;
-  for (const SeriesColumn& c : columns) {
-    double sum = 0;
-    for (int64_t v : c.column.ints) sum += static_cast<double>(v);
-    std::string gpu;
-    for (const Tag& t : c.series.tags) {
-      if (t.key == "gpu") gpu = t.value;
-    }
-    std::printf("  gpu %s: %6.2f %% (%zu points)\n", gpu.c_str(), sum / c.column.size(),
-                c.column.size());
-    read_back += c.column.size();
-  }
-  const uint64_t expected = static_cast<uint64_t>(kGpusPerNode) * kMinutes;
-  if (read_back != expected) {
-    std::fprintf(stderr, "gpulse demo: read back %llu points, expected %llu\n",
-                 static_cast<unsigned long long>(read_back),
-                 static_cast<unsigned long long>(expected));
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_empty(dir, ec)) {
+    std::fprintf(stderr,
+                 "gpulse demo: %s already holds data; the demo writes a fresh directory (pass "
+                 "--data NEW_DIR)\n",
+                 dir.c_str());
     return 1;
   }
-  // Merge the chunk parts the runs so far left (one per flush), so the size
-  // printed is the settled one.
-  s = db->Compact();
-  if (!s.ok()) return Fail("compact", s);
-  s = db->Close();
-  if (!s.ok()) return Fail("close", s);
-  const uint64_t bytes = DirectoryBytes(dir);
-  std::printf(
-      "data directory %s: %llu bytes on disk (%.2f bytes per field value, catalog and\n"
-      "LevelDB overhead included; run it again and the same points are rewritten, not\n"
-      "duplicated)\n",
-      dir.c_str(), static_cast<unsigned long long>(bytes), static_cast<double>(bytes) / values);
+  SimulationReport report;
+  const Status s = RunSimulation(a, &report, isatty(STDERR_FILENO) != 0);
+  if (!s.ok()) {
+    std::fprintf(stderr, "gpulse demo: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  PrintSimulationReport(a, report);
+  if (!ReadTimes(a.truth, &times)) {
+    std::fprintf(stderr, "gpulse demo: cannot read back %s\n", a.truth.c_str());
+    return 1;
+  }
+  PrintQuestions(dir, times);
   return 0;
 }
 

@@ -16,9 +16,12 @@ constexpr const char* kUsage =
     "Usage: gpulse <command> [options]\n"
     "\n"
     "Commands:\n"
-    "  demo [--data DIR]   Write a small synthetic GPU fleet (2 nodes x 8 GPUs, 6 hours at\n"
-    "                      minute grain) into DIR (default ./gpulse-data), reopen it, read\n"
-    "                      it back and print what was stored and how compactly.\n"
+    "  demo [--data DIR]   Simulate a week of a small GPU fleet (16 nodes x 8 GPUs) with two\n"
+    "                      incidents into DIR (default ./gpulse-data) and print the first\n"
+    "                      questions to ask it, as commands to copy.\n"
+    "  simulate [options]  Simulate a fleet of any size with chosen incidents into a data\n"
+    "                      directory, a server or a line-protocol file, with its ground\n"
+    "                      truth. `gpulse simulate --help` for details.\n"
     "  serve [--data DIR] [--listen HOST:PORT] [--config FILE]\n"
     "                      Run the HTTP server: InfluxDB 1.x/2.x line-protocol writes on\n"
     "                      127.0.0.1:8086 by default, Prometheus scrapes, /metrics, /health.\n"
@@ -61,6 +64,7 @@ int main(int argc, char** argv) {
   if (command == "demo") return gpulse::cli::RunDemo(args);
   if (command == "serve") return gpulse::cli::RunServe(args);
   if (command == "import") return gpulse::cli::RunImport(args);
+  if (command == "simulate") return gpulse::cli::RunSimulate(args);
   // argv[1] is the command's name: they take argc/argv from it on.
   if (command == "query") return gpulse::shell::RunQuery(argc - 1, argv + 1);
   if (command == "shell") return gpulse::shell::RunShell(argc - 1, argv + 1);

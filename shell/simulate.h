@@ -1,0 +1,39 @@
+// `gpulse simulate`, in pieces `gpulse demo` reuses (shell/simulate.cc).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ingest/fleet_sim.h"
+
+namespace gpulse::cli {
+
+struct SimulateArgs {
+  fleet::SimOptions sim;
+  std::string data, url, out;  // exactly one is set after parsing
+  std::string truth;           // the ground truth JSON's path
+  std::string database = "gpulse";
+  std::string token;
+  int threads = 2;
+  bool help = false;
+};
+
+// Reads the command line; InvalidArgument says what is wrong.
+Status ParseSimulateArgs(const std::vector<std::string>& args, SimulateArgs* out);
+
+// The default --start: `days` before today 00:00 UTC.
+int64_t DefaultSimulationStart(int days);
+
+struct SimulationReport {
+  fleet::SimSummary summary;
+  std::vector<fleet::Incident> incidents;
+  uint64_t points = 0;
+  uint64_t values = 0;  // known when writing to a data directory
+  double seconds = 0;
+};
+
+// Plans, emits to the destination, writes the ground truth.
+Status RunSimulation(const SimulateArgs& args, SimulationReport* report, bool show_progress);
+void PrintSimulationReport(const SimulateArgs& args, const SimulationReport& report);
+
+}  // namespace gpulse::cli
