@@ -12,6 +12,10 @@
 // those buckets from raw again: raw and tiers cannot disagree.
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 
 #include "engine/chunk_parts.h"
 #include "engine/column_ops.h"
@@ -187,6 +191,61 @@ Status DbImpl::SyncTierSet() {
   return Status::Ok();
 }
 
+namespace {
+
+// The windows of one series' field, in time order: the unit of work of a
+// tier build. Windows of one field share tier blocks, so one worker takes
+// them all, in order; different fields touch different blocks.
+struct FieldWindows {
+  uint32_t series_id = 0, field_id = 0;
+  std::vector<Column> windows;
+};
+
+// A bounded hand-over from the reader of the raw chunks to the workers.
+class FieldQueue {
+ public:
+  explicit FieldQueue(size_t bound) : bound_(bound) {}
+  // False once Stop was called (a worker failed): the producer gives up.
+  bool Push(FieldWindows item) {
+    std::unique_lock lock(mutex_);
+    not_full_.wait(lock, [&] { return items_.size() < bound_ || stopped_; });
+    if (stopped_) return false;
+    items_.push_back(std::move(item));
+    not_empty_.notify_one();
+    return true;
+  }
+  // False when closed and drained, or stopped.
+  bool Pop(FieldWindows* item) {
+    std::unique_lock lock(mutex_);
+    not_empty_.wait(lock, [&] { return !items_.empty() || closed_ || stopped_; });
+    if (stopped_ || items_.empty()) return false;
+    *item = std::move(items_.front());
+    items_.erase(items_.begin());
+    not_full_.notify_one();
+    return true;
+  }
+  void Close() {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    not_empty_.notify_all();
+  }
+  void Stop() {
+    std::lock_guard lock(mutex_);
+    stopped_ = true;
+    not_empty_.notify_all();
+    not_full_.notify_all();
+  }
+
+ private:
+  const size_t bound_;
+  std::mutex mutex_;
+  std::condition_variable not_full_, not_empty_;
+  std::vector<FieldWindows> items_;
+  bool closed_ = false, stopped_ = false;
+};
+
+}  // namespace
+
 Status DbImpl::BuildTiers(uint32_t mask, bool strings_only) {
   if (mask == 0) return Status::Ok();
   std::string names;
@@ -195,41 +254,97 @@ Status DbImpl::BuildTiers(uint32_t mask, bool strings_only) {
   }
   Log(std::string("building ") + (strings_only ? "the string fields' rows of " : "") + "the " +
       names + " tiers of " + path_ + "/store from its raw chunks");
-  std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
-  it->Seek(std::string(1, storage::kChunkPrefix));
-  uint64_t windows = 0;
-  while (it->Valid()) {
-    storage::ChunkKeyParts k;
-    const leveldb::Slice key = it->key();
-    if (!storage::ParseChunkKey(std::string_view(key.data(), key.size()), &k) ||
-        k.tier != storage::kRawTier) {
-      break;
+  // This thread reads and decodes the raw windows; two workers fold them
+  // into tier rows and write them (the rows' encoding is most of the cost).
+  // A field always goes to the same worker, so its pieces are folded in
+  // order. It runs at Open, before any other thread uses the store.
+  constexpr int kWorkers = 2;
+  constexpr size_t kPiecePoints =
+      8 << 20;  // a field is handed over in pieces of about this many points
+  std::vector<std::unique_ptr<FieldQueue>> queues;
+  for (int i = 0; i < kWorkers; ++i) queues.push_back(std::make_unique<FieldQueue>(32));
+  std::mutex error_mutex;
+  Status error;
+  const auto fail = [&](Status s) {
+    std::lock_guard lock(error_mutex);
+    if (error.ok()) error = std::move(s);
+    for (auto& q : queues) q->Stop();
+  };
+  std::atomic<uint64_t> windows{0};
+  const auto work = [&](FieldQueue* queue) {
+    FieldWindows item;
+    while (queue->Pop(&item)) {
+      // A field's windows as one column, folded in one pass: each tier
+      // block is then read, encoded and written once, not once a window.
+      // A crash part way leaves the tier set unrecorded: the next Open
+      // builds again, and rows already written are recomputed, not added
+      // twice.
+      Column all;
+      all.type = item.windows.front().type;
+      for (const Column& window : item.windows) AppendPoints(window, 0, window.size(), &all);
+      leveldb::WriteBatch batch;
+      std::vector<WindowKey> touched;  // the cache is empty at Open
+      Status s = UpdateTiers(item.series_id, item.field_id, all, mask, &batch, &touched);
+      if (s.ok()) {
+        const leveldb::Status w = store_->Write(leveldb::WriteOptions(), &batch);
+        if (!w.ok()) s = Status::IOError("build tiers: " + w.ToString());
+      }
+      if (!s.ok()) return fail(s);
+      windows.fetch_add(item.windows.size(), std::memory_order_relaxed);
     }
-    // The window's type is its chunks' (the catalog is not loaded yet).
-    storage::ChunkInfo info;
-    const leveldb::Slice v = it->value();
-    GPULSE_RETURN_IF_ERROR(storage::ReadChunkInfo(std::string_view(v.data(), v.size()), &info));
-    if (strings_only && info.type != FieldType::kString) {
-      int parts = 0;
-      uint16_t last_part = 0;
-      GPULSE_RETURN_IF_ERROR(CountWindowParts(it.get(), k, &parts, &last_part));  // past it
-      continue;
+  };
+  std::vector<std::thread> workers;
+  for (auto& q : queues) workers.emplace_back(work, q.get());
+  const Status read = [&]() -> Status {
+    std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
+    it->Seek(std::string(1, storage::kChunkPrefix));
+    FieldWindows item;
+    size_t points = 0;
+    const auto hand_over = [&] {
+      if (item.windows.empty()) return true;
+      FieldQueue& queue = *queues[(item.series_id * 31 + item.field_id) % kWorkers];
+      const FieldWindows next{item.series_id, item.field_id, {}};
+      const bool taken = queue.Push(std::move(item));
+      item = next;
+      points = 0;
+      return taken;
+    };
+    while (it->Valid()) {
+      storage::ChunkKeyParts k;
+      const leveldb::Slice key = it->key();
+      if (!storage::ParseChunkKey(std::string_view(key.data(), key.size()), &k) ||
+          k.tier != storage::kRawTier) {
+        break;
+      }
+      // The window's type is its chunks' (the catalog is not loaded yet).
+      storage::ChunkInfo info;
+      const leveldb::Slice v = it->value();
+      GPULSE_RETURN_IF_ERROR(storage::ReadChunkInfo(std::string_view(v.data(), v.size()), &info));
+      if (strings_only && info.type != FieldType::kString) {
+        int parts = 0;
+        uint16_t last_part = 0;
+        GPULSE_RETURN_IF_ERROR(CountWindowParts(it.get(), k, &parts, &last_part));  // past it
+        continue;
+      }
+      if (k.series_id != item.series_id || k.field_id != item.field_id || points >= kPiecePoints) {
+        if (!hand_over()) return Status::Ok();  // a worker failed; its error is returned
+        item.series_id = k.series_id;
+        item.field_id = k.field_id;
+      }
+      Column& window = item.windows.emplace_back();
+      window.type = info.type;
+      GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), k, &window));
+      points += window.size();
     }
-    Column window;
-    window.type = info.type;
-    GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), k, &window));
-    // One window at a time, each written before the next reads the blocks.
-    // A crash part way leaves the tier set unrecorded: the next Open builds
-    // again, and windows already folded in are recomputed, not added twice.
-    leveldb::WriteBatch batch;
-    std::vector<WindowKey> touched;  // the cache is empty at Open
-    GPULSE_RETURN_IF_ERROR(UpdateTiers(k.series_id, k.field_id, window, mask, &batch, &touched));
-    const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &batch);
-    if (!s.ok()) return Status::IOError("build tiers: " + s.ToString());
-    ++windows;
-  }
-  if (!it->status().ok()) return Status::IOError("build tiers: " + it->status().ToString());
-  Log("tiers built from " + std::to_string(windows) + " raw windows");
+    if (!it->status().ok()) return Status::IOError("build tiers: " + it->status().ToString());
+    hand_over();
+    return Status::Ok();
+  }();
+  for (auto& q : queues) q->Close();
+  for (auto& w : workers) w.join();
+  if (!read.ok()) return read;
+  if (!error.ok()) return error;
+  Log("tiers built from " + std::to_string(windows.load()) + " raw windows");
   return Status::Ok();
 }
 

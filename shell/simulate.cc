@@ -292,11 +292,14 @@ Status SimulateIntoDirectory(const fleet::Simulator& sim, const SimulateArgs& a,
   GPULSE_RETURN_IF_ERROR(s);
   GPULSE_RETURN_IF_ERROR(closed);
   if (!fresh) return Status::Ok();
+  const auto started = std::chrono::steady_clock::now();
   Options with_tiers;
   with_tiers.info_log = options.info_log;
   db.reset();
   GPULSE_RETURN_IF_ERROR(Db::Open(with_tiers, a.data, &db).WithContext(a.data));
-  return db->Close();
+  GPULSE_RETURN_IF_ERROR(db->Close());
+  report->tier_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return Status::Ok();
 }
 
 }  // namespace
@@ -403,6 +406,10 @@ Status RunSimulation(const SimulateArgs& a, SimulationReport* report, bool show_
   const auto started = std::chrono::steady_clock::now();
   std::unique_ptr<fleet::Simulator> sim;
   GPULSE_RETURN_IF_ERROR(fleet::Simulator::Create(a.sim, &sim));
+  const auto since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  report->plan_seconds = since(started);
   report->summary = sim->summary();
   report->incidents = sim->incidents();
 
@@ -432,8 +439,7 @@ Status RunSimulation(const SimulateArgs& a, SimulationReport* report, bool show_
   truth << sim->GroundTruthJson();
   truth.close();
   if (!truth) return Status::IOError(a.truth + ": cannot write the ground truth");
-  report->seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  report->seconds = since(started);
   return Status::Ok();
 }
 
@@ -443,7 +449,9 @@ void PrintSimulationReport(const SimulateArgs& a, const SimulationReport& r) {
               a.sim.regions, a.sim.days, fleet::FormatUtcTime(s.start_ns).c_str());
   std::printf("  %s points", FormatCount(r.points).c_str());
   if (r.values > 0) std::printf(", %s values", FormatCount(r.values).c_str());
-  std::printf(" in %.1f s\n", r.seconds);
+  std::printf(" in %.1f s (planning %.1f s", r.seconds, r.plan_seconds);
+  if (r.tier_seconds > 0) std::printf(", building the 1h and 1d tiers %.1f s", r.tier_seconds);
+  std::printf(")\n");
   std::printf("  %s jobs: %s succeeded, %s failed, %s preempted\n", FormatCount(s.jobs).c_str(),
               FormatCount(s.jobs_succeeded).c_str(), FormatCount(s.jobs_failed).c_str(),
               FormatCount(s.jobs_preempted).c_str());
