@@ -298,7 +298,8 @@ Status SimulateIntoDirectory(const fleet::Simulator& sim, const SimulateArgs& a,
   db.reset();
   GPULSE_RETURN_IF_ERROR(Db::Open(with_tiers, a.data, &db).WithContext(a.data));
   GPULSE_RETURN_IF_ERROR(db->Close());
-  report->tier_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  report->tier_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return Status::Ok();
 }
 
@@ -445,8 +446,9 @@ Status RunSimulation(const SimulateArgs& a, SimulationReport* report, bool show_
 
 void PrintSimulationReport(const SimulateArgs& a, const SimulationReport& r) {
   const fleet::SimSummary& s = r.summary;
-  std::printf("simulated %d GPUs (%d nodes, %d regions) for %d days from %s\n", s.gpus, s.nodes,
-              a.sim.regions, a.sim.days, fleet::FormatUtcTime(s.start_ns).c_str());
+  std::printf("simulated %d GPUs (%d nodes, %d region%s) for %d day%s from %s\n", s.gpus, s.nodes,
+              a.sim.regions, a.sim.regions == 1 ? "" : "s", a.sim.days, a.sim.days == 1 ? "" : "s",
+              fleet::FormatUtcTime(s.start_ns).c_str());
   std::printf("  %s points", FormatCount(r.points).c_str());
   if (r.values > 0) std::printf(", %s values", FormatCount(r.values).c_str());
   std::printf(" in %.1f s (planning %.1f s", r.seconds, r.plan_seconds);

@@ -22,6 +22,7 @@
 #include "ingest/lp_format.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/spawn.h"
+#include "tests/support/test_server.h"
 
 namespace gpulse::fleet {
 namespace {
@@ -555,6 +556,41 @@ TEST(FleetSimTest, SimulateLoadsADirectoryWithItsTiersAndGroundTruth) {
   EXPECT_EQ(run({"--nodes", "x"}), 2);
   EXPECT_EQ(run({"--data", data, "--out", "f.lp"}), 2);
   EXPECT_EQ(run({"--incident", "thermal:nowhere", "--out", dir.path() + "/f.lp"}), 2);
+}
+
+// --url: line protocol POSTed to a server, the server's 503s (a small
+// head that cannot wait) retried until every point is in.
+TEST(FleetSimTest, SimulateWritesToAServerAndRetriesItsBackPressure) {
+  storage::ScratchDir dir;
+  server::ServerConfig config;
+  test::UseQuietTestDb(&config.db);
+  config.db.head_memory_bytes = 4 << 20;  // small enough to refuse some writes
+  server::ServerMetrics metrics;
+  server::SourceRegistry sources;
+  test::TestServer srv;
+  ASSERT_TRUE(srv.Start(dir.path() + "/srv", config, &metrics, &sources).ok());
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  const pid_t pid =
+      test::SpawnWithFiles(GPULSE_BIN,
+                           {"simulate", "--url", url, "--nodes", "4", "--days", "1", "--start",
+                            "2026-11-02T00:00:00Z", "--truth", dir.path() + "/truth.json"},
+                           "", dir.path() + "/out", dir.path() + "/err");
+  int raw = 0;
+  ::waitpid(pid, &raw, 0);
+  ASSERT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0);
+  QueryOptions q;
+  q.database = "gpulse";
+  QueryResult r;
+  ASSERT_TRUE(srv.db()
+                  ->Query("SELECT count(util) FROM gpu; SELECT count(temp) FROM gpu WHERE node = "
+                          "'us-east-c0-n000'",
+                          q, &r)
+                  .ok());
+  ASSERT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
+  EXPECT_EQ(std::get<int64_t>(r.statements[0].series.at(0).values.at(0).at(1)), 4 * 8 * 1440);
+  EXPECT_EQ(std::get<int64_t>(r.statements[1].series.at(0).values.at(0).at(1)), 8 * 1440);
+  EXPECT_TRUE(std::ifstream(dir.path() + "/truth.json").good());
+  EXPECT_GT(metrics.writes_refused_busy.load(), 0u);  // the retry path ran
 }
 
 }  // namespace
