@@ -249,6 +249,8 @@ class ShardEmitter {
     if (job.gpu_ids.front() == gpu && s->lead_job != job.id) {
       s->lead_job = job.id;
       s->steps = job.steps0;
+      // A job from the warm-up: the steps it made before the span.
+      for (int32_t t = job.start_min; t < m; ++t) s->steps += WorkOf(job, t).steps;
     }
     return &job;
   }
@@ -443,6 +445,7 @@ void ShardEmitter::EmitEvents(int32_t m) {
   const auto& events = plan_.events;
   for (; next_event_ < events.size() && (events[next_event_].minute <= m || last); ++next_event_) {
     const SchedEvent& e = events[next_event_];
+    if (e.minute < plan_.first) continue;  // the warm-up's
     const Job& job = plan_.jobs[e.job];
     // Events of one minute share a series; the job number in nanoseconds
     // keeps each its own timestamp.
@@ -479,8 +482,10 @@ void ShardEmitter::EmitEvents(int32_t m) {
   }
   for (size_t i = 0; i < plan_.maintenance.size(); ++i) {
     const MaintenanceWindow& w = plan_.maintenance[i];
-    if (w.start_min != m) continue;
-    batch_.Begin("maintenance", tables_.maintenance_tags[i], plan_.MinuteNs(m));
+    // A window the warm-up began is written at the first minute, with its start.
+    const bool carried = m == plan_.first && w.start_min < m && w.end_min > m;
+    if (w.start_min != m && !carried) continue;
+    batch_.Begin("maintenance", tables_.maintenance_tags[i], plan_.MinuteNs(w.start_min));
     batch_.Add("end", plan_.MinuteNs(w.end_min));
     batch_.Add("duration_min", static_cast<int64_t>(w.end_min - w.start_min));
     batch_.Add("planned", true);
@@ -493,7 +498,7 @@ void ShardEmitter::EmitEvents(int32_t m) {
     batch_.Add("scope", std::string_view(tables_.incident_scopes[i]));
     batch_.Add("description", std::string_view(inc.truth.description));
   }
-  if (m % 60 == 0) EmitCost(m);
+  if ((m - plan_.first) % 60 == 0) EmitCost(m);
 }
 
 std::string ShardEmitter::NodesOf(const Job& job) const {
@@ -553,12 +558,12 @@ Status EmitPlan(const Plan& plan, const Tables& tables, PointSink* sink, int thr
   std::mutex error_mutex;
   Status error;
   std::atomic<bool> failed{false};
-  const int64_t blocks = (plan.minutes + kBlockMinutes - 1) / kBlockMinutes;
+  const int64_t blocks = (plan.minutes - plan.first + kBlockMinutes - 1) / kBlockMinutes;
   const auto run = [&](int shard) {
     const int nodes = static_cast<int>(plan.nodes.size());
     ShardEmitter emitter(plan, tables, nodes * shard / threads, nodes * (shard + 1) / threads,
                          shard == 0);
-    for (int32_t from = 0; from < plan.minutes && !failed.load(); from += kBlockMinutes) {
+    for (int32_t from = plan.first; from < plan.minutes && !failed.load(); from += kBlockMinutes) {
       Status s =
           emitter.EmitMinutes(from, std::min(plan.minutes, from + kBlockMinutes), sink, &emitted);
       if (!s.ok()) {

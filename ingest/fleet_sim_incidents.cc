@@ -320,15 +320,15 @@ Status ResolveIncidents(Plan* plan) {
     t.name = std::string(IncidentKindName(request.kind)) + "-" +
              std::to_string(++per_kind[static_cast<int>(request.kind)]);
     t.cause_class = std::string(CauseClass(request.kind));
-    const int64_t span = plan->minutes * kMinuteNs;
+    const int64_t span = static_cast<int64_t>(plan->minutes - plan->first) * kMinuteNs;
     if (request.offset_ns >= span) {
       return Status::InvalidArgument("incident " + t.name + " starts after the simulation ends");
     }
-    inc.start_min = static_cast<int32_t>(request.offset_ns / kMinuteNs);
+    inc.start_min = plan->first + static_cast<int32_t>(request.offset_ns / kMinuteNs);
     const int64_t end =
         request.duration_ns < 0 ? span : std::min(span, request.offset_ns + request.duration_ns);
-    inc.end_min = std::max<int32_t>(inc.start_min + 1,
-                                    static_cast<int32_t>((end + kMinuteNs - 1) / kMinuteNs));
+    inc.end_min = std::max<int32_t>(
+        inc.start_min + 1, plan->first + static_cast<int32_t>((end + kMinuteNs - 1) / kMinuteNs));
     t.start_ns = plan->MinuteNs(inc.start_min);
     t.end_ns = plan->MinuteNs(inc.end_min);
     inc.node_in_scope.assign(plan->nodes.size(), false);

@@ -2,8 +2,12 @@
 // effect, shared by the planning pass (fleet_sim_plan.cc) and the emitting
 // pass (fleet_sim_emit.cc). Not part of the public face (fleet_sim.h).
 //
-// Time inside the simulator is in minutes from the start; a job occupies its
-// GPUs for minutes [start_min, end_min).
+// Time inside the simulator is in minutes from the start of a warm-up: the
+// plan runs kWarmupMinutes before the first minute the user asked for, so
+// that the fleet is already busy (multi-day jobs running, queues formed)
+// when the points begin; nothing of the warm-up is emitted but what carries
+// into the span (jobs still running, step counters). A job occupies its GPUs
+// for minutes [start_min, end_min).
 #pragma once
 
 #include <array>
@@ -20,6 +24,7 @@ namespace gpulse::fleet::sim {
 
 constexpr int64_t kMinuteNs = 60'000'000'000;
 constexpr int kMaxIncidents = 32;  // incidents are a bitmask per minute
+constexpr int32_t kWarmupMinutes = 3 * 1440;
 
 // Stateless randomness: the same inputs give the same draw on every run,
 // whatever the order the draws are asked for.
@@ -188,7 +193,8 @@ extern const std::string_view kUpgradeDriver;
 
 struct Plan {
   SimOptions options;
-  int minutes = 0;
+  int minutes = 0;                 // warm-up and span: the plan's minutes are [0, minutes)
+  int32_t first = kWarmupMinutes;  // the first minute emitted
   int gpn = 8;
   std::vector<Region> regions;
   std::vector<Cluster> clusters;
@@ -201,7 +207,9 @@ struct Plan {
   std::vector<uint32_t> active;  // by minute: bit i when incidents[i] is in effect
   SimSummary summary;
 
-  int64_t MinuteNs(int32_t minute) const { return options.start_ns + minute * kMinuteNs; }
+  int64_t MinuteNs(int32_t minute) const {
+    return options.start_ns + static_cast<int64_t>(minute - first) * kMinuteNs;
+  }
   bool Active(int incident, int32_t minute) const { return (active[minute] >> incident) & 1; }
   // The incidents in effect at `minute` whose scope touches the job.
   uint32_t JobIncidents(const Job& job, int32_t minute) const {

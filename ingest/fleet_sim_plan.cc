@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "ingest/fleet_sim_incidents.h"
 #include "ingest/fleet_sim_model.h"
@@ -160,6 +161,7 @@ class Scheduler {
 
   // Placement.
   void Schedule(int32_t m);
+  void ScheduleMisconfigured(int region, int32_t m);
   bool Place(Job* job, int32_t m, bool spread);
   bool NodeUsable(int node, int32_t m, double work_left) const;
   void Start(Job* job, int32_t m, const std::vector<int>& gpu_ids);
@@ -404,35 +406,60 @@ void Scheduler::Start(Job* job, int32_t m, const std::vector<int>& gpu_ids) {
 void Scheduler::Schedule(int32_t m) {
   for (int r = 0; r < static_cast<int>(plan_.regions.size()); ++r) {
     auto& queue = pending_[r];
-    const bool fragmented = FragmentationIn(r, m);
+    std::erase_if(queue, [&](uint32_t id) {
+      Job& job = plan_.jobs[id];
+      if (m - job.submit_min <= QueueLimitMinutes(job.cls)) return false;
+      job.end = JobEnd::kCancelled;
+      job.cause = EndCause::kQueueTimeout;
+      job.end_min = m;
+      plan_.events.push_back({m, job.id, SchedEvent::kEnded});
+      return true;
+    });
+    if (FragmentationIn(r, m)) {
+      ScheduleMisconfigured(r, m);
+      continue;
+    }
+    // Priority order with backfill: a job that cannot start lets the ones
+    // behind it by (and no smaller one-node job is tried once a one-node
+    // job of that size failed: no node has that many GPUs free).
     int smallest_failed = INT32_MAX;
     size_t examined = 0;
-    for (size_t i = 0; i < queue.size() && examined < 400;) {
+    for (size_t i = 0; i < queue.size() && examined < 400; ++examined) {
       Job& job = plan_.jobs[queue[i]];
-      ++examined;
-      if (m - job.submit_min > QueueLimitMinutes(job.cls)) {
-        job.end = JobEnd::kCancelled;
-        job.cause = EndCause::kQueueTimeout;
-        job.end_min = m;
-        plan_.events.push_back({m, job.id, SchedEvent::kEnded});
-        queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(i));
-        continue;
-      }
-      // With backfill on, a job that cannot start lets smaller ones by; with
-      // it off (the fragmentation incident), the queue's head blocks the rest.
-      if (job.gpus >= smallest_failed && job.gpus <= plan_.gpn && !fragmented) {
+      if (job.gpus >= smallest_failed && job.gpus <= plan_.gpn) {
         ++i;
         continue;
       }
-      if (Place(&job, m, fragmented)) {
+      if (Place(&job, m, /*spread=*/false)) {
         queue.erase(queue.begin() + static_cast<std::ptrdiff_t>(i));
         continue;
       }
-      if (fragmented) break;
       if (job.gpus <= plan_.gpn) smallest_failed = std::min(smallest_failed, job.gpus);
       ++i;
     }
   }
+}
+
+// The sched-fragmentation incident: a configuration change that orders the
+// queue by submission time alone (priorities lost), turns backfill off (the
+// oldest job that cannot start blocks all behind it) and spreads one-node
+// jobs over the emptiest nodes, so whole nodes for gangs rarely free up:
+// GPUs sit idle while the queue grows.
+void Scheduler::ScheduleMisconfigured(int r, int32_t m) {
+  auto& queue = pending_[r];
+  std::vector<uint32_t> by_age = queue;
+  std::sort(by_age.begin(), by_age.end(), [&](uint32_t a, uint32_t b) {
+    const Job& x = plan_.jobs[a];
+    const Job& y = plan_.jobs[b];
+    return x.submit_min != y.submit_min ? x.submit_min < y.submit_min : a < b;
+  });
+  size_t started = 0;
+  while (started < by_age.size() && Place(&plan_.jobs[by_age[started]], m, /*spread=*/true))
+    ++started;
+  if (started == 0) return;
+  const std::set<uint32_t> gone(by_age.begin(),
+                                by_age.begin() + static_cast<std::ptrdiff_t>(started));
+  std::erase_if(queue, [&](uint32_t id) { return gone.count(id) != 0; });
 }
 
 void Scheduler::End(size_t index, int32_t end_min, JobEnd how, EndCause cause) {
@@ -561,10 +588,12 @@ void Scheduler::Run() {
   plan_.occupancy.assign(nodes * gpn, {});
   CalibrateRates();
   for (int32_t m = 0; m < plan_.minutes; ++m) {
+    // Jobs placed at m work in minute m; a job that finishes in minute m
+    // holds its GPUs to m + 1, when the next minute's placements may use them.
     MachineEvents(m);
-    Advance(m);
     Arrive(m);
     Schedule(m);
+    Advance(m);
   }
   // Still running at the end: their GPUs are held to the last minute.
   for (const RunState& s : running_) {
@@ -581,27 +610,32 @@ void Scheduler::Run() {
 }
 
 void Summarise(Plan* plan) {
+  // Over the span only: the warm-up is not part of what was simulated.
   SimSummary& s = plan->summary;
+  const int32_t first = plan->first;
   s.nodes = static_cast<int>(plan->nodes.size());
   s.gpus = s.nodes * plan->gpn;
   s.start_ns = plan->options.start_ns;
   s.end_ns = plan->MinuteNs(plan->minutes);
-  s.jobs = plan->jobs.size();
   for (const Job& job : plan->jobs) {
+    s.jobs += job.submit_min >= first;
+    if (job.end_min < first) continue;  // ended in the warm-up, or never
     s.jobs_succeeded += job.end == JobEnd::kSucceeded;
     s.jobs_failed += job.end == JobEnd::kFailed;
     s.jobs_preempted += job.end == JobEnd::kPreempted;
   }
+  const auto in_span = [&](int32_t from, int32_t to) {
+    return static_cast<uint64_t>(std::max(0, std::min(to, plan->minutes) - std::max(from, first)));
+  };
   for (const auto& list : plan->occupancy) {
-    for (const Occupancy& o : list)
-      s.allocated_gpu_minutes += static_cast<uint64_t>(o.end_min - o.start_min);
+    for (const Occupancy& o : list) s.allocated_gpu_minutes += in_span(o.start_min, o.end_min);
   }
   uint64_t maintained = 0;
   for (const MaintenanceWindow& w : plan->maintenance) {
-    maintained += static_cast<uint64_t>(w.end_min - w.start_min) * plan->gpn;
+    maintained += in_span(w.start_min, w.end_min) * plan->gpn;
+    s.maintenance_windows += w.start_min >= first;
   }
-  s.capacity_gpu_minutes = static_cast<uint64_t>(s.gpus) * plan->minutes - maintained;
-  s.maintenance_windows = plan->maintenance.size();
+  s.capacity_gpu_minutes = static_cast<uint64_t>(s.gpus) * (plan->minutes - first) - maintained;
 }
 
 }  // namespace
@@ -626,7 +660,7 @@ Status BuildPlan(const SimOptions& options, Plan* plan) {
   plan->options = options;
   plan->options.start_ns =
       options.start_ns - (((options.start_ns % kMinuteNs) + kMinuteNs) % kMinuteNs);
-  plan->minutes = options.days * 1440;
+  plan->minutes = kWarmupMinutes + options.days * 1440;
   plan->gpn = options.gpus_per_node;
   BuildInventory(plan);
   PlanMaintenance(plan);
