@@ -438,6 +438,7 @@ void ShardEmitter::EmitStep(int gpu, const Job& job, const MinuteWork& w, GpuSta
   batch_.Add("checkpoint_ms", Round1(w.checkpoint_ms));
   batch_.Add("image", Images()[job.image]);
   batch_.Add("framework", FrameworkOf(job.image));
+  batch_.Add("workload_class", JobClassName(job.cls));
 }
 
 void ShardEmitter::EmitEvents(int32_t m) {

@@ -10,6 +10,7 @@
 #include "query/condition.h"
 #include "query/delete.h"
 #include "query/format.h"
+#include "query/northstar.h"
 #include "query/select.h"
 
 namespace gpulse {
@@ -321,10 +322,13 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         result.status =
             RunDelete(db, static_cast<const DeleteStatement&>(*stmt), options, now, &result.notes);
         break;
+      case StatementKind::kNorthstar:
+        result.status = RunNorthstar(db, static_cast<const NorthstarStatement&>(*stmt), options,
+                                     now, &result.series, &result.notes);
+        break;
       default:
         result.status = Status::InvalidArgument(
-            "NORTHSTAR and DECOMPOSE are not available yet; they arrive with the fleet metric "
-            "framework");
+            "DECOMPOSE is not available yet; it arrives with the fleet metric framework");
         break;
     }
     if (!result.status.ok()) result.series.clear();

@@ -15,6 +15,8 @@ set(GPULSE_QUERY_SOURCES
   query/delete.cc
   query/eval.cc
   query/executor.cc
+  query/fleet_ledger.cc
   query/format.cc
+  query/northstar.cc
   query/select.cc
 )

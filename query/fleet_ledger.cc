@@ -1,0 +1,514 @@
+// The GPU-minute ledger (fleet_ledger.h). It reads, through the public Db
+// API: sched (every job attempt's outcome, and the queue's length over
+// time), job_step (whether a job advanced in a minute, and the shares of
+// its steps spent on data and on gradient sync), node (planned maintenance,
+// GPUs reported against inventory, whether the agent reported at all) and
+// gpu (the job on each GPU each minute, and its health). Then each GPU-minute
+// of the range is classified once.
+
+#include "query/fleet_ledger.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+namespace gpulse::query {
+
+namespace {
+
+constexpr int64_t kMinuteNs = 60'000'000'000;
+// Jobs wait at most two days in the simulator's queues; a backlog at the
+// start of the range is rebuilt from this far back.
+constexpr int64_t kQueueLookbackNs = 2 * 1440 * kMinuteNs;
+
+// XIDs that mean the GPU, not the program, failed: 48 double-bit ECC, 63/64
+// row remapping, 74 NVLink, 79 fallen off the bus, 92 high single-bit rate,
+// 94/95 contained/uncontained ECC. (13, 31, 43 are the program's own.)
+bool HardwareXid(int64_t xid) {
+  switch (xid) {
+    case 48:
+    case 63:
+    case 64:
+    case 74:
+    case 79:
+    case 92:
+    case 94:
+    case 95:
+      return true;
+    default:
+      return false;
+  }
+}
+// DCGM clock event reasons that are the hardware's: HW slowdown, HW thermal,
+// HW power brake (software caps are the operator's choice, not ill health).
+constexpr int64_t kHardwareThrottle = 0x8 | 0x40 | 0x80;
+
+enum class Outcome : unsigned char { kSucceeded, kFailed, kPreempted, kCancelled, kOther };
+
+struct Ended {
+  int64_t end_ns;
+  int64_t last_checkpoint_ns;  // INT64_MIN: none
+  Outcome outcome;
+  Loss cause;  // where its lost minutes go
+};
+
+struct StepMinute {
+  int64_t minute_ns;
+  int64_t step;
+  float data_share, sync_share;
+  bool timed;  // the minute reported a step time (a spinning job does not)
+};
+
+struct JobRecord {
+  std::vector<Ended> ends;        // by end time: one per attempt
+  std::vector<StepMinute> steps;  // by time
+  std::string workload_class;
+};
+
+struct NodeMinutes {
+  std::vector<uint8_t> reported;      // the agent sent a node point
+  std::vector<uint8_t> maintenance;   // planned maintenance
+  std::vector<uint8_t> missing_gpus;  // inventory minus GPUs reported
+};
+
+double NumberAt(const Column& c, size_t i) {
+  switch (c.type) {
+    case FieldType::kFloat:
+      return c.floats[i];
+    case FieldType::kInt:
+      return static_cast<double>(c.ints[i]);
+    case FieldType::kUint:
+      return static_cast<double>(c.uints[i]);
+    case FieldType::kBool:
+      return c.bools[i];
+    default:
+      return 0;
+  }
+}
+
+// The value of column `c` at timestamp `ts`, walking a cursor forward.
+class Cursor {
+ public:
+  explicit Cursor(const Column& c) : c_(c) {}
+  bool At(int64_t ts) {
+    while (i_ < c_.size() && c_.ts[i_] < ts) ++i_;
+    return i_ < c_.size() && c_.ts[i_] == ts;
+  }
+  size_t index() const { return i_; }
+
+ private:
+  const Column& c_;
+  size_t i_ = 0;
+};
+
+std::string TagOf(const Series& s, std::string_view key) { return TagValue(s.tags, key); }
+
+Outcome OutcomeOf(std::string_view status) {
+  if (status == "succeeded") return Outcome::kSucceeded;
+  if (status == "failed") return Outcome::kFailed;
+  if (status == "preempted") return Outcome::kPreempted;
+  if (status == "cancelled") return Outcome::kCancelled;
+  return Outcome::kOther;
+}
+
+Loss CauseOf(Outcome outcome, std::string_view reason) {
+  if (outcome == Outcome::kFailed) {
+    if (reason == "hardware") return Loss::kHardware;
+    if (reason == "software") return Loss::kSoftware;
+    if (reason == "network") return Loss::kNetwork;
+  }
+  return Loss::kLostWork;
+}
+
+double Median(std::vector<float>* v) {
+  if (v->empty()) return 0;
+  auto mid = v->begin() + static_cast<std::ptrdiff_t>(v->size() / 2);
+  std::nth_element(v->begin(), mid, v->end());
+  return *mid;
+}
+
+class LedgerBuilder {
+ public:
+  LedgerBuilder(Db* db, const LedgerOptions& o) : db_(db), o_(o) {
+    if (!o.database.empty()) scope_.push_back({"db", o.database});
+    start_ = o.start_ns - (((o.start_ns % kMinuteNs) + kMinuteNs) % kMinuteNs);
+    end_ = o.end_ns;
+    const int64_t over = ((end_ % kMinuteNs) + kMinuteNs) % kMinuteNs;
+    if (over != 0) end_ += kMinuteNs - over;
+    minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
+  }
+
+  Status Build(std::vector<LedgerRow>* rows) {
+    if (end_ <= start_) return Status::InvalidArgument("the time range is empty");
+    if ((end_ - start_) / kMinuteNs > 400 * 1440) {
+      return Status::InvalidArgument("the time range is longer than 400 days");
+    }
+    GPULSE_RETURN_IF_ERROR(ReadSched());
+    GPULSE_RETURN_IF_ERROR(ReadSteps());
+    GPULSE_RETURN_IF_ERROR(ReadNodes());
+    GPULSE_RETURN_IF_ERROR(ReadGpus());
+    rows->clear();
+    for (auto& [key, row] : cells_) {
+      if (row.Capacity() > 0) rows->push_back(std::move(row));
+    }
+    return Status::Ok();
+  }
+
+ private:
+  int32_t MinuteOf(int64_t ts) const { return static_cast<int32_t>((ts - start_) / kMinuteNs); }
+  Status Check() const {
+    if (o_.cancelled && o_.cancelled()) return Status::Cancelled("NORTHSTAR cancelled");
+    return Status::Ok();
+  }
+
+  Status ReadSched();
+  Status ReadSteps();
+  Status ReadNodes();
+  Status ReadGpus();
+  void Classify(const Series& gpu, const std::vector<Column>& cols);
+  LedgerRow& Cell(const std::vector<std::string>& group, int64_t bucket);
+  std::array<double, kLossCount> Allocated(const std::string& job, int64_t t, bool healthy);
+
+  Db* db_;
+  const LedgerOptions& o_;
+  int64_t start_ = 0, end_ = 0;
+  int32_t minutes_ = 0;
+  std::unordered_map<std::string, JobRecord> jobs_;
+  std::map<std::string, std::vector<int32_t>> pending_;  // by region: jobs waiting, by minute
+  std::map<std::string, NodeMinutes> nodes_;
+  std::map<std::string, std::pair<double, double>> baseline_;  // by class: data, sync share
+  std::map<std::pair<std::vector<std::string>, int64_t>, LedgerRow> cells_;
+  uint64_t gpu_minutes_ = 0;
+  std::vector<std::string> fields_;  // of the gpu measurement, read per series
+  std::vector<TagMatcher> scope_;    // the database's series only
+  LedgerRow* last_ = nullptr;        // the cell Cell returned last
+};
+
+// Outcomes of every attempt that ended at or after the start (a job that
+// failed after the range still loses the minutes the range saw after its
+// last checkpoint), and the queue's length per region and minute: jobs
+// submitted (or resubmitted) and neither started nor cancelled yet.
+Status LedgerBuilder::ReadSched() {
+  std::vector<Series> series;
+  GPULSE_RETURN_IF_ERROR(db_->ListSeries("sched", scope_, &series));
+  const std::vector<std::string> fields = {"job", "status", "reason", "last_checkpoint"};
+  struct QueueEvent {
+    int64_t ts;
+    int delta;  // +1 enters the queue, -1 leaves it
+    const std::string* region;
+    std::string job;
+  };
+  std::vector<QueueEvent> queue;
+  std::vector<std::string> regions;
+  for (const Series& s : series) regions.push_back(TagOf(s, "region"));
+  for (size_t k = 0; k < series.size(); ++k) {
+    GPULSE_RETURN_IF_ERROR(Check());
+    const Series& s = series[k];
+    const std::string event = TagOf(s, "event");
+    std::vector<Column> cols;
+    const int64_t to = event == "ended" ? INT64_MAX : end_;
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kQueueLookbackNs, to, &cols));
+    const Column& job = cols[0];
+    if (job.type != FieldType::kString) continue;
+    Cursor status(cols[1]), reason(cols[2]), checkpoint(cols[3]);
+    for (size_t i = 0; i < job.size(); ++i) {
+      const int64_t ts = job.ts[i];
+      if (event == "submitted" || event == "retried" || event == "started") {
+        queue.push_back({ts, event == "started" ? -1 : +1, &regions[k], job.strings[i]});
+        continue;
+      }
+      if (event != "ended" || cols[1].type != FieldType::kString || !status.At(ts)) continue;
+      const Outcome outcome = OutcomeOf(cols[1].strings[status.index()]);
+      if (outcome == Outcome::kCancelled) {
+        if (ts < end_) queue.push_back({ts, -1, &regions[k], job.strings[i]});
+        continue;
+      }
+      if (ts < start_) continue;
+      std::string_view why;
+      if (cols[2].type == FieldType::kString && reason.At(ts))
+        why = cols[2].strings[reason.index()];
+      Ended e{ts, INT64_MIN, outcome, CauseOf(outcome, why)};
+      if (checkpoint.At(ts))
+        e.last_checkpoint_ns = static_cast<int64_t>(NumberAt(cols[3], checkpoint.index()));
+      jobs_[job.strings[i]].ends.push_back(e);
+    }
+  }
+  // Replayed in time order; a job leaving that was not seen entering (it
+  // entered before the look-back) does not count.
+  // A job submitted and started in the same minute has both events at the
+  // same time: entering sorts first.
+  std::sort(queue.begin(), queue.end(), [](const QueueEvent& a, const QueueEvent& b) {
+    return a.ts != b.ts ? a.ts < b.ts : a.delta > b.delta;
+  });
+  std::unordered_map<std::string, int> waiting;
+  for (const std::string& r : regions) {
+    if (pending_[r].empty()) pending_[r].assign(static_cast<size_t>(minutes_) + 1, 0);
+  }
+  for (const QueueEvent& e : queue) {
+    int& in = waiting[e.job];
+    if (e.delta < 0 && in == 0) continue;
+    in += e.delta;
+    pending_[*e.region][e.ts < start_ ? 0 : MinuteOf(e.ts)] += e.delta;
+  }
+  for (auto& [region, pending] : pending_) {
+    int32_t level = 0;
+    for (int32_t& v : pending) v = level += v;
+  }
+  for (auto& [name, record] : jobs_) {
+    std::sort(record.ends.begin(), record.ends.end(),
+              [](const Ended& a, const Ended& b) { return a.end_ns < b.end_ns; });
+  }
+  return Status::Ok();
+}
+
+// Per job and minute: its step counter and the shares of data loading and
+// gradient sync in its step time; the baselines are the medians of those
+// shares per workload class over the range.
+Status LedgerBuilder::ReadSteps() {
+  std::vector<Series> series;
+  GPULSE_RETURN_IF_ERROR(db_->ListSeries("job_step", scope_, &series));
+  const std::vector<std::string> fields = {
+      "job", "step", "step_time_ms", "data_loader_ms", "grad_sync_ms", "workload_class"};
+  std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> shares;
+  for (const Series& s : series) {
+    GPULSE_RETURN_IF_ERROR(Check());
+    std::vector<Column> cols;
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kMinuteNs, end_, &cols));
+    const Column& job = cols[0];
+    if (job.type != FieldType::kString) continue;
+    Cursor step(cols[1]), time(cols[2]), data(cols[3]), sync(cols[4]), cls(cols[5]);
+    for (size_t i = 0; i < job.size(); ++i) {
+      const int64_t ts = job.ts[i];
+      if (!step.At(ts)) continue;
+      StepMinute m{ts, static_cast<int64_t>(NumberAt(cols[1], step.index())), 0, 0, false};
+      JobRecord& record = jobs_[job.strings[i]];
+      if (record.workload_class.empty() && cls.At(ts) && cols[5].type == FieldType::kString) {
+        record.workload_class = cols[5].strings[cls.index()];
+      }
+      if (time.At(ts)) {
+        const double total = NumberAt(cols[2], time.index());
+        if (total > 0) {
+          m.timed = true;
+          if (data.At(ts))
+            m.data_share = static_cast<float>(NumberAt(cols[3], data.index()) / total);
+          if (sync.At(ts))
+            m.sync_share = static_cast<float>(NumberAt(cols[4], sync.index()) / total);
+          if (ts >= start_) {
+            auto& [d, g] = shares[record.workload_class];
+            d.push_back(m.data_share);
+            g.push_back(m.sync_share);
+          }
+        }
+      }
+      record.steps.push_back(m);
+    }
+  }
+  for (auto& [cls, pair] : shares) baseline_[cls] = {Median(&pair.first), Median(&pair.second)};
+  for (auto& [name, record] : jobs_) {
+    std::sort(record.steps.begin(), record.steps.end(),
+              [](const StepMinute& a, const StepMinute& b) { return a.minute_ns < b.minute_ns; });
+  }
+  return Status::Ok();
+}
+
+Status LedgerBuilder::ReadNodes() {
+  std::vector<Series> series;
+  GPULSE_RETURN_IF_ERROR(db_->ListSeries("node", scope_, &series));
+  const std::vector<std::string> fields = {"maintenance", "gpu_inventory", "gpu_count"};
+  for (const Series& s : series) {
+    GPULSE_RETURN_IF_ERROR(Check());
+    std::vector<Column> cols;
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_, end_, &cols));
+    NodeMinutes& n = nodes_[TagOf(s, "node")];
+    n.reported.assign(minutes_, 0);
+    n.maintenance.assign(minutes_, 0);
+    n.missing_gpus.assign(minutes_, 0);
+    for (size_t i = 0; i < cols[0].size(); ++i) {
+      const int32_t m = MinuteOf(cols[0].ts[i]);
+      n.reported[m] = 1;
+      n.maintenance[m] = NumberAt(cols[0], i) != 0;
+    }
+    Cursor reported(cols[2]);
+    for (size_t i = 0; i < cols[1].size(); ++i) {
+      const int64_t ts = cols[1].ts[i];
+      const int32_t m = MinuteOf(ts);
+      n.reported[m] = 1;
+      if (reported.At(ts)) {
+        const double missing = NumberAt(cols[1], i) - NumberAt(cols[2], reported.index());
+        n.missing_gpus[m] = static_cast<uint8_t>(std::clamp(missing, 0.0, 255.0));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+LedgerRow& LedgerBuilder::Cell(const std::vector<std::string>& group, int64_t ts) {
+  const int64_t bucket =
+      o_.every_ns > 0 ? start_ + (ts - start_) / o_.every_ns * o_.every_ns : start_;
+  // Consecutive minutes of a GPU mostly land in the same cell.
+  if (last_ != nullptr && last_->bucket_ns == bucket && last_->group == group) return *last_;
+  LedgerRow& row = cells_[{group, bucket}];
+  row.group = group;
+  row.bucket_ns = bucket;
+  last_ = &row;
+  return row;
+}
+
+// A minute of `job` on a healthy GPU: kept and advancing is productive (less
+// the data and network shares above baseline); work later thrown away goes
+// to its failure's cause; no step is software's.
+std::array<double, kLossCount> LedgerBuilder::Allocated(const std::string& job, int64_t t,
+                                                        bool healthy) {
+  std::array<double, kLossCount> out{};
+  if (!healthy) {
+    out[static_cast<size_t>(Loss::kHardware)] = 1;
+    return out;
+  }
+  const auto it = jobs_.find(job);
+  if (it == jobs_.end()) {  // no steps and no outcome known: it did not visibly advance
+    out[static_cast<size_t>(Loss::kSoftware)] = 1;
+    return out;
+  }
+  const JobRecord& r = it->second;
+  // The attempt running at t is the first to end after it.
+  const auto end = std::upper_bound(r.ends.begin(), r.ends.end(), t,
+                                    [](int64_t v, const Ended& e) { return v < e.end_ns; });
+  if (end != r.ends.end() &&
+      (end->outcome == Outcome::kFailed || end->outcome == Outcome::kPreempted) &&
+      t >= end->last_checkpoint_ns) {
+    out[static_cast<size_t>(end->cause)] = 1;
+    return out;
+  }
+  const auto step =
+      std::lower_bound(r.steps.begin(), r.steps.end(), t,
+                       [](const StepMinute& s, int64_t v) { return s.minute_ns < v; });
+  bool advanced = false;
+  if (step != r.steps.end() && step->minute_ns == t) {
+    if (step != r.steps.begin() && std::prev(step)->minute_ns == t - kMinuteNs) {
+      advanced = step->step > std::prev(step)->step;
+    } else {
+      advanced = step->timed;  // the attempt's first minute
+    }
+  }
+  if (!advanced) {
+    out[static_cast<size_t>(Loss::kSoftware)] = 1;
+    return out;
+  }
+  const auto base = baseline_.find(r.workload_class);
+  double data = 0, sync = 0;
+  if (base != baseline_.end()) {
+    data = std::max(0.0, step->data_share - base->second.first);
+    sync = std::max(0.0, step->sync_share - base->second.second);
+  }
+  const double waste = std::min(1.0, data + sync);
+  if (waste > 0) {
+    out[static_cast<size_t>(Loss::kDataIo)] = data / (data + sync) * waste;
+    out[static_cast<size_t>(Loss::kNetwork)] = sync / (data + sync) * waste;
+  }
+  out[static_cast<size_t>(Loss::kProductive)] = 1 - waste;
+  return out;
+}
+
+Status LedgerBuilder::ReadGpus() {
+  std::vector<Series> series;
+  GPULSE_RETURN_IF_ERROR(db_->ListSeries("gpu", scope_, &series));
+  // The attribution columns grouped by are read beside job and health.
+  fields_ = {"job", "xid", "throttle_reasons"};
+  for (const std::string& key : o_.by) {
+    if (key == "team" || key == "workload_class" || key == "user") fields_.push_back(key);
+  }
+  for (const Series& s : series) {
+    GPULSE_RETURN_IF_ERROR(Check());
+    if (o_.where != nullptr && !o_.where->Matches(s.tags)) continue;
+    gpu_minutes_ += static_cast<uint64_t>(minutes_);
+    if (gpu_minutes_ > o_.max_gpu_minutes) {
+      return Status::ResourceExhausted(
+          "NORTHSTAR would read more than " + std::to_string(o_.max_gpu_minutes) +
+          " GPU-minutes (QueryLimits::max_points); narrow the range or WHERE");
+    }
+    std::vector<Column> cols;
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields_, start_, end_, &cols));
+    Classify(s, cols);
+  }
+  return Status::Ok();
+}
+
+void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols) {
+  const std::string node = TagOf(gpu, "node");
+  const std::string region = TagOf(gpu, "region");
+  const auto node_it = nodes_.find(node);
+  const NodeMinutes* n = node_it == nodes_.end() ? nullptr : &node_it->second;
+  const auto pending_it = pending_.find(region);
+  const std::vector<int32_t>* pending =
+      pending_it == pending_.end() ? nullptr : &pending_it->second;
+  // The group's tag part is fixed for the series; attribution varies by minute.
+  std::vector<std::string> group(o_.by.size());
+  std::vector<std::pair<size_t, const Column*>> per_minute;  // group index, its column
+  for (size_t k = 0; k < o_.by.size(); ++k) {
+    const auto f = std::find(fields_.begin(), fields_.end(), o_.by[k]);
+    if (f != fields_.end()) {
+      per_minute.push_back({k, &cols[static_cast<size_t>(f - fields_.begin())]});
+    } else {
+      group[k] = TagOf(gpu, o_.by[k]);
+    }
+  }
+  Cursor job(cols[0]), xid(cols[1]), throttle(cols[2]);
+  std::vector<Cursor> attribution;
+  for (const auto& [k, col] : per_minute) attribution.emplace_back(*col);
+  for (int32_t m = 0; m < minutes_; ++m) {
+    const int64_t t = start_ + m * kMinuteNs;
+    if (n != nullptr && n->maintenance[m]) continue;  // not capacity
+    std::array<double, kLossCount> add{};
+    const bool has_point = job.At(t) || xid.At(t);
+    for (size_t a = 0; a < per_minute.size(); ++a) {
+      const Column& col = *per_minute[a].second;
+      group[per_minute[a].first] = attribution[a].At(t) && col.type == FieldType::kString
+                                       ? col.strings[attribution[a].index()]
+                                       : "";
+    }
+    if (!has_point) {
+      // Silent: the whole node's agent (unobserved), or a GPU its node no
+      // longer reports (hardware).
+      const bool node_reported = n != nullptr && n->reported[m];
+      add[static_cast<size_t>(node_reported ? Loss::kHardware : Loss::kUnobserved)] = 1;
+    } else {
+      const bool healthy =
+          !(xid.At(t) && HardwareXid(static_cast<int64_t>(NumberAt(cols[1], xid.index())))) &&
+          !(throttle.At(t) &&
+            (static_cast<int64_t>(NumberAt(cols[2], throttle.index())) & kHardwareThrottle) != 0);
+      if (job.At(t) && cols[0].type == FieldType::kString &&
+          !cols[0].strings[job.index()].empty()) {
+        add = Allocated(cols[0].strings[job.index()], t, healthy);
+      } else if (!healthy) {
+        add[static_cast<size_t>(Loss::kHardware)] = 1;
+      } else {
+        const bool waiting = pending != nullptr && (*pending)[m] > 0;
+        add[static_cast<size_t>(waiting ? Loss::kScheduling : Loss::kSlack)] = 1;
+      }
+    }
+    LedgerRow& row = Cell(group, t);
+    for (size_t l = 0; l < kLossCount; ++l) row.minutes[l] += add[l];
+  }
+}
+
+}  // namespace
+
+std::string_view LossName(Loss loss) {
+  constexpr std::string_view kNames[] = {"productive", "hardware", "software",
+                                         "scheduling", "data_io",  "network",
+                                         "lost_work",  "slack",    "unobserved"};
+  return kNames[static_cast<size_t>(loss)];
+}
+
+double LedgerRow::Capacity() const {
+  double total = 0;
+  for (double m : minutes) total += m;
+  return total;
+}
+
+Status BuildLedger(Db* db, const LedgerOptions& options, std::vector<LedgerRow>* rows) {
+  return LedgerBuilder(db, options).Build(rows);
+}
+
+}  // namespace gpulse::query

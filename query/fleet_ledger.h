@@ -1,0 +1,65 @@
+// The GPU-minute ledger: every GPU-minute of the fleet in a time range,
+// classified as productive or as exactly one loss, from the measurements of
+// the fleet schema (docs/fleet-schema.md) read through the public Db API.
+// NORTHSTAR is its productive share; DECOMPOSE compares two of them. The
+// rules, and why they are what they are, are in docs/metric-framework.md.
+//
+// Thread safety: BuildLedger reads the Db (which may be written meanwhile)
+// and touches nothing shared.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/gpulse.h"
+#include "query/condition.h"
+
+namespace gpulse::query {
+
+// Where a GPU-minute went. Capacity minutes are all of them except planned
+// maintenance; each counts once, in fractions when a productive minute spent
+// part of its steps waiting on data or on the network above their baseline.
+enum class Loss : unsigned char {
+  kProductive,  // allocated, advancing, work kept, healthy GPU
+  kHardware,    // XID / double-bit ECC / hardware throttling, or a GPU missing from its node
+  kSoftware,    // the job failed for software reasons (after its last checkpoint), or made no
+                // progress
+  kScheduling,  // idle while jobs of its region waited in the queue
+  kDataIo,      // the share of step time in the data loader above its class's baseline
+  kNetwork,     // the share in gradient sync above baseline, or the job failed for network reasons
+  kLostWork,    // after the last checkpoint of a preempted job, or of one failed for no known cause
+  kSlack,       // idle, and no job waiting: capacity without demand
+  kUnobserved,  // the node's agent reported nothing
+};
+constexpr size_t kLossCount = 9;
+std::string_view LossName(Loss loss);
+
+struct LedgerOptions {
+  int64_t start_ns = 0;  // rounded down to a minute
+  int64_t end_ns = 0;    // exclusive, rounded up to a minute
+  int64_t every_ns = 0;  // bucket width; 0: one bucket for the range
+  // What the rows are grouped by: gpu tags (region, cluster, sku, node, gpu)
+  // or the attribution of the minute (team, workload_class, user, job); an
+  // idle minute has no attribution and groups under "".
+  std::vector<std::string> by;
+  const TagCondition* where = nullptr;  // on the gpu series' tags; null: all
+  std::string database;                 // only series tagged db=<database>, when set
+  std::function<bool()> cancelled;      // polled; true stops with Cancelled
+  uint64_t max_gpu_minutes = 2'000'000'000;
+};
+
+struct LedgerRow {
+  int64_t bucket_ns = 0;
+  std::vector<std::string> group;            // values of LedgerOptions::by, in order
+  std::array<double, kLossCount> minutes{};  // by Loss
+  double Capacity() const;
+};
+
+// Rows in (group, bucket) order, only for buckets that had capacity.
+Status BuildLedger(Db* db, const LedgerOptions& options, std::vector<LedgerRow>* rows);
+
+}  // namespace gpulse::query

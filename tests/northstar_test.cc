@@ -1,0 +1,291 @@
+// NORTHSTAR (query/northstar.cc over query/fleet_ledger.cc): goodput and
+// the losses from the fleet schema. Small fleets written point by point pin
+// each rule (a multi-day job that fails loses only what came after its last
+// checkpoint; idle with a queue is scheduling, without one slack; planned
+// maintenance is not capacity; a missing GPU is hardware, a silent node
+// unobserved); the simulator checks the guardrail (dummy kernels raise util,
+// not goodput) and that goodput and the losses add up to capacity.
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <numeric>
+
+#include "engine/gpulse.h"
+#include "ingest/fleet_sim.h"
+#include "tests/support/scratch_dir.h"
+
+namespace gpulse {
+namespace {
+
+constexpr int64_t kMinute = 60'000'000'000LL;
+constexpr int64_t kT0 = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
+constexpr int64_t kDay = 1440 * kMinute;
+
+class NorthstarTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Options o;
+    o.info_log = [](std::string_view) {};
+    o.sync_policy = SyncPolicy::kNone;
+    ASSERT_TRUE(Db::Open(o, dir_.path(), &db_).ok());
+  }
+
+  void Put(Point p) { pending_.push_back(std::move(p)); }
+  void Flush() {
+    WriteResult r;
+    const Status s = db_->Write(pending_, &r);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    pending_.clear();
+  }
+
+  // One GPU-minute; `job` empty for an idle GPU.
+  void Gpu(int gpu, int64_t t, const std::string& job, int64_t xid = 0,
+           const std::string& node = "n1") {
+    Point p{
+        "gpu",
+        {{"region", "r1"},
+         {"cluster", "c1"},
+         {"node", node},
+         {"gpu", std::to_string(gpu)},
+         {"sku", "H100"}},
+        {{"util", int64_t{job.empty() ? 0 : 95}}, {"xid", xid}, {"throttle_reasons", int64_t{0}}},
+        t};
+    if (!job.empty()) {
+      p.fields.push_back({"job", job});
+      p.fields.push_back({"team", std::string("vision")});
+    }
+    Put(std::move(p));
+  }
+  void Node(int64_t t, bool maintenance = false, int64_t gpus = 8, const std::string& node = "n1") {
+    Put({"node",
+         {{"region", "r1"}, {"cluster", "c1"}, {"node", node}, {"sku", "H100"}},
+         {{"maintenance", int64_t{maintenance}},
+          {"gpu_inventory", int64_t{8}},
+          {"gpu_count", gpus}},
+         t});
+  }
+  void Step(int64_t t, const std::string& job, int64_t step) {
+    Put({"job_step",
+         {{"region", "r1"}, {"cluster", "c1"}, {"node", "n1"}, {"gpu", "0"}},
+         {{"job", job},
+          {"step", step},
+          {"step_time_ms", 1000.0},
+          {"data_loader_ms", 100.0},
+          {"grad_sync_ms", 100.0},
+          {"workload_class", std::string("pretrain")}},
+         t});
+  }
+  void Sched(const std::string& event, int64_t t, const std::string& job,
+             std::vector<Field> extra = {}) {
+    Point p{"sched", {{"region", "r1"}, {"queue", "train"}, {"event", event}}, {{"job", job}}, t};
+    for (Field& f : extra) p.fields.push_back(std::move(f));
+    Put(std::move(p));
+  }
+
+  // The first row of NORTHSTAR over [from, to) as column -> value.
+  std::map<std::string, double> Northstar(int64_t from, int64_t to, const std::string& extra = "") {
+    QueryResult r;
+    const std::string q = "NORTHSTAR WHERE time >= " + std::to_string(from) + "ns AND time < " +
+                          std::to_string(to) + "ns" + extra;
+    EXPECT_TRUE(db_->Query(q, {}, &r).ok()) << q;
+    std::map<std::string, double> row;
+    if (r.statements.empty() || !r.statements[0].status.ok() || r.statements[0].series.empty()) {
+      ADD_FAILURE() << q << ": " << (r.statements.empty() ? "" : r.statements[0].status.ToString());
+      return row;
+    }
+    const ResultSeries& s = r.statements[0].series[0];
+    for (size_t c = 1; c < s.columns.size(); ++c)
+      row[s.columns[c]] = std::get<double>(s.values.at(0)[c]);
+    return row;
+  }
+
+  storage::ScratchDir dir_;
+  std::unique_ptr<Db> db_;
+  std::vector<Point> pending_;
+};
+
+// A three-day job on 8 GPUs that checkpoints at 58h and fails at 62h keeps
+// 58 hours of work: the 4 hours after the checkpoint are lost to its cause.
+TEST_F(NorthstarTest, AMultiDayJobThatFailsLosesOnlyTheMinutesAfterItsLastCheckpoint) {
+  const int64_t end = kT0 + 62 * 60 * kMinute, checkpoint = kT0 + 58 * 60 * kMinute;
+  Sched("submitted", kT0 - kMinute, "big");
+  Sched("started", kT0, "big");
+  for (int64_t t = kT0; t < end; t += kMinute) {
+    Node(t);
+    for (int g = 0; g < 8; ++g) Gpu(g, t, "big");
+    Step(t, "big", (t - kT0) / kMinute * 30 + 30);
+    if (pending_.size() > 50000) Flush();
+  }
+  Sched("ended", end, "big",
+        {{"status", std::string("failed")},
+         {"reason", std::string("software")},
+         {"last_checkpoint", checkpoint}});
+  Flush();
+  const auto row = Northstar(kT0, end);
+  EXPECT_DOUBLE_EQ(row.at("capacity_gpu_minutes"), 8.0 * 62 * 60);
+  EXPECT_NEAR(row.at("productive_gpu_minutes"), 8.0 * 58 * 60, 1e-6);
+  EXPECT_NEAR(row.at("software"), 4.0 / 62, 1e-9);
+  EXPECT_NEAR(row.at("goodput"), 58.0 / 62, 1e-9);
+  // The same job succeeding instead keeps every minute.
+  Sched("ended", end, "big", {{"status", std::string("succeeded")}, {"reason", std::string("")}});
+  Flush();
+  EXPECT_NEAR(Northstar(kT0, end).at("goodput"), 1.0, 1e-9);
+}
+
+TEST_F(NorthstarTest, IdleIsSchedulingWhileJobsWaitAndSlackOtherwise) {
+  // Minutes 0-59: a job waits in the queue; 60-119: nothing waits.
+  Sched("submitted", kT0, "waiting");
+  Sched("ended", kT0 + 60 * kMinute, "waiting", {{"status", std::string("cancelled")}});
+  for (int m = 0; m < 120; ++m) {
+    Node(kT0 + m * kMinute);
+    for (int g = 0; g < 8; ++g) Gpu(g, kT0 + m * kMinute, "");
+  }
+  Flush();
+  const auto row = Northstar(kT0, kT0 + 120 * kMinute);
+  EXPECT_DOUBLE_EQ(row.at("goodput"), 0);
+  EXPECT_DOUBLE_EQ(row.at("scheduling"), 0.5);
+  EXPECT_DOUBLE_EQ(row.at("slack"), 0.5);
+}
+
+TEST_F(NorthstarTest, MaintenanceIsNotCapacityAndMissingOrSilentGpusAreLosses) {
+  for (int m = 0; m < 100; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    const bool maintenance = m < 20;
+    const bool silent = m >= 90;  // the node's agent stops: no point at all
+    if (silent) continue;
+    Node(t, maintenance, m >= 60 ? 7 : 8);
+    for (int g = 0; g < 8; ++g) {
+      if (m >= 60 && g == 7) continue;  // GPU 7 falls off the bus at minute 60
+      Gpu(g, t, "", m == 30 && g == 0 ? 79 : 0);
+    }
+  }
+  Flush();
+  const auto row = Northstar(kT0, kT0 + 100 * kMinute);
+  EXPECT_DOUBLE_EQ(row.at("capacity_gpu_minutes"), 8.0 * 80);
+  // Hardware: XID 79 on one GPU-minute, and GPU 7 missing for 30 minutes.
+  EXPECT_NEAR(row.at("hardware") * 640, 1 + 30, 1e-9);
+  EXPECT_NEAR(row.at("unobserved") * 640, 8 * 10, 1e-9);
+  EXPECT_NEAR(row.at("slack") * 640, 640 - 31 - 80, 1e-9);
+}
+
+TEST_F(NorthstarTest, StatementErrorsNameTheFault) {
+  QueryResult r;
+  ASSERT_TRUE(db_->Query("NORTHSTAR BY colour", {}, &r).ok());
+  EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
+  EXPECT_NE(r.statements[0].status.message().find("not colour"), std::string::npos);
+  EXPECT_NE(r.statements[0].status.message().find("column 14"), std::string::npos)
+      << r.statements[0].status.message();
+  r = {};
+  ASSERT_TRUE(db_->Query("NORTHSTAR WHERE time > now() - 1h OVER 2h", {}, &r).ok());
+  EXPECT_NE(r.statements[0].status.message().find("either"), std::string::npos);
+  r = {};
+  ASSERT_TRUE(db_->Query("NORTHSTAR WHERE util > 3", {}, &r).ok());
+  EXPECT_TRUE(r.statements[0].status.IsInvalidArgument()) << r.statements[0].status.ToString();
+  r = {};
+  ASSERT_TRUE(db_->Query("NORTHSTAR EVERY 0s", {}, &r).ok());
+  EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
+}
+
+// The simulator: the same fleet with and without a team's dummy kernels.
+class NorthstarSimTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Db> Simulate(const std::string& path, const std::vector<std::string>& incidents) {
+    fleet::SimOptions o;
+    o.nodes = 16;
+    o.days = 2;
+    o.seed = 11;
+    o.start_ns = kT0;
+    for (const std::string& text : incidents) {
+      fleet::IncidentRequest r;
+      std::string error;
+      EXPECT_TRUE(fleet::ParseIncidentRequest(text, &r, &error)) << error;
+      o.incidents.push_back(r);
+    }
+    std::unique_ptr<fleet::Simulator> sim;
+    EXPECT_TRUE(fleet::Simulator::Create(o, &sim).ok());
+    Options options;
+    options.info_log = [](std::string_view) {};
+    options.sync_policy = SyncPolicy::kNone;
+    std::unique_ptr<Db> db;
+    EXPECT_TRUE(Db::Open(options, path, &db).ok());
+    struct Sink : fleet::PointSink {
+      Db* db;
+      Status Write(std::span<const PointRef> points) override { return db->Write(points); }
+    } sink;
+    sink.db = db.get();
+    EXPECT_TRUE(sim->Emit(&sink, 2, {}, nullptr).ok());
+    return db;
+  }
+
+  static double First(Db* db, const std::string& q, size_t column = 1) {
+    QueryResult r;
+    EXPECT_TRUE(db->Query(q, {}, &r).ok());
+    EXPECT_TRUE(r.statements.at(0).status.ok()) << r.statements[0].status.ToString();
+    const auto& v = r.statements.at(0).series.at(0).values.at(0).at(column);
+    return std::holds_alternative<double>(v) ? std::get<double>(v)
+                                             : static_cast<double>(std::get<int64_t>(v));
+  }
+
+  storage::ScratchDir dir_;
+};
+
+TEST_F(NorthstarSimTest, DummyKernelsRaiseUtilButNotGoodput) {
+  auto clean = Simulate(dir_.path() + "/clean", {});
+  auto gamed = Simulate(dir_.path() + "/gamed", {"dummy-kernels@1d/12h:vision"});
+  const std::string window =
+      " WHERE time >= '2026-11-03T01:00:00Z' AND time < '2026-11-03T12:00:00Z'";
+  const double util_clean = First(clean.get(), "SELECT mean(util) FROM gpu" + window);
+  const double util_gamed = First(gamed.get(), "SELECT mean(util) FROM gpu" + window);
+  const double goodput_clean = First(clean.get(), "NORTHSTAR" + window);
+  const double goodput_gamed = First(gamed.get(), "NORTHSTAR" + window);
+  EXPECT_GT(util_gamed, util_clean + 1);
+  EXPECT_LT(goodput_gamed, goodput_clean - 0.01);
+  // Where it went: vision's minutes without step progress.
+  QueryResult r;
+  ASSERT_TRUE(gamed->Query("NORTHSTAR BY team" + window, {}, &r).ok());
+  ASSERT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
+  std::map<std::string, double> software_by_team;
+  for (const ResultSeries& s : r.statements[0].series) {
+    const auto col = std::find(s.columns.begin(), s.columns.end(), "software") - s.columns.begin();
+    software_by_team[s.tags.at(0).value] = std::get<double>(s.values.at(0).at(col));
+  }
+  for (const auto& [team, share] : software_by_team) {
+    if (team != "vision") {
+      EXPECT_LT(share, software_by_team["vision"]) << team;
+    }
+  }
+  EXPECT_GT(software_by_team["vision"], 0.3);
+}
+
+TEST_F(NorthstarSimTest, GoodputAndTheLossesAddUpToCapacityInEveryBucketAndGroup) {
+  auto db = Simulate(dir_.path() + "/fleet",
+                     {"driver-upgrade@12h/12h", "hw-fault@1d/6h", "silent-agent@1d6h/2h"});
+  QueryResult r;
+  ASSERT_TRUE(db->Query("NORTHSTAR BY region WHERE time >= '2026-11-02T00:00:00Z' AND time < "
+                        "'2026-11-04T00:00:00Z' "
+                        "EVERY 6h",
+                        {}, &r)
+                  .ok());
+  ASSERT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
+  ASSERT_EQ(r.statements[0].series.size(), 2u);
+  double capacity = 0, productive = 0;
+  for (const ResultSeries& s : r.statements[0].series) {
+    EXPECT_EQ(s.values.size(), 8u);
+    for (const auto& row : s.values) {
+      double shares = std::get<double>(row[1]);
+      for (size_t c = 4; c < row.size(); ++c) shares += std::get<double>(row[c]);
+      EXPECT_NEAR(shares, 1.0, 1e-9);
+      EXPECT_GE(std::get<double>(row[1]), 0.0);
+      capacity += std::get<double>(row[3]);
+      productive += std::get<double>(row[2]);
+    }
+  }
+  // 128 GPUs for two days: the silent node's minutes are capacity (counted
+  // as unobserved), and no maintenance falls on a Monday or Tuesday.
+  EXPECT_NEAR(capacity, 128.0 * 2 * 1440, 1e-6);
+  EXPECT_GT(productive / capacity, 0.5);  // a busy fleet, nights and incidents included
+}
+
+}  // namespace
+}  // namespace gpulse
