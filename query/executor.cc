@@ -8,6 +8,7 @@
 
 #include "engine/clock.h"
 #include "query/condition.h"
+#include "query/decompose.h"
 #include "query/delete.h"
 #include "query/format.h"
 #include "query/northstar.h"
@@ -326,9 +327,12 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         result.status = RunNorthstar(db, static_cast<const NorthstarStatement&>(*stmt), options,
                                      now, &result.series, &result.notes);
         break;
+      case StatementKind::kDecompose:
+        result.status = RunDecompose(db, static_cast<const DecomposeStatement&>(*stmt), options,
+                                     now, &result.series, &result.notes);
+        break;
       default:
-        result.status = Status::InvalidArgument(
-            "DECOMPOSE is not available yet; it arrives with the fleet metric framework");
+        result.status = Status::InvalidArgument("this statement cannot run here");
         break;
     }
     if (!result.status.ok()) result.series.clear();

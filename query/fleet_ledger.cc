@@ -60,16 +60,20 @@ struct StepMinute {
   bool timed;  // the minute reported a step time (a spinning job does not)
 };
 
+constexpr uint32_t kNone = UINT32_MAX;  // no contributor id
+
 struct JobRecord {
   std::vector<Ended> ends;        // by end time: one per attempt
   std::vector<StepMinute> steps;  // by time
   std::string workload_class;
+  uint32_t image = kNone, framework = kNone;  // contributor ids
 };
 
 struct NodeMinutes {
   std::vector<uint8_t> reported;      // the agent sent a node point
   std::vector<uint8_t> maintenance;   // planned maintenance
   std::vector<uint8_t> missing_gpus;  // inventory minus GPUs reported
+  std::vector<uint32_t> driver;       // contributor id of driver_version, with contributors
 };
 
 double NumberAt(const Column& c, size_t i) {
@@ -139,7 +143,8 @@ class LedgerBuilder {
     minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
   }
 
-  Status Build(std::vector<LedgerRow>* rows) {
+  Status Build(Ledger* out) {
+    std::vector<LedgerRow>* rows = &out->rows;
     if (end_ <= start_) return Status::InvalidArgument("the time range is empty");
     if ((end_ - start_) / kMinuteNs > 400 * 1440) {
       return Status::InvalidArgument("the time range is longer than 400 days");
@@ -152,6 +157,7 @@ class LedgerBuilder {
     for (auto& [key, row] : cells_) {
       if (row.Capacity() > 0) rows->push_back(std::move(row));
     }
+    out->contributor_names = std::move(names_);
     return Status::Ok();
   }
 
@@ -168,7 +174,11 @@ class LedgerBuilder {
   Status ReadGpus();
   void Classify(const Series& gpu, const std::vector<Column>& cols);
   LedgerRow& Cell(const std::vector<std::string>& group, int64_t bucket);
-  std::array<double, kLossCount> Allocated(const std::string& job, int64_t t, bool healthy);
+  std::array<double, kLossCount> Allocated(const std::string& job, int64_t t, bool healthy,
+                                           const JobRecord** record);
+  uint32_t Intern(size_t dimension, std::string_view value);
+  void Trace(const std::array<double, kLossCount>& add, const std::vector<uint32_t>& ids,
+             const std::string& region, int32_t m, LedgerRow* row);
 
   Db* db_;
   const LedgerOptions& o_;
@@ -183,7 +193,21 @@ class LedgerBuilder {
   std::vector<std::string> fields_;  // of the gpu measurement, read per series
   std::vector<TagMatcher> scope_;    // the database's series only
   LedgerRow* last_ = nullptr;        // the cell Cell returned last
+  // Contributors: ids by "dimension index + value", and back.
+  std::unordered_map<std::string, uint32_t> ids_;
+  std::vector<std::pair<std::string, std::string>> names_;
+  // By region and queue: GPUs asked for by the jobs waiting, by minute.
+  std::map<std::string, std::map<std::string, std::vector<int32_t>>> demand_;
 };
+
+uint32_t LedgerBuilder::Intern(size_t dimension, std::string_view value) {
+  std::string key(1, static_cast<char>(dimension));
+  key += value;
+  const auto [it, added] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(names_.size()));
+  if (added)
+    names_.emplace_back(std::string(kContributorDimensions[dimension]), std::string(value));
+  return it->second;
+}
 
 // Outcomes of every attempt that ended at or after the start (a job that
 // failed after the range still loses the minutes the range saw after its
@@ -192,16 +216,22 @@ class LedgerBuilder {
 Status LedgerBuilder::ReadSched() {
   std::vector<Series> series;
   GPULSE_RETURN_IF_ERROR(db_->ListSeries("sched", scope_, &series));
-  const std::vector<std::string> fields = {"job", "status", "reason", "last_checkpoint"};
+  const std::vector<std::string> fields = {"job", "status", "reason", "last_checkpoint",
+                                           "requested_gpus"};
   struct QueueEvent {
     int64_t ts;
     int delta;  // +1 enters the queue, -1 leaves it
     const std::string* region;
+    const std::string* queue;
+    int gpus;  // asked for (entering)
     std::string job;
   };
   std::vector<QueueEvent> queue;
-  std::vector<std::string> regions;
-  for (const Series& s : series) regions.push_back(TagOf(s, "region"));
+  std::vector<std::string> regions, queues;
+  for (const Series& s : series) {
+    regions.push_back(TagOf(s, "region"));
+    queues.push_back(TagOf(s, "queue"));
+  }
   for (size_t k = 0; k < series.size(); ++k) {
     GPULSE_RETURN_IF_ERROR(Check());
     const Series& s = series[k];
@@ -211,17 +241,19 @@ Status LedgerBuilder::ReadSched() {
     GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kQueueLookbackNs, to, &cols));
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
-    Cursor status(cols[1]), reason(cols[2]), checkpoint(cols[3]);
+    Cursor status(cols[1]), reason(cols[2]), checkpoint(cols[3]), gpus(cols[4]);
     for (size_t i = 0; i < job.size(); ++i) {
       const int64_t ts = job.ts[i];
       if (event == "submitted" || event == "retried" || event == "started") {
-        queue.push_back({ts, event == "started" ? -1 : +1, &regions[k], job.strings[i]});
+        const int asked = gpus.At(ts) ? static_cast<int>(NumberAt(cols[4], gpus.index())) : 1;
+        queue.push_back(
+            {ts, event == "started" ? -1 : +1, &regions[k], &queues[k], asked, job.strings[i]});
         continue;
       }
       if (event != "ended" || cols[1].type != FieldType::kString || !status.At(ts)) continue;
       const Outcome outcome = OutcomeOf(cols[1].strings[status.index()]);
       if (outcome == Outcome::kCancelled) {
-        if (ts < end_) queue.push_back({ts, -1, &regions[k], job.strings[i]});
+        if (ts < end_) queue.push_back({ts, -1, &regions[k], &queues[k], 0, job.strings[i]});
         continue;
       }
       if (ts < start_) continue;
@@ -241,19 +273,39 @@ Status LedgerBuilder::ReadSched() {
   std::sort(queue.begin(), queue.end(), [](const QueueEvent& a, const QueueEvent& b) {
     return a.ts != b.ts ? a.ts < b.ts : a.delta > b.delta;
   });
-  std::unordered_map<std::string, int> waiting;
-  for (const std::string& r : regions) {
-    if (pending_[r].empty()) pending_[r].assign(static_cast<size_t>(minutes_) + 1, 0);
+  struct Waiting {
+    int count = 0;
+    int gpus = 0;
+    const std::string* queue = nullptr;
+  };
+  std::unordered_map<std::string, Waiting> waiting;
+  for (size_t k = 0; k < regions.size(); ++k) {
+    if (pending_[regions[k]].empty())
+      pending_[regions[k]].assign(static_cast<size_t>(minutes_) + 1, 0);
+    auto& demand = demand_[regions[k]][queues[k]];
+    if (o_.contributors && demand.empty()) demand.assign(static_cast<size_t>(minutes_) + 1, 0);
   }
   for (const QueueEvent& e : queue) {
-    int& in = waiting[e.job];
-    if (e.delta < 0 && in == 0) continue;
-    in += e.delta;
-    pending_[*e.region][e.ts < start_ ? 0 : MinuteOf(e.ts)] += e.delta;
+    Waiting& w = waiting[e.job];
+    if (e.delta < 0 && w.count == 0) continue;
+    if (e.delta > 0) {
+      w.gpus = e.gpus;
+      w.queue = e.queue;
+    }
+    w.count += e.delta;
+    const int32_t m = e.ts < start_ ? 0 : MinuteOf(e.ts);
+    pending_[*e.region][m] += e.delta;
+    if (o_.contributors) demand_[*e.region][*w.queue][m] += e.delta * w.gpus;
   }
   for (auto& [region, pending] : pending_) {
     int32_t level = 0;
     for (int32_t& v : pending) v = level += v;
+  }
+  for (auto& [region, by_queue] : demand_) {
+    for (auto& [q, demand] : by_queue) {
+      int32_t level = 0;
+      for (int32_t& v : demand) v = level += v;
+    }
   }
   for (auto& [name, record] : jobs_) {
     std::sort(record.ends.begin(), record.ends.end(),
@@ -269,7 +321,8 @@ Status LedgerBuilder::ReadSteps() {
   std::vector<Series> series;
   GPULSE_RETURN_IF_ERROR(db_->ListSeries("job_step", scope_, &series));
   const std::vector<std::string> fields = {
-      "job", "step", "step_time_ms", "data_loader_ms", "grad_sync_ms", "workload_class"};
+      "job",          "step",           "step_time_ms", "data_loader_ms",
+      "grad_sync_ms", "workload_class", "image",        "framework"};
   std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> shares;
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
@@ -285,6 +338,14 @@ Status LedgerBuilder::ReadSteps() {
       JobRecord& record = jobs_[job.strings[i]];
       if (record.workload_class.empty() && cls.At(ts) && cols[5].type == FieldType::kString) {
         record.workload_class = cols[5].strings[cls.index()];
+      }
+      if (o_.contributors && record.image == kNone) {
+        Cursor image(cols[6]), framework(cols[7]);
+        if (cols[6].type == FieldType::kString && image.At(ts))
+          record.image = Intern(6, cols[6].strings[image.index()]);
+        if (cols[7].type == FieldType::kString && framework.At(ts)) {
+          record.framework = Intern(7, cols[7].strings[framework.index()]);
+        }
       }
       if (time.At(ts)) {
         const double total = NumberAt(cols[2], time.index());
@@ -315,7 +376,8 @@ Status LedgerBuilder::ReadSteps() {
 Status LedgerBuilder::ReadNodes() {
   std::vector<Series> series;
   GPULSE_RETURN_IF_ERROR(db_->ListSeries("node", scope_, &series));
-  const std::vector<std::string> fields = {"maintenance", "gpu_inventory", "gpu_count"};
+  const std::vector<std::string> fields = {"maintenance", "gpu_inventory", "gpu_count",
+                                           "driver_version"};
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
     std::vector<Column> cols;
@@ -324,6 +386,13 @@ Status LedgerBuilder::ReadNodes() {
     n.reported.assign(minutes_, 0);
     n.maintenance.assign(minutes_, 0);
     n.missing_gpus.assign(minutes_, 0);
+    if (o_.contributors) {
+      n.driver.assign(minutes_, kNone);
+      if (cols[3].type == FieldType::kString) {
+        for (size_t i = 0; i < cols[3].size(); ++i)
+          n.driver[MinuteOf(cols[3].ts[i])] = Intern(5, cols[3].strings[i]);
+      }
+    }
     for (size_t i = 0; i < cols[0].size(); ++i) {
       const int32_t m = MinuteOf(cols[0].ts[i]);
       n.reported[m] = 1;
@@ -359,13 +428,14 @@ LedgerRow& LedgerBuilder::Cell(const std::vector<std::string>& group, int64_t ts
 // the data and network shares above baseline); work later thrown away goes
 // to its failure's cause; no step is software's.
 std::array<double, kLossCount> LedgerBuilder::Allocated(const std::string& job, int64_t t,
-                                                        bool healthy) {
+                                                        bool healthy, const JobRecord** record) {
   std::array<double, kLossCount> out{};
+  const auto it = jobs_.find(job);
+  *record = it == jobs_.end() ? nullptr : &it->second;
   if (!healthy) {
     out[static_cast<size_t>(Loss::kHardware)] = 1;
     return out;
   }
-  const auto it = jobs_.find(job);
   if (it == jobs_.end()) {  // no steps and no outcome known: it did not visibly advance
     out[static_cast<size_t>(Loss::kSoftware)] = 1;
     return out;
@@ -418,6 +488,9 @@ Status LedgerBuilder::ReadGpus() {
   for (const std::string& key : o_.by) {
     if (key == "team" || key == "workload_class" || key == "user") fields_.push_back(key);
   }
+  if (o_.contributors && std::find(fields_.begin(), fields_.end(), "team") == fields_.end()) {
+    fields_.push_back("team");
+  }
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
     if (o_.where != nullptr && !o_.where->Matches(s.tags)) continue;
@@ -456,6 +529,25 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
   Cursor job(cols[0]), xid(cols[1]), throttle(cols[2]);
   std::vector<Cursor> attribution;
   for (const auto& [k, col] : per_minute) attribution.emplace_back(*col);
+  // Contributor ids, in kContributorDimensions order but queue: where the
+  // GPU is, then per minute its driver, the job's image and framework, team.
+  std::vector<uint32_t> ids;
+  const Column* team = nullptr;
+  if (o_.contributors) {
+    const std::string name = node + "/" + TagOf(gpu, "gpu");
+    ids = {Intern(0, region),
+           Intern(1, TagOf(gpu, "cluster")),
+           Intern(2, node),
+           Intern(3, name),
+           Intern(4, node + "/ib0"),
+           kNone,
+           kNone,
+           kNone,
+           kNone};
+    const auto f = std::find(fields_.begin(), fields_.end(), "team");
+    if (f != fields_.end()) team = &cols[static_cast<size_t>(f - fields_.begin())];
+  }
+  Cursor team_at(team != nullptr ? *team : cols[0]);
   for (int32_t m = 0; m < minutes_; ++m) {
     const int64_t t = start_ + m * kMinuteNs;
     if (n != nullptr && n->maintenance[m]) continue;  // not capacity
@@ -479,7 +571,15 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
             (static_cast<int64_t>(NumberAt(cols[2], throttle.index())) & kHardwareThrottle) != 0);
       if (job.At(t) && cols[0].type == FieldType::kString &&
           !cols[0].strings[job.index()].empty()) {
-        add = Allocated(cols[0].strings[job.index()], t, healthy);
+        const JobRecord* record = nullptr;
+        add = Allocated(cols[0].strings[job.index()], t, healthy, &record);
+        if (o_.contributors) {
+          ids[6] = record != nullptr ? record->image : kNone;
+          ids[7] = record != nullptr ? record->framework : kNone;
+          ids[8] = team != nullptr && team->type == FieldType::kString && team_at.At(t)
+                       ? Intern(9, team->strings[team_at.index()])
+                       : kNone;
+        }
       } else if (!healthy) {
         add[static_cast<size_t>(Loss::kHardware)] = 1;
       } else {
@@ -489,6 +589,41 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
     }
     LedgerRow& row = Cell(group, t);
     for (size_t l = 0; l < kLossCount; ++l) row.minutes[l] += add[l];
+    if (o_.contributors) {
+      ids[5] = n != nullptr && !n->driver.empty() ? n->driver[m] : kNone;
+      Trace(add, ids, region, m, &row);
+      ids[6] = ids[7] = ids[8] = kNone;
+    }
+  }
+}
+
+// Adds a minute's losses to its contributors; a scheduling loss to the
+// queues that waited, in proportion to the GPUs they asked for.
+void LedgerBuilder::Trace(const std::array<double, kLossCount>& add,
+                          const std::vector<uint32_t>& ids, const std::string& region, int32_t m,
+                          LedgerRow* row) {
+  double capacity = 0;
+  for (double v : add) capacity += v;
+  for (uint32_t id : ids) {
+    if (id != kNone) row->contributors[0][id] += capacity;
+  }
+  for (size_t l = 1; l < kLossCount; ++l) {
+    if (add[l] <= 0) continue;
+    auto& tally = row->contributors[l];
+    for (size_t k = 0; k < ids.size(); ++k) {
+      // A node's link explains network losses only; elsewhere it repeats the node.
+      if (ids[k] == kNone || (k == 4 && static_cast<Loss>(l) != Loss::kNetwork)) continue;
+      tally[ids[k]] += add[l];
+    }
+    if (static_cast<Loss>(l) != Loss::kScheduling) continue;
+    const auto it = demand_.find(region);
+    if (it == demand_.end()) continue;
+    double total = 0;
+    for (const auto& [q, demand] : it->second) total += std::max(0, demand[m]);
+    if (total <= 0) continue;
+    for (const auto& [q, demand] : it->second) {
+      if (demand[m] > 0) tally[Intern(8, q)] += add[l] * demand[m] / total;
+    }
   }
 }
 
@@ -507,8 +642,8 @@ double LedgerRow::Capacity() const {
   return total;
 }
 
-Status BuildLedger(Db* db, const LedgerOptions& options, std::vector<LedgerRow>* rows) {
-  return LedgerBuilder(db, options).Build(rows);
+Status BuildLedger(Db* db, const LedgerOptions& options, Ledger* out) {
+  return LedgerBuilder(db, options).Build(out);
 }
 
 }  // namespace gpulse::query

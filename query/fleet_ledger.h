@@ -13,6 +13,8 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/gpulse.h"
@@ -50,16 +52,37 @@ struct LedgerOptions {
   std::string database;                 // only series tagged db=<database>, when set
   std::function<bool()> cancelled;      // polled; true stops with Cancelled
   uint64_t max_gpu_minutes = 2'000'000'000;
+  // Trace each loss's minutes to the contributors below (DECOMPOSE).
+  bool contributors = false;
 };
+
+// What a lost GPU-minute is traced to: where it was (region, cluster, node,
+// gpu; for network losses the node's link), what ran there (driver_version,
+// image, framework, team) and, for scheduling losses, the queues that
+// waited (in proportion to the GPUs their waiting jobs asked for).
+constexpr std::string_view kContributorDimensions[] = {
+    "region",         "cluster", "node",      "gpu",   "link",
+    "driver_version", "image",   "framework", "queue", "team"};
 
 struct LedgerRow {
   int64_t bucket_ns = 0;
   std::vector<std::string> group;            // values of LedgerOptions::by, in order
   std::array<double, kLossCount> minutes{};  // by Loss
+  // With LedgerOptions::contributors: per loss, contributor id -> minutes
+  // lost; index 0 (productive) holds instead every capacity minute of the
+  // contributor (its presence, against which a loss's concentration on it
+  // is judged). Queues have no presence: they are traced for scheduling
+  // losses only.
+  std::array<std::unordered_map<uint32_t, double>, kLossCount> contributors;
   double Capacity() const;
 };
 
-// Rows in (group, bucket) order, only for buckets that had capacity.
-Status BuildLedger(Db* db, const LedgerOptions& options, std::vector<LedgerRow>* rows);
+struct Ledger {
+  std::vector<LedgerRow> rows;  // in (group, bucket) order; buckets with capacity only
+  // Contributor ids: (dimension, value).
+  std::vector<std::pair<std::string, std::string>> contributor_names;
+};
+
+Status BuildLedger(Db* db, const LedgerOptions& options, Ledger* out);
 
 }  // namespace gpulse::query

@@ -71,8 +71,9 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
   lo.database = options.database;
   lo.cancelled = options.cancelled;
   lo.max_gpu_minutes = options.limits.max_points;
-  std::vector<LedgerRow> rows;
-  GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &rows));
+  Ledger ledger;
+  GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
+  const std::vector<LedgerRow>& rows = ledger.rows;
   if (rows.empty()) {
     notes->push_back(
         "no GPU-minutes of capacity in the range: is there a gpu measurement "

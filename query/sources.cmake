@@ -12,6 +12,7 @@ set(GPULSE_QUERY_SOURCES
   query/buckets.cc
   query/cells.cc
   query/condition.cc
+  query/decompose.cc
   query/delete.cc
   query/eval.cc
   query/executor.cc

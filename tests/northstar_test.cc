@@ -10,6 +10,7 @@
 
 #include <map>
 #include <numeric>
+#include <set>
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
@@ -57,17 +58,19 @@ class NorthstarTest : public ::testing::Test {
     }
     Put(std::move(p));
   }
-  void Node(int64_t t, bool maintenance = false, int64_t gpus = 8, const std::string& node = "n1") {
+  void Node(int64_t t, bool maintenance = false, int64_t gpus = 8, const std::string& node = "n1",
+            const std::string& driver = "535.183.01") {
     Put({"node",
          {{"region", "r1"}, {"cluster", "c1"}, {"node", node}, {"sku", "H100"}},
          {{"maintenance", int64_t{maintenance}},
           {"gpu_inventory", int64_t{8}},
-          {"gpu_count", gpus}},
+          {"gpu_count", gpus},
+          {"driver_version", driver}},
          t});
   }
-  void Step(int64_t t, const std::string& job, int64_t step) {
+  void Step(int64_t t, const std::string& job, int64_t step, const std::string& node = "n1") {
     Put({"job_step",
-         {{"region", "r1"}, {"cluster", "c1"}, {"node", "n1"}, {"gpu", "0"}},
+         {{"region", "r1"}, {"cluster", "c1"}, {"node", node}, {"gpu", "0"}},
          {{"job", job},
           {"step", step},
           {"step_time_ms", 1000.0},
@@ -185,6 +188,67 @@ TEST_F(NorthstarTest, StatementErrorsNameTheFault) {
   r = {};
   ASSERT_TRUE(db_->Query("NORTHSTAR EVERY 0s", {}, &r).ok());
   EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
+}
+
+// Four nodes; in the second hour the two on a new driver crash their jobs,
+// which had no checkpoint: software is the loss that grew, by 50 points,
+// and the new driver is where it went.
+TEST_F(NorthstarTest, DecomposeRanksTheLossThatGrewAndNamesWhereItWent) {
+  const std::vector<std::string> nodes = {"n1", "n2", "n3", "n4"};
+  for (int hour = 0; hour < 2; ++hour) {
+    for (const std::string& node : nodes) {
+      const bool upgraded = hour == 1 && (node == "n1" || node == "n2");
+      const std::string job = (hour == 0 ? "a-" : "b-") + node;
+      const int64_t from = kT0 + hour * 60 * kMinute;
+      // Events of one minute share a series: a nanosecond apiece keeps them apart.
+      const int64_t apart = &node - nodes.data();
+      Sched("submitted", from + apart, job);
+      Sched("started", from + apart, job);
+      for (int m = 0; m < 60; ++m) {
+        const int64_t t = from + m * kMinute;
+        Node(t, false, 8, node, upgraded ? "550.90.07" : "535.183.01");
+        for (int g = 0; g < 8; ++g) Gpu(g, t, job, 0, node);
+        Step(t, job, m + 1, node);
+      }
+      if (upgraded) {
+        Sched("ended", from + 60 * kMinute + apart, job,
+              {{"status", std::string("failed")}, {"reason", std::string("software")}});
+      } else {
+        Sched("ended", from + 60 * kMinute + apart, job, {{"status", std::string("succeeded")}});
+      }
+    }
+  }
+  Flush();
+  QueryResult r;
+  const std::string q = "DECOMPOSE NORTHSTAR BETWEEN " + std::to_string(kT0) + "ns AND " +
+                        std::to_string(kT0 + 60 * kMinute) + "ns VERSUS " +
+                        std::to_string(kT0 + 60 * kMinute) + "ns AND " +
+                        std::to_string(kT0 + 120 * kMinute) + "ns";
+  ASSERT_TRUE(db_->Query(q, {}, &r).ok());
+  const StatementResult& st = r.statements.at(0);
+  ASSERT_TRUE(st.status.ok()) << st.status.ToString();
+  const ResultSeries& summary = st.series.at(0);
+  EXPECT_EQ(summary.name, "decompose");
+  EXPECT_EQ(std::get<std::string>(summary.values[0][1]), "goodput");
+  EXPECT_DOUBLE_EQ(std::get<double>(summary.values[0][2]), 1.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(summary.values[0][3]), 0.5);
+  EXPECT_EQ(std::get<std::string>(summary.values[1][1]), "software");  // rank 1
+  EXPECT_NEAR(std::get<double>(summary.values[1][4]), 50.0, 1e-9);
+  // Where software's change went: the new driver and its two nodes, each
+  // concentrating it twice over their share of capacity; no single GPU
+  // (1/16 of the change) is named.
+  const ResultSeries* software = nullptr;
+  for (const ResultSeries& s : st.series) {
+    if (s.name == "contributors" && s.tags.at(0).value == "software") software = &s;
+  }
+  ASSERT_NE(software, nullptr);
+  std::set<std::string> top3;
+  for (size_t i = 0; i < 3 && i < software->values.size(); ++i) {
+    top3.insert(std::get<std::string>(software->values[i][1]) + "=" +
+                std::get<std::string>(software->values[i][2]));
+  }
+  EXPECT_EQ(top3, (std::set<std::string>{"driver_version=550.90.07", "node=n1", "node=n2"}));
+  for (const auto& row : software->values) EXPECT_NE(std::get<std::string>(row[1]), "gpu");
 }
 
 // The simulator: the same fleet with and without a team's dummy kernels.

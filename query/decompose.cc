@@ -1,0 +1,188 @@
+// DECOMPOSE (decompose.h).
+
+#include "query/decompose.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "query/condition.h"
+#include "query/eval.h"
+#include "query/fleet_ledger.h"
+
+namespace gpulse::query {
+
+namespace {
+
+constexpr size_t kTopContributors = 5;
+// A contributor must carry at least this share of a loss's change to be
+// named: below it, a node or a team is one of many, not where it went.
+constexpr double kMinShareOfChange = 0.10;
+
+Status Bound(const Expr& e, int64_t now_ns, int64_t* ns) {
+  const Result<int64_t> v = EvalTime(e, now_ns);
+  if (!v.ok()) return ErrorAt(e, v.status().message());
+  *ns = *v;
+  return Status::Ok();
+}
+
+// One window's ledger per group, merged over buckets.
+struct Window {
+  std::map<std::vector<std::string>, LedgerRow> groups;
+  std::vector<std::pair<std::string, std::string>> names;
+};
+
+Status LedgerOf(Db* db, const QueryOptions& options, const std::vector<std::string>& by,
+                int64_t start, int64_t end, Window* w) {
+  LedgerOptions lo;
+  lo.start_ns = start;
+  lo.end_ns = end;
+  lo.by = by;
+  lo.contributors = true;
+  lo.database = options.database;
+  lo.cancelled = options.cancelled;
+  lo.max_gpu_minutes = options.limits.max_points;
+  Ledger ledger;
+  GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
+  for (LedgerRow& row : ledger.rows) w->groups[row.group] = std::move(row);
+  w->names = std::move(ledger.contributor_names);
+  return Status::Ok();
+}
+
+double Share(const LedgerRow* row, size_t loss) {
+  if (row == nullptr || row->Capacity() <= 0) return 0;
+  return row->minutes[loss] / row->Capacity();
+}
+
+struct Contributor {
+  std::string dimension, value;
+  double before = 0, after = 0;  // share of capacity lost to the loss through it
+  double share_of_change = 0;
+  double concentration = 0;  // share of the change over share of presence
+};
+
+// The contributors of `loss` in a group, keyed by name (the two windows
+// number their contributors separately).
+std::vector<Contributor> Contributors(const Window& a, const LedgerRow* ra, const Window& b,
+                                      const LedgerRow* rb, size_t loss) {
+  std::map<std::pair<std::string, std::string>, Contributor> by_name;
+  const auto add = [&](const Window& w, const LedgerRow* row, bool after) {
+    if (row == nullptr) return;
+    const double capacity = row->Capacity();
+    for (const auto& [id, minutes] : row->contributors[loss]) {
+      Contributor& c = by_name[w.names[id]];
+      (after ? c.after : c.before) += minutes / capacity;
+    }
+  };
+  add(a, ra, false);
+  add(b, rb, true);
+  const double change = Share(rb, loss) - Share(ra, loss);
+  std::map<std::pair<std::string, std::string>, double> presence;  // in the after window
+  if (rb != nullptr) {
+    for (const auto& [id, minutes] : rb->contributors[0])
+      presence[b.names[id]] = minutes / rb->Capacity();
+  }
+  std::vector<Contributor> out;
+  for (auto& [name, c] : by_name) {
+    c.dimension = name.first;
+    c.value = name.second;
+    c.share_of_change = change != 0 ? (c.after - c.before) / change : 0;
+    const auto p = presence.find(name);
+    c.concentration = c.share_of_change / std::max(p == presence.end() ? 0.0 : p->second, 0.001);
+    if (c.dimension == "queue") c.concentration = c.share_of_change;  // no presence: by share
+    if (c.share_of_change >= kMinShareOfChange) out.push_back(c);
+  }
+  std::sort(out.begin(), out.end(), [](const Contributor& x, const Contributor& y) {
+    return x.concentration != y.concentration ? x.concentration > y.concentration
+                                              : x.value < y.value;
+  });
+  if (out.size() > kTopContributors) out.resize(kTopContributors);
+  return out;
+}
+
+}  // namespace
+
+Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& options,
+                    int64_t now_ns, std::vector<ResultSeries>* out,
+                    std::vector<std::string>* notes) {
+  std::vector<std::string> by;
+  for (const auto& d : s.dimensions) {
+    if (d->kind != ExprKind::kVarRef)
+      return ErrorAt(*d, "DECOMPOSE groups BY tags or attribution columns");
+    by.push_back(d->text);
+  }
+  int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+  GPULSE_RETURN_IF_ERROR(Bound(*s.between_start, now_ns, &a0));
+  GPULSE_RETURN_IF_ERROR(Bound(*s.between_end, now_ns, &a1));
+  GPULSE_RETURN_IF_ERROR(Bound(*s.versus_start, now_ns, &b0));
+  GPULSE_RETURN_IF_ERROR(Bound(*s.versus_end, now_ns, &b1));
+  if (a1 <= a0) return ErrorAt(*s.between_end, "the BETWEEN window ends before it starts");
+  if (b1 <= b0) return ErrorAt(*s.versus_end, "the VERSUS window ends before it starts");
+  Window before, after;
+  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, by, a0, a1, &before));
+  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, by, b0, b1, &after));
+  std::map<std::vector<std::string>, int> groups;
+  for (const auto& [g, row] : before.groups) groups[g];
+  for (const auto& [g, row] : after.groups) groups[g];
+  if (groups.empty()) {
+    notes->push_back(
+        "no GPU-minutes of capacity in either window: is there a gpu measurement "
+        "(docs/fleet-schema.md)?");
+    return Status::Ok();
+  }
+  for (const auto& [group, unused] : groups) {
+    const auto ia = before.groups.find(group);
+    const auto ib = after.groups.find(group);
+    const LedgerRow* ra = ia == before.groups.end() ? nullptr : &ia->second;
+    const LedgerRow* rb = ib == after.groups.end() ? nullptr : &ib->second;
+    std::vector<Tag> tags;
+    for (size_t k = 0; k < by.size(); ++k) tags.push_back({by[k], group[k]});
+    std::sort(tags.begin(), tags.end(), [](const Tag& x, const Tag& y) { return x.key < y.key; });
+    // The losses, the largest growth first (what pulled goodput down).
+    std::vector<size_t> order;
+    for (size_t l = 1; l < kLossCount; ++l) order.push_back(l);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      return Share(rb, x) - Share(ra, x) > Share(rb, y) - Share(ra, y);
+    });
+    ResultSeries summary;
+    summary.name = "decompose";
+    summary.tags = tags;
+    summary.columns = {"rank", "loss", "before", "after", "change_points"};
+    summary.values.push_back({QueryValue(int64_t{0}), QueryValue(std::string("goodput")),
+                              QueryValue(Share(ra, 0)), QueryValue(Share(rb, 0)),
+                              QueryValue(100 * (Share(rb, 0) - Share(ra, 0)))});
+    int64_t rank = 0;
+    for (size_t l : order) {
+      summary.values.push_back({QueryValue(++rank),
+                                QueryValue(std::string(LossName(static_cast<Loss>(l)))),
+                                QueryValue(Share(ra, l)), QueryValue(Share(rb, l)),
+                                QueryValue(100 * (Share(rb, l) - Share(ra, l)))});
+    }
+    out->push_back(std::move(summary));
+    for (size_t l : order) {
+      if (std::abs(Share(rb, l) - Share(ra, l)) < 0.0005)
+        continue;  // under 0.05 points: nothing to explain
+      const std::vector<Contributor> top = Contributors(before, ra, after, rb, l);
+      if (top.empty()) continue;
+      ResultSeries rs;
+      rs.name = "contributors";
+      rs.tags = tags;
+      rs.tags.push_back({"loss", std::string(LossName(static_cast<Loss>(l)))});
+      std::sort(rs.tags.begin(), rs.tags.end(),
+                [](const Tag& x, const Tag& y) { return x.key < y.key; });
+      rs.columns = {"rank",  "dimension",     "value",          "before",
+                    "after", "change_points", "share_of_change"};
+      int64_t r = 0;
+      for (const Contributor& c : top) {
+        rs.values.push_back({QueryValue(++r), QueryValue(c.dimension), QueryValue(c.value),
+                             QueryValue(c.before), QueryValue(c.after),
+                             QueryValue(100 * (c.after - c.before)),
+                             QueryValue(c.share_of_change)});
+      }
+      out->push_back(std::move(rs));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpulse::query
