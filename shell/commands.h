@@ -16,7 +16,8 @@ int RunDemo(const std::vector<std::string>& args);
 int RunServe(const std::vector<std::string>& args);
 
 // gpulse import [options] FILE...: line protocol, Prometheus text, nvidia-smi
-// CSV and XML, and Alibaba PAI tables into a data directory. Exit status 0, 1 (lines rejected) or 2 (shell/import.cc).
+// CSV and XML, and Alibaba PAI tables into a data directory. Exit status 0, 1 (lines rejected) or 2
+// (shell/import.cc).
 int RunImport(const std::vector<std::string>& args);
 
 // `gpulse simulate [options]`: a fleet with incidents into a data directory,

@@ -28,7 +28,7 @@ struct SimulationReport {
   fleet::SimSummary summary;
   std::vector<fleet::Incident> incidents;
   uint64_t points = 0;
-  uint64_t values = 0;  // known when writing to a data directory
+  uint64_t values = 0;      // known when writing to a data directory
   double seconds = 0;       // in all
   double plan_seconds = 0;  // of which planning the jobs
   double tier_seconds = 0;  // ... and building tiers after a load into a new directory

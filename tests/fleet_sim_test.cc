@@ -7,7 +7,6 @@
 #include "ingest/fleet_sim.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <algorithm>
 #include <fstream>
@@ -20,8 +19,8 @@
 
 #include "ingest/line_protocol.h"
 #include "ingest/lp_format.h"
+#include "tests/support/run_gpulse.h"
 #include "tests/support/scratch_dir.h"
-#include "tests/support/spawn.h"
 #include "tests/support/test_server.h"
 
 namespace gpulse::fleet {
@@ -521,11 +520,7 @@ TEST(FleetSimTest, SimulateLoadsADirectoryWithItsTiersAndGroundTruth) {
   const std::string data = dir.path() + "/data";
   const auto run = [&](std::vector<std::string> args) {
     args.insert(args.begin(), "simulate");
-    const pid_t pid =
-        test::SpawnWithFiles(GPULSE_BIN, args, "", dir.path() + "/out", dir.path() + "/err");
-    int raw = 0;
-    ::waitpid(pid, &raw, 0);
-    return WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    return test::RunGpulse(args, dir.path()).status;
   };
   // Three days: Wednesday's rolling maintenance is in them.
   ASSERT_EQ(run({"--data", data, "--nodes", "4", "--days", "3", "--start", "2026-11-02T00:00:00Z",
@@ -570,14 +565,11 @@ TEST(FleetSimTest, SimulateWritesToAServerAndRetriesItsBackPressure) {
   test::TestServer srv;
   ASSERT_TRUE(srv.Start(dir.path() + "/srv", config, &metrics, &sources).ok());
   const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
-  const pid_t pid =
-      test::SpawnWithFiles(GPULSE_BIN,
-                           {"simulate", "--url", url, "--nodes", "4", "--days", "1", "--start",
-                            "2026-11-02T00:00:00Z", "--truth", dir.path() + "/truth.json"},
-                           "", dir.path() + "/out", dir.path() + "/err");
-  int raw = 0;
-  ::waitpid(pid, &raw, 0);
-  ASSERT_TRUE(WIFEXITED(raw) && WEXITSTATUS(raw) == 0);
+  const test::RunOutcome run =
+      test::RunGpulse({"simulate", "--url", url, "--nodes", "4", "--days", "1", "--start",
+                       "2026-11-02T00:00:00Z", "--truth", dir.path() + "/truth.json"},
+                      dir.path());
+  ASSERT_EQ(run.status, 0) << run.err;
   QueryOptions q;
   q.database = "gpulse";
   QueryResult r;

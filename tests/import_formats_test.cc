@@ -5,7 +5,6 @@
 // file, line and column, what lands in the data directory).
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <zlib.h>
 
 #include <filesystem>
@@ -21,8 +20,8 @@
 #include "ingest/nvsmi_csv.h"
 #include "ingest/nvsmi_xml.h"
 #include "ingest/pai_csv.h"
+#include "tests/support/run_gpulse.h"
 #include "tests/support/scratch_dir.h"
-#include "tests/support/spawn.h"
 
 namespace gpulse {
 namespace {
@@ -37,13 +36,6 @@ const std::string kOmnioptColumns =
     "timestamp, name, pci.bus_id, driver_version, pstate, pcie.link.gen.max, "
     "pcie.link.gen.current, temperature.gpu, utilization.gpu, utilization.memory, memory.total, "
     "memory.free, memory.used";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<std::string> FilesIn(const std::string& dir, const std::string& ext) {
   std::vector<std::string> files;
@@ -92,7 +84,7 @@ CsvOutcome ParseCsv(const std::string& text, const std::string& query_gpu = "",
 // --- nvidia-smi --query-gpu CSV --------------------------------------------
 
 TEST(NvsmiCsvTest, TheH100LogWithAHeaderAndIsoTimesBecomesOnePointPerGpuAndSample) {
-  const CsvOutcome r = ParseCsv(ReadFile(kCsvDir + "/gpu_glasses_8xH100_custom.csv"));
+  const CsvOutcome r = ParseCsv(test::ReadWholeFile(kCsvDir + "/gpu_glasses_8xH100_custom.csv"));
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   EXPECT_TRUE(r.errors.empty());
   ASSERT_EQ(r.points.size(), 43u);
@@ -110,7 +102,7 @@ TEST(NvsmiCsvTest, TheH100LogWithAHeaderAndIsoTimesBecomesOnePointPerGpuAndSampl
 }
 
 TEST(NvsmiCsvTest, AHeaderlessLogNeedsQueryGpuAndIsReadInTheGivenZone) {
-  const std::string text = ReadFile(kCsvDir + "/plato_noheader_5s.csv");
+  const std::string text = test::ReadWholeFile(kCsvDir + "/plato_noheader_5s.csv");
   const CsvOutcome refused = ParseCsv(text);
   EXPECT_TRUE(refused.status.IsInvalidArgument());
   EXPECT_NE(refused.status.message().find("--query-gpu"), std::string::npos);
@@ -134,7 +126,7 @@ TEST(NvsmiCsvTest, AHeaderlessLogNeedsQueryGpuAndIsReadInTheGivenZone) {
 TEST(NvsmiCsvTest, TheOmnioptLogsKeepTagsStringsAndIntegers) {
   for (const std::string& name :
        {std::string("omniopt_gpu_usage__i8033.csv"), std::string("omniopt_gpu_usage__i8037.csv")}) {
-    const CsvOutcome r = ParseCsv(ReadFile(kCsvDir + "/" + name), kOmnioptColumns);
+    const CsvOutcome r = ParseCsv(test::ReadWholeFile(kCsvDir + "/" + name), kOmnioptColumns);
     ASSERT_TRUE(r.status.ok()) << name << ": " << r.status.ToString();
     EXPECT_TRUE(r.errors.empty()) << name;
     EXPECT_EQ(r.points.size(), name.find("8033") != std::string::npos ? 8u : 21u) << name;
@@ -149,8 +141,8 @@ TEST(NvsmiCsvTest, TheOmnioptLogsKeepTagsStringsAndIntegers) {
 }
 
 TEST(NvsmiCsvTest, TheDefectiveLogReportsItsBadRowsByLineAndColumnAndKeepsTheRest) {
-  const CsvOutcome r =
-      ParseCsv(ReadFile(kCsvDir + "/omniopt_gpu_usage__i8033_defective.csv"), kOmnioptColumns);
+  const CsvOutcome r = ParseCsv(
+      test::ReadWholeFile(kCsvDir + "/omniopt_gpu_usage__i8033_defective.csv"), kOmnioptColumns);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   ASSERT_EQ(r.errors.size(), 2u);
   // Line 4 is cut short: 11 of 13 columns.
@@ -236,7 +228,7 @@ XmlOutcome ParseXml(const std::string& path) {
   o.tags = {{"host", "h1"}};
   o.default_time_ns = 42;
   XmlOutcome r;
-  r.status = ingest::ParseNvsmiXml(ReadFile(path), o, &r.points, &r.errors);
+  r.status = ingest::ParseNvsmiXml(test::ReadWholeFile(path), o, &r.points, &r.errors);
   return r;
 }
 
@@ -403,9 +395,9 @@ TEST(PaiCsvTest, TablesAreFoundByNameAndByFileName) {
 }
 
 TEST(PaiCsvTest, TheMachineSpecTableWithItsHeaderLine) {
-  const PaiOutcome r =
-      ParsePai("pai_machine_spec", ReadFile(kReal + "/alibaba/gpu-v2020/pai_machine_spec.csv"),
-               Unix("2020-07-01T00:00:00Z"));
+  const PaiOutcome r = ParsePai(
+      "pai_machine_spec", test::ReadWholeFile(kReal + "/alibaba/gpu-v2020/pai_machine_spec.csv"),
+      Unix("2020-07-01T00:00:00Z"));
   EXPECT_TRUE(r.errors.empty());
   // SOURCES.md says 1,896 machines, but its gpu_type counts add up to the
   // 1,897 distinct machines the file holds.
@@ -501,25 +493,13 @@ TEST(PaiCsvTest, TaskSensorAndMachineMetricRows) {
 
 // --- gpulse import end to end -----------------------------------------------------
 
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-};
+using Outcome = test::RunOutcome;
 
 class ImportFormatsTest : public ::testing::Test {
  protected:
   Outcome Import(std::vector<std::string> args) {
     args.insert(args.begin(), {"import", "--data", data_});
-    const std::string out = dir_.path() + "/out", err = dir_.path() + "/err";
-    const pid_t pid = test::SpawnWithFiles(GPULSE_BIN, args, "", out, err);
-    Outcome r;
-    if (pid < 0) return r;
-    int raw = 0;
-    ::waitpid(pid, &raw, 0);
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = ReadFile(out);
-    r.err = ReadFile(err);
-    return r;
+    return test::RunGpulse(args, dir_.path());
   }
 
   std::vector<ResultSeries> Query(const std::string& q) {
@@ -561,7 +541,7 @@ TEST_F(ImportFormatsTest, AHeaderlessCsvWithoutQueryGpuExitsTwo) {
 
 TEST_F(ImportFormatsTest, AGzipCsvWithATimezoneAndAHostTag) {
   const std::string path = dir_.path() + "/node.csv.gz";
-  const std::string text = ReadFile(kCsvDir + "/plato_noheader_5s.csv");
+  const std::string text = test::ReadWholeFile(kCsvDir + "/plato_noheader_5s.csv");
   gzFile f = gzopen(path.c_str(), "wb");
   ASSERT_NE(f, nullptr);
   gzwrite(f, text.data(), static_cast<unsigned>(text.size()));

@@ -4,7 +4,6 @@
 // statuses, and what lands in the data directory.
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <zlib.h>
 
 #include <fstream>
@@ -15,40 +14,21 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "tests/support/run_gpulse.h"
 #include "tests/support/scratch_dir.h"
-#include "tests/support/spawn.h"
 
 namespace gpulse {
 namespace {
 
 const std::string kReal = std::string(GPULSE_SHARED_DIR) + "/data/real";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-struct Outcome {
-  int status = -1;
-  std::string out, err;
-};
+using Outcome = test::RunOutcome;
 
 class ImportTest : public ::testing::Test {
  protected:
   Outcome Import(std::vector<std::string> args) {
     args.insert(args.begin(), {"import", "--data", data_});
-    const std::string out = dir_.path() + "/out", err = dir_.path() + "/err";
-    const pid_t pid = test::SpawnWithFiles(GPULSE_BIN, args, "", out, err);
-    Outcome r;
-    if (pid < 0) return r;
-    int raw = 0;
-    ::waitpid(pid, &raw, 0);
-    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-    r.out = ReadFile(out);
-    r.err = ReadFile(err);
-    return r;
+    return test::RunGpulse(args, dir_.path());
   }
 
   // Runs `q` on the data directory; the first statement's series.
@@ -158,7 +138,7 @@ TEST_F(ImportTest, ATruncatedGzipFileIsAnErrorNotAQuietEnd) {
             std::to_string(1704067200 + i) + "000000000\n";
   }
   WriteGzip(whole, text);
-  const std::string gz = ReadFile(whole);
+  const std::string gz = test::ReadWholeFile(whole);
   const std::string cut = dir_.path() + "/cut.lp.gz";
   std::ofstream(cut, std::ios::binary) << gz.substr(0, gz.size() / 2);
   const Outcome r = Import({cut});
