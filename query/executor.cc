@@ -13,6 +13,7 @@
 #include "query/format.h"
 #include "query/northstar.h"
 #include "query/select.h"
+#include "query/stale.h"
 
 namespace gpulse {
 
@@ -53,7 +54,8 @@ bool MatchesWith(const std::optional<WithClause>& with, const std::string& name,
 
 class ShowRunner {
  public:
-  ShowRunner(Db* db, const QueryOptions& options) : db_(db), options_(options) {}
+  ShowRunner(Db* db, const QueryOptions& options, int64_t now)
+      : db_(db), options_(options), now_(now) {}
 
   Status Run(const ShowStatement& s, std::vector<ResultSeries>* out) {
     GPULSE_RETURN_IF_ERROR(cond_.Compile(s.condition.get()));
@@ -71,7 +73,7 @@ class ShowRunner {
         options_.show_sources(&out->back());
         return Status::Ok();
       case ShowKind::kStale:
-        return Status::InvalidArgument("SHOW STALE is not available yet");
+        return RunShowStale(db_, s, options_, now_, out);
       default:
         break;
     }
@@ -271,6 +273,7 @@ class ShowRunner {
 
   Db* db_;
   const QueryOptions& options_;
+  const int64_t now_;
   TagCondition cond_;
 };
 
@@ -291,8 +294,8 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         }
         break;
       case StatementKind::kShow:
-        result.status =
-            ShowRunner(db, options).Run(static_cast<const ShowStatement&>(*stmt), &result.series);
+        result.status = ShowRunner(db, options, now)
+                            .Run(static_cast<const ShowStatement&>(*stmt), &result.series);
         break;
       case StatementKind::kExplain: {
         const auto& explain = static_cast<const ExplainStatement&>(*stmt);

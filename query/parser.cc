@@ -427,7 +427,7 @@ bool Parser::ParseCondition(std::unique_ptr<Expr>* out) {
 // show = "SHOW" ( "MEASUREMENTS" [with_measurement] [where] [limit]
 //               | "TAG" "KEYS" [from] [where] [limit] | "TAG" "VALUES" [from] with_key [where]
 //               [limit] | "FIELD" "KEYS" [from] [limit] | "SERIES" [from] [where] [limit] |
-//               "SERIES" "CARDINALITY" [from] [where] | "SOURCES" | "STALE" [duration] |
+//               "SERIES" "CARDINALITY" [from] [where] | "SOURCES" | "STALE" [duration] [where] |
 //               "DATABASES" | "RETENTION" "POLICIES" ["ON" ident] )
 bool Parser::ParseShow(std::unique_ptr<Statement>* out) {
   auto s = std::make_unique<ShowStatement>();
@@ -478,6 +478,7 @@ bool Parser::ParseShow(std::unique_ptr<Statement>* out) {
     case TokenKind::kStale:
       s->what = ShowKind::kStale;
       if (Peek().kind == TokenKind::kDuration && !ParseDuration(&s->stale_after)) return false;
+      where = true;
       break;
     case TokenKind::kDatabases:
       s->what = ShowKind::kDatabases;

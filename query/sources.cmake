@@ -20,4 +20,5 @@ set(GPULSE_QUERY_SOURCES
   query/format.cc
   query/northstar.cc
   query/select.cc
+  query/stale.cc
 )
