@@ -543,7 +543,10 @@ void ShardEmitter::EmitCost(int32_t m) {
       for (int p = 0; p < 2; ++p) {
         batch_.Begin("cost", tables_.cost_tags[(r * skus + k) * 2 + p], plan_.MinuteNs(m));
         batch_.Add("usd_per_gpu_hour", p == 1 ? sku.usd_reserved : sku.usd_on_demand);
-        batch_.Add("gpus", p == 1 ? reserved : total - reserved);
+        const int64_t gpus = p == 1 ? reserved : total - reserved;
+        batch_.Add("gpus", gpus);
+        batch_.Add("usd_per_hour",
+                   (p == 1 ? sku.usd_reserved : sku.usd_on_demand) * static_cast<double>(gpus));
       }
     }
   }

@@ -340,18 +340,19 @@ std::string SelectStatement::ToString() const {
 
 std::string ShowStatement::ToString() const {
   static constexpr std::string_view kWhat[] = {
-      "MEASUREMENTS",       "TAG KEYS", "TAG VALUES", "FIELD KEYS", "SERIES",
-      "SERIES CARDINALITY", "SOURCES",  "STALE",      "DATABASES",  "RETENTION POLICIES"};
+      "MEASUREMENTS", "TAG KEYS",           "TAG VALUES", "FIELD KEYS",
+      "SERIES",       "SERIES CARDINALITY", "SOURCES",    "STALE",
+      "DATABASES",    "RETENTION POLICIES", "KPIS"};
   std::string out = "SHOW ";
   out += kWhat[static_cast<int>(what)];
   if (!database.empty()) out += " ON " + QuoteIdent(database);
   if (with_measurement.has_value()) AppendWith("MEASUREMENT", *with_measurement, &out);
   AppendSources(sources, &out);
   if (with_key.has_value()) AppendWith("KEY", *with_key, &out);
+  if (stale_after != nullptr) out += " " + stale_after->ToString();
   AppendCondition(condition, &out);
   AppendNumber("LIMIT", limit, &out);
   AppendNumber("OFFSET", offset, &out);
-  if (stale_after != nullptr) out += " " + stale_after->ToString();
   return out;
 }
 

@@ -160,6 +160,7 @@ enum class ShowKind : unsigned char {
   kStale,
   kDatabases,
   kRetentionPolicies,
+  kKpis,
 };
 
 // WITH KEY = k, WITH KEY IN (a, b), WITH MEASUREMENT =~ /re/...

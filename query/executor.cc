@@ -11,6 +11,7 @@
 #include "query/decompose.h"
 #include "query/delete.h"
 #include "query/format.h"
+#include "query/kpis.h"
 #include "query/northstar.h"
 #include "query/select.h"
 #include "query/stale.h"
@@ -74,6 +75,8 @@ class ShowRunner {
         return Status::Ok();
       case ShowKind::kStale:
         return RunShowStale(db_, s, options_, now_, out);
+      case ShowKind::kKpis:
+        return RunShowKpis(db_, s, options_, now_, out);
       default:
         break;
     }

@@ -428,18 +428,19 @@ bool Parser::ParseCondition(std::unique_ptr<Expr>* out) {
 //               | "TAG" "KEYS" [from] [where] [limit] | "TAG" "VALUES" [from] with_key [where]
 //               [limit] | "FIELD" "KEYS" [from] [limit] | "SERIES" [from] [where] [limit] |
 //               "SERIES" "CARDINALITY" [from] [where] | "SOURCES" | "STALE" [duration] [where] |
-//               "DATABASES" | "RETENTION" "POLICIES" ["ON" ident] )
+//               "DATABASES" | "RETENTION" "POLICIES" ["ON" ident] | "KPIS" [where] )
 bool Parser::ParseShow(std::unique_ptr<Statement>* out) {
   auto s = std::make_unique<ShowStatement>();
   Consume();
   static constexpr TokenKind kWhats[] = {
-      TokenKind::kMeasurements, TokenKind::kTag,   TokenKind::kField,     TokenKind::kSeries,
-      TokenKind::kSources,      TokenKind::kStale, TokenKind::kDatabases, TokenKind::kRetention};
+      TokenKind::kMeasurements, TokenKind::kTag,       TokenKind::kField,
+      TokenKind::kSeries,       TokenKind::kSources,   TokenKind::kStale,
+      TokenKind::kDatabases,    TokenKind::kRetention, TokenKind::kKpis};
   TokenKind what = Peek().kind;
   if (std::find(std::begin(kWhats), std::end(kWhats), what) == std::end(kWhats)) {
     return Fail(
-        "MEASUREMENTS, TAG KEYS, TAG VALUES, FIELD KEYS, SERIES, SOURCES, STALE, DATABASES or "
-        "RETENTION POLICIES");
+        "MEASUREMENTS, TAG KEYS, TAG VALUES, FIELD KEYS, SERIES, SOURCES, STALE, DATABASES, "
+        "RETENTION POLICIES or KPIS");
   }
   Consume();
   bool from = false, where = false, limit = false;
@@ -482,6 +483,10 @@ bool Parser::ParseShow(std::unique_ptr<Statement>* out) {
       break;
     case TokenKind::kDatabases:
       s->what = ShowKind::kDatabases;
+      break;
+    case TokenKind::kKpis:
+      s->what = ShowKind::kKpis;
+      where = true;
       break;
     case TokenKind::kRetention:
       if (!Expect(TokenKind::kPolicies)) return false;

@@ -18,6 +18,7 @@ set(GPULSE_QUERY_SOURCES
   query/executor.cc
   query/fleet_ledger.cc
   query/format.cc
+  query/kpis.cc
   query/northstar.cc
   query/select.cc
   query/stale.cc

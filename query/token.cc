@@ -36,6 +36,7 @@ constexpr std::array kKeywords = {
     KeywordEntry{"IN", TokenKind::kIn},
     KeywordEntry{"KEY", TokenKind::kKey},
     KeywordEntry{"KEYS", TokenKind::kKeys},
+    KeywordEntry{"KPIS", TokenKind::kKpis},
     KeywordEntry{"LIMIT", TokenKind::kLimit},
     KeywordEntry{"MEASUREMENT", TokenKind::kMeasurement},
     KeywordEntry{"MEASUREMENTS", TokenKind::kMeasurements},

@@ -61,6 +61,7 @@ enum class TokenKind : unsigned char {
   kIn,
   kKey,
   kKeys,
+  kKpis,
   kLimit,
   kMeasurement,
   kMeasurements,

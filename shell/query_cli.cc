@@ -609,7 +609,8 @@ const std::map<TokenKind, std::vector<TokenKind>>& KeywordFollowers() {
   static const auto* const followers = new std::map<TokenKind, std::vector<TokenKind>>{
       {TokenKind::kShow,
        {TokenKind::kMeasurements, TokenKind::kTag, TokenKind::kField, TokenKind::kSeries,
-        TokenKind::kSources, TokenKind::kStale, TokenKind::kDatabases, TokenKind::kRetention}},
+        TokenKind::kSources, TokenKind::kStale, TokenKind::kDatabases, TokenKind::kRetention,
+        TokenKind::kKpis}},
       {TokenKind::kTag, {TokenKind::kKeys, TokenKind::kValues}},
       {TokenKind::kField, {TokenKind::kKeys}},
       {TokenKind::kRetention, {TokenKind::kPolicies}},
