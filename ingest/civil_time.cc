@@ -37,12 +37,14 @@ bool Expect(std::string_view s, size_t* at, char c) {
 }
 
 // Nanoseconds since 1970-01-01 00:00 of a civil date and time (no zone);
-// nothing for a date that does not exist (Feb 30).
+// nothing for a date that does not exist (Feb 30) or that int64 nanoseconds
+// cannot hold (before 1678 or after 2261, with a margin for a zone offset).
 std::optional<int64_t> CivilNanos(int year, int month, int day, int hour, int minute, int second,
                                   int64_t fraction_ns) {
   const date::year_month_day ymd{date::year{year}, date::month{static_cast<unsigned>(month)},
                                  date::day{static_cast<unsigned>(day)}};
   if (!ymd.ok() || hour > 23 || minute > 59 || second > 60) return std::nullopt;
+  if (year < 1678 || year > 2261) return std::nullopt;
   const int64_t days = date::sys_days{ymd}.time_since_epoch().count();
   return ((days * 24 + hour) * 60 + minute) * 60 * kSecond + int64_t{second} * kSecond +
          fraction_ns;

@@ -43,11 +43,13 @@ class TimeZone {
 
 // `YYYY/MM/DD HH:MM:SS[.fff]` (nvidia-smi's timestamp column, local time in
 // `zone`) or ISO 8601 `YYYY-MM-DD[T ]HH:MM:SS[.fff][Z|+HH:MM|+HHMM]` (local
-// in `zone` when it has no offset). Nothing when the text is neither.
+// in `zone` when it has no offset). Nothing when the text is neither, or
+// when its year is outside 1678 to 2261 (what int64 nanoseconds hold).
 std::optional<int64_t> ParseNvsmiTime(std::string_view text, const TimeZone& zone);
 
 // C asctime, `Fri Aug  4 11:44:30 2023` (the <timestamp> of nvidia-smi -q
-// -x), local time in `zone`. Nothing when the text is not one.
+// -x), local time in `zone`. Nothing when the text is not one, or when its
+// year is outside 1678 to 2261.
 std::optional<int64_t> ParseAsctime(std::string_view text, const TimeZone& zone);
 
 // RFC 3339 (`2020-07-01T00:00:00Z`; without an offset it is read as UTC) or

@@ -209,7 +209,15 @@ NvsmiCsvParser::Column NvsmiCsvParser::ColumnFor(std::string_view name) {
               Kind::kActive};
     }
   }
-  return {std::string(name), DotsToUnderscores(name), Kind::kInfer};
+  // A name whose key is one of the keys above (utilization_gpu,
+  // clocks_event_reason_gpu_idle) takes that key's kind: a field keeps one
+  // type whichever name a header gives it.
+  std::string key = DotsToUnderscores(name);
+  for (const KnownColumn& c : kKnownColumns) {
+    if (c.key == key) return {std::string(name), std::move(key), c.kind};
+  }
+  if (key.rfind("clocks_event_reason_", 0) == 0) return {std::string(name), key, Kind::kActive};
+  return {std::string(name), std::move(key), Kind::kInfer};
 }
 
 Status NvsmiCsvParser::SetColumns(const std::vector<std::string>& names, size_t line) {

@@ -273,7 +273,9 @@ class SnapshotReader {
 };
 
 // Clock event (throttle) reasons, 1 while active; older drivers' throttle
-// names are renamed to the event names, as Telegraf does.
+// names are renamed to the event names, as Telegraf does. Other elements in
+// these groups are skipped: their names could be any field's (power_draw)
+// and give it a second type.
 void ReadClockReasons(pugi::xml_node gpu, Point* p) {
   for (const char* group : {"clocks_throttle_reasons", "clocks_event_reasons"}) {
     for (pugi::xml_node r : gpu.child(group).children()) {
@@ -282,6 +284,7 @@ void ReadClockReasons(pugi::xml_node gpu, Point* p) {
       if (key.rfind(old_prefix, 0) == 0) {
         key = "clocks_event_reason_" + key.substr(old_prefix.size());
       }
+      if (key.rfind("clocks_event_reason_", 0) != 0) continue;
       const std::string_view v = Trim(r.child_value());
       if (v == "Active" || v == "Not Active") SetField(p, key, int64_t{v == "Active" ? 1 : 0});
     }

@@ -175,6 +175,8 @@ bool PaiCsvParser::ParseRow(std::string_view line, size_t number, Point* point,
   point->measurement = options_.table->measurement;
   point->tags = options_.tags;
   std::optional<double> start, end;
+  const CsvField* start_field = nullptr;
+  const CsvField* end_field = nullptr;
   for (size_t i = 0; i < fields.size(); ++i) {
     const std::string& v = fields[i].text;
     const PaiColumn& c = columns[i];
@@ -200,8 +202,12 @@ bool PaiCsvParser::ParseRow(std::string_view line, size_t number, Point* point,
       }
       if (c.kind == Kind::kTime) {
         start = d;
+        start_field = &fields[i];
       } else {
-        if (c.kind == Kind::kEndTime) end = d;
+        if (c.kind == Kind::kEndTime) {
+          end = d;
+          end_field = &fields[i];
+        }
         point->fields.push_back({c.name, *d});
       }
     }
@@ -217,7 +223,21 @@ bool PaiCsvParser::ParseRow(std::string_view line, size_t number, Point* point,
     return false;
   }
   int64_t t = options_.start_ns;
-  if (has_time_) t += static_cast<int64_t>(std::llround((start ? *start : *end) * 1e9));
+  if (has_time_) {
+    const double seconds = start ? *start : *end;
+    // The start plus the row's seconds must fit int64 nanoseconds, with room
+    // for the line number added below: about 1685 to 2255.
+    if (std::fabs(seconds) > 9e9 ||
+        std::fabs(static_cast<double>(options_.start_ns) + seconds * 1e9) > 9e18) {
+      const CsvField& f = start ? *start_field : *end_field;
+      *error = {number, f.column,
+                std::string(start ? "start_time" : "end_time") + ": " + f.text +
+                    " seconds from the start falls outside the years a timestamp holds (about "
+                    "1685 to 2255)"};
+      return false;
+    }
+    t += static_cast<int64_t>(std::llround(seconds * 1e9));
+  }
   // Rows whose ids are fields share series: two jobs of one status starting
   // in the same second would be one point, the second overwriting the
   // first. Each row moves its line number in nanoseconds past its second,

@@ -237,6 +237,30 @@ size_t CountOf(const std::vector<Point>& points, const std::string& measurement)
       points.begin(), points.end(), [&](const Point& p) { return p.measurement == measurement; }));
 }
 
+// Found by the fuzz target: a year no int64 nanosecond count holds is not a
+// time (it overflowed), and a column spelled as its field key takes the
+// known column's type (it was inferred, giving one field two types).
+TEST(NvsmiCsvTest, FuzzFoundRowsAreErrorsNotOverflowsOrSecondTypes) {
+  const CsvOutcome far = ParseCsv(
+      "timestamp, utilization.gpu [%]\n1012/01/01 00:00:00.000, 5 %\n2024/06/01 11:27:05.177, 7 "
+      "%\n");
+  ASSERT_EQ(far.points.size(), 1u);
+  ASSERT_EQ(far.errors.size(), 1u);
+  EXPECT_EQ(far.errors[0].line, 2u);
+  const CsvOutcome keyed = ParseCsv(
+      "timestamp, utilization.gpu [%]\n2024/06/01 11:27:05.177, 5 %\n"
+      "timestamp, utilization_gpu\n2024/06/01 11:27:15.177, 0.5\n2024/06/01 11:27:25.177, 9\n");
+  ASSERT_EQ(keyed.errors.size(), 1u);
+  EXPECT_EQ(keyed.errors[0].line, 4u);  // 0.5 is no integer percentage
+  for (const Point& p : keyed.points) {
+    for (const Field& f : p.fields) {
+      if (f.key == "utilization_gpu") {
+        EXPECT_TRUE(std::holds_alternative<int64_t>(f.value));
+      }
+    }
+  }
+}
+
 TEST(NvsmiXmlTest, EveryRealSnapshotImportsWithoutErrors) {
   std::vector<std::string> files = FilesIn(kReal + "/telegraf_nvidia_smi", ".xml");
   const std::vector<std::string> netdata = FilesIn(kReal + "/netdata_nvidia_smi", ".xml");
@@ -381,6 +405,19 @@ PaiOutcome ParsePai(const std::string& table, const std::string& text, int64_t s
   PaiOutcome r;
   parser.Parse(text, 1, &r.points, &r.lines, &r.errors);
   return r;
+}
+
+// Found by the fuzz target: a time past what a timestamp holds was an
+// int64 overflow; it is a row error at that field.
+TEST(PaiCsvTest, ATimeOutsideTheTimestampRangeIsARowError) {
+  const PaiOutcome r = ParsePai(
+      "pai_job_table", "j1,i1,u1,Terminated,9000000000,9000000100\nj2,i2,u2,Terminated,10,20\n");
+  ASSERT_EQ(r.points.size(), 1u);  // the good row is kept
+  ASSERT_FALSE(r.errors.empty());
+  for (const ingest::RowError& e : r.errors) {
+    EXPECT_EQ(e.line, 1u);
+    EXPECT_NE(e.reason.find("outside"), std::string::npos) << e.reason;
+  }
 }
 
 TEST(PaiCsvTest, TablesAreFoundByNameAndByFileName) {
