@@ -411,7 +411,7 @@ PaiOutcome ParsePai(const std::string& table, const std::string& text, int64_t s
 // int64 overflow; it is a row error at that field.
 TEST(PaiCsvTest, ATimeOutsideTheTimestampRangeIsARowError) {
   const PaiOutcome r = ParsePai(
-      "pai_job_table", "j1,i1,u1,Terminated,9000000000,9000000100\nj2,i2,u2,Terminated,10,20\n");
+      "pai_job_table", "j1,i1,u1,Terminated,9999999999,9999999999\nj2,i2,u2,Terminated,10,20\n");
   ASSERT_EQ(r.points.size(), 1u);  // the good row is kept
   ASSERT_FALSE(r.errors.empty());
   for (const ingest::RowError& e : r.errors) {
