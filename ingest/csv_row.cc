@@ -1,5 +1,7 @@
 #include "ingest/csv_row.h"
 
+#include <charconv>
+#include <cmath>
 #include <utility>
 
 namespace gpulse::ingest {
@@ -67,6 +69,22 @@ void SetTag(std::vector<Tag>* tags, std::string key, std::string value) {
     }
   }
   tags->push_back({std::move(key), std::move(value)});
+}
+
+std::optional<int64_t> ParseWholeInt(std::string_view s) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
+
+std::optional<double> ParseFiniteNumber(std::string_view s) {
+  double v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v)) {
+    return std::nullopt;
+  }
+  return v;
 }
 
 }  // namespace gpulse::ingest

@@ -11,6 +11,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,5 +57,10 @@ std::string_view TrimSpaces(std::string_view s);
 // Sets `tag` on `tags`, replacing a tag of the same key (a column's tag wins
 // over a --tag of the same name; a point may not repeat a key).
 void SetTag(std::vector<Tag>* tags, std::string key, std::string value);
+
+// The whole of `s` as a decimal integer, or as a finite number; nullopt
+// for anything else (empty, trailing text, out of range, nan, inf).
+std::optional<int64_t> ParseWholeInt(std::string_view s);
+std::optional<double> ParseFiniteNumber(std::string_view s);
 
 }  // namespace gpulse::ingest

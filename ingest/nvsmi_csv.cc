@@ -159,22 +159,6 @@ void SplitUnit(std::string_view v, std::string_view* number, std::string_view* u
   *unit = space == std::string_view::npos ? std::string_view() : TrimSpaces(v.substr(space));
 }
 
-std::optional<int64_t> ToInt(std::string_view s) {
-  int64_t v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
-}
-
-std::optional<double> ToDouble(std::string_view s) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v)) {
-    return std::nullopt;
-  }
-  return v;
-}
-
 // A unit nvidia-smi prints only after whole numbers.
 bool IsIntegerUnit(std::string_view unit) {
   return unit == "%" || unit == "MiB" || unit == "MHz" || unit == "KB/s" || unit == "C" ||
@@ -187,8 +171,8 @@ bool IsIntegerUnit(std::string_view unit) {
 Kind InferKind(std::string_view value) {
   std::string_view number, unit;
   SplitUnit(value, &number, &unit);
-  if (ToInt(number) && IsIntegerUnit(unit)) return Kind::kInteger;
-  if (ToDouble(number)) return Kind::kFloat;
+  if (ParseWholeInt(number) && IsIntegerUnit(unit)) return Kind::kInteger;
+  if (ParseFiniteNumber(number)) return Kind::kFloat;
   return Kind::kString;
 }
 
@@ -344,14 +328,14 @@ bool NvsmiCsvParser::AddValue(const Column& column, const CsvField& field, Point
   SplitUnit(v, &number, &unit);
   switch (kind) {
     case Kind::kInteger:
-      if (const auto i = ToInt(number)) {
+      if (const auto i = ParseWholeInt(number)) {
         point->fields.push_back({column.key, *i});
         return true;
       }
       *why = "expected an integer, found " + Quoted(v);
       return false;
     case Kind::kFloat:
-      if (const auto d = ToDouble(number)) {
+      if (const auto d = ParseFiniteNumber(number)) {
         point->fields.push_back({column.key, *d});
         return true;
       }

@@ -11,18 +11,9 @@ namespace {
 
 using Kind = PaiColumn::Kind;
 
-std::optional<double> ToDouble(std::string_view s) {
-  double v = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || !std::isfinite(v)) {
-    return std::nullopt;
-  }
-  return v;
-}
-
 // Counts are written as 4 or as 4.0 in the trace's tables.
 std::optional<int64_t> ToCount(std::string_view s) {
-  const auto d = ToDouble(s);
+  const auto d = ParseFiniteNumber(s);
   if (!d || *d != std::floor(*d) || std::fabs(*d) > 9e18) return std::nullopt;
   return static_cast<int64_t>(*d);
 }
@@ -194,7 +185,7 @@ bool PaiCsvParser::ParseRow(std::string_view line, size_t number, Point* point,
       }
       point->fields.push_back({c.name, *n});
     } else {
-      const auto d = ToDouble(v);
+      const auto d = ParseFiniteNumber(v);
       if (!d) {
         *error = {number, fields[i].column,
                   std::string(c.name) + ": expected a number, found \"" + v + "\""};
