@@ -57,6 +57,7 @@ class SimulatorImpl final : public Simulator {
       if (!inc.driver_version.empty()) scope["driver_version"] = inc.driver_version;
       if (!inc.image.empty()) scope["image"] = inc.image;
       if (!inc.cluster.empty()) scope["cluster"] = inc.cluster;
+      if (!inc.region.empty()) scope["region"] = inc.region;
       if (!inc.queue.empty()) scope["queue"] = inc.queue;
       if (!inc.team.empty()) scope["team"] = inc.team;
       e["scope"] = scope.empty() ? nlohmann::ordered_json::object() : scope;

@@ -57,14 +57,14 @@ struct IncidentRequest {
   int64_t duration_ns = -1;
   // Kind-specific scope: node names for hw-fault, thermal, driver-upgrade,
   // network-degradation, silent-agent and missing-gpu (separated by '+');
-  // an image for framework-regression; a cluster for io-bottleneck and
-  // sched-fragmentation; a team for dummy-kernels. Empty: the simulator
+  // an image for framework-regression; a cluster for io-bottleneck; a
+  // region for sched-fragmentation; a team for dummy-kernels. Empty: the simulator
   // picks one from the seed.
   std::string scope;
 };
 
 // Parses "KIND[@OFFSET][/DURATION][:SCOPE]" (offset and duration as 36h, 2d,
-// 90m; e.g. "driver-upgrade@3d/2d", "thermal@2d12h:r0-c0-n003"); on error
+// 90m; e.g. "driver-upgrade@3d/2d", "thermal@2d12h:us-east-c0-n003"); on error
 // *error says what is wrong and where.
 bool ParseIncidentRequest(std::string_view text, IncidentRequest* out, std::string* error);
 
@@ -96,7 +96,8 @@ struct Incident {
   std::vector<std::string> gpus;  // "node/index"
   std::string driver_version;     // driver-upgrade: the new version
   std::string image;              // framework-regression
-  std::string cluster;            // io-bottleneck, sched-fragmentation
+  std::string cluster;            // io-bottleneck
+  std::string region;             // sched-fragmentation
   std::string queue;              // sched-fragmentation: the queue left waiting
   std::string team;               // dummy-kernels
   std::string description;

@@ -114,6 +114,7 @@ std::string JoinScope(const Incident& t) {
   add("driver_version", t.driver_version);
   add("image", t.image);
   add("cluster", t.cluster);
+  add("region", t.region);
   add("queue", t.queue);
   add("team", t.team);
   return scope;
@@ -384,8 +385,9 @@ void ShardEmitter::EmitGpu(int gpu, const Job* job, int32_t m, bool maintenance,
   power *= rng.Uniform(0.96, 1.04);
   double temp = 29 + 47 * power / sku.tdp_w + rng.Normal();
   if (thermal) {
+    // A hot node: its GPUs run hot; a busy one is held to ~70% of boost.
     throttle |= kThrottleSwThermal | kThrottleHwThermal;
-    sm_clock = static_cast<int>(sku.max_sm_clock * rng.Uniform(0.66, 0.74));
+    if (job != nullptr) sm_clock = static_cast<int>(sku.max_sm_clock * rng.Uniform(0.66, 0.74));
     temp = rng.Uniform(88, 93);
   }
   if (faulty && rng.Uniform() < 0.04) {

@@ -342,7 +342,10 @@ Status ResolveIncidents(Plan* plan) {
     if (inc.image >= 0) t.image = std::string(Images()[inc.image]);
     if (inc.cluster >= 0) t.cluster = plan->clusters[inc.cluster].name;
     if (inc.team >= 0) t.team = std::string(Teams()[inc.team]);
-    if (t.kind == IncidentKind::kSchedFragmentation) t.queue = "train";
+    if (t.kind == IncidentKind::kSchedFragmentation) {
+      t.queue = "train";
+      t.region = plan->regions[inc.region].name;
+    }
     t.description = Describe(*plan, inc);
     for (int32_t m = inc.start_min; m < inc.end_min; ++m) plan->active[m] |= 1u << i;
     plan->incidents.push_back(std::move(inc));

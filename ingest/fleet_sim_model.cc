@@ -107,7 +107,7 @@ MinuteWork Plan::Work(const Job& job, int32_t minute) const {
   w.data_ms = data;
   w.sync_ms = sync;
   const int running = minute - job.start_min;
-  if (job.ckpt_every > 0 && running > 0 && running % job.ckpt_every == 0) {
+  if (job.ckpt_every > 0 && running > 0 && running % job.ckpt_every == 0 && !job.dummy) {
     w.checkpoint_ms = 12000 + 24000 * Unit(Hash(options.seed, job.id, running, 2));
   }
   if (job.dummy) return w;
