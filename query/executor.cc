@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/clock.h"
+#include "query/baseline.h"
 #include "query/condition.h"
 #include "query/decompose.h"
 #include "query/delete.h"
@@ -290,6 +291,11 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
     ExecContext ctx(db, options, now);
     switch (stmt->kind) {
       case StatementKind::kSelect:
+        if (HasBaseline(static_cast<const SelectStatement&>(*stmt))) {
+          result.status = RunBaseline(db, static_cast<const SelectStatement&>(*stmt), options, now,
+                                      &result.series, &result.notes);
+          break;
+        }
         result.status = RunSelect(&ctx, static_cast<const SelectStatement&>(*stmt), &result.series,
                                   &result.notes);
         if (result.status.ok()) {

@@ -48,7 +48,7 @@ constexpr FunctionInfo kFunctions[] = {
     {"round", K::kMath, 1, 1},
     {"sqrt", K::kMath, 1, 1},
     {"now", K::kTime, 0, 0},
-    {"baseline", K::kDomain, 2, 2},
+    {"baseline", K::kDomain, 2, 3},
 };
 
 }  // namespace
