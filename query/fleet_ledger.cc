@@ -17,6 +17,8 @@ namespace gpulse::query {
 
 namespace {
 
+using storage::NumberAt;
+
 constexpr int64_t kMinuteNs = 60'000'000'000;
 // Jobs wait at most two days in the simulator's queues; a backlog at the
 // start of the range is rebuilt from this far back.
@@ -75,21 +77,6 @@ struct NodeMinutes {
   std::vector<uint8_t> missing_gpus;  // inventory minus GPUs reported
   std::vector<uint32_t> driver;       // contributor id of driver_version, with contributors
 };
-
-double NumberAt(const Column& c, size_t i) {
-  switch (c.type) {
-    case FieldType::kFloat:
-      return c.floats[i];
-    case FieldType::kInt:
-      return static_cast<double>(c.ints[i]);
-    case FieldType::kUint:
-      return static_cast<double>(c.uints[i]);
-    case FieldType::kBool:
-      return c.bools[i];
-    default:
-      return 0;
-  }
-}
 
 // The value of column `c` at timestamp `ts`, walking a cursor forward.
 class Cursor {

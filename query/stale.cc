@@ -14,6 +14,8 @@ namespace gpulse::query {
 
 namespace {
 
+using storage::NumberAt;
+
 constexpr int64_t kMinuteNs = 60'000'000'000;
 // The default bound: five missed GPU-minutes.
 constexpr int64_t kDefaultBoundNs = 5 * kMinuteNs;
@@ -32,19 +34,6 @@ int64_t LastTimestamp(const std::vector<Column>& cols) {
     if (!c.ts.empty()) last = std::max(last, c.ts.back());
   }
   return last;
-}
-
-double NumberAt(const Column& c, size_t i) {
-  switch (c.type) {
-    case FieldType::kFloat:
-      return c.floats[i];
-    case FieldType::kInt:
-      return static_cast<double>(c.ints[i]);
-    case FieldType::kUint:
-      return static_cast<double>(c.uints[i]);
-    default:
-      return 0;
-  }
 }
 
 std::string Minutes(int64_t ns) { return std::to_string(ns / kMinuteNs) + " min"; }

@@ -57,4 +57,20 @@ const std::vector<T>& NumericValues(const Column& c) {
   return NumericValues<T>(const_cast<Column&>(c));
 }
 
+// Value i of a numeric or boolean column as a double; 0 for a string column.
+inline double NumberAt(const Column& c, size_t i) {
+  switch (c.type) {
+    case FieldType::kFloat:
+      return c.floats[i];
+    case FieldType::kInt:
+      return static_cast<double>(c.ints[i]);
+    case FieldType::kUint:
+      return static_cast<double>(c.uints[i]);
+    case FieldType::kBool:
+      return c.bools[i];
+    default:
+      return 0;
+  }
+}
+
 }  // namespace gpulse::storage

@@ -7,6 +7,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
+#include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 
 namespace gpulse {
@@ -19,10 +20,8 @@ constexpr int64_t kMonday = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:0
 class BaselineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Options o;
-    o.info_log = [](std::string_view) {};
-    o.sync_policy = SyncPolicy::kNone;
-    ASSERT_TRUE(Db::Open(o, dir_.path(), &db_).ok());
+    db_ = test::OpenQuietDb(dir_.path());
+    ASSERT_NE(db_, nullptr);
   }
 
   // The rows of the first statement's first series, as time -> row.
@@ -44,20 +43,9 @@ class BaselineTest : public ::testing::Test {
 };
 
 TEST_F(BaselineTest, WeekdayRetrainsAreNormalAndTheSameRiseOnASundayIsNot) {
-  fleet::SimOptions s;
+  fleet::SimOptions s = test::SmallFleet(16, 9, 4, kMonday);
   s.regions = 1;  // us-east: the retrain cron fires at 02:00 local, 07:00Z
-  s.nodes = 16;
-  s.days = 9;
-  s.seed = 4;
-  s.start_ns = kMonday;
-  std::unique_ptr<fleet::Simulator> sim;
-  ASSERT_TRUE(fleet::Simulator::Create(s, &sim).ok());
-  struct Sink : fleet::PointSink {
-    Db* db;
-    Status Write(std::span<const PointRef> points) override { return db->Write(points); }
-  } sink;
-  sink.db = db_.get();
-  ASSERT_TRUE(sim->Emit(&sink, 2, {}, nullptr).ok());
+  test::SimulateInto(db_.get(), s);
   // Someone runs the retrain by hand on Sunday 2026-11-08 at 07:00Z.
   const int64_t sunday = kMonday + 6 * kDay + 7 * kHour;
   ASSERT_TRUE(db_->Write({Point{"sched",

@@ -32,16 +32,7 @@ class ImportTest : public ::testing::Test {
   }
 
   // Runs `q` on the data directory; the first statement's series.
-  std::vector<ResultSeries> Query(const std::string& q) {
-    Options o;
-    o.info_log = [](std::string_view) {};
-    std::unique_ptr<Db> db;
-    EXPECT_TRUE(Db::Open(o, data_, &db).ok());
-    QueryResult r;
-    EXPECT_TRUE(db->Query(q, QueryOptions(), &r).ok()) << q;
-    EXPECT_TRUE(r.statements.at(0).status.ok()) << r.statements[0].status.ToString();
-    return r.statements[0].series;
-  }
+  std::vector<ResultSeries> Query(const std::string& q) { return test::QueryDirectory(data_, q); }
 
   void WriteGzip(const std::string& path, const std::string& text) {
     gzFile f = gzopen(path.c_str(), "wb");

@@ -8,6 +8,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
+#include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 
 namespace gpulse {
@@ -18,29 +19,11 @@ constexpr int64_t kT0 = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
 class KpisTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Options o;
-    o.info_log = [](std::string_view) {};
-    o.sync_policy = SyncPolicy::kNone;
-    ASSERT_TRUE(Db::Open(o, dir_.path(), &db_).ok());
-    fleet::SimOptions s;
-    s.nodes = 16;
-    s.days = 2;
-    s.seed = 9;
-    s.start_ns = kT0;
-    for (const char* text : {"thermal@1d/6h:us-east-c0-n001", "hw-fault@1d/12h"}) {
-      fleet::IncidentRequest r;
-      std::string error;
-      ASSERT_TRUE(fleet::ParseIncidentRequest(text, &r, &error)) << error;
-      s.incidents.push_back(r);
-    }
-    std::unique_ptr<fleet::Simulator> sim;
-    ASSERT_TRUE(fleet::Simulator::Create(s, &sim).ok());
-    struct Sink : fleet::PointSink {
-      Db* db;
-      Status Write(std::span<const PointRef> points) override { return db->Write(points); }
-    } sink;
-    sink.db = db_.get();
-    ASSERT_TRUE(sim->Emit(&sink, 2, {}, nullptr).ok());
+    db_ = test::OpenQuietDb(dir_.path());
+    ASSERT_NE(db_, nullptr);
+    test::SimulateInto(
+        db_.get(),
+        test::SmallFleet(16, 2, 9, kT0, {"thermal@1d/6h:us-east-c0-n001", "hw-fault@1d/12h"}));
   }
 
   struct Row {

@@ -14,6 +14,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
+#include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 
 namespace gpulse {
@@ -26,10 +27,8 @@ constexpr int64_t kDay = 1440 * kMinute;
 class NorthstarTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Options o;
-    o.info_log = [](std::string_view) {};
-    o.sync_policy = SyncPolicy::kNone;
-    ASSERT_TRUE(Db::Open(o, dir_.path(), &db_).ok());
+    db_ = test::OpenQuietDb(dir_.path());
+    ASSERT_NE(db_, nullptr);
   }
 
   void Put(Point p) { pending_.push_back(std::move(p)); }
@@ -255,30 +254,8 @@ TEST_F(NorthstarTest, DecomposeRanksTheLossThatGrewAndNamesWhereItWent) {
 class NorthstarSimTest : public ::testing::Test {
  protected:
   std::unique_ptr<Db> Simulate(const std::string& path, const std::vector<std::string>& incidents) {
-    fleet::SimOptions o;
-    o.nodes = 16;
-    o.days = 2;
-    o.seed = 11;
-    o.start_ns = kT0;
-    for (const std::string& text : incidents) {
-      fleet::IncidentRequest r;
-      std::string error;
-      EXPECT_TRUE(fleet::ParseIncidentRequest(text, &r, &error)) << error;
-      o.incidents.push_back(r);
-    }
-    std::unique_ptr<fleet::Simulator> sim;
-    EXPECT_TRUE(fleet::Simulator::Create(o, &sim).ok());
-    Options options;
-    options.info_log = [](std::string_view) {};
-    options.sync_policy = SyncPolicy::kNone;
-    std::unique_ptr<Db> db;
-    EXPECT_TRUE(Db::Open(options, path, &db).ok());
-    struct Sink : fleet::PointSink {
-      Db* db;
-      Status Write(std::span<const PointRef> points) override { return db->Write(points); }
-    } sink;
-    sink.db = db.get();
-    EXPECT_TRUE(sim->Emit(&sink, 2, {}, nullptr).ok());
+    std::unique_ptr<Db> db = test::OpenQuietDb(path);
+    if (db != nullptr) test::SimulateInto(db.get(), test::SmallFleet(16, 2, 11, kT0, incidents));
     return db;
   }
 

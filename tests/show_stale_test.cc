@@ -8,6 +8,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
+#include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 
 namespace gpulse {
@@ -19,32 +20,12 @@ constexpr int64_t kT0 = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
 class ShowStaleTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    Options o;
-    o.info_log = [](std::string_view) {};
-    o.sync_policy = SyncPolicy::kNone;
-    ASSERT_TRUE(Db::Open(o, dir_.path(), &db_).ok());
+    db_ = test::OpenQuietDb(dir_.path());
+    ASSERT_NE(db_, nullptr);
   }
 
   void Simulate(const std::vector<std::string>& incidents) {
-    fleet::SimOptions o;
-    o.nodes = 8;
-    o.days = 2;
-    o.seed = 3;
-    o.start_ns = kT0;
-    for (const std::string& text : incidents) {
-      fleet::IncidentRequest r;
-      std::string error;
-      ASSERT_TRUE(fleet::ParseIncidentRequest(text, &r, &error)) << error;
-      o.incidents.push_back(r);
-    }
-    std::unique_ptr<fleet::Simulator> sim;
-    ASSERT_TRUE(fleet::Simulator::Create(o, &sim).ok());
-    struct Sink : fleet::PointSink {
-      Db* db;
-      Status Write(std::span<const PointRef> points) override { return db->Write(points); }
-    } sink;
-    sink.db = db_.get();
-    ASSERT_TRUE(sim->Emit(&sink, 2, {}, nullptr).ok());
+    test::SimulateInto(db_.get(), test::SmallFleet(8, 2, 3, kT0, incidents));
   }
 
   // (kind, source) of every finding of `q`.

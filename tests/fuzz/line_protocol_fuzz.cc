@@ -17,12 +17,11 @@
 #include <vector>
 
 #include "ingest/line_protocol.h"
+#include "tests/fuzz/fuzz_checks.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using gpulse::fuzz::Check;
 
 }  // namespace
 

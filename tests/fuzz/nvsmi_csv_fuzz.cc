@@ -29,18 +29,13 @@
 #include <vector>
 
 #include "ingest/nvsmi_csv.h"
+#include "tests/fuzz/fuzz_checks.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using gpulse::fuzz::Check;
 
-size_t Touch(std::string_view s) {  // reads every byte of a view
-  size_t sum = 0;
-  for (char c : s) sum += static_cast<unsigned char>(c);
-  return sum;
-}
+using gpulse::fuzz::Touch;
 
 using gpulse::Point;
 using gpulse::ingest::NvsmiCsvOptions;

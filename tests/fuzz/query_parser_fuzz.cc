@@ -18,12 +18,11 @@
 
 #include "query/ast.h"
 #include "query/parser.h"
+#include "tests/fuzz/fuzz_checks.h"
 
 namespace {
 
-void Check(bool ok) {
-  if (!ok) std::abort();
-}
+using gpulse::fuzz::Check;
 
 }  // namespace
 

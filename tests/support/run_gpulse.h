@@ -12,6 +12,11 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "engine/gpulse.h"
 #include "tests/support/spawn.h"
 
 namespace gpulse::test {
@@ -41,6 +46,20 @@ inline RunOutcome RunGpulse(const std::vector<std::string>& args, const std::str
   r.out = ReadWholeFile(out);
   r.err = ReadWholeFile(err);
   return r;
+}
+
+// Opens the data directory `dir` in-process, runs `q`, and returns its
+// first statement's series (a failure is a test failure).
+inline std::vector<ResultSeries> QueryDirectory(const std::string& dir, const std::string& q) {
+  Options o;
+  o.info_log = [](std::string_view) {};
+  std::unique_ptr<Db> db;
+  EXPECT_TRUE(Db::Open(o, dir, &db).ok());
+  if (db == nullptr) return {};
+  QueryResult r;
+  EXPECT_TRUE(db->Query(q, QueryOptions(), &r).ok()) << q;
+  EXPECT_TRUE(r.statements.at(0).status.ok()) << r.statements[0].status.ToString();
+  return r.statements[0].series;
 }
 
 }  // namespace gpulse::test
