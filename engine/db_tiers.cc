@@ -262,7 +262,8 @@ Status DbImpl::BuildTiers(uint32_t mask, bool strings_only) {
   constexpr size_t kPiecePoints =
       8 << 20;  // a field is handed over in pieces of about this many points
   std::vector<std::unique_ptr<FieldQueue>> queues;
-  for (int i = 0; i < kWorkers; ++i) queues.push_back(std::make_unique<FieldQueue>(32));
+  // Two pieces waiting per worker: memory stays near (2 + 1) x 2 pieces.
+  for (int i = 0; i < kWorkers; ++i) queues.push_back(std::make_unique<FieldQueue>(2));
   std::mutex error_mutex;
   Status error;
   const auto fail = [&](Status s) {

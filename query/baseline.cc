@@ -84,7 +84,9 @@ Status RunBaseline(Db* db, const SelectStatement& s, const QueryOptions& options
   const Expr& aggregate = *call.children[0];
   const Result<int64_t> history = DurationNanos(*call.children[1]);
   if (!history.ok()) return history.status();
-  if (*history < kDayNs) return ErrorAt(*call.children[1], "the history must be at least 1d");
+  if (*history < kDayNs || *history > 3660 * kDayNs) {
+    return ErrorAt(*call.children[1], "the history must be from 1d to 3660d");
+  }
   double k = 3;
   if (call.children.size() > 2) {
     const Expr& e = *call.children[2];

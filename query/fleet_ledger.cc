@@ -123,19 +123,11 @@ class LedgerBuilder {
  public:
   LedgerBuilder(Db* db, const LedgerOptions& o) : db_(db), o_(o) {
     if (!o.database.empty()) scope_.push_back({"db", o.database});
-    start_ = o.start_ns - (((o.start_ns % kMinuteNs) + kMinuteNs) % kMinuteNs);
-    end_ = o.end_ns;
-    const int64_t over = ((end_ % kMinuteNs) + kMinuteNs) % kMinuteNs;
-    if (over != 0) end_ += kMinuteNs - over;
-    minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
   }
 
   Status Build(Ledger* out) {
     std::vector<LedgerRow>* rows = &out->rows;
-    if (end_ <= start_) return Status::InvalidArgument("the time range is empty");
-    if ((end_ - start_) / kMinuteNs > 400 * 1440) {
-      return Status::InvalidArgument("the time range is longer than 400 days");
-    }
+    GPULSE_RETURN_IF_ERROR(SetRange());
     GPULSE_RETURN_IF_ERROR(ReadSched());
     GPULSE_RETURN_IF_ERROR(ReadSteps());
     GPULSE_RETURN_IF_ERROR(ReadNodes());
@@ -150,6 +142,26 @@ class LedgerBuilder {
 
  private:
   int32_t MinuteOf(int64_t ts) const { return static_cast<int32_t>((ts - start_) / kMinuteNs); }
+
+  // The range in whole minutes, checked before any arithmetic can overflow:
+  // at most 400 days, and far enough from the ends of int64 for the queue's
+  // look-back.
+  Status SetRange() {
+    constexpr int64_t kMaxSpan = 400LL * 1440 * kMinuteNs;
+    if (o_.start_ns < INT64_MIN / 2 || o_.end_ns > INT64_MAX / 2) {
+      return Status::InvalidArgument(
+          "the time range is outside the years the fleet metrics handle");
+    }
+    if (o_.end_ns <= o_.start_ns) return Status::InvalidArgument("the time range is empty");
+    if (o_.end_ns - o_.start_ns > kMaxSpan)
+      return Status::InvalidArgument("the time range is longer than 400 days");
+    start_ = o_.start_ns - (((o_.start_ns % kMinuteNs) + kMinuteNs) % kMinuteNs);
+    end_ = o_.end_ns;
+    const int64_t over = ((end_ % kMinuteNs) + kMinuteNs) % kMinuteNs;
+    if (over != 0) end_ += kMinuteNs - over;
+    minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
+    return Status::Ok();
+  }
   Status Check() const {
     if (o_.cancelled && o_.cancelled()) return Status::Cancelled("NORTHSTAR cancelled");
     return Status::Ok();
@@ -260,6 +272,7 @@ Status LedgerBuilder::ReadSched() {
   std::sort(queue.begin(), queue.end(), [](const QueueEvent& a, const QueueEvent& b) {
     return a.ts != b.ts ? a.ts < b.ts : a.delta > b.delta;
   });
+  // By region and job (the same job id may be used in two regions).
   struct Waiting {
     int count = 0;
     int gpus = 0;
@@ -273,7 +286,7 @@ Status LedgerBuilder::ReadSched() {
     if (o_.contributors && demand.empty()) demand.assign(static_cast<size_t>(minutes_) + 1, 0);
   }
   for (const QueueEvent& e : queue) {
-    Waiting& w = waiting[e.job];
+    Waiting& w = waiting[*e.region + '\0' + e.job];
     if (e.delta < 0 && w.count == 0) continue;
     if (e.delta > 0) {
       w.gpus = e.gpus;
@@ -282,7 +295,11 @@ Status LedgerBuilder::ReadSched() {
     w.count += e.delta;
     const int32_t m = e.ts < start_ ? 0 : MinuteOf(e.ts);
     pending_[*e.region][m] += e.delta;
-    if (o_.contributors) demand_[*e.region][*w.queue][m] += e.delta * w.gpus;
+    if (o_.contributors) {
+      auto& demand = demand_[*e.region][*w.queue];
+      if (demand.empty()) demand.assign(static_cast<size_t>(minutes_) + 1, 0);
+      demand[m] += e.delta * w.gpus;
+    }
   }
   for (auto& [region, pending] : pending_) {
     int32_t level = 0;
@@ -317,7 +334,8 @@ Status LedgerBuilder::ReadSteps() {
     GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kMinuteNs, end_, &cols));
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
-    Cursor step(cols[1]), time(cols[2]), data(cols[3]), sync(cols[4]), cls(cols[5]);
+    Cursor step(cols[1]), time(cols[2]), data(cols[3]), sync(cols[4]), cls(cols[5]), image(cols[6]),
+        framework(cols[7]);
     for (size_t i = 0; i < job.size(); ++i) {
       const int64_t ts = job.ts[i];
       if (!step.At(ts)) continue;
@@ -327,7 +345,6 @@ Status LedgerBuilder::ReadSteps() {
         record.workload_class = cols[5].strings[cls.index()];
       }
       if (o_.contributors && record.image == kNone) {
-        Cursor image(cols[6]), framework(cols[7]);
         if (cols[6].type == FieldType::kString && image.At(ts))
           record.image = Intern(6, cols[6].strings[image.index()]);
         if (cols[7].type == FieldType::kString && framework.At(ts)) {

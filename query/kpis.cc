@@ -123,6 +123,8 @@ Status RunShowKpis(Db* db, const ShowStatement& s, const QueryOptions& options, 
   if (rest)
     return ErrorAt(*rest, "SHOW KPIS takes a time range only; run a KPI's definition to narrow it");
   const int64_t hi = range.has_hi ? range.hi : now_ns;
+  if (hi < INT64_MIN / 2)
+    return Status::InvalidArgument("SHOW KPIS: the range ends before the years it handles");
   const int64_t lo = range.has_lo ? range.lo : hi - 24 * 3600LL * 1'000'000'000;
   const std::string text =
       "time >= " + std::to_string(lo) + "ns AND time < " + std::to_string(hi) + "ns";

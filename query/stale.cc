@@ -55,6 +55,8 @@ class StaleChecker {
 
  private:
   bool Fresh(int64_t last) const { return last > 0 && now_ - last <= bound_; }
+  // The end of the reads: now included.
+  int64_t Through() const { return now_ == INT64_MAX ? INT64_MAX : now_ + 1; }
 
   // Nodes: silent past the bound, or reporting fewer GPUs than inventory;
   // a cluster none of whose nodes reported.
@@ -67,7 +69,7 @@ class StaleChecker {
       if (!where_->Matches(s.tags)) continue;
       std::vector<Column> cols;
       const std::vector<std::string> fields = {"gpu_count", "gpu_inventory"};
-      GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, now_ - kLookbackNs, now_ + 1, &cols));
+      GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, now_ - kLookbackNs, Through(), &cols));
       const std::string node = TagValue(s.tags, "node");
       const std::string cluster = TagValue(s.tags, "cluster");
       const int64_t last = LastTimestamp(cols);
@@ -116,13 +118,13 @@ class StaleChecker {
       const std::vector<std::string> fields = {"util", "job"};
       const auto node_last = node_last_.find(node);
       const bool node_fresh = node_last != node_last_.end() && Fresh(node_last->second);
-      GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, now_ - bound_, now_ + 1, &cols));
+      GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, now_ - bound_, Through(), &cols));
       if (cols[0].ts.empty()) {
         if (node_fresh) {
           std::vector<Column> older;
           const std::vector<std::string> util_only = {"util"};
           GPULSE_RETURN_IF_ERROR(
-              db_->ReadSeries(s, util_only, now_ - kLookbackNs, now_ + 1, &older));
+              db_->ReadSeries(s, util_only, now_ - kLookbackNs, Through(), &older));
           const int64_t last = LastTimestamp(older);
           out->push_back({"silent_gpu", name, last,
                           "its node reports, the GPU has not for " +
@@ -163,6 +165,7 @@ class StaleChecker {
       const std::string what = kind < row.size() && std::holds_alternative<std::string>(row[kind])
                                    ? std::get<std::string>(row[kind])
                                    : "source";
+      if (!std::holds_alternative<std::string>(row[name])) continue;
       out->push_back({"silent_source", std::get<std::string>(row[name]), seen,
                       what + " silent for " + (seen ? Minutes(now_ - seen) : "ever")});
     }
@@ -188,6 +191,8 @@ Status RunShowStale(Db* db, const ShowStatement& s, const QueryOptions& options,
   if (range.has_lo)
     return ErrorAt(*s.condition, "SHOW STALE takes an upper time bound only (as of when)");
   if (range.has_hi) now_ns = range.hi;
+  if (now_ns < INT64_MIN / 2)
+    return ErrorAt(*s.condition, "the time is before the years SHOW STALE handles");
   TagCondition where;
   GPULSE_RETURN_IF_ERROR(where.CompileTagsOnly(rest.get(), "SHOW STALE"));
   int64_t bound = kDefaultBoundNs;

@@ -111,7 +111,10 @@ TEST_F(BaselineTest, ItsMisusesAreErrors) {
   Rows("SELECT BASELINE(mean(util), 7d) FROM gpu WHERE time >= now() - 1d GROUP BY time(7h)", &s);
   EXPECT_NE(s.message().find("divide a day"), std::string::npos) << s.ToString();
   Rows("SELECT BASELINE(mean(util), 12h) FROM gpu WHERE time >= now() - 1d GROUP BY time(1h)", &s);
-  EXPECT_NE(s.message().find("at least 1d"), std::string::npos) << s.ToString();
+  EXPECT_NE(s.message().find("from 1d"), std::string::npos) << s.ToString();
+  Rows("SELECT BASELINE(mean(util), 100000d) FROM gpu WHERE time >= now() - 1d GROUP BY time(1h)",
+       &s);
+  EXPECT_NE(s.message().find("from 1d to 3660d"), std::string::npos) << s.ToString();
   Rows("SELECT BASELINE(mean(util), 7d) FROM gpu GROUP BY time(1h)", &s);
   EXPECT_NE(s.message().find("time range"), std::string::npos) << s.ToString();
 }

@@ -11,6 +11,7 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <tuple>
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
@@ -248,6 +249,36 @@ TEST_F(NorthstarTest, DecomposeRanksTheLossThatGrewAndNamesWhereItWent) {
   }
   EXPECT_EQ(top3, (std::set<std::string>{"driver_version=550.90.07", "node=n1", "node=n2"}));
   for (const auto& row : software->values) EXPECT_NE(std::get<std::string>(row[1]), "gpu");
+}
+
+// Found in review: the same job id in two regions made the queue replay
+// write past a vector (DECOMPOSE traces queues); ranges near the ends of
+// int64 overflowed the minute count. Both are answers or errors now.
+TEST_F(NorthstarTest, OddSchedulesAndExtremeRangesAreAnswersOrErrorsNotCrashes) {
+  for (const auto& [event, region, queue] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{{"submitted", "us", "batch"},
+                                                                      {"submitted", "eu", "train"},
+                                                                      {"started", "us", "batch"}}) {
+    Put({"sched",
+         {{"event", event}, {"region", region}, {"queue", queue}},
+         {{"job", std::string("j1")}},
+         kT0 + (event == "started" ? kMinute : 0)});
+  }
+  for (int m = 0; m < 5; ++m) Gpu(0, kT0 + m * kMinute, "");
+  Flush();
+  QueryResult r;
+  const std::string q = "DECOMPOSE NORTHSTAR BETWEEN " + std::to_string(kT0) + "ns AND " +
+                        std::to_string(kT0 + 2 * kMinute) + "ns VERSUS " +
+                        std::to_string(kT0 + 2 * kMinute) + "ns AND " +
+                        std::to_string(kT0 + 5 * kMinute) + "ns";
+  ASSERT_TRUE(db_->Query(q, {}, &r).ok());
+  EXPECT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
+  for (const char* extreme : {"NORTHSTAR WHERE time >= -9000000000000000000ns AND time < 0ns",
+                              "NORTHSTAR WHERE time >= 0ns AND time <= 9223372036854775807ns"}) {
+    r = {};
+    ASSERT_TRUE(db_->Query(extreme, {}, &r).ok());
+    EXPECT_TRUE(r.statements[0].status.IsInvalidArgument()) << extreme;
+  }
 }
 
 // The simulator: the same fleet with and without a team's dummy kernels.
