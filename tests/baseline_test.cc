@@ -43,7 +43,7 @@ class BaselineTest : public ::testing::Test {
 };
 
 TEST_F(BaselineTest, WeekdayRetrainsAreNormalAndTheSameRiseOnASundayIsNot) {
-  fleet::SimOptions s = test::SmallFleet(16, 9, 4, kMonday);
+  fleet::SimOptions s = test::SmallFleet(4, 8, 4, kMonday);
   s.regions = 1;  // us-east: the retrain cron fires at 02:00 local, 07:00Z
   test::SimulateInto(db_.get(), s);
   // Someone runs the retrain by hand on Sunday 2026-11-08 at 07:00Z.
@@ -58,8 +58,8 @@ TEST_F(BaselineTest, WeekdayRetrainsAreNormalAndTheSameRiseOnASundayIsNot) {
   const auto rows = Rows(
       "SELECT BASELINE(count(job), 7d) FROM sched WHERE event = 'submitted' AND workload_class = "
       "'retrain' AND "
-      "time >= '2026-11-08T00:00:00Z' AND time < '2026-11-11T00:00:00Z' GROUP BY time(1h) FILL(0)");
-  ASSERT_EQ(rows.size(), 72u);
+      "time >= '2026-11-08T00:00:00Z' AND time < '2026-11-10T00:00:00Z' GROUP BY time(1h) FILL(0)");
+  ASSERT_EQ(rows.size(), 48u);
   const auto fires = [&](int64_t t) {
     const auto& row = rows.at(t);
     return std::get<double>(row[1]) > std::get<double>(row[4]) ||
@@ -68,7 +68,6 @@ TEST_F(BaselineTest, WeekdayRetrainsAreNormalAndTheSameRiseOnASundayIsNot) {
   EXPECT_TRUE(fires(sunday));  // 1 where Saturday had 0
   EXPECT_FALSE(
       fires(kMonday + 7 * kDay + 7 * kHour));  // Monday's retrain: as on the weekdays before
-  EXPECT_FALSE(fires(kMonday + 8 * kDay + 7 * kHour));  // Tuesday's
   EXPECT_GT(std::get<double>(rows.at(sunday)[5]), 3.0);
   int fired = 0;
   for (const auto& [t, row] : rows) fired += fires(t);

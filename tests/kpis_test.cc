@@ -23,7 +23,7 @@ class KpisTest : public ::testing::Test {
     ASSERT_NE(db_, nullptr);
     test::SimulateInto(
         db_.get(),
-        test::SmallFleet(16, 2, 9, kT0, {"thermal@1d/6h:us-east-c0-n001", "hw-fault@1d/12h"}));
+        test::SmallFleet(8, 2, 9, kT0, {"thermal@1d/6h:us-east-c0-n001", "hw-fault@1d/12h"}));
   }
 
   struct Row {
@@ -97,8 +97,8 @@ TEST_F(KpisTest, EveryKpiHasAnOwnerAnIntentAndAValueItsDefinitionGives) {
 
 TEST_F(KpisTest, IncidentsMoveTheKpisThatWatchThem) {
   const auto kpis = Kpis("time >= '2026-11-03T00:00:00Z' AND time < '2026-11-04T00:00:00Z'");
-  // One node's 8 GPUs throttled for 6 of 24 hours in a fleet of 128 GPUs.
-  EXPECT_DOUBLE_EQ(Number(kpis.at("thermal_throttled_share").value), 8.0 * 6 / (128 * 24));
+  // One node's 8 GPUs throttled for 6 of 24 hours in a fleet of 64 GPUs.
+  EXPECT_DOUBLE_EQ(Number(kpis.at("thermal_throttled_share").value), 8.0 * 6 / (64 * 24));
   EXPECT_GT(Number(kpis.at("hw_errors_per_1k_gpu_hours").value), 1.0);
 }
 

@@ -286,7 +286,7 @@ class NorthstarSimTest : public ::testing::Test {
  protected:
   std::unique_ptr<Db> Simulate(const std::string& path, const std::vector<std::string>& incidents) {
     std::unique_ptr<Db> db = test::OpenQuietDb(path);
-    if (db != nullptr) test::SimulateInto(db.get(), test::SmallFleet(16, 2, 11, kT0, incidents));
+    if (db != nullptr) test::SimulateInto(db.get(), test::SmallFleet(8, 2, 11, kT0, incidents));
     return db;
   }
 
@@ -353,9 +353,9 @@ TEST_F(NorthstarSimTest, GoodputAndTheLossesAddUpToCapacityInEveryBucketAndGroup
       productive += std::get<double>(row[2]);
     }
   }
-  // 128 GPUs for two days: the silent node's minutes are capacity (counted
+  // 64 GPUs for two days: the silent node's minutes are capacity (counted
   // as unobserved), and no maintenance falls on a Monday or Tuesday.
-  EXPECT_NEAR(capacity, 128.0 * 2 * 1440, 1e-6);
+  EXPECT_NEAR(capacity, 64.0 * 2 * 1440, 1e-6);
   EXPECT_GT(productive / capacity, 0.5);  // a busy fleet, nights and incidents included
 }
 
