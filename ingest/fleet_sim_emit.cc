@@ -197,6 +197,12 @@ class ShardEmitter {
     }
     node_rng_.reserve(last - first);
     for (int n = first; n < last; ++n) node_rng_.emplace_back(Hash(plan.options.seed, 0x40de, n));
+    // Each node's maintenance windows, so a minute checks its own only.
+    windows_.resize(last - first);
+    for (const MaintenanceWindow& w : plan.maintenance) {
+      if (w.node >= first && w.node < last)
+        windows_[w.node - first].emplace_back(w.start_min, w.end_min);
+    }
     work_minute_.assign(plan.jobs.size(), -1);
     work_.resize(plan.jobs.size());
   }
@@ -234,9 +240,8 @@ class ShardEmitter {
     return false;
   }
   bool InMaintenance(int n, int32_t m) const {
-    for (const MaintenanceWindow& w : plan_.maintenance) {
-      if (w.start_min > m) break;
-      if (w.node == n && m < w.end_min) return true;
+    for (const auto& [start, end] : windows_[n - first_]) {
+      if (start <= m && m < end) return true;
     }
     return false;
   }
@@ -279,6 +284,7 @@ class ShardEmitter {
   const bool events_;
   std::vector<GpuState> gpus_;
   std::vector<Rng> node_rng_;
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> windows_;  // by shard node: [start, end)
   std::vector<int32_t> work_minute_;
   std::vector<MinuteWork> work_;
   Batch batch_;

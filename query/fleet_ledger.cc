@@ -72,10 +72,9 @@ struct JobRecord {
 };
 
 struct NodeMinutes {
-  std::vector<uint8_t> reported;      // the agent sent a node point
-  std::vector<uint8_t> maintenance;   // planned maintenance
-  std::vector<uint8_t> missing_gpus;  // inventory minus GPUs reported
-  std::vector<uint32_t> driver;       // contributor id of driver_version, with contributors
+  std::vector<uint8_t> reported;     // the agent sent a node point
+  std::vector<uint8_t> maintenance;  // planned maintenance
+  std::vector<uint32_t> driver;      // contributor id of driver_version, with contributors
 };
 
 // The value of column `c` at timestamp `ts`, walking a cursor forward.
@@ -380,8 +379,7 @@ Status LedgerBuilder::ReadSteps() {
 Status LedgerBuilder::ReadNodes() {
   std::vector<Series> series;
   GPULSE_RETURN_IF_ERROR(db_->ListSeries("node", scope_, &series));
-  const std::vector<std::string> fields = {"maintenance", "gpu_inventory", "gpu_count",
-                                           "driver_version"};
+  const std::vector<std::string> fields = {"maintenance", "gpu_inventory", "driver_version"};
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
     std::vector<Column> cols;
@@ -389,12 +387,11 @@ Status LedgerBuilder::ReadNodes() {
     NodeMinutes& n = nodes_[TagOf(s, "node")];
     n.reported.assign(minutes_, 0);
     n.maintenance.assign(minutes_, 0);
-    n.missing_gpus.assign(minutes_, 0);
     if (o_.contributors) {
       n.driver.assign(minutes_, kNone);
-      if (cols[3].type == FieldType::kString) {
-        for (size_t i = 0; i < cols[3].size(); ++i)
-          n.driver[MinuteOf(cols[3].ts[i])] = Intern(5, cols[3].strings[i]);
+      if (cols[2].type == FieldType::kString) {
+        for (size_t i = 0; i < cols[2].size(); ++i)
+          n.driver[MinuteOf(cols[2].ts[i])] = Intern(5, cols[2].strings[i]);
       }
     }
     for (size_t i = 0; i < cols[0].size(); ++i) {
@@ -402,16 +399,7 @@ Status LedgerBuilder::ReadNodes() {
       n.reported[m] = 1;
       n.maintenance[m] = NumberAt(cols[0], i) != 0;
     }
-    Cursor reported(cols[2]);
-    for (size_t i = 0; i < cols[1].size(); ++i) {
-      const int64_t ts = cols[1].ts[i];
-      const int32_t m = MinuteOf(ts);
-      n.reported[m] = 1;
-      if (reported.At(ts)) {
-        const double missing = NumberAt(cols[1], i) - NumberAt(cols[2], reported.index());
-        n.missing_gpus[m] = static_cast<uint8_t>(std::clamp(missing, 0.0, 255.0));
-      }
-    }
+    for (int64_t ts : cols[1].ts) n.reported[MinuteOf(ts)] = 1;
   }
   return Status::Ok();
 }

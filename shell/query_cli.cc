@@ -170,30 +170,6 @@ class EmbeddedConnection final : public Connection {
   std::string database_;
 };
 
-// "http://HOST[:PORT][/]", HOST possibly "[v6]"; the port defaults to 8086.
-// No https: the server speaks plain HTTP (put a proxy in front for TLS).
-Status ParseUrl(std::string_view url, std::string* host, std::string* port) {
-  const Status bad =
-      Status::InvalidArgument("--url " + std::string(url) + ": expected http://HOST:PORT");
-  constexpr std::string_view kScheme = "http://";
-  if (url.substr(0, kScheme.size()) != kScheme) return bad;
-  std::string_view rest = url.substr(kScheme.size());
-  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-  if (rest.empty() || rest.find('/') != std::string_view::npos) return bad;
-  size_t host_end = rest.rfind(':');
-  if (rest.front() == '[') {
-    const size_t close = rest.find(']');
-    if (close == std::string_view::npos) return bad;
-    *host = std::string(rest.substr(1, close - 1));
-    host_end = close + 1 < rest.size() && rest[close + 1] == ':' ? close + 1 : std::string::npos;
-  } else {
-    *host = std::string(rest.substr(0, host_end));
-  }
-  *port = host_end == std::string_view::npos ? "8086" : std::string(rest.substr(host_end + 1));
-  if (host->empty() || port->empty()) return bad;
-  return Status::Ok();
-}
-
 // A client of `gpulse serve`: GET /query?q=...&db=...&epoch=ns, one
 // connection per request (a shell sends a few a minute).
 class RemoteConnection final : public Connection {
@@ -1095,6 +1071,30 @@ void Shell::AddHistory(const std::string& entry) {
 }
 
 }  // namespace
+
+// "http://HOST[:PORT][/]", HOST possibly "[v6]"; the port defaults to 8086.
+// No https: the server speaks plain HTTP (put a proxy in front for TLS).
+Status ParseUrl(std::string_view url, std::string* host, std::string* port) {
+  const Status bad =
+      Status::InvalidArgument("--url " + std::string(url) + ": expected http://HOST:PORT");
+  constexpr std::string_view kScheme = "http://";
+  if (url.substr(0, kScheme.size()) != kScheme) return bad;
+  std::string_view rest = url.substr(kScheme.size());
+  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
+  if (rest.empty() || rest.find('/') != std::string_view::npos) return bad;
+  size_t host_end = rest.rfind(':');
+  if (rest.front() == '[') {
+    const size_t close = rest.find(']');
+    if (close == std::string_view::npos) return bad;
+    *host = std::string(rest.substr(1, close - 1));
+    host_end = close + 1 < rest.size() && rest[close + 1] == ':' ? close + 1 : std::string::npos;
+  } else {
+    *host = std::string(rest.substr(0, host_end));
+  }
+  *port = host_end == std::string_view::npos ? "8086" : std::string(rest.substr(host_end + 1));
+  if (host->empty() || port->empty()) return bad;
+  return Status::Ok();
+}
 
 int RunQuery(int argc, char** argv) {
   Flags flags;

@@ -5,6 +5,11 @@
 // and a caret under the fault for a parse error.
 #pragma once
 
+#include <string>
+#include <string_view>
+
+#include "storage/status.h"
+
 namespace gpulse::shell {
 
 // Both take the arguments from the subcommand's name on: argv[0] is "query"
@@ -12,6 +17,10 @@ namespace gpulse::shell {
 // the process exit status: 0 on success, 1 when a statement or the
 // connection failed, 2 for bad flags, 130 when Ctrl-C cancelled a one-shot
 // query.
+// "http://HOST[:PORT][/]", HOST possibly "[v6]"; the port defaults to 8086.
+// InvalidArgument naming the URL otherwise (no https: put a proxy in front).
+Status ParseUrl(std::string_view url, std::string* host, std::string* port);
+
 int RunQuery(int argc, char** argv);
 int RunShell(int argc, char** argv);
 

@@ -21,6 +21,7 @@
 #include "ingest/lp_format.h"
 #include "query/time_literal.h"
 #include "shell/commands.h"
+#include "shell/query_cli.h"
 #include "shell/simulate.h"
 
 namespace gpulse::cli {
@@ -228,17 +229,6 @@ bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t* out) {
   return true;
 }
 
-// "http://host:port" (the scheme is optional; the port defaults to 8086).
-bool SplitUrl(std::string url, std::string* host, std::string* port) {
-  if (url.rfind("http://", 0) == 0) url = url.substr(7);
-  if (url.rfind("https://", 0) == 0) return false;
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  const size_t colon = url.rfind(':');
-  *host = colon == std::string::npos ? url : url.substr(0, colon);
-  *port = colon == std::string::npos ? "8086" : url.substr(colon + 1);
-  return !host->empty() && !port->empty();
-}
-
 // One incident of each kind, spread over the span and short enough that
 // most of the span is normal.
 std::vector<fleet::IncidentRequest> AllIncidents(int days) {
@@ -429,8 +419,7 @@ Status RunSimulation(const SimulateArgs& a, SimulationReport* report, bool show_
     if (s.ok()) s = closed;
   } else {
     std::string host, port;
-    if (!SplitUrl(a.url, &host, &port))
-      return Status::InvalidArgument("--url '" + a.url + "' is not http://HOST:PORT");
+    GPULSE_RETURN_IF_ERROR(shell::ParseUrl(a.url, &host, &port));
     HttpSink sink(host, port, a.database, a.token);
     s = sim->Emit(&sink, a.threads, progress, &report->points);
   }
