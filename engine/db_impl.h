@@ -72,6 +72,11 @@ class DbImpl final : public Db {
   Status ScanTallies(const Series& series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) override;
   uint32_t KeptTiers() const override { return tier_mask_; }
+  Status PutDefinition(std::string_view kind, std::string_view name,
+                       std::string_view text) override;
+  Status DeleteDefinition(std::string_view kind, std::string_view name) override;
+  Status ListDefinitions(std::string_view kind,
+                         std::vector<std::pair<std::string, std::string>>* out) override;
   Status ListMeasurements(std::vector<std::string>* out) override;
   Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
                     std::vector<Series>* out) override;

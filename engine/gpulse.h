@@ -308,6 +308,9 @@ struct QueryOptions {
   // Answers SHOW SOURCES (the server sets it: scrape targets and pushing
   // hosts with their last-seen times). Unset, SHOW SOURCES is an error.
   std::function<void(ResultSeries* out)> show_sources;
+  // Answers SHOW ALERTS with the rules' states (the server sets it). Unset,
+  // SHOW ALERTS lists the stored rules, none evaluated.
+  std::function<void(ResultSeries* out)> show_alerts;
 };
 
 class Db {
@@ -430,6 +433,19 @@ class Db {
       std::function<void(size_t field, const TallyColumn& rows, size_t begin, size_t end)>;
   virtual Status ScanTallies(const Series& series, std::span<const std::string> fields, size_t tier,
                              int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) = 0;
+
+  // Definitions: small named texts the database keeps beside its data, such
+  // as alert rules (kind "alert", the rule's CREATE ALERT text). A put is
+  // synced before it returns and replaces any definition of that kind and
+  // name; Compact and restarts keep them. Kinds and names are non-empty and
+  // hold no NUL byte (InvalidArgument otherwise).
+  virtual Status PutDefinition(std::string_view kind, std::string_view name,
+                               std::string_view text) = 0;
+  // NotFound naming the definition when there is none.
+  virtual Status DeleteDefinition(std::string_view kind, std::string_view name) = 0;
+  // Every definition of `kind` as (name, text), in name order.
+  virtual Status ListDefinitions(std::string_view kind,
+                                 std::vector<std::pair<std::string, std::string>>* out) = 0;
 
   // Runs one or more statements (SELECT, SHOW, EXPLAIN). The Status is not OK
   // only when the text does not parse (InvalidArgument with line, column and

@@ -3,6 +3,7 @@ set(GPULSE_ENGINE_SOURCES
   engine/chunk_parts.cc
   engine/column_ops.cc
   engine/db_compact.cc
+  engine/db_definitions.cc
   engine/db_delete.cc
   engine/db_flush.cc
   engine/db_impl.cc

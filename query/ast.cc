@@ -342,7 +342,7 @@ std::string ShowStatement::ToString() const {
   static constexpr std::string_view kWhat[] = {
       "MEASUREMENTS", "TAG KEYS",           "TAG VALUES", "FIELD KEYS",
       "SERIES",       "SERIES CARDINALITY", "SOURCES",    "STALE",
-      "DATABASES",    "RETENTION POLICIES", "KPIS"};
+      "DATABASES",    "RETENTION POLICIES", "KPIS",       "ALERTS"};
   std::string out = "SHOW ";
   out += kWhat[static_cast<int>(what)];
   if (!database.empty()) out += " ON " + QuoteIdent(database);
@@ -372,6 +372,38 @@ std::string DeleteStatement::ToString() const {
   AppendCondition(condition, &out);
   return out;
 }
+
+std::string_view SeverityName(Severity severity) {
+  switch (severity) {
+    case Severity::kPage:
+      return "page";
+    case Severity::kTicket:
+      return "ticket";
+    case Severity::kInfo:
+      return "info";
+  }
+  return "?";
+}
+
+std::string CreateAlertStatement::ToString() const {
+  std::string out = "CREATE ALERT " + QuoteIdent(name) + " ON ";
+  if (source != nullptr) {
+    out += source->ToString();
+  } else {
+    out += "KPI " + QuoteIdent(kpi);
+    if (kpi_over != nullptr) out += " OVER " + kpi_over->ToString();
+  }
+  out += " WHEN " + when->ToString();
+  if (baseline_history != nullptr) out += " BASELINE " + baseline_history->ToString();
+  if (for_duration != nullptr) out += " FOR " + for_duration->ToString();
+  out += " SEVERITY ";
+  out += SeverityName(severity);
+  out += " OWNER " + QuoteIdent(owner);
+  if (webhook.has_value()) out += " WEBHOOK " + QuoteString(*webhook);
+  return out;
+}
+
+std::string DropAlertStatement::ToString() const { return "DROP ALERT " + QuoteIdent(name); }
 
 std::string ExplainStatement::ToString() const { return "EXPLAIN " + select->ToString(); }
 

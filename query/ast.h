@@ -94,6 +94,8 @@ enum class StatementKind : unsigned char {
   kNorthstar,
   kDecompose,
   kDelete,  // DELETE, DROP SERIES, DROP MEASUREMENT: DeleteStatement
+  kCreateAlert,
+  kDropAlert,
 };
 
 struct Statement {
@@ -161,6 +163,7 @@ enum class ShowKind : unsigned char {
   kDatabases,
   kRetentionPolicies,
   kKpis,
+  kAlerts,
 };
 
 // WITH KEY = k, WITH KEY IN (a, b), WITH MEASUREMENT =~ /re/...
@@ -223,6 +226,37 @@ struct DecomposeStatement : Statement {
   std::unique_ptr<Expr> between_start, between_end;
   std::unique_ptr<Expr> versus_start, versus_end;
   std::vector<std::unique_ptr<Expr>> dimensions;
+};
+
+enum class Severity : unsigned char { kPage, kTicket, kInfo };
+std::string_view SeverityName(Severity severity);  // "page", "ticket", "info"
+
+// CREATE ALERT name ON source WHEN condition [BASELINE history] [FOR duration]
+//   SEVERITY page|ticket|info OWNER team [WEBHOOK 'url']
+// where source is NORTHSTAR ..., KPI name [OVER duration], or a SELECT.
+// Syntax only; query/alert_rule.h gives it meaning.
+struct CreateAlertStatement : Statement {
+  CreateAlertStatement() : Statement(StatementKind::kCreateAlert) {}
+  std::string ToString() const override;
+
+  std::string name;
+  std::unique_ptr<Statement> source;  // a NorthstarStatement or SelectStatement; null for KPI
+  std::string kpi;                    // ON KPI <kpi>
+  std::unique_ptr<Expr> kpi_over;     // ON KPI k OVER <duration>; null for the default
+  std::unique_ptr<Expr> when;
+  std::unique_ptr<Expr> baseline_history;  // null: the default history
+  std::unique_ptr<Expr> for_duration;      // null: fires on the first true evaluation
+  Severity severity = Severity::kTicket;
+  std::string owner;
+  std::optional<std::string> webhook;
+};
+
+// DROP ALERT name
+struct DropAlertStatement : Statement {
+  DropAlertStatement() : Statement(StatementKind::kDropAlert) {}
+  std::string ToString() const override;
+
+  std::string name;
 };
 
 // Statements joined by "; ".

@@ -20,13 +20,6 @@ constexpr double kMadToSigma = 1.4826;  // MAD x this estimates a normal's stand
 
 bool IsBaselineCall(const Expr& e) { return e.kind == ExprKind::kCall && e.text == "baseline"; }
 
-// Weekdays and weekends have their own normal (UTC days; 1970-01-01 was a Thursday).
-bool Weekend(int64_t ns) {
-  const int64_t day = ns >= 0 ? ns / kDayNs : (ns - kDayNs + 1) / kDayNs;
-  const int64_t weekday = ((day % 7) + 7 + 3) % 7;  // 0 Monday
-  return weekday >= 5;
-}
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -66,6 +59,22 @@ std::string FillText(const SelectStatement& s) {
 }
 
 }  // namespace
+
+// 1970-01-01 was a Thursday.
+bool WeekendDay(int64_t ns) {
+  const int64_t day = ns >= 0 ? ns / kDayNs : (ns - kDayNs + 1) / kDayNs;
+  const int64_t weekday = ((day % 7) + 7 + 3) % 7;  // 0 Monday
+  return weekday >= 5;
+}
+
+RobustSpread Spread(std::vector<double> samples) {
+  RobustSpread out;
+  out.median = Median(samples);
+  for (double& x : samples) x = std::abs(x - out.median);
+  out.mad = Median(std::move(samples));
+  out.sigma = std::max(kMadToSigma * out.mad, 0.01 * std::max(std::abs(out.median), 1.0));
+  return out;
+}
 
 bool HasBaseline(const SelectStatement& s) {
   return std::any_of(s.fields.begin(), s.fields.end(), [](const SelectField& f) {
@@ -140,19 +149,16 @@ Status RunBaseline(Db* db, const SelectStatement& s, const QueryOptions& options
       std::vector<double> samples;
       for (int64_t back = kDayNs; back <= *history; back += kDayNs) {
         const auto it = values.find(t - back);
-        if (it != values.end() && Weekend(t - back) == Weekend(t)) samples.push_back(it->second);
+        if (it != values.end() && WeekendDay(t - back) == WeekendDay(t)) {
+          samples.push_back(it->second);
+        }
       }
       if (samples.empty()) {
         rs.values.push_back({t, value, QueryValue(), QueryValue(), QueryValue(), QueryValue()});
         continue;
       }
-      const double expected = Median(samples);
-      std::vector<double> spread;
-      for (double x : samples) spread.push_back(std::abs(x - expected));
-      // A history with no spread at all (one sample, or all equal) still
-      // has a band: a hundredth of the expected value, or of one.
-      const double sigma =
-          std::max(kMadToSigma * Median(spread), 0.01 * std::max(std::abs(expected), 1.0));
+      const RobustSpread spread = Spread(std::move(samples));
+      const double expected = spread.median, sigma = spread.sigma;
       rs.values.push_back({t, value, expected, expected - k * sigma, expected + k * sigma,
                            (value - expected) / sigma});
     }

@@ -14,6 +14,21 @@
 
 namespace gpulse::query {
 
+// Weekdays and weekends have their own normal: whether the UTC day of `ns`
+// is a Saturday or Sunday.
+bool WeekendDay(int64_t ns);
+
+// The robust centre and spread of a history: the median, the median
+// absolute deviation, and the standard deviation they estimate (1.4826 x
+// MAD), floored at a hundredth of the median (or of one) so that a history
+// with no spread still has a band. `samples` must not be empty.
+struct RobustSpread {
+  double median = 0;
+  double mad = 0;
+  double sigma = 0;
+};
+RobustSpread Spread(std::vector<double> samples);
+
 // Whether a field of the statement calls baseline().
 bool HasBaseline(const SelectStatement& s);
 

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "engine/clock.h"
+#include "query/alert_rule.h"
 #include "query/baseline.h"
 #include "query/condition.h"
 #include "query/decompose.h"
@@ -78,6 +79,8 @@ class ShowRunner {
         return RunShowStale(db_, s, options_, now_, out);
       case ShowKind::kKpis:
         return RunShowKpis(db_, s, options_, now_, out);
+      case ShowKind::kAlerts:
+        return ShowAlerts(out);
       default:
         break;
     }
@@ -264,6 +267,27 @@ class ShowRunner {
     return Status::Ok();
   }
 
+  Status ShowAlerts(std::vector<ResultSeries>* out) {
+    out->emplace_back();
+    ResultSeries& rs = out->back();
+    if (options_.show_alerts) {
+      options_.show_alerts(&rs);
+      return Status::Ok();
+    }
+    std::vector<std::pair<std::string, std::string>> rules;
+    GPULSE_RETURN_IF_ERROR(db_->ListDefinitions(kAlertDefinitionKind, &rules));
+    rs.name = "alerts";
+    rs.columns = {"name", "severity", "owner", "state", "definition"};
+    for (auto& [name, text] : rules) {
+      const Result<AlertRule> rule = CompileAlertRule(text);
+      rs.values.push_back({name, rule.ok() ? std::string(SeverityName(rule->severity)) : "",
+                           rule.ok() ? rule->owner : "",
+                           std::string("not evaluated: gpulse serve evaluates rules"),
+                           std::move(text)});
+    }
+    return Status::Ok();
+  }
+
   static void Limit(const ShowStatement& s, ResultSeries* rs) {
     const size_t off = static_cast<size_t>(std::max<int64_t>(0, s.offset.value_or(0)));
     if (off > 0) {
@@ -281,12 +305,46 @@ class ShowRunner {
   TagCondition cond_;
 };
 
+// CREATE ALERT: the rule must compile and its source must answer now (a
+// SELECT that fails, or a WHEN naming a column the source lacks, is refused
+// here rather than failing every minute in the server).
+Status CreateAlert(Db* db, const StatementList& statements, size_t index,
+                   const QueryOptions& options, int64_t now, std::vector<std::string>* notes) {
+  // The statement is compiled from its text: a compiled rule owns its tree,
+  // and the parsed list stays the caller's.
+  Result<AlertRule> rule = CompileAlertRule(statements[index]->ToString());
+  if (!rule.ok()) return rule.status();
+  std::vector<AlertSample> samples;
+  QueryOptions trial = options;
+  trial.database.clear();  // rules see every database, as the server evaluates them
+  GPULSE_RETURN_IF_ERROR(EvaluateAlertRule(db, *rule, trial, now, &samples));
+  std::vector<std::pair<std::string, std::string>> existing;
+  GPULSE_RETURN_IF_ERROR(db->ListDefinitions(kAlertDefinitionKind, &existing));
+  for (const auto& [name, text] : existing) {
+    if (name != rule->name) continue;
+    if (text == rule->text) {
+      notes->push_back("alert " + QuoteIdent(name) + " exists with this definition; unchanged");
+      return Status::Ok();
+    }
+    return Status::InvalidArgument("alert " + QuoteIdent(name) +
+                                   " exists with another definition; DROP ALERT it first");
+  }
+  GPULSE_RETURN_IF_ERROR(db->PutDefinition(kAlertDefinitionKind, rule->name, rule->text));
+  size_t active = 0;
+  for (const AlertSample& s : samples) active += s.active ? 1 : 0;
+  notes->push_back("alert " + QuoteIdent(rule->name) + " created; now " +
+                   std::to_string(samples.size()) + " group(s), " + std::to_string(active) +
+                   " meeting WHEN");
+  return Status::Ok();
+}
+
 }  // namespace
 
 void Execute(Db* db, const StatementList& statements, const QueryOptions& options,
              QueryResult* out) {
   const int64_t now = options.now_ns != 0 ? options.now_ns : engine::WallClockNanos();
-  for (const auto& stmt : statements) {
+  for (size_t i = 0; i < statements.size(); ++i) {
+    const auto& stmt = statements[i];
     StatementResult result;
     ExecContext ctx(db, options, now);
     switch (stmt->kind) {
@@ -342,6 +400,13 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
       case StatementKind::kDecompose:
         result.status = RunDecompose(db, static_cast<const DecomposeStatement&>(*stmt), options,
                                      now, &result.series, &result.notes);
+        break;
+      case StatementKind::kCreateAlert:
+        result.status = CreateAlert(db, statements, i, options, now, &result.notes);
+        break;
+      case StatementKind::kDropAlert:
+        result.status = db->DeleteDefinition(kAlertDefinitionKind,
+                                             static_cast<const DropAlertStatement&>(*stmt).name);
         break;
       default:
         result.status = Status::InvalidArgument("this statement cannot run here");

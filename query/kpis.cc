@@ -4,6 +4,7 @@
 
 #include "query/kpis.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "query/condition.h"
@@ -113,7 +114,24 @@ QueryValue Evaluate(Db* db, const Kpi& k, const std::string& range, const QueryO
   return QueryValue(n / d * k.scale);
 }
 
+std::string RangeText(int64_t lo, int64_t hi) {
+  return "time >= " + std::to_string(lo) + "ns AND time < " + std::to_string(hi) + "ns";
+}
+
 }  // namespace
+
+bool IsKpi(std::string_view name) {
+  return std::any_of(std::begin(kKpis), std::end(kKpis),
+                     [&](const Kpi& k) { return name == k.name; });
+}
+
+Result<QueryValue> EvaluateKpi(Db* db, std::string_view name, int64_t start_ns, int64_t end_ns,
+                               const QueryOptions& options) {
+  const auto k = std::find_if(std::begin(kKpis), std::end(kKpis),
+                              [&](const Kpi& x) { return name == x.name; });
+  if (k == std::end(kKpis)) return Status::NotFound("no KPI is called " + std::string(name));
+  return Evaluate(db, *k, RangeText(start_ns, end_ns), options);
+}
 
 Status RunShowKpis(Db* db, const ShowStatement& s, const QueryOptions& options, int64_t now_ns,
                    std::vector<ResultSeries>* out) {
@@ -126,8 +144,7 @@ Status RunShowKpis(Db* db, const ShowStatement& s, const QueryOptions& options, 
   if (hi < INT64_MIN / 2)
     return Status::InvalidArgument("SHOW KPIS: the range ends before the years it handles");
   const int64_t lo = range.has_lo ? range.lo : hi - 24 * 3600LL * 1'000'000'000;
-  const std::string text =
-      "time >= " + std::to_string(lo) + "ns AND time < " + std::to_string(hi) + "ns";
+  const std::string text = RangeText(lo, hi);
   ResultSeries rs;
   rs.name = "kpis";
   rs.columns = {"name",  "value",        "unit",       "leading_lagging",

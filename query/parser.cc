@@ -162,6 +162,8 @@ class Parser {
   bool ParseDrop(std::unique_ptr<Statement>* out);
   bool ParseNorthstar(std::unique_ptr<Statement>* out);
   bool ParseDecompose(std::unique_ptr<Statement>* out);
+  bool ParseCreateAlert(std::unique_ptr<Statement>* out);
+  bool ExpectWord(std::string_view upper_word);
   bool ParseTimeBound(std::unique_ptr<Expr>* out);
 
   bool ParseExpr(int min_precedence, std::unique_ptr<Expr>* out);
@@ -178,6 +180,7 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int depth_ = 0;
+  bool in_when_ = false;  // parsing an alert rule's WHEN
   ParseError error_;
 };
 
@@ -236,7 +239,11 @@ bool Parser::ParseStatement(std::unique_ptr<Statement>* out) {
       ok = ParseDrop(out);
       break;
     default:
-      return Fail("SELECT, SHOW, EXPLAIN, DELETE, DROP, NORTHSTAR or DECOMPOSE");
+      if (PeekWord("create")) {
+        ok = ParseCreateAlert(out);
+        break;
+      }
+      return Fail("SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR or DECOMPOSE");
   }
   if (ok) (*out)->pos = start;
   return ok;
@@ -428,7 +435,7 @@ bool Parser::ParseCondition(std::unique_ptr<Expr>* out) {
 //               | "TAG" "KEYS" [from] [where] [limit] | "TAG" "VALUES" [from] with_key [where]
 //               [limit] | "FIELD" "KEYS" [from] [limit] | "SERIES" [from] [where] [limit] |
 //               "SERIES" "CARDINALITY" [from] [where] | "SOURCES" | "STALE" [duration] [where] |
-//               "DATABASES" | "RETENTION" "POLICIES" ["ON" ident] | "KPIS" [where] )
+//               "DATABASES" | "RETENTION" "POLICIES" ["ON" ident] | "KPIS" [where] | "ALERTS" )
 bool Parser::ParseShow(std::unique_ptr<Statement>* out) {
   auto s = std::make_unique<ShowStatement>();
   Consume();
@@ -437,10 +444,16 @@ bool Parser::ParseShow(std::unique_ptr<Statement>* out) {
       TokenKind::kSeries,       TokenKind::kSources,   TokenKind::kStale,
       TokenKind::kDatabases,    TokenKind::kRetention, TokenKind::kKpis};
   TokenKind what = Peek().kind;
+  if (PeekWord("alerts")) {
+    Consume();
+    s->what = ShowKind::kAlerts;
+    *out = std::move(s);
+    return true;
+  }
   if (std::find(std::begin(kWhats), std::end(kWhats), what) == std::end(kWhats)) {
     return Fail(
         "MEASUREMENTS, TAG KEYS, TAG VALUES, FIELD KEYS, SERIES, SOURCES, STALE, DATABASES, "
-        "RETENTION POLICIES or KPIS");
+        "RETENTION POLICIES, KPIS or ALERTS");
   }
   Consume();
   bool from = false, where = false, limit = false;
@@ -576,9 +589,17 @@ bool Parser::ParseDelete(std::unique_ptr<Statement>* out) {
   return true;
 }
 
-// drop = "DROP" ( "SERIES" ( "FROM" sources [where] | where ) | "MEASUREMENT" measurement )
+// drop = "DROP" ( "SERIES" ( "FROM" sources [where] | where ) | "MEASUREMENT" measurement
+//                | "ALERT" ident )
 bool Parser::ParseDrop(std::unique_ptr<Statement>* out) {
   Consume();
+  if (PeekWord("alert")) {
+    Consume();
+    auto drop = std::make_unique<DropAlertStatement>();
+    if (!ParseIdent(&drop->name)) return false;
+    *out = std::move(drop);
+    return true;
+  }
   auto s = std::make_unique<DeleteStatement>();
   if (Accept(TokenKind::kMeasurement)) {
     s->what = DeleteKind::kDropMeasurement;
@@ -593,7 +614,7 @@ bool Parser::ParseDrop(std::unique_ptr<Statement>* out) {
       return false;
     }
   } else {
-    return Fail("SERIES or MEASUREMENT");
+    return Fail("SERIES, MEASUREMENT or ALERT");
   }
   *out = std::move(s);
   return true;
@@ -624,6 +645,71 @@ bool Parser::ParseDecompose(std::unique_ptr<Statement>* out) {
     return false;
   }
   if (Accept(TokenKind::kBy) && !ParseDimensions(false, &s->dimensions)) return false;
+  *out = std::move(s);
+  return true;
+}
+
+// The words of CREATE ALERT are not reserved (a field may be called
+// "owner"); they are recognised only where the grammar expects them.
+bool Parser::ExpectWord(std::string_view upper_word) {
+  std::string lower(upper_word);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!PeekWord(lower)) return Fail(std::string(upper_word));
+  Consume();
+  return true;
+}
+
+// create_alert = "CREATE" "ALERT" ident "ON" source "WHEN" expr ["BASELINE" duration]
+//                ["FOR" duration] "SEVERITY" ("page" | "ticket" | "info") "OWNER" ident
+//                ["WEBHOOK" string]
+// source = northstar | select | "KPI" ident ["OVER" duration]
+bool Parser::ParseCreateAlert(std::unique_ptr<Statement>* out) {
+  Consume();
+  auto s = std::make_unique<CreateAlertStatement>();
+  if (!ExpectWord("ALERT") || !ParseIdent(&s->name) || !Expect(TokenKind::kOn)) return false;
+  if (Peek().kind == TokenKind::kNorthstar) {
+    if (!ParseNorthstar(&s->source)) return false;
+  } else if (Peek().kind == TokenKind::kSelect) {
+    std::unique_ptr<SelectStatement> select;
+    if (!ParseSelect(&select)) return false;
+    s->source = std::move(select);
+  } else if (PeekWord("kpi")) {
+    Consume();
+    if (!ParseIdent(&s->kpi)) return false;
+    if (Accept(TokenKind::kOver) && !ParseDuration(&s->kpi_over)) return false;
+  } else {
+    return Fail("NORTHSTAR, SELECT or KPI");
+  }
+  if (!ExpectWord("WHEN")) return false;
+  in_when_ = true;
+  const bool when = ParseCondition(&s->when);
+  in_when_ = false;
+  if (!when) return false;
+  if (PeekWord("baseline") && Peek(1).kind != TokenKind::kLParen) {
+    Consume();
+    if (!ParseDuration(&s->baseline_history)) return false;
+  }
+  if (PeekWord("for")) {
+    Consume();
+    if (!ParseDuration(&s->for_duration)) return false;
+  }
+  if (!ExpectWord("SEVERITY")) return false;
+  if (PeekWord("page")) {
+    s->severity = Severity::kPage;
+  } else if (PeekWord("ticket")) {
+    s->severity = Severity::kTicket;
+  } else if (PeekWord("info")) {
+    s->severity = Severity::kInfo;
+  } else {
+    return Fail("page, ticket or info");
+  }
+  Consume();
+  if (!ExpectWord("OWNER") || !ParseIdent(&s->owner)) return false;
+  if (PeekWord("webhook")) {
+    Consume();
+    if (Peek().kind != TokenKind::kString) return Fail("the webhook's URL as a 'string'");
+    s->webhook = Consume().value;
+  }
   *out = std::move(s);
   return true;
 }
@@ -812,6 +898,11 @@ bool Parser::ParseArguments(Expr* call) {
 // literals of a given kind.
 bool Parser::CheckCall(const Expr& call) {
   const std::string& name = call.text;
+  // In an alert rule's WHEN, baseline(x), mad(x), sigma(x) and deviation(x)
+  // read x's history (query/alert_rule.h checks them).
+  if (in_when_ && (name == "baseline" || name == "mad" || name == "sigma" || name == "deviation")) {
+    return true;
+  }
   const FunctionInfo* f = LookupFunction(name);
   if (f == nullptr) return FailAt(call.pos, name, "unknown function " + name + "()");
   int n = static_cast<int>(call.children.size());

@@ -9,6 +9,7 @@ set(GPULSE_QUERY_SOURCES
   query/time_literal.cc
   query/parser.cc
   query/aggregate.cc
+  query/alert_rule.cc
   query/baseline.cc
   query/buckets.cc
   query/cells.cc

@@ -200,7 +200,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     if (!root.is_object()) return Status::InvalidArgument("the top level must be an object");
     GPULSE_RETURN_IF_ERROR(CheckKeys(root, "config",
                                      {"data", "listen", "threads", "max_body_mb", "read_timeout",
-                                      "auth", "scrape", "storage", "query"}));
+                                      "auth", "scrape", "storage", "query", "alerts"}));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "data", &config->data_dir));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "listen", &config->listen));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "threads", &config->threads));
@@ -226,6 +226,18 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
       GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_points", &l.max_points));
       GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_rows", &l.max_rows));
       GPULSE_RETURN_IF_ERROR(GetMillis(*q, "query", "timeout", &l.timeout));
+    }
+    if (const auto a = root.find("alerts"); a != root.end()) {
+      if (!a->is_object()) return Status::InvalidArgument("alerts: must be an object");
+      GPULSE_RETURN_IF_ERROR(
+          CheckKeys(*a, "alerts", {"evaluate", "lag_seconds", "freshness_rule"}));
+      AlertConfig& c = config->alerts;
+      GPULSE_RETURN_IF_ERROR(Get(*a, "alerts", "evaluate", &c.evaluate));
+      GPULSE_RETURN_IF_ERROR(Get(*a, "alerts", "lag_seconds", &c.lag_seconds));
+      GPULSE_RETURN_IF_ERROR(Get(*a, "alerts", "freshness_rule", &c.freshness_rule));
+      if (c.lag_seconds < 0 || c.lag_seconds > 3600) {
+        return Status::InvalidArgument("alerts.lag_seconds: must be 0 to 3600");
+      }
     }
     if (const auto s = root.find("storage"); s != root.end()) {
       if (!s->is_object()) return Status::InvalidArgument("storage: must be an object");

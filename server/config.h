@@ -30,6 +30,13 @@ struct ScrapeTarget {
   std::vector<Tag> tags;  // added to every point of this target
 };
 
+// Alert rules (server/alerts.h).
+struct AlertConfig {
+  bool evaluate = true;        // evaluate the stored rules every minute
+  int64_t lag_seconds = 60;    // evaluate as of the minute this far back
+  bool freshness_rule = true;  // the built-in rule on SHOW STALE's findings
+};
+
 struct ServerConfig {
   std::string data_dir = "./gpulse-data";
   std::string listen = "127.0.0.1:8086";
@@ -40,6 +47,7 @@ struct ServerConfig {
   std::vector<ScrapeTarget> scrape;
   Options db;                // sync policy, head bound, ...
   QueryLimits query_limits;  // per statement of /query
+  AlertConfig alerts;
 };
 
 // Reads the JSON config file at `path` into *config (keys not given keep

@@ -120,8 +120,13 @@ std::map<std::string, std::string> ParseQueryString(std::string_view target) {
 }
 
 HttpApi::HttpApi(Db* db, const ServerConfig& config, ServerMetrics* metrics,
-                 SourceRegistry* sources)
-    : db_(db), config_(config), auth_(config.tokens), metrics_(metrics), sources_(sources) {}
+                 SourceRegistry* sources, AlertManager* alerts)
+    : db_(db),
+      config_(config),
+      auth_(config.tokens),
+      metrics_(metrics),
+      sources_(sources),
+      alerts_(alerts) {}
 
 Response HttpApi::Handle(const Request& request, const RequestContext& context) {
   const auto started = std::chrono::steady_clock::now();
@@ -158,6 +163,12 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   } else if (path == "/query") {
     allowed = only({http::verb::get, http::verb::post});
     if (allowed) response = Query(request, context);
+  } else if (path == "/api/v1/alerts" || path == "/api/v1/alerts/active") {
+    allowed = only({http::verb::get});
+    if (allowed) response = Alerts(request, path);
+  } else if (path.starts_with("/api/v1/alerts/") && path.ends_with("/resolve")) {
+    allowed = only({http::verb::post});
+    if (allowed) response = Alerts(request, path);
   } else if (path == "/api/v1/compact") {
     allowed = only({http::verb::get, http::verb::post});
     if (allowed) response = Compact(request);
@@ -243,6 +254,9 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
                              s.last_error.empty() ? QueryValue() : QueryValue(s.last_error)});
     }
   };
+  if (alerts_ != nullptr) {
+    options.show_alerts = [this](ResultSeries* out) { alerts_->ShowAlerts(out); };
+  }
   ++metrics_->queries;
   Result<query::StatementList> statements = query::ParseQuery(text);
   if (!statements.ok()) {
@@ -250,15 +264,17 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
     return Error(http::status::bad_request, request.version(),
                  "error parsing query: " + statements.status().message());
   }
-  // Statements that change data (DELETE, DROP) come by POST, as InfluxDB
-  // 1.x asks, and need the right to write to the database.
+  // Statements that change data (DELETE, DROP, CREATE ALERT) come by POST,
+  // as InfluxDB 1.x asks, and need the right to write to the database.
   const bool changes = std::any_of(statements->begin(), statements->end(), [](const auto& st) {
-    return st->kind == query::StatementKind::kDelete;
+    return st->kind == query::StatementKind::kDelete ||
+           st->kind == query::StatementKind::kCreateAlert ||
+           st->kind == query::StatementKind::kDropAlert;
   });
   if (changes && request.method() != http::verb::post) {
     ++metrics_->query_errors;
     return Error(http::status::method_not_allowed, request.version(),
-                 "DELETE and DROP change data: send them with POST");
+                 "DELETE, DROP and CREATE change data: send them with POST");
   }
   if (changes) {
     // Without db= a delete reaches every database: only a token that may
@@ -414,6 +430,35 @@ Response HttpApi::Sources(const Request& request) {
   res.body() = sources_->ToJson();
   res.prepare_payload();
   return res;
+}
+
+Response HttpApi::Alerts(const Request& request, std::string_view path) {
+  const auto params = ParseQueryString(request.target());
+  const bool resolve = request.method() == http::verb::post;
+  // Rules span every database: resolving one takes a token that may write to all.
+  if (auto denied = Authorize(request, params, resolve ? "*" : "",
+                              resolve ? Access::kWrite : Access::kRead)) {
+    return *denied;
+  }
+  if (alerts_ == nullptr) {
+    return Error(http::status::service_unavailable, request.version(),
+                 "this server does not evaluate alert rules (alerts.evaluate is false)");
+  }
+  if (!resolve) {
+    const bool active = path.ends_with("/active");
+    Response res{http::status::ok, request.version()};
+    res.set(http::field::content_type, "application/json");
+    res.body() = AlertsToJson(alerts_->Instances(!active), alerts_->Rules());
+    res.prepare_payload();
+    return res;
+  }
+  constexpr std::string_view kPrefix = "/api/v1/alerts/", kSuffix = "/resolve";
+  const std::string id(path.substr(kPrefix.size(), path.size() - kPrefix.size() - kSuffix.size()));
+  size_t resolved = 0;
+  const Status s = alerts_->Resolve(id, NowNanos(), &resolved);
+  if (s.IsNotFound()) return Error(http::status::not_found, request.version(), s.message());
+  if (!s.ok()) return Error(http::status::internal_server_error, request.version(), s.ToString());
+  return Json(http::status::ok, request.version(), {{"resolved", resolved}});
 }
 
 Response HttpApi::Compact(const Request& request) {

@@ -9,6 +9,9 @@
 //   GET /api/v1/sources     pushing clients and scrape targets, last seen
 //   GET|POST /api/v1/compact  flush and compact the store (write scope)
 //   GET|POST /query         InfluxQL-flavoured queries, InfluxDB 1.x JSON or CSV
+//   GET /api/v1/alerts      alert rules and their instances, resolved ones too
+//   GET /api/v1/alerts/active   pending and firing instances
+//   POST /api/v1/alerts/{id}/resolve   resolve an instance (or a rule's) by hand
 //
 // docs/http-api.md documents parameters, status codes and error bodies.
 //
@@ -20,6 +23,7 @@
 #include <string_view>
 
 #include "engine/gpulse.h"
+#include "server/alerts.h"
 #include "server/auth.h"
 #include "server/config.h"
 #include "server/http_server.h"
@@ -37,8 +41,10 @@ std::string PercentEncode(std::string_view text);
 
 class HttpApi {
  public:
-  // `db`, `metrics` and `sources` must outlive the HttpApi.
-  HttpApi(Db* db, const ServerConfig& config, ServerMetrics* metrics, SourceRegistry* sources);
+  // `db`, `metrics`, `sources` and `alerts` must outlive the HttpApi;
+  // `alerts` may be null (rules are not evaluated: the alert endpoints say so).
+  HttpApi(Db* db, const ServerConfig& config, ServerMetrics* metrics, SourceRegistry* sources,
+          AlertManager* alerts = nullptr);
 
   Response Handle(const Request& request, const RequestContext& context);
 
@@ -49,6 +55,7 @@ class HttpApi {
   Response Metrics(const Request& request);
   Response Sources(const Request& request);
   Response Health(const Request& request);
+  Response Alerts(const Request& request, std::string_view path);
   Response Ping(const Request& request);
   // Non-null when the request may not proceed: the 401 or 403 to send.
   std::optional<Response> Authorize(const Request& request,
@@ -60,6 +67,7 @@ class HttpApi {
   Authenticator auth_;
   ServerMetrics* const metrics_;
   SourceRegistry* const sources_;
+  AlertManager* const alerts_;
 };
 
 }  // namespace gpulse::server

@@ -1,20 +1,13 @@
 #include "server/scraper.h"
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
-
 #include "ingest/prom_mapping.h"
 #include "ingest/prom_text.h"
+#include "server/http_client.h"
 
 namespace gpulse::server {
 
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 int64_t NowNanos() {
@@ -27,51 +20,12 @@ int64_t NowNanos() {
 
 Status HttpGet(const std::string& url, std::chrono::milliseconds timeout, uint64_t max_bytes,
                std::string* body) {
-  constexpr std::string_view kScheme = "http://";
-  if (url.rfind(kScheme, 0) != 0) return Status::InvalidArgument(url + ": not an http:// URL");
-  const std::string rest = url.substr(kScheme.size());
-  const size_t slash = rest.find('/');
-  const std::string authority = rest.substr(0, slash);
-  const std::string target = slash == std::string::npos ? "/" : rest.substr(slash);
-  const size_t colon = authority.rfind(':');
-  const std::string host = authority.substr(0, colon);
-  const std::string port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
-
-  asio::io_context io;
-  beast::tcp_stream stream(io);
-  beast::error_code ec;
-  stream.expires_after(timeout);
-  asio::ip::tcp::resolver resolver(io);
-  const auto endpoints = resolver.resolve(host, port, ec);
-  if (ec) return Status::IOError(url + ": resolve " + host + ": " + ec.message());
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(max_bytes);
-  // Asynchronous calls, so the stream's deadline bounds connect, write and read.
-  stream.async_connect(endpoints, [&](beast::error_code e, const auto&) { ec = e; });
-  io.run();
-  if (ec) return Status::IOError(url + ": connect: " + ec.message());
-  http::request<http::empty_body> request{http::verb::get, target, 11};
-  request.set(http::field::host, authority);
-  request.set(http::field::user_agent, std::string("gpulse/") + Version());
-  request.set(http::field::accept, "text/plain;version=0.0.4");
-  beast::flat_buffer buffer;
-  http::async_write(stream, request, [&](beast::error_code e, size_t) {
-    ec = e;
-    if (!e) http::async_read(stream, buffer, parser, [&](beast::error_code r, size_t) { ec = r; });
-  });
-  io.restart();
-  io.run();
-  if (ec == beast::error::timeout) {
-    return Status::IOError(url + ": no answer within " + std::to_string(timeout.count()) + " ms");
-  }
-  if (ec) return Status::IOError(url + ": " + ec.message());
-  const auto& response = parser.get();
-  if (response.result() != http::status::ok) {
-    return Status::IOError(url + ": HTTP " + std::to_string(response.result_int()));
-  }
-  *body = response.body();
-  beast::error_code ignored;
-  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
+  HttpReply reply;
+  Status s = HttpRequest(boost::beast::http::verb::get, url, /*content_type=*/"", /*body=*/"",
+                         timeout, max_bytes, &reply, "text/plain;version=0.0.4");
+  if (!s.ok()) return s;
+  if (reply.status != 200) return Status::IOError(url + ": HTTP " + std::to_string(reply.status));
+  *body = std::move(reply.body);
   return Status::Ok();
 }
 

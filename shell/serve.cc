@@ -20,13 +20,15 @@ constexpr const char* kServeUsage =
     "Usage: gpulse serve [--data DIR] [--listen HOST:PORT] [--config FILE]\n"
     "\n"
     "Serves InfluxDB 1.x and 2.x line-protocol writes, Prometheus scrapes of the\n"
-    "configured targets, and the server's own /metrics and /health.\n"
+    "configured targets, queries (/query), the server's own /metrics and /health,\n"
+    "and evaluates the alert rules (CREATE ALERT) every minute: /api/v1/alerts.\n"
     "\n"
     "  --data DIR          data directory (default ./gpulse-data; created if missing)\n"
     "  --listen HOST:PORT  address to listen on (default 127.0.0.1:8086, where agents\n"
     "                      already point for InfluxDB)\n"
-    "  --config FILE       JSON config: auth tokens, scrape targets, limits, storage\n"
-    "                      (docs/operations.md); flags given on the command line win\n"
+    "  --config FILE       JSON config: auth tokens, scrape targets, limits, storage,\n"
+    "                      alerts (docs/operations.md); flags given on the command\n"
+    "                      line win\n"
     "\n"
     "Stops cleanly on SIGINT or SIGTERM: no new connections, requests in flight\n"
     "finish, the WAL is synced, exit status 0.\n";
@@ -99,7 +101,13 @@ int RunServe(const std::vector<std::string>& args) {
   }
   server::ServerMetrics metrics;
   server::SourceRegistry sources;
-  server::HttpApi api(db.get(), config, &metrics, &sources);
+  server::WebhookSender webhooks;
+  server::AlertManagerOptions alert_options;
+  alert_options.lag = std::chrono::seconds(config.alerts.lag_seconds);
+  alert_options.freshness_rule = config.alerts.freshness_rule;
+  server::AlertManager alerts(db.get(), alert_options, &webhooks);
+  server::HttpApi api(db.get(), config, &metrics, &sources,
+                      config.alerts.evaluate ? &alerts : nullptr);
   server::HttpServer http_server(http,
                                  [&api](const server::Request& r, const server::RequestContext& c) {
                                    return api.Handle(r, c);
@@ -111,6 +119,10 @@ int RunServe(const std::vector<std::string>& args) {
   }
   server::Scraper scraper(config.scrape, config.max_body_bytes, db.get(), &metrics, &sources);
   scraper.Start();
+  if (config.alerts.evaluate) {
+    webhooks.Start();
+    alerts.Start();
+  }
   std::fprintf(stderr,
                "gpulse: serving %s on http://%s:%u (auth %s, %zu scrape targets); "
                "SIGINT or SIGTERM stops\n",
@@ -122,6 +134,8 @@ int RunServe(const std::vector<std::string>& args) {
   std::fprintf(stderr, "gpulse: %s: stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
   http_server.Stop();
   scraper.Stop();
+  alerts.Stop();
+  webhooks.Stop();
   s = db->Close();
   if (!s.ok()) {
     std::fprintf(stderr, "gpulse serve: close: %s\n", s.ToString().c_str());

@@ -41,6 +41,14 @@ std::string DroppedSeriesKey(uint32_t series_id) {
   return key;
 }
 
+std::string DefinitionKey(std::string_view kind, std::string_view name) {
+  std::string key(1, kDefinitionPrefix);
+  key.append(kind);
+  key.push_back('\0');
+  key.append(name);
+  return key;
+}
+
 std::string FieldKey(uint32_t field_id) {
   std::string key(1, kFieldPrefix);
   PutU32BE(&key, field_id);

@@ -10,6 +10,7 @@
 //   'I' measurement \0 tag key \0 tag value \0 series_id(u32)   -> (empty)
 //   'C' tier(u8) series_id(u32) field_id(u32) window_start(i64) part(u16) -> chunk
 //       (tier 0: raw points; tiers 1-3: rollup blocks, storage/rollup.h, part 0)
+//   'D' kind \0 name                            -> definition text (an alert rule...)
 //
 // A canonical series key is the measurement followed by each tag key and
 // value, in tag-key order, each preceded by a NUL byte (names may not hold
@@ -31,7 +32,8 @@ inline constexpr char kSeriesPrefix = 'S';
 inline constexpr char kFieldPrefix = 'F';
 inline constexpr char kIndexPrefix = 'I';
 inline constexpr char kChunkPrefix = 'C';
-inline constexpr char kTierSetKey = 'T';     // -> u8: bit t set when kTiers[t] is kept
+inline constexpr char kTierSetKey = 'T';  // -> u8: bit t set when kTiers[t] is kept
+inline constexpr char kDefinitionPrefix = 'D';
 inline constexpr char kDroppedPrefix = 'X';  // | series id: the series was dropped
 // 2: chunk keys carry a part number; 3: tiers (rollup blocks under tier ids
 // 1..3), built from raw when a version 2 store is opened; 4: dropped-series
@@ -49,6 +51,8 @@ std::string VersionKey();
 std::string SeriesKey(uint32_t series_id);
 std::string FieldKey(uint32_t field_id);
 std::string DroppedSeriesKey(uint32_t series_id);
+// 'D' kind \0 name; DefinitionKey(kind, "") is the prefix of every one of the kind.
+std::string DefinitionKey(std::string_view kind, std::string_view name);
 std::string IndexKey(std::string_view measurement, std::string_view tag_key,
                      std::string_view tag_value, uint32_t series_id);
 // A window's chunk may be stored in several parts, one per flush that added

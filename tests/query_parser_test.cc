@@ -334,7 +334,8 @@ struct ErrorCase {
 TEST(QueryParserTest, ErrorTable) {
   const ErrorCase kCases[] = {
       {"", 1, 1,
-       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, NORTHSTAR or DECOMPOSE, found end of input"},
+       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR or DECOMPOSE, found end of "
+       "input"},
       {"SELECT mean(x) WHERE a = 1", 1, 16, "expected FROM, found WHERE"},
       {"SELECT mean(\"util\"), max(x) WHERE a = 1", 1, 29, "expected FROM, found WHERE"},
       {"SELECT FROM m", 1, 8, "expected expression, found FROM"},
@@ -374,12 +375,12 @@ TEST(QueryParserTest, ErrorTable) {
       {"SELECT a FROM m WHERE (a = 1", 1, 29, "expected ), found end of input"},
       {"SELECT a FROM m extra", 1, 17, "expected ; or end of input, found extra"},
       {"SELECT a FROM m;;", 1, 17,
-       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, NORTHSTAR or DECOMPOSE, found ;"},
+       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR or DECOMPOSE, found ;"},
       {"SELECT a AS FROM m", 1, 13, "expected identifier, found FROM"},
       {"DELETE", 1, 7, "expected WHERE, found end of input"},
       {"DELETE gpu", 1, 8, "expected WHERE, found gpu"},
       {"DROP SERIES", 1, 12, "expected WHERE, found end of input"},
-      {"DROP gpu", 1, 6, "expected SERIES or MEASUREMENT, found gpu"},
+      {"DROP gpu", 1, 6, "expected SERIES, MEASUREMENT or ALERT, found gpu"},
       {"DROP MEASUREMENT /gpu/", 1, 18, "expected measurement"},
       {"DELETE FROM (SELECT a FROM m)", 1, 13, "expected measurement"},
       {"SELECT a::int FROM m", 1, 11, "expected field or tag, found int"},

@@ -1,7 +1,9 @@
 // TestServer: the HTTP server in-process for tests, as `gpulse serve` wires
-// it (Db -> HttpApi -> HttpServer), on an ephemeral 127.0.0.1 port. Owns the
-// Db, the HttpApi and the HttpServer; the metrics and source registry are the
-// caller's so that a test can read them across a restart.
+// it (Db -> HttpApi -> HttpServer, and the AlertManager with its webhook
+// sender), on an ephemeral 127.0.0.1 port. Owns the Db, the HttpApi, the
+// HttpServer and the alert manager, whose clock the test drives (its
+// thread is not started: call alerts()->EvaluateAt). The metrics and source
+// registry are the caller's so that a test can read them across a restart.
 //
 // Thread safety: Start, Stop and the destructor on one thread; the server
 // answers on its own threads.
@@ -12,6 +14,7 @@
 #include <string>
 
 #include "engine/gpulse.h"
+#include "server/alerts.h"
 #include "server/config.h"
 #include "server/http_api.h"
 #include "server/http_server.h"
@@ -43,7 +46,16 @@ class TestServer {
     config_ = config;  // HttpApi keeps a reference: it must live as long as the api
     Status s = Db::Open(config_.db, dir, &db_);
     if (!s.ok()) return s;
-    api_ = std::make_unique<server::HttpApi>(db_.get(), config_, metrics, sources);
+    if (config_.alerts.evaluate) {
+      server::WebhookOptions hooks;
+      hooks.first_backoff = std::chrono::milliseconds(50);
+      webhooks_ = std::make_unique<server::WebhookSender>(hooks);
+      webhooks_->Start();
+      server::AlertManagerOptions alerts;
+      alerts.freshness_rule = config_.alerts.freshness_rule;
+      alerts_ = std::make_unique<server::AlertManager>(db_.get(), alerts, webhooks_.get());
+    }
+    api_ = std::make_unique<server::HttpApi>(db_.get(), config_, metrics, sources, alerts_.get());
     server::HttpServerOptions options;
     options.port = 0;
     options.max_body_bytes = config_.max_body_bytes;
@@ -62,6 +74,8 @@ class TestServer {
     if (server_) server_->Stop();
     server_.reset();
     api_.reset();
+    alerts_.reset();
+    webhooks_.reset();
     Status s = Status::Ok();
     if (db_) s = db_->Close();
     db_.reset();
@@ -71,10 +85,15 @@ class TestServer {
   // REQUIRES: started.
   uint16_t port() const { return server_->port(); }
   Db* db() const { return db_.get(); }
+  // Null when config.alerts.evaluate is false.
+  server::AlertManager* alerts() const { return alerts_.get(); }
+  server::WebhookSender* webhooks() const { return webhooks_.get(); }
 
  private:
   server::ServerConfig config_;
   std::unique_ptr<Db> db_;
+  std::unique_ptr<server::WebhookSender> webhooks_;
+  std::unique_ptr<server::AlertManager> alerts_;
   std::unique_ptr<server::HttpApi> api_;
   std::unique_ptr<server::HttpServer> server_;
 };
