@@ -32,8 +32,8 @@ struct Window {
   std::vector<std::pair<std::string, std::string>> names;
 };
 
-Status LedgerOf(Db* db, const QueryOptions& options, const std::vector<std::string>& by,
-                int64_t start, int64_t end, Window* w) {
+Status LedgerOf(Db* db, const QueryOptions& options, int64_t now_ns,
+                const std::vector<std::string>& by, int64_t start, int64_t end, Window* w) {
   LedgerOptions lo;
   lo.start_ns = start;
   lo.end_ns = end;
@@ -41,6 +41,7 @@ Status LedgerOf(Db* db, const QueryOptions& options, const std::vector<std::stri
   lo.contributors = true;
   lo.database = options.database;
   lo.cancelled = options.cancelled;
+  lo.known_until_ns = now_ns;
   lo.max_gpu_minutes = options.limits.max_points;
   Ledger ledger;
   GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
@@ -119,8 +120,8 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
   if (a1 <= a0) return ErrorAt(*s.between_end, "the BETWEEN window ends before it starts");
   if (b1 <= b0) return ErrorAt(*s.versus_end, "the VERSUS window ends before it starts");
   Window before, after;
-  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, by, a0, a1, &before));
-  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, by, b0, b1, &after));
+  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, now_ns, by, a0, a1, &before));
+  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, now_ns, by, b0, b1, &after));
   std::map<std::vector<std::string>, int> groups;
   for (const auto& [g, row] : before.groups) groups[g];
   for (const auto& [g, row] : after.groups) groups[g];

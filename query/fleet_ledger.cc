@@ -172,8 +172,9 @@ class LedgerBuilder {
   Status ReadGpus();
   void Classify(const Series& gpu, const std::vector<Column>& cols);
   LedgerRow& Cell(const std::vector<std::string>& group, int64_t bucket);
+  // *failed: the attempt whose failure threw the minute away, or null.
   std::array<double, kLossCount> Allocated(const std::string& job, int64_t t, bool healthy,
-                                           const JobRecord** record);
+                                           const JobRecord** record, const Ended** failed);
   uint32_t Intern(size_t dimension, std::string_view value);
   void Trace(const std::array<double, kLossCount>& add, const std::vector<uint32_t>& ids,
              const std::string& region, int32_t m, LedgerRow* row);
@@ -207,9 +208,9 @@ uint32_t LedgerBuilder::Intern(size_t dimension, std::string_view value) {
   return it->second;
 }
 
-// Outcomes of every attempt that ended at or after the start (a job that
-// failed after the range still loses the minutes the range saw after its
-// last checkpoint), and the queue's length per region and minute: jobs
+// Outcomes of every attempt that ended at or after the start, up to what
+// was known (a job that failed after the range still loses the minutes the
+// range saw after its last checkpoint), and the queue's length per region and minute: jobs
 // submitted (or resubmitted) and neither started nor cancelled yet.
 Status LedgerBuilder::ReadSched() {
   std::vector<Series> series;
@@ -235,7 +236,7 @@ Status LedgerBuilder::ReadSched() {
     const Series& s = series[k];
     const std::string event = TagOf(s, "event");
     std::vector<Column> cols;
-    const int64_t to = event == "ended" ? INT64_MAX : end_;
+    const int64_t to = event == "ended" ? o_.known_until_ns : end_;
     GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kQueueLookbackNs, to, &cols));
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
@@ -420,8 +421,10 @@ LedgerRow& LedgerBuilder::Cell(const std::vector<std::string>& group, int64_t ts
 // the data and network shares above baseline); work later thrown away goes
 // to its failure's cause; no step is software's.
 std::array<double, kLossCount> LedgerBuilder::Allocated(const std::string& job, int64_t t,
-                                                        bool healthy, const JobRecord** record) {
+                                                        bool healthy, const JobRecord** record,
+                                                        const Ended** failed) {
   std::array<double, kLossCount> out{};
+  *failed = nullptr;
   const auto it = jobs_.find(job);
   *record = it == jobs_.end() ? nullptr : &it->second;
   if (!healthy) {
@@ -440,6 +443,7 @@ std::array<double, kLossCount> LedgerBuilder::Allocated(const std::string& job, 
       (end->outcome == Outcome::kFailed || end->outcome == Outcome::kPreempted) &&
       t >= end->last_checkpoint_ns) {
     out[static_cast<size_t>(end->cause)] = 1;
+    *failed = &*end;
     return out;
   }
   const auto step =
@@ -544,6 +548,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
     const int64_t t = start_ + m * kMinuteNs;
     if (n != nullptr && n->maintenance[m]) continue;  // not capacity
     std::array<double, kLossCount> add{};
+    const Ended* failed = nullptr;
     const bool has_point = job.At(t) || xid.At(t);
     for (size_t a = 0; a < per_minute.size(); ++a) {
       const Column& col = *per_minute[a].second;
@@ -564,7 +569,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
       if (job.At(t) && cols[0].type == FieldType::kString &&
           !cols[0].strings[job.index()].empty()) {
         const JobRecord* record = nullptr;
-        add = Allocated(cols[0].strings[job.index()], t, healthy, &record);
+        add = Allocated(cols[0].strings[job.index()], t, healthy, &record, &failed);
         if (o_.contributors) {
           ids[6] = record != nullptr ? record->image : kNone;
           ids[7] = record != nullptr ? record->framework : kNone;
@@ -581,6 +586,10 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
     }
     LedgerRow& row = Cell(group, t);
     for (size_t l = 0; l < kLossCount; ++l) row.minutes[l] += add[l];
+    if (failed != nullptr) {
+      row.failed_attempts.insert(std::hash<std::string>()(cols[0].strings[job.index()]) ^
+                                 static_cast<uint64_t>(failed->end_ns));
+    }
     if (o_.contributors) {
       ids[5] = n != nullptr && !n->driver.empty() ? n->driver[m] : kNone;
       Trace(add, ids, region, m, &row);

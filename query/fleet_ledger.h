@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,11 @@ struct LedgerOptions {
   int64_t start_ns = 0;  // rounded down to a minute
   int64_t end_ns = 0;    // exclusive, rounded up to a minute
   int64_t every_ns = 0;  // bucket width; 0: one bucket for the range
+  // What was known then: job outcomes recorded at or after this instant are
+  // not read (a job that fails later has not lost its minutes yet). NORTHSTAR
+  // and DECOMPOSE set it to now(), so that an alert rule evaluated for a past
+  // instant sees what a live server saw.
+  int64_t known_until_ns = INT64_MAX;
   // What the rows are grouped by: gpu tags (region, cluster, sku, node, gpu)
   // or the attribution of the minute (team, workload_class, user, job); an
   // idle minute has no attribution and groups under "".
@@ -74,6 +80,10 @@ struct LedgerRow {
   // is judged). Queues have no presence: they are traced for scheduling
   // losses only.
   std::array<std::unordered_map<uint32_t, double>, kLossCount> contributors;
+  // The job attempts whose failure or preemption threw away minutes of this
+  // row (a hash of the job and the attempt's end): how many jobs a loss is
+  // spread over, which tells a regression from one unlucky job.
+  std::unordered_set<uint64_t> failed_attempts;
   double Capacity() const;
 };
 

@@ -70,6 +70,7 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
   lo.where = &where;
   lo.database = options.database;
   lo.cancelled = options.cancelled;
+  lo.known_until_ns = now_ns;
   lo.max_gpu_minutes = options.limits.max_points;
   Ledger ledger;
   GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
@@ -92,12 +93,14 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
       rs.columns = {"time", "goodput", "productive_gpu_minutes", "capacity_gpu_minutes"};
       for (size_t l = 1; l < kLossCount; ++l)
         rs.columns.emplace_back(LossName(static_cast<Loss>(l)));
+      rs.columns.emplace_back("failed_jobs");
     }
     const double capacity = row.Capacity();
     std::vector<QueryValue> values = {QueryValue(row.bucket_ns),
                                       QueryValue(row.minutes[0] / capacity),
                                       QueryValue(row.minutes[0]), QueryValue(capacity)};
     for (size_t l = 1; l < kLossCount; ++l) values.emplace_back(row.minutes[l] / capacity);
+    values.emplace_back(static_cast<int64_t>(row.failed_attempts.size()));
     rs.values.push_back(std::move(values));
   }
   for (auto& [group, rs] : series) {

@@ -191,6 +191,7 @@ void AlertManager::EvaluateAt(int64_t now_ns) {
     std::vector<query::AlertSample> samples;
     QueryOptions options;
     options.now_ns = now_ns;
+    options.limits = options_.limits;
     const Status s = builtin ? EvaluateFreshness(now_ns, &samples)
                              : query::EvaluateAlertRule(db_, compiled, options, now_ns, &samples);
     const double ms =
@@ -218,6 +219,7 @@ void AlertManager::EvaluateAt(int64_t now_ns) {
 Status AlertManager::EvaluateFreshness(int64_t now_ns, std::vector<query::AlertSample>* out) {
   QueryOptions options;
   options.now_ns = now_ns;
+  options.limits = options_.limits;
   QueryResult result;
   GPULSE_RETURN_IF_ERROR(db_->Query("SHOW STALE", options, &result));
   const StatementResult& st = result.statements.at(0);
@@ -320,12 +322,7 @@ std::vector<AlertInstance> AlertManager::Instances(bool include_resolved) const 
     return a.active_since_ns != b.active_since_ns ? a.active_since_ns > b.active_since_ns
                                                   : a.id < b.id;
   });
-  if (include_resolved) {
-    for (const auto& [id, a] : active_) {
-      if (a.state == "resolved") out.push_back(a);
-    }
-    out.insert(out.end(), resolved_.begin(), resolved_.end());
-  }
+  if (include_resolved) out.insert(out.end(), resolved_.begin(), resolved_.end());
   return out;
 }
 
@@ -362,8 +359,9 @@ Status AlertManager::Resolve(std::string_view id, int64_t now_ns, size_t* resolv
     ++counters_.resolved;
     const auto rule = rules_.find(a.rule);
     if (was_firing && rule != rules_.end()) Notify(rule->second, a);
-    // Kept in active_ (state resolved) so that it stays quiet until WHEN
-    // fails once; listed among the resolved.
+    Retire(a);
+    // The copy left in active_ (state resolved) keeps it quiet until WHEN
+    // fails once.
   }
   if (*resolved == 0) {
     return Status::NotFound("no pending or firing alert has the id or rule name '" +

@@ -42,6 +42,8 @@ struct AlertManagerOptions {
   bool freshness_rule = true;
   // How many resolved instances GET /api/v1/alerts keeps showing.
   size_t resolved_kept = 1000;
+  // Bounds on each rule's evaluation (the server's query limits).
+  QueryLimits limits;
 };
 
 // The built-in rule's name; it is not stored and cannot be dropped.

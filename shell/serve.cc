@@ -105,6 +105,7 @@ int RunServe(const std::vector<std::string>& args) {
   server::AlertManagerOptions alert_options;
   alert_options.lag = std::chrono::seconds(config.alerts.lag_seconds);
   alert_options.freshness_rule = config.alerts.freshness_rule;
+  alert_options.limits = config.query_limits;
   server::AlertManager alerts(db.get(), alert_options, &webhooks);
   server::HttpApi api(db.get(), config, &metrics, &sources,
                       config.alerts.evaluate ? &alerts : nullptr);

@@ -18,18 +18,6 @@ constexpr int64_t kHour = 60 * kMinute;
 constexpr int64_t kDay = 24 * kHour;
 constexpr int64_t kMonday = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
 
-// The page rules docs/metric-framework.md recommends. The goodput rule
-// watches the share lost to ill health, 1 - goodput - slack: capacity idle
-// for want of demand is not an outage.
-constexpr const char* kGoodputRule =
-    "CREATE ALERT goodput_drop ON NORTHSTAR BY cluster OVER 15m WHEN 1 - value - slack > "
-    "baseline(1 - value - slack) + 0.1 AND deviation(1 - value - slack) > 3 FOR 1m SEVERITY page "
-    "OWNER infra";
-constexpr const char* kThermalRule =
-    "CREATE ALERT thermal_node ON SELECT count(throttle_reasons) FROM gpu WHERE throttle_reasons "
-    ">= 32 AND throttle_reasons < 128 AND time > now() - 5m GROUP BY node WHEN value >= 20 FOR "
-    "5m SEVERITY page OWNER infra";
-
 class AlertReplayTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -63,8 +51,7 @@ TEST_F(AlertReplayTest, PageRulesFireWithinFifteenMinutesOfTheIncident) {
   test::AlertReplay replay(&server_, day + 1 * kHour);
   ASSERT_TRUE(replay.Simulate(options).ok());
   ASSERT_EQ(replay.incidents().size(), 2u);
-  ASSERT_EQ(replay.Create(kGoodputRule), "");
-  ASSERT_EQ(replay.Create(kThermalRule), "");
+  for (const char* rule : test::kRecommendedPageRules) ASSERT_EQ(replay.Create(rule), "");
 
   const fleet::Incident& thermal = replay.incidents()[0];
   const fleet::Incident& upgrade = replay.incidents()[1];

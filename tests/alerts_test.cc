@@ -191,6 +191,10 @@ TEST_F(AlertsTest, ResolvedByHandStaysQuietUntilTheConditionClearsOnce) {
   const test::HttpReply r = client_->Post("/api/v1/alerts/" + id + "/resolve", "");
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_EQ(json::parse(r.body)["resolved"], 1);
+  const json listed = json::parse(client_->Get("/api/v1/alerts").body)["alerts"];
+  ASSERT_EQ(listed.size(), 1u) << listed.dump();
+  EXPECT_EQ(listed[0]["state"], "resolved");
+  EXPECT_EQ(listed[0]["resolved_by_hand"], true);
   for (int i = 0; i < 5; ++i) step(95);
   EXPECT_EQ(State(), "");  // still hot, but acknowledged
   step(70);

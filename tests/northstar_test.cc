@@ -86,20 +86,27 @@ class NorthstarTest : public ::testing::Test {
     Put(std::move(p));
   }
 
-  // The first row of NORTHSTAR over [from, to) as column -> value.
-  std::map<std::string, double> Northstar(int64_t from, int64_t to, const std::string& extra = "") {
+  // The first row of NORTHSTAR over [from, to) as column -> value, with
+  // now() at `now` (0: the clock).
+  std::map<std::string, double> Northstar(int64_t from, int64_t to, const std::string& extra = "",
+                                          int64_t now = 0) {
     QueryResult r;
     const std::string q = "NORTHSTAR WHERE time >= " + std::to_string(from) + "ns AND time < " +
                           std::to_string(to) + "ns" + extra;
-    EXPECT_TRUE(db_->Query(q, {}, &r).ok()) << q;
+    QueryOptions options;
+    options.now_ns = now;
+    EXPECT_TRUE(db_->Query(q, options, &r).ok()) << q;
     std::map<std::string, double> row;
     if (r.statements.empty() || !r.statements[0].status.ok() || r.statements[0].series.empty()) {
       ADD_FAILURE() << q << ": " << (r.statements.empty() ? "" : r.statements[0].status.ToString());
       return row;
     }
     const ResultSeries& s = r.statements[0].series[0];
-    for (size_t c = 1; c < s.columns.size(); ++c)
-      row[s.columns[c]] = std::get<double>(s.values.at(0)[c]);
+    for (size_t c = 1; c < s.columns.size(); ++c) {
+      const QueryValue& v = s.values.at(0)[c];
+      row[s.columns[c]] =
+          v.index() == 2 ? static_cast<double>(std::get<int64_t>(v)) : std::get<double>(v);
+    }
     return row;
   }
 
@@ -130,6 +137,12 @@ TEST_F(NorthstarTest, AMultiDayJobThatFailsLosesOnlyTheMinutesAfterItsLastCheckp
   EXPECT_NEAR(row.at("productive_gpu_minutes"), 8.0 * 58 * 60, 1e-6);
   EXPECT_NEAR(row.at("software"), 4.0 / 62, 1e-9);
   EXPECT_NEAR(row.at("goodput"), 58.0 / 62, 1e-9);
+  EXPECT_EQ(row.at("failed_jobs"), 1.0);
+  // Seen from the minute before the failure, nothing was lost yet: NORTHSTAR
+  // knows what had happened by now() (what an alert rule saw then).
+  const auto before = Northstar(kT0, end - kMinute, "", end - kMinute);
+  EXPECT_NEAR(before.at("goodput"), 1.0, 1e-9);
+  EXPECT_EQ(before.at("failed_jobs"), 0.0);
   // The same job succeeding instead keeps every minute.
   Sched("ended", end, "big", {{"status", std::string("succeeded")}, {"reason", std::string("")}});
   Flush();
@@ -346,7 +359,8 @@ TEST_F(NorthstarSimTest, GoodputAndTheLossesAddUpToCapacityInEveryBucketAndGroup
     EXPECT_EQ(s.values.size(), 8u);
     for (const auto& row : s.values) {
       double shares = std::get<double>(row[1]);
-      for (size_t c = 4; c < row.size(); ++c) shares += std::get<double>(row[c]);
+      // Columns 4.. are the losses, then failed_jobs.
+      for (size_t c = 4; c + 1 < row.size(); ++c) shares += std::get<double>(row[c]);
       EXPECT_NEAR(shares, 1.0, 1e-9);
       EXPECT_GE(std::get<double>(row[1]), 0.0);
       capacity += std::get<double>(row[3]);

@@ -214,7 +214,7 @@ TEST(QueryParserTest, DocumentedExamplesRoundTrip) {
     EXPECT_EQ(RoundTrip(line).rfind("ERROR", 0), std::string::npos)
         << line << ": " << RoundTrip(line);
   }
-  EXPECT_EQ(examples, 45);
+  EXPECT_EQ(examples, 51);
 }
 
 // The tree with every binary and unary node in parentheses.

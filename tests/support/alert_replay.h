@@ -20,6 +20,20 @@
 
 namespace gpulse::test {
 
+// The page rules docs/metric-framework.md recommends, which the replay test
+// and bench/alert_replay hold to the 15-minute target. The goodput rule
+// watches the share of capacity lost to ill health, 1 - goodput - slack
+// (capacity idle for want of demand is not an outage), and asks that the
+// loss be spread over three failed jobs or more: one large job failing
+// moves a cluster's goodput as much as a regression's first minutes do.
+inline constexpr const char* kRecommendedPageRules[] = {
+    "CREATE ALERT goodput_drop ON NORTHSTAR BY cluster OVER 15m WHEN 1 - value - slack > "
+    "baseline(1 - value - slack) + 0.1 AND failed_jobs >= 3 FOR 1m SEVERITY page OWNER infra",
+    "CREATE ALERT thermal_node ON SELECT count(throttle_reasons) FROM gpu WHERE throttle_reasons "
+    ">= 32 AND throttle_reasons < 128 AND time > now() - 5m GROUP BY node WHEN value >= 20 FOR "
+    "5m SEVERITY page OWNER infra",
+};
+
 struct Firing {
   std::string rule;
   std::string group;

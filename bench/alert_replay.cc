@@ -1,0 +1,163 @@
+// alert_replay: time to detect and false pages of alert rules, measured the
+// way the replay test does (tests/support/alert_replay.h) but over days: a
+// simulated fleet's history is stored, then the live days arrive minute by
+// minute over HTTP at an in-process server, whose rules are evaluated each
+// minute. Prints every firing, each incident's time to detect, and the
+// firings no incident explains (false pages).
+//
+//   build/bench/alert_replay [--nodes 16] [--seed 1] [--history-days 7] [--live-days 7]
+//                            [--incident SPEC]... [--rule 'CREATE ALERT ...']...
+//
+// SPEC as for gpulse simulate, its offset counted from the first live day.
+// Without --rule, the recommended page rules. A firing is explained when it
+// begins inside an incident or in the 30 minutes after its end.
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/support/alert_replay.h"
+
+namespace {
+
+using namespace gpulse;
+
+constexpr int64_t kMinute = 60LL * 1'000'000'000;
+constexpr int64_t kDay = 1440 * kMinute;
+constexpr int64_t kMonday = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
+
+int Fail(const std::string& what) {
+  std::fprintf(stderr, "alert_replay: %s\n", what.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int nodes = 16, history_days = 7, live_days = 7;
+  uint64_t seed = 1;
+  std::vector<std::string> incidents, rules;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (i + 1 >= argc) return Fail("missing value after " + a);
+    const std::string v = argv[++i];
+    if (a == "--nodes") {
+      nodes = std::atoi(v.c_str());
+    } else if (a == "--seed") {
+      seed = std::strtoull(v.c_str(), nullptr, 10);
+    } else if (a == "--history-days") {
+      history_days = std::atoi(v.c_str());
+    } else if (a == "--live-days") {
+      live_days = std::atoi(v.c_str());
+    } else if (a == "--incident") {
+      incidents.push_back(v);
+    } else if (a == "--rule") {
+      rules.push_back(v);
+    } else {
+      return Fail("unknown option " + a);
+    }
+  }
+  if (rules.empty())
+    rules.assign(std::begin(test::kRecommendedPageRules), std::end(test::kRecommendedPageRules));
+  fleet::SimOptions options;
+  options.nodes = nodes;
+  options.seed = seed;
+  options.days = history_days + live_days;
+  options.start_ns = kMonday;
+  const int64_t live = kMonday + history_days * kDay;
+  for (const std::string& text : incidents) {
+    fleet::IncidentRequest r;
+    std::string error;
+    if (!fleet::ParseIncidentRequest(text, &r, &error)) return Fail(text + ": " + error);
+    r.offset_ns += history_days * kDay;
+    options.incidents.push_back(r);
+  }
+
+  char dir_template[] = "/tmp/gpulse-alert-replay-XXXXXX";
+  if (mkdtemp(dir_template) == nullptr) return Fail("mkdtemp failed");
+  const std::string dir = dir_template;
+  struct Remove {
+    std::string path;
+    ~Remove() { std::filesystem::remove_all(path); }
+  } remove{dir};
+  server::ServerConfig config;
+  test::UseQuietTestDb(&config.db);
+  config.db.wait_when_full = true;
+  config.alerts.freshness_rule = false;
+  server::ServerMetrics metrics;
+  server::SourceRegistry sources;
+  test::TestServer server;
+  Status s = server.Start(dir, config, &metrics, &sources);
+  if (!s.ok()) return Fail(s.ToString());
+  test::AlertReplay replay(&server, live);
+  const auto t0 = std::chrono::steady_clock::now();
+  s = replay.Simulate(options);
+  if (!s.ok()) return Fail(s.ToString());
+  for (const std::string& rule : rules) {
+    const std::string error = replay.Create(rule);
+    if (!error.empty()) return Fail(error);
+  }
+  const auto t1 = std::chrono::steady_clock::now();
+  std::vector<test::Firing> fired;
+  for (int d = 0; d < live_days; ++d) {
+    s = replay.Play(live + d * kDay, live + (d + 1) * kDay, true, &fired);
+    if (!s.ok()) return Fail(s.ToString());
+    std::fprintf(stderr, "day %d of %d played, %zu firings so far\n", d + 1, live_days,
+                 fired.size());
+    for (const test::Firing& f : fired) {
+      if (f.fired_ns < live + d * kDay) continue;
+      std::fprintf(stderr, "  %s %s {%s}\n", fleet::FormatUtcTime(f.fired_ns).c_str(),
+                   f.rule.c_str(), f.group.c_str());
+    }
+  }
+  const auto t2 = std::chrono::steady_clock::now();
+  const auto seconds = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count(); };
+  std::printf("%d nodes, seed %llu, %d history days, %d live days (%s to %s)\n", nodes,
+              static_cast<unsigned long long>(seed), history_days, live_days,
+              fleet::FormatUtcTime(live).c_str(),
+              fleet::FormatUtcTime(live + live_days * kDay).c_str());
+  std::printf(
+      "simulated and stored in %.1f s; %d minutes played and evaluated in %.1f s "
+      "(%.1f ms a minute)\n",
+      seconds(t0, t1), live_days * 1440, seconds(t1, t2),
+      seconds(t1, t2) * 1000 / (live_days * 1440));
+  size_t unexplained = 0;
+  for (const test::Firing& f : fired) {
+    std::string because;
+    for (const fleet::Incident& inc : replay.incidents()) {
+      if (f.fired_ns >= inc.start_ns && f.fired_ns < inc.end_ns + 30 * kMinute) {
+        because = inc.name + ", " + std::to_string((f.fired_ns - inc.start_ns) / kMinute) +
+                  " min after its start";
+        break;
+      }
+    }
+    if (because.empty()) {
+      ++unexplained;
+      because = "no incident: a false page";
+    }
+    std::printf("  %s %s {%s}: %s\n", fleet::FormatUtcTime(f.fired_ns).c_str(), f.rule.c_str(),
+                f.group.c_str(), because.c_str());
+  }
+  for (const fleet::Incident& inc : replay.incidents()) {
+    int64_t first = -1;
+    for (const test::Firing& f : fired) {
+      if (f.fired_ns >= inc.start_ns && f.fired_ns < inc.end_ns + 30 * kMinute) {
+        first = f.fired_ns;
+        break;
+      }
+    }
+    if (first < 0) {
+      std::printf("incident %s (%s): not detected\n", inc.name.c_str(),
+                  fleet::FormatUtcTime(inc.start_ns).c_str());
+    } else {
+      std::printf("incident %s (%s): detected after %lld min\n", inc.name.c_str(),
+                  fleet::FormatUtcTime(inc.start_ns).c_str(),
+                  static_cast<long long>((first - inc.start_ns) / kMinute));
+    }
+  }
+  std::printf("firings no incident explains: %zu\n", unexplained);
+  return 0;
+}
