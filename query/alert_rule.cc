@@ -9,6 +9,7 @@
 #include <set>
 
 #include "query/baseline.h"
+#include "query/calendar.h"
 #include "query/condition.h"
 #include "query/eval.h"
 #include "query/executor.h"
@@ -23,9 +24,6 @@ namespace {
 
 constexpr int64_t kDayNs = 86400LL * 1'000'000'000;
 constexpr int64_t kMaxHistoryNs = 90 * kDayNs;
-// A maintenance window longer than this is not looked for (the calendar is
-// read this far back from the earliest instant evaluated).
-constexpr int64_t kMaxMaintenanceNs = 7 * kDayNs;
 
 constexpr std::string_view kBaselineColumns[] = {"baseline", "mad", "sigma", "deviation"};
 
@@ -238,40 +236,6 @@ class RuleEvaluator {
     return Status::Ok();
   }
 
-  // The planned maintenance windows that may touch [lo, hi), per node.
-  Status LoadMaintenance(int64_t lo, int64_t hi) {
-    std::vector<TagMatcher> match;
-    if (!options_.database.empty()) match.push_back({"db", options_.database});
-    std::vector<Series> series;
-    GPULSE_RETURN_IF_ERROR(db_->ListSeries("maintenance", match, &series));
-    const std::string fields[] = {"end"};
-    for (const Series& s : series) {
-      const auto node =
-          std::find_if(s.tags.begin(), s.tags.end(), [](const Tag& t) { return t.key == "node"; });
-      if (node == s.tags.end()) continue;
-      std::vector<Column> cols;
-      GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, lo - kMaxMaintenanceNs, hi, &cols));
-      for (size_t i = 0; i < cols[0].size(); ++i) {
-        const int64_t end = static_cast<int64_t>(storage::NumberAt(cols[0], i));
-        if (end > lo) maintenance_[node->value].emplace_back(cols[0].ts[i], end);
-      }
-    }
-    return Status::Ok();
-  }
-
-  // Whether the group names a node that planned maintenance held at any
-  // moment of [lo, hi].
-  bool InMaintenance(const std::vector<Tag>& group, int64_t lo, int64_t hi) const {
-    for (const Tag& t : group) {
-      if (t.key != "node") continue;
-      const auto it = maintenance_.find(t.value);
-      if (it == maintenance_.end()) return false;
-      return std::any_of(it->second.begin(), it->second.end(),
-                         [&](const auto& w) { return w.first <= hi && w.second > lo; });
-    }
-    return false;
-  }
-
   // How far back a source's answer at t looks (what a history day must
   // keep clear of maintenance).
   int64_t Span() const {
@@ -300,7 +264,6 @@ class RuleEvaluator {
   Db* db_;
   const AlertRule& rule_;
   const QueryOptions& options_;
-  std::map<std::string, std::vector<std::pair<int64_t, int64_t>>> maintenance_;
 };
 
 }  // namespace
@@ -445,25 +408,34 @@ Status EvaluateAlertRule(Db* db, const AlertRule& rule, const QueryOptions& opti
   }
   const int64_t span = evaluator.Span();
   const int64_t history_days = rule.baseline_history_ns / kDayNs;
-  GPULSE_RETURN_IF_ERROR(evaluator.LoadMaintenance(
-      now_ns - (rule.uses_baseline ? rule.baseline_history_ns : 0) - span, now_ns + 1));
-  // History: the same instant on earlier days of the same kind, each group's
-  // answer kept unless planned maintenance touched the group then.
+  Calendar calendar;
+  GPULSE_RETURN_IF_ERROR(calendar.Load(
+      db, options.database, now_ns - (rule.uses_baseline ? rule.baseline_history_ns : 0) - span,
+      now_ns + 1));
+  // History: the same instant on earlier days of the same kind, outside
+  // known seasons, each group's answer kept unless planned maintenance
+  // touched the group then.
   std::map<std::string, std::vector<std::map<std::string, QueryValue>>> history;
   if (rule.uses_baseline) {
     for (int64_t d = 1; d <= history_days; ++d) {
       const int64_t t = now_ns - d * kDayNs;
-      if (WeekendDay(t) != WeekendDay(now_ns)) continue;
+      if (WeekendDay(t) != WeekendDay(now_ns) || calendar.SeasonAt(t - span, t) != nullptr) {
+        continue;
+      }
       Answers past;
       GPULSE_RETURN_IF_ERROR(evaluator.Answer(t, &past));
       for (auto& [key, sample] : past) {
-        if (evaluator.InMaintenance(sample.group, t - span, t)) continue;
+        if (calendar.GroupInMaintenance(sample.group, t - span, t)) continue;
         history[key].push_back(std::move(sample.columns));
       }
     }
   }
   for (auto& [key, sample] : now) {
-    sample.in_maintenance = evaluator.InMaintenance(sample.group, now_ns - span, now_ns);
+    sample.in_maintenance = calendar.GroupInMaintenance(sample.group, now_ns - span, now_ns);
+    if (rule.uses_baseline) {
+      const Season* season = calendar.SeasonAt(now_ns - span, now_ns);
+      if (season != nullptr) sample.season = season->name;
+    }
     Spreads spreads;
     for (const Expr* arg : rule.baseline_args) {
       std::vector<double> values;

@@ -5,9 +5,9 @@
 // mad(x), sigma(x) and deviation(x) are the median, median absolute
 // deviation, robust standard deviation and distance in those of x at the
 // same instant on earlier days of the same kind, weekday or weekend, with
-// planned maintenance left out (the bare names mean x = value). The state machine that
-// turns true conditions into pending, firing and resolved alerts, and the
-// clock that evaluates rules every minute, are the server's
+// planned maintenance and known seasons left out (query/calendar.h; the
+// bare names mean x = value). The state machine that turns true conditions into pending, firing and
+// resolved alerts, and the clock that evaluates rules every minute, are the server's
 // (server/alerts.h). docs/metric-framework.md gives the reasons.
 //
 // Thread safety: a compiled rule is immutable; EvaluateAlertRule may run on
@@ -73,6 +73,10 @@ struct AlertSample {
   // True when the group's node was in planned maintenance at the instant:
   // the server does not alert on it.
   bool in_maintenance = false;
+  // For a rule that compares with a baseline: the known season the instant
+  // lies in, if any (CREATE SEASON): no normal applies, and the server does
+  // not alert.
+  std::string season;
 };
 
 // Evaluates `rule` as of `now_ns` (the source sees data up to it; now() in a

@@ -342,7 +342,8 @@ std::string ShowStatement::ToString() const {
   static constexpr std::string_view kWhat[] = {
       "MEASUREMENTS", "TAG KEYS",           "TAG VALUES", "FIELD KEYS",
       "SERIES",       "SERIES CARDINALITY", "SOURCES",    "STALE",
-      "DATABASES",    "RETENTION POLICIES", "KPIS",       "ALERTS"};
+      "DATABASES",    "RETENTION POLICIES", "KPIS",       "ALERTS",
+      "SEASONS"};
   std::string out = "SHOW ";
   out += kWhat[static_cast<int>(what)];
   if (!database.empty()) out += " ON " + QuoteIdent(database);
@@ -403,7 +404,22 @@ std::string CreateAlertStatement::ToString() const {
   return out;
 }
 
-std::string DropAlertStatement::ToString() const { return "DROP ALERT " + QuoteIdent(name); }
+std::string CreateSeasonStatement::ToString() const {
+  std::string out = "CREATE SEASON " + QuoteIdent(name) + " FROM ";
+  PrintOperand(*start, kComparePrecedence + 1, &out);
+  out += " TO ";
+  PrintOperand(*end, kComparePrecedence + 1, &out);
+  return out;
+}
+
+std::string_view DefinitionKindName(DefinitionKind kind) {
+  return kind == DefinitionKind::kAlert ? "alert" : "season";
+}
+
+std::string DropDefinitionStatement::ToString() const {
+  return std::string(what == DefinitionKind::kAlert ? "DROP ALERT " : "DROP SEASON ") +
+         QuoteIdent(name);
+}
 
 std::string ExplainStatement::ToString() const { return "EXPLAIN " + select->ToString(); }
 

@@ -95,7 +95,8 @@ enum class StatementKind : unsigned char {
   kDecompose,
   kDelete,  // DELETE, DROP SERIES, DROP MEASUREMENT: DeleteStatement
   kCreateAlert,
-  kDropAlert,
+  kCreateSeason,
+  kDropDefinition,  // DROP ALERT, DROP SEASON
 };
 
 struct Statement {
@@ -164,6 +165,7 @@ enum class ShowKind : unsigned char {
   kRetentionPolicies,
   kKpis,
   kAlerts,
+  kSeasons,
 };
 
 // WITH KEY = k, WITH KEY IN (a, b), WITH MEASUREMENT =~ /re/...
@@ -251,11 +253,25 @@ struct CreateAlertStatement : Statement {
   std::optional<std::string> webhook;
 };
 
-// DROP ALERT name
-struct DropAlertStatement : Statement {
-  DropAlertStatement() : Statement(StatementKind::kDropAlert) {}
+// CREATE SEASON name FROM start TO end: a known seasonal window (a holiday,
+// a launch week) that baselines leave out. Syntax only; query/calendar.h.
+struct CreateSeasonStatement : Statement {
+  CreateSeasonStatement() : Statement(StatementKind::kCreateSeason) {}
   std::string ToString() const override;
 
+  std::string name;
+  std::unique_ptr<Expr> start, end;  // time bounds, as DECOMPOSE's
+};
+
+// DROP ALERT name | DROP SEASON name: a stored definition goes.
+enum class DefinitionKind : unsigned char { kAlert, kSeason };
+std::string_view DefinitionKindName(DefinitionKind kind);  // "alert", "season"
+
+struct DropDefinitionStatement : Statement {
+  DropDefinitionStatement() : Statement(StatementKind::kDropDefinition) {}
+  std::string ToString() const override;
+
+  DefinitionKind what = DefinitionKind::kAlert;
   std::string name;
 };
 

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 
+#include "query/calendar.h"
 #include "query/condition.h"
 #include "query/eval.h"
 
@@ -131,6 +132,8 @@ Status RunBaseline(Db* db, const SelectStatement& s, const QueryOptions& options
   const StatementResult& st = r.statements.at(0);
   GPULSE_RETURN_IF_ERROR(st.status);
   notes->insert(notes->end(), st.notes.begin(), st.notes.end());
+  Calendar calendar;
+  GPULSE_RETURN_IF_ERROR(calendar.Load(db, options.database, lo - *history, hi));
 
   for (const ResultSeries& series : st.series) {
     std::map<int64_t, double> values;
@@ -149,7 +152,12 @@ Status RunBaseline(Db* db, const SelectStatement& s, const QueryOptions& options
       std::vector<double> samples;
       for (int64_t back = kDayNs; back <= *history; back += kDayNs) {
         const auto it = values.find(t - back);
-        if (it != values.end() && WeekendDay(t - back) == WeekendDay(t)) {
+        // A bucket in a known season, or on a node in planned maintenance,
+        // is not what normal looks like.
+        const int64_t b0 = t - back, b1 = t - back + bucket - 1;
+        if (it != values.end() && WeekendDay(t - back) == WeekendDay(t) &&
+            calendar.SeasonAt(b0, b1) == nullptr &&
+            !calendar.GroupInMaintenance(series.tags, b0, b1)) {
           samples.push_back(it->second);
         }
       }

@@ -9,6 +9,7 @@
 #include "engine/clock.h"
 #include "query/alert_rule.h"
 #include "query/baseline.h"
+#include "query/calendar.h"
 #include "query/condition.h"
 #include "query/decompose.h"
 #include "query/delete.h"
@@ -81,6 +82,8 @@ class ShowRunner {
         return RunShowKpis(db_, s, options_, now_, out);
       case ShowKind::kAlerts:
         return ShowAlerts(out);
+      case ShowKind::kSeasons:
+        return ShowSeasons(out);
       default:
         break;
     }
@@ -288,6 +291,19 @@ class ShowRunner {
     return Status::Ok();
   }
 
+  Status ShowSeasons(std::vector<ResultSeries>* out) {
+    std::vector<Season> seasons;
+    GPULSE_RETURN_IF_ERROR(ListSeasons(db_, &seasons));
+    out->emplace_back();
+    ResultSeries& rs = out->back();
+    rs.name = "seasons";
+    rs.columns = {"name", "start", "end"};
+    for (const Season& season : seasons) {
+      rs.values.push_back({season.name, QueryValue(season.start_ns), QueryValue(season.end_ns)});
+    }
+    return Status::Ok();
+  }
+
   static void Limit(const ShowStatement& s, ResultSeries* rs) {
     const size_t off = static_cast<size_t>(std::max<int64_t>(0, s.offset.value_or(0)));
     if (off > 0) {
@@ -404,10 +420,14 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
       case StatementKind::kCreateAlert:
         result.status = CreateAlert(db, statements, i, options, now, &result.notes);
         break;
-      case StatementKind::kDropAlert:
-        result.status = db->DeleteDefinition(kAlertDefinitionKind,
-                                             static_cast<const DropAlertStatement&>(*stmt).name);
+      case StatementKind::kCreateSeason:
+        result.status = CreateSeason(db, static_cast<const CreateSeasonStatement&>(*stmt), now);
         break;
+      case StatementKind::kDropDefinition: {
+        const auto& drop = static_cast<const DropDefinitionStatement&>(*stmt);
+        result.status = db->DeleteDefinition(DefinitionKindName(drop.what), drop.name);
+        break;
+      }
       default:
         result.status = Status::InvalidArgument("this statement cannot run here");
         break;

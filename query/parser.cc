@@ -163,6 +163,7 @@ class Parser {
   bool ParseNorthstar(std::unique_ptr<Statement>* out);
   bool ParseDecompose(std::unique_ptr<Statement>* out);
   bool ParseCreateAlert(std::unique_ptr<Statement>* out);
+  bool ParseCreateSeason(std::unique_ptr<Statement>* out);
   bool ExpectWord(std::string_view upper_word);
   bool ParseTimeBound(std::unique_ptr<Expr>* out);
 
@@ -239,6 +240,10 @@ bool Parser::ParseStatement(std::unique_ptr<Statement>* out) {
       ok = ParseDrop(out);
       break;
     default:
+      if (PeekWord("create") && PeekWord("season", 1)) {
+        ok = ParseCreateSeason(out);
+        break;
+      }
       if (PeekWord("create")) {
         ok = ParseCreateAlert(out);
         break;
@@ -435,7 +440,8 @@ bool Parser::ParseCondition(std::unique_ptr<Expr>* out) {
 //               | "TAG" "KEYS" [from] [where] [limit] | "TAG" "VALUES" [from] with_key [where]
 //               [limit] | "FIELD" "KEYS" [from] [limit] | "SERIES" [from] [where] [limit] |
 //               "SERIES" "CARDINALITY" [from] [where] | "SOURCES" | "STALE" [duration] [where] |
-//               "DATABASES" | "RETENTION" "POLICIES" ["ON" ident] | "KPIS" [where] | "ALERTS" )
+//               "DATABASES" | "RETENTION" "POLICIES" ["ON" ident] | "KPIS" [where] | "ALERTS" |
+//               "SEASONS" )
 bool Parser::ParseShow(std::unique_ptr<Statement>* out) {
   auto s = std::make_unique<ShowStatement>();
   Consume();
@@ -444,16 +450,16 @@ bool Parser::ParseShow(std::unique_ptr<Statement>* out) {
       TokenKind::kSeries,       TokenKind::kSources,   TokenKind::kStale,
       TokenKind::kDatabases,    TokenKind::kRetention, TokenKind::kKpis};
   TokenKind what = Peek().kind;
-  if (PeekWord("alerts")) {
+  if (PeekWord("alerts") || PeekWord("seasons")) {
+    s->what = PeekWord("alerts") ? ShowKind::kAlerts : ShowKind::kSeasons;
     Consume();
-    s->what = ShowKind::kAlerts;
     *out = std::move(s);
     return true;
   }
   if (std::find(std::begin(kWhats), std::end(kWhats), what) == std::end(kWhats)) {
     return Fail(
         "MEASUREMENTS, TAG KEYS, TAG VALUES, FIELD KEYS, SERIES, SOURCES, STALE, DATABASES, "
-        "RETENTION POLICIES, KPIS or ALERTS");
+        "RETENTION POLICIES, KPIS, ALERTS or SEASONS");
   }
   Consume();
   bool from = false, where = false, limit = false;
@@ -590,12 +596,13 @@ bool Parser::ParseDelete(std::unique_ptr<Statement>* out) {
 }
 
 // drop = "DROP" ( "SERIES" ( "FROM" sources [where] | where ) | "MEASUREMENT" measurement
-//                | "ALERT" ident )
+//                | "ALERT" ident | "SEASON" ident )
 bool Parser::ParseDrop(std::unique_ptr<Statement>* out) {
   Consume();
-  if (PeekWord("alert")) {
+  if (PeekWord("alert") || PeekWord("season")) {
+    auto drop = std::make_unique<DropDefinitionStatement>();
+    drop->what = PeekWord("alert") ? DefinitionKind::kAlert : DefinitionKind::kSeason;
     Consume();
-    auto drop = std::make_unique<DropAlertStatement>();
     if (!ParseIdent(&drop->name)) return false;
     *out = std::move(drop);
     return true;
@@ -614,7 +621,7 @@ bool Parser::ParseDrop(std::unique_ptr<Statement>* out) {
       return false;
     }
   } else {
-    return Fail("SERIES, MEASUREMENT or ALERT");
+    return Fail("SERIES, MEASUREMENT, ALERT or SEASON");
   }
   *out = std::move(s);
   return true;
@@ -666,7 +673,9 @@ bool Parser::ExpectWord(std::string_view upper_word) {
 bool Parser::ParseCreateAlert(std::unique_ptr<Statement>* out) {
   Consume();
   auto s = std::make_unique<CreateAlertStatement>();
-  if (!ExpectWord("ALERT") || !ParseIdent(&s->name) || !Expect(TokenKind::kOn)) return false;
+  if (!PeekWord("alert")) return Fail("ALERT or SEASON");
+  Consume();
+  if (!ParseIdent(&s->name) || !Expect(TokenKind::kOn)) return false;
   if (Peek().kind == TokenKind::kNorthstar) {
     if (!ParseNorthstar(&s->source)) return false;
   } else if (Peek().kind == TokenKind::kSelect) {
@@ -709,6 +718,19 @@ bool Parser::ParseCreateAlert(std::unique_ptr<Statement>* out) {
     Consume();
     if (Peek().kind != TokenKind::kString) return Fail("the webhook's URL as a 'string'");
     s->webhook = Consume().value;
+  }
+  *out = std::move(s);
+  return true;
+}
+
+// create_season = "CREATE" "SEASON" ident "FROM" bound "TO" bound
+bool Parser::ParseCreateSeason(std::unique_ptr<Statement>* out) {
+  Consume();
+  Consume();
+  auto s = std::make_unique<CreateSeasonStatement>();
+  if (!ParseIdent(&s->name) || !Expect(TokenKind::kFrom) || !ParseTimeBound(&s->start) ||
+      !ExpectWord("TO") || !ParseTimeBound(&s->end)) {
+    return false;
   }
   *out = std::move(s);
   return true;

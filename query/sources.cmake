@@ -12,6 +12,7 @@ set(GPULSE_QUERY_SOURCES
   query/alert_rule.cc
   query/baseline.cc
   query/buckets.cc
+  query/calendar.cc
   query/cells.cc
   query/condition.cc
   query/decompose.cc

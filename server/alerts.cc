@@ -249,7 +249,7 @@ void AlertManager::Apply(const Rule& rule, const std::vector<query::AlertSample>
   std::map<std::string, const query::AlertSample*> holding;
   for (const query::AlertSample& s : samples) {
     if (!s.active) continue;
-    if (s.in_maintenance) {
+    if (s.in_maintenance || !s.season.empty()) {
       ++counters_.suppressed;
       continue;
     }

@@ -8,8 +8,9 @@
 //      +----WHEN fails--------+      POST .../resolve: resolved by hand, and
 //                                    silent until WHEN has failed once
 //
-// A group whose node is inside planned maintenance does not alert: it counts
-// as WHEN failing, and the suppression is counted. Firing and resolving send
+// A group whose node is inside planned maintenance does not alert, nor does
+// a rule that compares with a baseline inside a known season (CREATE
+// SEASON): it counts as WHEN failing, and the suppression is counted. Firing and resolving send
 // the rule's webhook (WebhookSender: queued, retried, never blocking).
 // Instances live in memory: after a restart, pending and firing alerts are
 // found again by the next evaluations (a rule with FOR waits it out again).

@@ -269,7 +269,8 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
   const bool changes = std::any_of(statements->begin(), statements->end(), [](const auto& st) {
     return st->kind == query::StatementKind::kDelete ||
            st->kind == query::StatementKind::kCreateAlert ||
-           st->kind == query::StatementKind::kDropAlert;
+           st->kind == query::StatementKind::kCreateSeason ||
+           st->kind == query::StatementKind::kDropDefinition;
   });
   if (changes && request.method() != http::verb::post) {
     ++metrics_->query_errors;

@@ -54,6 +54,12 @@ TEST(AlertRuleSyntaxTest, StatementsRoundTrip) {
             "deviation > 4 BASELINE 14d FOR 10m SEVERITY info OWNER infra");
   EXPECT_EQ(Canonical("DROP ALERT ns_drop"), "DROP ALERT ns_drop");
   EXPECT_EQ(Canonical("SHOW ALERTS"), "SHOW ALERTS");
+  EXPECT_EQ(Canonical("create season black_friday from '2026-11-27' to now() + 3d"),
+            "CREATE SEASON black_friday FROM '2026-11-27' TO now() + 3d");
+  EXPECT_EQ(Canonical("DROP SEASON black_friday"), "DROP SEASON black_friday");
+  EXPECT_EQ(Canonical("SHOW SEASONS"), "SHOW SEASONS");
+  EXPECT_EQ(Canonical("CREATE TABLE t"),
+            "ERROR: line 1, column 8: expected ALERT or SEASON, found TABLE");
   // The rule's words are not reserved elsewhere.
   EXPECT_EQ(Canonical("SELECT owner, severity, alert FROM create WHERE when = 'for'"),
             "SELECT owner, severity, alert FROM create WHERE when = 'for'");
@@ -280,6 +286,33 @@ TEST_F(AlertRuleDbTest, TheBaselineIsTheSameInstantOnEarlierDaysOfTheSameKindOut
   EXPECT_TRUE(samples[0].active);
   EXPECT_FALSE(samples[0].in_maintenance);
 
+  // A known season over Monday's instant leaves Monday out too: 10, 14, 13
+  // -> median 13, MAD median(3, 1, 0) = 1.
+  StatementResult season =
+      Run("CREATE SEASON launch FROM '2026-11-09T00:00:00Z' TO '2026-11-10T00:00:00Z'", now);
+  ASSERT_TRUE(season.status.ok()) << season.status.ToString();
+  auto again = Evaluate(
+      "CREATE ALERT a ON SELECT last(temp_c) FROM gpu WHERE time > now() - 5m GROUP BY node WHEN "
+      "deviation > 3 SEVERITY page OWNER infra",
+      now);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].columns.at("baseline"), QueryValue(13.0));
+  EXPECT_EQ(again[0].columns.at("mad"), QueryValue(1.0));
+  EXPECT_TRUE(again[0].season.empty());
+  // Evaluated inside the season, a baseline rule says so (the server holds it
+  // back); a rule with no baseline does not care.
+  again = Evaluate(
+      "CREATE ALERT a ON SELECT last(temp_c) FROM gpu WHERE time > now() - 5m GROUP BY node WHEN "
+      "deviation > 3 SEVERITY page OWNER infra",
+      now - 3 * kDay);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].season, "launch");
+  EXPECT_TRUE(Evaluate("CREATE ALERT a ON SELECT last(temp_c) FROM gpu WHERE time > now() - 5m "
+                       "GROUP BY node WHEN value > 3 SEVERITY page OWNER infra",
+                       now - 3 * kDay)
+                  .at(0)
+                  .season.empty());
+
   // Inside a maintenance window now, the sample says so (the server holds it back).
   ASSERT_TRUE(db_->Write({Point{"maintenance",
                                 {{"node", "n1"}, {"reason", "firmware-rollout"}},
@@ -291,6 +324,26 @@ TEST_F(AlertRuleDbTest, TheBaselineIsTheSameInstantOnEarlierDaysOfTheSameKindOut
                        now)
                   .at(0)
                   .in_maintenance);
+}
+
+TEST_F(AlertRuleDbTest, SeasonsAreStoredWithAbsoluteBoundsAndChecked) {
+  const int64_t now = kMonday + 10 * kHour;
+  StatementResult r = Run("CREATE SEASON holidays FROM now() - 1d TO now() + 2d", now);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  Reopen();
+  r = Run("SHOW SEASONS");
+  ASSERT_TRUE(r.status.ok());
+  ASSERT_EQ(r.series.at(0).values.size(), 1u);
+  EXPECT_EQ(r.series[0].values[0][0], QueryValue(std::string("holidays")));
+  EXPECT_EQ(r.series[0].values[0][1], QueryValue(now - kDay));
+  EXPECT_EQ(r.series[0].values[0][2], QueryValue(now + 2 * kDay));
+  EXPECT_EQ(Run("CREATE SEASON x FROM '2026-11-10' TO '2026-11-09'").status.message(),
+            "line 1, column 38: a season ends after it starts");
+  EXPECT_EQ(Run("CREATE SEASON x FROM '2026-01-01' TO '2027-06-01'").status.message(),
+            "line 1, column 38: a season lasts at most a year");
+  EXPECT_TRUE(Run("DROP SEASON holidays").status.ok());
+  EXPECT_EQ(Run("DROP SEASON holidays").status.message(), "no season 'holidays'");
+  EXPECT_TRUE(Run("SHOW SEASONS").series.at(0).values.empty());
 }
 
 TEST_F(AlertRuleDbTest, NorthstarAndKpiRulesAnswerWhatTheirStatementsAnswer) {

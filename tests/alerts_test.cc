@@ -228,6 +228,20 @@ TEST_F(AlertsTest, PlannedMaintenanceHoldsAlertsBack) {
   EXPECT_EQ(alerts->Counters().suppressed, 10u);
 }
 
+TEST_F(AlertsTest, ASeasonHoldsBackOnlyRulesThatCompareWithABaseline) {
+  CreateHotRule();
+  ASSERT_EQ(Query("CREATE SEASON launch FROM '2026-11-09' TO '2026-11-10'").status, 200);
+  AlertManager* alerts = server_.alerts();
+  int64_t t = kT0;
+  for (int i = 0; i < 5; ++i) {
+    Minute(t, 95, 70);
+    t += kMinute;
+    alerts->EvaluateAt(t);
+  }
+  EXPECT_EQ(State(), "firing");  // a fixed threshold is still a fixed threshold
+  EXPECT_EQ(alerts->Counters().suppressed, 0u);
+}
+
 TEST_F(AlertsTest, ShowAlertsGivesStatesAndDroppingARuleEndsItsAlerts) {
   CreateHotRule();
   AlertManager* alerts = server_.alerts();

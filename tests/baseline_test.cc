@@ -98,6 +98,35 @@ TEST_F(BaselineTest, MedianAndMadOfTheSameHourOnDaysOfTheSameKind) {
   EXPECT_NEAR(std::get<double>(friday[5]), 75 / 14.826, 1e-9);
 }
 
+TEST_F(BaselineTest, MaintenanceAndKnownSeasonsAreLeftOutOfTheHistory) {
+  const double weekday_values[] = {10, 20, 30, 40, 100};
+  std::vector<Point> points;
+  for (int d = 0; d < 5; ++d) {
+    points.push_back(
+        {"gpu", {{"node", "n1"}}, {{"util", weekday_values[d]}}, kMonday + d * kDay + 10 * kHour});
+  }
+  // n1 was drained for a kernel patch on Tuesday from 09:00 to 12:00.
+  points.push_back({"maintenance",
+                    {{"node", "n1"}, {"reason", "kernel-patch"}},
+                    {{"end", kMonday + kDay + 12 * kHour}},
+                    kMonday + kDay + 9 * kHour});
+  ASSERT_TRUE(db_->Write(points).ok());
+  const std::string q =
+      "SELECT BASELINE(mean(util), 7d, 2) FROM gpu WHERE time >= '2026-11-06T00:00:00Z' AND "
+      "time < '2026-11-07T00:00:00Z' GROUP BY node, time(1h)";
+  // Samples 10, 30, 40: median 30.
+  auto rows = Rows(q);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(std::get<double>(rows.begin()->second[2]), 30);
+  // Wednesday was a launch day, known in advance: 10, 40 -> median 25.
+  QueryResult r;
+  ASSERT_TRUE(db_->Query("CREATE SEASON launch FROM '2026-11-04' TO '2026-11-05'", {}, &r).ok());
+  ASSERT_TRUE(r.statements.at(0).status.ok()) << r.statements[0].status.ToString();
+  rows = Rows(q);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(std::get<double>(rows.begin()->second[2]), 25);
+}
+
 TEST_F(BaselineTest, ItsMisusesAreErrors) {
   Status s;
   Rows(

@@ -214,7 +214,7 @@ TEST(QueryParserTest, DocumentedExamplesRoundTrip) {
     EXPECT_EQ(RoundTrip(line).rfind("ERROR", 0), std::string::npos)
         << line << ": " << RoundTrip(line);
   }
-  EXPECT_EQ(examples, 51);
+  EXPECT_EQ(examples, 54);
 }
 
 // The tree with every binary and unary node in parentheses.
@@ -380,7 +380,7 @@ TEST(QueryParserTest, ErrorTable) {
       {"DELETE", 1, 7, "expected WHERE, found end of input"},
       {"DELETE gpu", 1, 8, "expected WHERE, found gpu"},
       {"DROP SERIES", 1, 12, "expected WHERE, found end of input"},
-      {"DROP gpu", 1, 6, "expected SERIES, MEASUREMENT or ALERT, found gpu"},
+      {"DROP gpu", 1, 6, "expected SERIES, MEASUREMENT, ALERT or SEASON, found gpu"},
       {"DROP MEASUREMENT /gpu/", 1, 18, "expected measurement"},
       {"DELETE FROM (SELECT a FROM m)", 1, 13, "expected measurement"},
       {"SELECT a::int FROM m", 1, 11, "expected field or tag, found int"},
