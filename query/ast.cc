@@ -435,6 +435,17 @@ std::string NorthstarStatement::ToString() const {
   return out;
 }
 
+std::string AnomaliesStatement::ToString() const {
+  std::string out = "ANOMALIES";
+  if (!dimensions.empty()) {
+    out += " BY ";
+    PrintList(dimensions, 0, &out);
+  }
+  AppendCondition(condition, &out);
+  if (over != nullptr) out += " OVER " + over->ToString();
+  return out;
+}
+
 std::string DecomposeStatement::ToString() const {
   std::string out = "DECOMPOSE NORTHSTAR BETWEEN ";
   // The bounds are parsed above AND's precedence, so comparisons need parens.

@@ -97,6 +97,7 @@ enum class StatementKind : unsigned char {
   kCreateAlert,
   kCreateSeason,
   kDropDefinition,  // DROP ALERT, DROP SEASON
+  kAnomalies,
 };
 
 struct Statement {
@@ -228,6 +229,16 @@ struct DecomposeStatement : Statement {
   std::unique_ptr<Expr> between_start, between_end;
   std::unique_ptr<Expr> versus_start, versus_end;
   std::vector<std::unique_ptr<Expr>> dimensions;
+};
+
+// ANOMALIES [BY tags] [WHERE cond] [OVER span]: syntax only (query/anomalies.h).
+struct AnomaliesStatement : Statement {
+  AnomaliesStatement() : Statement(StatementKind::kAnomalies) {}
+  std::string ToString() const override;
+
+  std::vector<std::unique_ptr<Expr>> dimensions;
+  std::unique_ptr<Expr> condition;
+  std::unique_ptr<Expr> over;
 };
 
 enum class Severity : unsigned char { kPage, kTicket, kInfo };

@@ -8,6 +8,7 @@
 
 #include "engine/clock.h"
 #include "query/alert_rule.h"
+#include "query/anomalies.h"
 #include "query/baseline.h"
 #include "query/calendar.h"
 #include "query/condition.h"
@@ -422,6 +423,10 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         break;
       case StatementKind::kCreateSeason:
         result.status = CreateSeason(db, static_cast<const CreateSeasonStatement&>(*stmt), now);
+        break;
+      case StatementKind::kAnomalies:
+        result.status = RunAnomalies(db, static_cast<const AnomaliesStatement&>(*stmt), options,
+                                     now, &result.series, &result.notes);
         break;
       case StatementKind::kDropDefinition: {
         const auto& drop = static_cast<const DropDefinitionStatement&>(*stmt);

@@ -164,6 +164,7 @@ class Parser {
   bool ParseDecompose(std::unique_ptr<Statement>* out);
   bool ParseCreateAlert(std::unique_ptr<Statement>* out);
   bool ParseCreateSeason(std::unique_ptr<Statement>* out);
+  bool ParseAnomalies(std::unique_ptr<Statement>* out);
   bool ExpectWord(std::string_view upper_word);
   bool ParseTimeBound(std::unique_ptr<Expr>* out);
 
@@ -240,6 +241,10 @@ bool Parser::ParseStatement(std::unique_ptr<Statement>* out) {
       ok = ParseDrop(out);
       break;
     default:
+      if (PeekWord("anomalies")) {
+        ok = ParseAnomalies(out);
+        break;
+      }
       if (PeekWord("create") && PeekWord("season", 1)) {
         ok = ParseCreateSeason(out);
         break;
@@ -248,7 +253,7 @@ bool Parser::ParseStatement(std::unique_ptr<Statement>* out) {
         ok = ParseCreateAlert(out);
         break;
       }
-      return Fail("SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR or DECOMPOSE");
+      return Fail("SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE or ANOMALIES");
   }
   if (ok) (*out)->pos = start;
   return ok;
@@ -635,6 +640,17 @@ bool Parser::ParseNorthstar(std::unique_ptr<Statement>* out) {
   if (Accept(TokenKind::kWhere) && !ParseCondition(&s->condition)) return false;
   if (Accept(TokenKind::kOver) && !ParseDuration(&s->over)) return false;
   if (Accept(TokenKind::kEvery) && !ParseDuration(&s->every)) return false;
+  *out = std::move(s);
+  return true;
+}
+
+// anomalies = "ANOMALIES" ["BY" ident {"," ident}] [where] ["OVER" duration]
+bool Parser::ParseAnomalies(std::unique_ptr<Statement>* out) {
+  Consume();
+  auto s = std::make_unique<AnomaliesStatement>();
+  if (Accept(TokenKind::kBy) && !ParseDimensions(false, &s->dimensions)) return false;
+  if (Accept(TokenKind::kWhere) && !ParseCondition(&s->condition)) return false;
+  if (Accept(TokenKind::kOver) && !ParseDuration(&s->over)) return false;
   *out = std::move(s);
   return true;
 }

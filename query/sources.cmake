@@ -20,6 +20,8 @@ set(GPULSE_QUERY_SOURCES
   query/eval.cc
   query/executor.cc
   query/fleet_ledger.cc
+  query/isolation_forest.cc
+  query/anomalies.cc
   query/format.cc
   query/kpis.cc
   query/northstar.cc
