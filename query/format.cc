@@ -38,28 +38,6 @@ int64_t FloorDiv(int64_t a, int64_t b) {
   return q;
 }
 
-std::string Rfc3339(int64_t ns) {
-  const int64_t secs = FloorDiv(ns, 1'000'000'000);
-  const int64_t frac = ns - secs * 1'000'000'000;
-  std::time_t t = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
-                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  std::string out(buf, static_cast<size_t>(n));
-  if (frac != 0) {
-    char digits[16];
-    std::snprintf(digits, sizeof digits, "%09lld", static_cast<long long>(frac));
-    std::string f(digits);
-    while (!f.empty() && f.back() == '0') f.pop_back();
-    out += '.';
-    out += f;
-  }
-  out += 'Z';
-  return out;
-}
-
 void AppendDouble(double v, std::string* out) {
   if (std::isnan(v)) {
     out->append("NaN");
@@ -175,6 +153,28 @@ void AppendCsvField(std::string_view s, std::string* out) {
 bool IsTimeColumn(const ResultSeries& s, size_t i) { return i == 0 && s.columns[0] == "time"; }
 
 }  // namespace
+
+std::string Rfc3339(int64_t ns) {
+  const int64_t secs = FloorDiv(ns, 1'000'000'000);
+  const int64_t frac = ns - secs * 1'000'000'000;
+  std::time_t t = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
+                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+  std::string out(buf, static_cast<size_t>(n));
+  if (frac != 0) {
+    char digits[16];
+    std::snprintf(digits, sizeof digits, "%09lld", static_cast<long long>(frac));
+    std::string f(digits);
+    while (!f.empty() && f.back() == '0') f.pop_back();
+    out += '.';
+    out += f;
+  }
+  out += 'Z';
+  return out;
+}
 
 bool ParseEpoch(std::string_view text, TimeFormat* format) {
   if (text.empty()) {

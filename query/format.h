@@ -18,6 +18,9 @@ namespace gpulse::query {
 // (the `epoch=` parameter: ns, u/µ, ms, s, m, h).
 enum class TimeFormat : unsigned char { kRfc3339, kNs, kUs, kMs, kS, kM, kH };
 
+// "2026-11-09T10:00:00Z", with as many fraction digits as the time needs.
+std::string Rfc3339(int64_t ns);
+
 // Parses an `epoch=` value; false when it is none of the above.
 bool ParseEpoch(std::string_view text, TimeFormat* format);
 

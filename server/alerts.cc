@@ -10,6 +10,7 @@
 
 #include "engine/clock.h"
 #include "query/executor.h"
+#include "query/format.h"
 
 namespace gpulse::server {
 
@@ -51,15 +52,8 @@ nlohmann::json ValueJson(const QueryValue& v) {
   }
 }
 
-std::string Rfc3339(int64_t ns) {
-  if (ns == 0) return "";
-  const time_t seconds = static_cast<time_t>(ns / 1'000'000'000);
-  struct tm tm;
-  gmtime_r(&seconds, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
+// An instant for the JSON answers; "" for none.
+std::string Rfc3339(int64_t ns) { return ns == 0 ? "" : query::Rfc3339(ns); }
 
 nlohmann::json InstanceJson(const AlertInstance& a) {
   nlohmann::json tags = nlohmann::json::object();

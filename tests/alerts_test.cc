@@ -92,6 +92,14 @@ class AlertsTest : public ::testing::Test {
           "\ngpu,node=n2 temp_c=" + std::to_string(n2) + ts + "\n");
   }
 
+  // Delivers the minute at the clock's time (temperatures of n1 and n2),
+  // advances the clock a minute, and evaluates the rules as of then.
+  void Step(double n1, double n2) {
+    Minute(t_, n1, n2);
+    t_ += kMinute;
+    server_.alerts()->EvaluateAt(t_);
+  }
+
   json Active() {
     const test::HttpReply r = client_->Get("/api/v1/alerts/active");
     EXPECT_EQ(r.status, 200) << r.body;
@@ -121,23 +129,19 @@ class AlertsTest : public ::testing::Test {
   SourceRegistry sources_;
   test::TestServer server_;
   std::optional<HttpClient> client_;
+  int64_t t_ = kT0;  // the evaluation clock
 };
 
 TEST_F(AlertsTest, PendingFiresAfterForAndResolvesWithWebhooks) {
   HookReceiver hook;
   CreateHotRule(" WEBHOOK '" + hook.url() + "'");
   AlertManager* alerts = server_.alerts();
-  int64_t t = kT0;
-  auto step = [&](double n2) {
-    Minute(t, 70, n2);
-    t += kMinute;
-    alerts->EvaluateAt(t);
-  };
+  auto step = [&](double n2) { Step(70, n2); };
   step(70);
   EXPECT_EQ(State(), "");
   step(95);  // WHEN holds from here
   EXPECT_EQ(State(), "pending");
-  const int64_t since = t;
+  const int64_t since = t_;
   step(96);
   step(97);
   EXPECT_EQ(State(), "pending");  // 2 minutes held, FOR is 3
@@ -152,7 +156,7 @@ TEST_F(AlertsTest, PendingFiresAfterForAndResolvesWithWebhooks) {
   EXPECT_EQ(a[0]["values"]["value"], 96.0);
   EXPECT_EQ(a[0]["active_since"], "2026-11-09T10:02:00Z");
   EXPECT_EQ(a[0]["fired_at"], "2026-11-09T10:05:00Z");
-  EXPECT_EQ(t - since, 3 * kMinute);
+  EXPECT_EQ(t_ - since, 3 * kMinute);
 
   step(70);  // the window (now - 2m, now) now holds one cool minute only
   EXPECT_EQ(State(), "");
@@ -176,13 +180,7 @@ TEST_F(AlertsTest, PendingFiresAfterForAndResolvesWithWebhooks) {
 
 TEST_F(AlertsTest, ResolvedByHandStaysQuietUntilTheConditionClearsOnce) {
   CreateHotRule();
-  AlertManager* alerts = server_.alerts();
-  int64_t t = kT0;
-  auto step = [&](double n2) {
-    Minute(t, 70, n2);
-    t += kMinute;
-    alerts->EvaluateAt(t);
-  };
+  auto step = [&](double n2) { Step(70, n2); };
   for (int i = 0; i < 5; ++i) step(95);
   ASSERT_EQ(State(), "firing");
   const std::string id = Active()[0]["id"];
@@ -214,12 +212,7 @@ TEST_F(AlertsTest, PlannedMaintenanceHoldsAlertsBack) {
   Write("maintenance,node=n2,reason=kernel-patch end=" + std::to_string(kT0 + 20 * kMinute) + "i " +
         std::to_string((kT0 + kMinute) / kSecond) + "\n");
   AlertManager* alerts = server_.alerts();
-  int64_t t = kT0;
-  for (int i = 0; i < 10; ++i) {
-    Minute(t, 95, 95);
-    t += kMinute;
-    alerts->EvaluateAt(t);
-  }
+  for (int i = 0; i < 10; ++i) Step(95, 95);
   // n1 fires; n2 stays silent, and the suppressions are counted.
   const json a = Active();
   ASSERT_EQ(a.size(), 1u) << a.dump();
@@ -232,12 +225,7 @@ TEST_F(AlertsTest, ASeasonHoldsBackOnlyRulesThatCompareWithABaseline) {
   CreateHotRule();
   ASSERT_EQ(Query("CREATE SEASON launch FROM '2026-11-09' TO '2026-11-10'").status, 200);
   AlertManager* alerts = server_.alerts();
-  int64_t t = kT0;
-  for (int i = 0; i < 5; ++i) {
-    Minute(t, 95, 70);
-    t += kMinute;
-    alerts->EvaluateAt(t);
-  }
+  for (int i = 0; i < 5; ++i) Step(95, 70);
   EXPECT_EQ(State(), "firing");  // a fixed threshold is still a fixed threshold
   EXPECT_EQ(alerts->Counters().suppressed, 0u);
 }
@@ -265,29 +253,28 @@ TEST_F(AlertsTest, ShowAlertsGivesStatesAndDroppingARuleEndsItsAlerts) {
 }
 
 TEST_F(AlertsTest, ARuleThatFailsKeepsItsStateAndSaysWhy) {
+  // Rules are evaluated under the server's query limits: at most 2 series here.
+  ASSERT_TRUE(server_.Stop().ok());
+  config_.query_limits.max_series = 2;
+  ASSERT_TRUE(server_.Start(dir_.path(), config_, &metrics_, &sources_).ok());
+  client_.emplace(server_.port());
   CreateHotRule();
   AlertManager* alerts = server_.alerts();
-  int64_t t = kT0;
-  for (int i = 0; i < 5; ++i) {
-    Minute(t, 95, 70);
-    t += kMinute;
-    alerts->EvaluateAt(t);
-  }
+  for (int i = 0; i < 5; ++i) Step(95, 70);
   ASSERT_EQ(State(), "firing");
-  // temp_c turns into a string field in a new shard of time... simplest failure: a column the
-  // WHEN names disappears. Redefine the stored rule underneath with a WHEN the source lacks.
-  ASSERT_TRUE(server_.db()
-                  ->PutDefinition("alert", "hot",
-                                  "CREATE ALERT hot ON SELECT max(temp_c) FROM gpu WHERE time > "
-                                  "now() - 2m GROUP BY node WHEN temperature > 85 FOR 3m "
-                                  "SEVERITY page OWNER infra")
-                  .ok());
-  alerts->EvaluateAt(t);
+  // A third node appears: the rule now reads 3 series and fails each minute.
+  for (int i = 0; i < 3; ++i) {
+    Write("gpu,node=n3 temp_c=60 " + std::to_string(t_ / kSecond) + "\n");
+    Step(70, 70);
+  }
   const std::vector<AlertRuleStatus> rules = alerts->Rules();
   ASSERT_EQ(rules.size(), 1u);
-  EXPECT_NE(rules[0].last_error.find("WHEN names temperature"), std::string::npos)
-      << rules[0].last_error;
-  EXPECT_EQ(alerts->Counters().errors, 1u);
+  EXPECT_NE(rules[0].last_error.find("max_series"), std::string::npos) << rules[0].last_error;
+  EXPECT_EQ(alerts->Counters().errors, 3u);
+  // n1 cooled down meanwhile, but nobody could tell: it is still firing.
+  EXPECT_EQ(State(), "firing");
+  const json all = json::parse(client_->Get("/api/v1/alerts").body);
+  EXPECT_NE(all["rules"][0]["error"].get<std::string>().find("max_series"), std::string::npos);
 }
 
 TEST_F(AlertsTest, TheFreshnessRuleReportsASilentAgent) {

@@ -334,7 +334,8 @@ struct ErrorCase {
 TEST(QueryParserTest, ErrorTable) {
   const ErrorCase kCases[] = {
       {"", 1, 1,
-       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE or ANOMALIES, found end of "
+       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE or ANOMALIES, "
+       "found end of "
        "input"},
       {"SELECT mean(x) WHERE a = 1", 1, 16, "expected FROM, found WHERE"},
       {"SELECT mean(\"util\"), max(x) WHERE a = 1", 1, 29, "expected FROM, found WHERE"},
@@ -375,7 +376,8 @@ TEST(QueryParserTest, ErrorTable) {
       {"SELECT a FROM m WHERE (a = 1", 1, 29, "expected ), found end of input"},
       {"SELECT a FROM m extra", 1, 17, "expected ; or end of input, found extra"},
       {"SELECT a FROM m;;", 1, 17,
-       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE or ANOMALIES, found ;"},
+       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE or ANOMALIES, "
+       "found ;"},
       {"SELECT a AS FROM m", 1, 13, "expected identifier, found FROM"},
       {"DELETE", 1, 7, "expected WHERE, found end of input"},
       {"DELETE gpu", 1, 8, "expected WHERE, found gpu"},

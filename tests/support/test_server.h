@@ -53,6 +53,7 @@ class TestServer {
       webhooks_->Start();
       server::AlertManagerOptions alerts;
       alerts.freshness_rule = config_.alerts.freshness_rule;
+      alerts.limits = config_.query_limits;
       alerts_ = std::make_unique<server::AlertManager>(db_.get(), alerts, webhooks_.get());
     }
     api_ = std::make_unique<server::HttpApi>(db_.get(), config_, metrics, sources, alerts_.get());
