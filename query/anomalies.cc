@@ -48,8 +48,10 @@ Status Features(Db* db, const std::string& text, const std::vector<std::string>&
     }
     for (const auto& row : rs.values) {
       double a = 0, b = 0;
+      // A day without a finite value (no points, or an agent that sent
+      // inf) is no point: the forest's cuts need finite bounds.
       if (!std::holds_alternative<int64_t>(row[0]) || !ToDouble(row[1], &a) ||
-          !ToDouble(row[2], &b)) {
+          !ToDouble(row[2], &b) || !std::isfinite(a) || !std::isfinite(b)) {
         continue;
       }
       std::vector<double>& f = (*rows)[{group, std::get<int64_t>(row[0])}];

@@ -150,12 +150,7 @@ class AlertRuleDbTest : public ::testing::Test {
   }
 
   StatementResult Run(const std::string& q, int64_t now = 0) {
-    QueryOptions o;
-    o.now_ns = now;
-    QueryResult r;
-    const Status s = db_->Query(q, o, &r);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    return r.statements.empty() ? StatementResult{} : std::move(r.statements[0]);
+    return test::RunFirst(db_.get(), q, now);
   }
 
   void Temp(const std::string& node, int64_t t, double celsius) {

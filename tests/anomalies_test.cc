@@ -46,12 +46,7 @@ class AnomaliesTest : public ::testing::Test {
     ASSERT_NE(db_, nullptr);
   }
 
-  StatementResult Run(const std::string& q) {
-    QueryResult r;
-    const Status s = db_->Query(q, {}, &r);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    return r.statements.empty() ? StatementResult{} : std::move(r.statements[0]);
-  }
+  StatementResult Run(const std::string& q) { return test::RunFirst(db_.get(), q); }
 
   storage::ScratchDir dir_;
   std::unique_ptr<Db> db_;

@@ -17,31 +17,16 @@ namespace {
 constexpr int64_t kDay = 86400LL * 1'000'000'000;
 constexpr int64_t kMonday = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
 
-class AnomaliesSimTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    db_ = test::OpenQuietDb(dir_.path());
-    ASSERT_NE(db_, nullptr);
-  }
-
-  StatementResult Run(const std::string& q) {
-    QueryResult r;
-    const Status s = db_->Query(q, {}, &r);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    return r.statements.empty() ? StatementResult{} : std::move(r.statements[0]);
-  }
-
-  storage::ScratchDir dir_;
-  std::unique_ptr<Db> db_;
-};
-
-TEST_F(AnomaliesSimTest, AClusterDaySlowedByItsStorageIsFlagged) {
+TEST(AnomaliesSimTest, AClusterDaySlowedByItsStorageIsFlagged) {
+  storage::ScratchDir dir;
+  std::unique_ptr<Db> db = test::OpenQuietDb(dir.path());
+  ASSERT_NE(db, nullptr);
   // 8 nodes for two weeks; on Wednesday 2026-11-11 the storage of
   // us-east-c0 slows down and its GPUs wait on data all day.
-  test::SimulateInto(db_.get(),
+  test::SimulateInto(db.get(),
                      test::SmallFleet(8, 14, 3, kMonday, {"io-bottleneck@9d/1d:us-east-c0"}));
-  const StatementResult r =
-      Run("ANOMALIES BY cluster WHERE time >= '2026-11-02' AND time < '2026-11-16'");
+  const StatementResult r = test::RunFirst(
+      db.get(), "ANOMALIES BY cluster WHERE time >= '2026-11-02' AND time < '2026-11-16'");
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   ASSERT_EQ(r.series.size(), 2u);
   const ResultSeries& east = r.series[1];

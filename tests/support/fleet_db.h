@@ -24,6 +24,17 @@ inline std::unique_ptr<Db> OpenQuietDb(const std::string& path) {
   return db;
 }
 
+// Runs `q` with now() at `now_ns` (0: the clock) and returns its first
+// statement's result; a text that does not parse fails the test.
+inline StatementResult RunFirst(Db* db, const std::string& q, int64_t now_ns = 0) {
+  QueryOptions options;
+  options.now_ns = now_ns;
+  QueryResult r;
+  const Status s = db->Query(q, options, &r);
+  EXPECT_TRUE(s.ok()) << q << ": " << s.ToString();
+  return r.statements.empty() ? StatementResult{} : std::move(r.statements[0]);
+}
+
 // Simulator options for a small fleet with incidents given as on the
 // command line ("thermal@1d/6h:node").
 inline fleet::SimOptions SmallFleet(int nodes, int days, uint64_t seed, int64_t start_ns,
