@@ -280,6 +280,10 @@ std::string GroupText(const std::vector<Tag>& group) {
 Result<AlertRule> CompileAlertRule(std::unique_ptr<CreateAlertStatement> s) {
   AlertRule rule;
   rule.name = s->name;
+  if (s->name == kFreshnessRuleName) {
+    return Status::InvalidArgument("alert " + QuoteIdent(s->name) +
+                                   ": the name is the built-in freshness rule's");
+  }
   rule.severity = s->severity;
   rule.owner = s->owner;
   if (s->owner.empty()) {

@@ -28,6 +28,10 @@ namespace gpulse::query {
 // The definition kind rules are stored under (Db::PutDefinition).
 inline constexpr std::string_view kAlertDefinitionKind = "alert";
 
+// The server's built-in rule on SHOW STALE's findings (server/alerts.h): not
+// stored, and no stored rule may take its name.
+inline constexpr std::string_view kFreshnessRuleName = "collection_contract";
+
 // What a rule reads when its statement does not say: NORTHSTAR and KPI
 // sources look back this far from the evaluation instant, and a rule that
 // uses the baseline compares with this much history.

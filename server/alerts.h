@@ -47,8 +47,7 @@ struct AlertManagerOptions {
   QueryLimits limits;
 };
 
-// The built-in rule's name; it is not stored and cannot be dropped.
-inline constexpr std::string_view kFreshnessRuleName = "collection_contract";
+using query::kFreshnessRuleName;
 
 struct AlertInstance {
   std::string id;  // 16 hex digits, stable for (rule, group)

@@ -135,6 +135,9 @@ TEST(AlertRuleCompileTest, RulesThatCannotRunAreRefused) {
                          "WEBHOOK 'https://hooks/x'"),
             "alert a: the webhook 'https://hooks/x' is not an http:// URL (no https: put a proxy "
             "in front)");
+  EXPECT_EQ(CompileError("CREATE ALERT collection_contract ON NORTHSTAR WHEN value < 0.5 SEVERITY "
+                         "page OWNER x"),
+            "alert collection_contract: the name is the built-in freshness rule's");
   EXPECT_EQ(CompileError("CREATE ALERT a ON NORTHSTAR WHEN value =~ /x/ SEVERITY page OWNER x"),
             "line 1, column 34: WHEN compares numbers, not patterns");
 }
