@@ -25,6 +25,7 @@ namespace {
 constexpr int64_t kDayNs = 86400LL * 1'000'000'000;
 constexpr int64_t kMaxHistoryNs = 90 * kDayNs;
 
+constexpr size_t kMinHistorySamples = 3;
 constexpr std::string_view kBaselineColumns[] = {"baseline", "mad", "sigma", "deviation"};
 
 bool IsBaselineColumn(std::string_view name) {
@@ -153,6 +154,10 @@ Result<QueryValue> Eval(const Expr& e, const std::map<std::string, QueryValue>& 
       if (!a.ok()) return a;
       Result<QueryValue> b = Eval(*e.children[1], columns, spreads, baseline_names);
       if (!b.ok()) return b;
+      // A comparison with a missing value (no history, an empty bucket) is
+      // unknown, not false: NOT (deviation < 3) must not fire on it.
+      const bool logical = e.binary_op == BinaryOp::kAnd || e.binary_op == BinaryOp::kOr;
+      if (!logical && (a->index() == 0 || b->index() == 0)) return QueryValue();
       return ApplyBinary(e.binary_op, *a, *b);
     }
     case ExprKind::kCall: {
@@ -456,8 +461,11 @@ Status EvaluateAlertRule(Db* db, const AlertRule& rule, const QueryOptions& opti
         double x = 0;
         if (ToDouble(v, &x) && std::isfinite(x)) values.push_back(x);
       }
-      spreads[ArgText(arg)] =
-          values.empty() ? std::nullopt : std::optional<RobustSpread>(Spread(std::move(values)));
+      // Fewer than three days are no normal: a median of one is that day, and
+      // its MAD is zero.
+      spreads[ArgText(arg)] = values.size() < kMinHistorySamples
+                                  ? std::nullopt
+                                  : std::optional<RobustSpread>(Spread(std::move(values)));
     }
     if (rule.uses_baseline) {
       // What the bare names give, shown with the alert.

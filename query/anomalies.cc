@@ -90,8 +90,11 @@ Status RunAnomalies(Db* db, const AnomaliesStatement& s, const QueryOptions& opt
   }
   TagCondition tags;
   GPULSE_RETURN_IF_ERROR(tags.CompileTagsOnly(rest.get(), "ANOMALIES"));
-  // Whole UTC days: from the day of the start to the end of the day of the end.
-  const int64_t hi_raw = range.has_hi ? range.hi : now_ns;
+  // Whole UTC days: from the day of the start to the end of the day of the
+  // end. Without an end, the range stops at the start of today: today's
+  // first hours are not a day, and would look odd every morning.
+  const int64_t today = now_ns - ((now_ns % kDayNs) + kDayNs) % kDayNs;
+  const int64_t hi_raw = range.has_hi ? range.hi : today;
   const int64_t lo_raw = range.has_lo ? range.lo : hi_raw - over;
   if (lo_raw < INT64_MIN / 2 || hi_raw > INT64_MAX / 2 || hi_raw <= lo_raw) {
     return Status::InvalidArgument("ANOMALIES: the time range is empty or out of bounds");
@@ -140,9 +143,12 @@ Status RunAnomalies(Db* db, const AnomaliesStatement& s, const QueryOptions& opt
                      " group-days lacked a feature the others have (no gpu or node points that "
                      "day) and were not scored");
   }
-  if (kept.size() < 4 && !kept.empty()) {
+  const bool gpu = !kept.empty() && kept.front() < 2, cpu = !kept.empty() && kept.back() >= 2;
+  if (gpu && !cpu) {
     notes->push_back(
         "scored on GPU util only: no node cpu_util in the range (docs/fleet-schema.md)");
+  } else if (cpu && !gpu) {
+    notes->push_back("scored on host CPU only: no gpu util in the range (docs/fleet-schema.md)");
   }
   // Weekdays and weekends are different normals (as for BASELINE): each
   // kind of day is scored against the days of its kind, else every weekend

@@ -23,6 +23,10 @@ Status CreateSeason(Db* db, const CreateSeasonStatement& s, int64_t now_ns) {
   if (!start.ok()) return start.status();
   const Result<int64_t> end = EvalTime(*s.end, now_ns);
   if (!end.ok()) return end.status();
+  constexpr int64_t kFar = INT64_MAX / 4;  // past any year a season can mean
+  if (*start < -kFar || *start > kFar || *end < -kFar || *end > kFar) {
+    return ErrorAt(*s.start, "a season lies outside the years gpulse handles");
+  }
   if (*end <= *start) return ErrorAt(*s.end, "a season ends after it starts");
   if (*end - *start > kMaxSeasonNs) return ErrorAt(*s.end, "a season lasts at most a year");
   // Stored with absolute bounds, as it will be read back.
@@ -64,8 +68,10 @@ Status Calendar::Load(Db* db, const std::string& database, int64_t lo, int64_t h
     std::vector<Column> cols;
     GPULSE_RETURN_IF_ERROR(db->ReadSeries(s, fields, lo - kMaxMaintenanceNs, hi, &cols));
     for (size_t i = 0; i < cols[0].size(); ++i) {
-      const int64_t end = static_cast<int64_t>(storage::NumberAt(cols[0], i));
-      if (end > lo) maintenance_[node->value].emplace_back(cols[0].ts[i], end);
+      // `end` is ns since the epoch; a value no clock can mean is skipped.
+      const double end = storage::NumberAt(cols[0], i);
+      if (!(end > static_cast<double>(lo)) || !(end < 9.2e18)) continue;
+      maintenance_[node->value].emplace_back(cols[0].ts[i], static_cast<int64_t>(end));
     }
   }
   return Status::Ok();

@@ -24,6 +24,7 @@ double AveragePath(double n) {
 
 IsolationForest::IsolationForest(const std::vector<std::vector<double>>& rows, Options options) {
   const size_t n = rows.size();
+  if (n < 2) return;  // nothing to isolate from: every score is 0.5 (norm_ stays 1, no trees)
   const size_t sample = std::min(n, static_cast<size_t>(std::max(2, options.subsample)));
   const int max_depth = static_cast<int>(std::ceil(std::log2(static_cast<double>(sample))));
   norm_ = AveragePath(static_cast<double>(sample));
@@ -63,8 +64,11 @@ int IsolationForest::Grow(const std::vector<std::vector<double>>& rows, std::vec
   if (spread.empty()) return at;  // identical points: a leaf of several
   std::uniform_int_distribution<size_t> which(0, spread.size() - 1);
   const auto& [feature, bounds] = spread[which(*rng)];
-  std::uniform_real_distribution<double> cut(bounds.first, bounds.second);
-  const double split = cut(*rng);
+  // lo + u (hi - lo), which stays finite where hi - lo would not (near +-1e308).
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const double u = unit(*rng);
+  double split = bounds.first + u * (bounds.second - bounds.first);
+  if (!std::isfinite(split)) split = bounds.first * (1 - u) + bounds.second * u;
   const auto middle = std::partition(idx->begin() + static_cast<ptrdiff_t>(begin),
                                      idx->begin() + static_cast<ptrdiff_t>(end),
                                      [&](size_t r) { return rows[r][feature] < split; });
@@ -91,7 +95,7 @@ double IsolationForest::PathLength(const Tree& tree, const std::vector<double>& 
 }
 
 double IsolationForest::Score(const std::vector<double>& x) const {
-  if (norm_ <= 0) return 0.5;
+  if (norm_ <= 0 || trees_.empty()) return 0.5;
   double total = 0;
   for (const Tree& tree : trees_) total += PathLength(tree, x);
   return std::pow(2.0, -(total / static_cast<double>(trees_.size())) / norm_);

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "engine/clock.h"
+#include "query/calendar.h"
 #include "query/executor.h"
 #include "query/format.h"
 
@@ -114,7 +115,7 @@ void AlertManager::Loop() {
   }
 }
 
-void AlertManager::ReloadRules() {
+void AlertManager::ReloadRules(int64_t now_ns) {
   std::vector<std::pair<std::string, std::string>> stored;
   const Status s = db_->ListDefinitions(query::kAlertDefinitionKind, &stored);
   if (!s.ok()) return;  // keep the rules we have; the next minute tries again
@@ -158,13 +159,29 @@ void AlertManager::ReloadRules() {
     kept.insert(rule.compiled.name);
     next[rule.compiled.name] = std::move(rule);
   }
-  // The instances of dropped or redefined rules go.
-  std::erase_if(active_, [&](const auto& entry) { return !kept.contains(entry.second.rule); });
+  // The alerts of dropped or redefined rules go; a firing one is resolved
+  // first, so that its webhook's receiver closes what it opened.
+  for (auto it = active_.begin(); it != active_.end();) {
+    AlertInstance& a = it->second;
+    if (kept.contains(a.rule)) {
+      ++it;
+      continue;
+    }
+    const auto old = rules_.find(a.rule);
+    if (a.state == "firing" && old != rules_.end()) {
+      a.state = "resolved";
+      a.resolved_ns = now_ns;
+      ++counters_.resolved;
+      Notify(old->second, a);
+      Retire(std::move(a));
+    }
+    it = active_.erase(it);
+  }
   rules_ = std::move(next);
 }
 
 void AlertManager::EvaluateAt(int64_t now_ns) {
-  ReloadRules();
+  ReloadRules(now_ns);
   std::vector<std::string> names;
   {
     std::lock_guard<std::mutex> l(mu_);
@@ -218,6 +235,10 @@ Status AlertManager::EvaluateFreshness(int64_t now_ns, std::vector<query::AlertS
   GPULSE_RETURN_IF_ERROR(db_->Query("SHOW STALE", options, &result));
   const StatementResult& st = result.statements.at(0);
   GPULSE_RETURN_IF_ERROR(st.status);
+  // A node drained for planned maintenance may well fall silent: its
+  // findings are held back like any alert on it.
+  query::Calendar calendar;
+  GPULSE_RETURN_IF_ERROR(calendar.Load(db_, "", now_ns - 60'000'000'000LL, now_ns + 1));
   for (const ResultSeries& rs : st.series) {
     for (const auto& row : rs.values) {
       query::AlertSample sample;
@@ -231,6 +252,13 @@ Status AlertManager::EvaluateFreshness(int64_t now_ns, std::vector<query::AlertS
       }
       sample.columns["value"] = sample.columns["last_seen"];
       sample.active = true;
+      for (const Tag& t : sample.group) {
+        // A node's findings name the node; a GPU's, "node/index".
+        if (t.key == "source") {
+          sample.in_maintenance = calendar.NodeInMaintenance(t.value.substr(0, t.value.find('/')),
+                                                             now_ns - 60'000'000'000LL, now_ns);
+        }
+      }
       out->push_back(std::move(sample));
     }
   }

@@ -120,7 +120,9 @@ class AlertManager {
   };
 
   void Loop();
-  void ReloadRules();
+  // Picks up created, dropped and redefined rules; the firing alerts of a
+  // rule that went are resolved as of `now_ns`.
+  void ReloadRules(int64_t now_ns);
   Status EvaluateFreshness(int64_t now_ns, std::vector<query::AlertSample>* out);
   void Apply(const Rule& rule, const std::vector<query::AlertSample>& samples, int64_t now_ns);
   void Notify(const Rule& rule, const AlertInstance& instance);

@@ -279,9 +279,13 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
   }
   if (changes) {
     // Without db= a delete reaches every database: only a token that may
-    // write to all of them ("*") may send one.
-    if (auto denied =
-            Authorize(request, params, database.empty() ? "*" : database, Access::kWrite)) {
+    // write to all of them ("*") may send one. Rules and seasons read every
+    // database whatever db= says, so they always need "*".
+    const bool global = std::any_of(statements->begin(), statements->end(), [](const auto& st) {
+      return st->kind != query::StatementKind::kDelete;
+    });
+    if (auto denied = Authorize(request, params, database.empty() || global ? "*" : database,
+                                Access::kWrite)) {
       return *denied;
     }
   }
@@ -454,7 +458,14 @@ Response HttpApi::Alerts(const Request& request, std::string_view path) {
     return res;
   }
   constexpr std::string_view kPrefix = "/api/v1/alerts/", kSuffix = "/resolve";
-  const std::string id(path.substr(kPrefix.size(), path.size() - kPrefix.size() - kSuffix.size()));
+  if (path.size() <= kPrefix.size() + kSuffix.size()) {
+    return Error(http::status::not_found, request.version(),
+                 "POST /api/v1/alerts/{id}/resolve names an alert id or a rule");
+  }
+  // The id as a client percent-encodes it (a rule named "my rule").
+  const std::string id = ParseQueryString(
+      "?id=" + std::string(path.substr(kPrefix.size(),
+                                       path.size() - kPrefix.size() - kSuffix.size())))["id"];
   size_t resolved = 0;
   const Status s = alerts_->Resolve(id, NowNanos(), &resolved);
   if (s.IsNotFound()) return Error(http::status::not_found, request.version(), s.message());

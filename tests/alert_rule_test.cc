@@ -283,6 +283,18 @@ TEST_F(AlertRuleDbTest, TheBaselineIsTheSameInstantOnEarlierDaysOfTheSameKindOut
   EXPECT_NEAR(std::get<double>(c.at("deviation")), 18 / (1.5 * 1.4826), 1e-9);
   EXPECT_TRUE(samples[0].active);
   EXPECT_FALSE(samples[0].in_maintenance);
+  // With no history (a day before any), deviation is unknown: neither
+  // `deviation > 3` nor `NOT (deviation < 3)` holds.
+  for (const char* when : {"deviation > 3", "NOT (deviation < 3)"}) {
+    const auto none = Evaluate(
+        std::string("CREATE ALERT a ON SELECT last(temp_c) FROM gpu WHERE time > now() - 5m "
+                    "GROUP BY node WHEN ") +
+            when + " SEVERITY page OWNER infra",
+        now - 7 * kDay - 1);
+    ASSERT_EQ(none.size(), 1u) << when;
+    EXPECT_FALSE(none[0].active) << when;
+    EXPECT_EQ(none[0].columns.at("deviation"), QueryValue()) << when;
+  }
 
   // A known season over Monday's instant leaves Monday out too: 10, 14, 13
   // -> median 13, MAD median(3, 1, 0) = 1.
@@ -337,6 +349,9 @@ TEST_F(AlertRuleDbTest, SeasonsAreStoredWithAbsoluteBoundsAndChecked) {
   EXPECT_EQ(r.series[0].values[0][2], QueryValue(now + 2 * kDay));
   EXPECT_EQ(Run("CREATE SEASON x FROM '2026-11-10' TO '2026-11-09'").status.message(),
             "line 1, column 38: a season ends after it starts");
+  EXPECT_EQ(
+      Run("CREATE SEASON x FROM -9000000000000000000 TO 9000000000000000000").status.message(),
+      "line 1, column 22: a season lies outside the years gpulse handles");
   EXPECT_EQ(Run("CREATE SEASON x FROM '2026-01-01' TO '2027-06-01'").status.message(),
             "line 1, column 38: a season lasts at most a year");
   EXPECT_TRUE(Run("DROP SEASON holidays").status.ok());

@@ -221,6 +221,45 @@ TEST_F(AlertsTest, PlannedMaintenanceHoldsAlertsBack) {
   EXPECT_EQ(alerts->Counters().suppressed, 10u);
 }
 
+TEST_F(AlertsTest, DroppingARuleResolvesItsFiringAlertsAndBadResolvePathsAreRefused) {
+  HookReceiver hook;
+  CreateHotRule(" WEBHOOK '" + hook.url() + "'");
+  for (int i = 0; i < 5; ++i) Step(95, 70);
+  ASSERT_EQ(State(), "firing");
+  ASSERT_EQ(Query("DROP ALERT hot").status, 200);
+  Step(95, 70);
+  EXPECT_TRUE(Active().empty());
+  const json all = json::parse(client_->Get("/api/v1/alerts").body)["alerts"];
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0]["state"], "resolved");
+  const std::vector<json> bodies = hook.WaitFor(2);
+  ASSERT_EQ(bodies.size(), 2u);
+  EXPECT_EQ(bodies[1]["state"], "resolved");
+  EXPECT_EQ(client_->Post("/api/v1/alerts/resolve", "").status, 404);
+  EXPECT_EQ(client_->Post("/api/v1/alerts//resolve", "").status, 404);
+}
+
+TEST_F(AlertsTest, RulesAndSeasonsNeedATokenThatMayWriteEveryDatabase) {
+  ASSERT_TRUE(server_.Stop().ok());
+  config_.tokens = {{"team-a", "token-for-team-a", {"a"}, {"a"}},
+                    {"admin", "token-for-admins", {"*"}, {"*"}}};
+  ASSERT_TRUE(server_.Start(dir_.path(), config_, &metrics_, &sources_).ok());
+  client_.emplace(server_.port());
+  const std::string rule =
+      "CREATE ALERT leak ON SELECT last(secret) FROM m WHERE time > now() - 5m WHEN value > 0 "
+      "SEVERITY info OWNER a";
+  for (const std::string& q :
+       {rule, std::string("CREATE SEASON s FROM '2026-11-01' TO '2026-11-02'"),
+        std::string("DROP ALERT other_teams_rule")}) {
+    const test::HttpReply r = client_->Post("/query?db=a&q=" + PercentEncode(q), "",
+                                            {{"Authorization", "Token token-for-team-a"}});
+    EXPECT_EQ(r.status, 403) << q << ": " << r.body;
+  }
+  const test::HttpReply r = client_->Post("/query?db=a&q=" + PercentEncode(rule), "",
+                                          {{"Authorization", "Token token-for-admins"}});
+  EXPECT_EQ(r.status, 200) << r.body;
+}
+
 TEST_F(AlertsTest, ASeasonHoldsBackOnlyRulesThatCompareWithABaseline) {
   CreateHotRule();
   ASSERT_EQ(Query("CREATE SEASON launch FROM '2026-11-09' TO '2026-11-10'").status, 200);
