@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <set>
 
 #include "query/baseline.h"
 #include "query/calendar.h"
@@ -33,16 +32,16 @@ bool IsBaselineColumn(std::string_view name) {
          std::end(kBaselineColumns);
 }
 
-// What WHEN names: identifiers, and the expressions whose history it asks
-// for (baseline(x), mad(x), sigma(x), deviation(x); a bare `baseline` is
-// baseline(value)).
+// The expressions whose history WHEN asks for (baseline(x), mad(x),
+// sigma(x), deviation(x); a bare `baseline` is baseline(value)). The
+// columns it names are checked when it is evaluated, against what the
+// source answered.
 struct WhenNames {
-  std::set<std::string> names;
   std::vector<const Expr*> baseline_args;  // nullptr: `value`
   bool bare_baseline = false;
 };
 
-// Collects what `e` names and checks that WHEN is a plain expression over
+// Collects the history `e` asks for and checks that WHEN is a plain expression over
 // numbers. `baseline_names`: whether bare baseline, mad, sigma and
 // deviation are the rule's (false when a SELECT's own BASELINE() answers
 // columns of those names).
@@ -52,8 +51,6 @@ Status CollectNames(const Expr& e, bool baseline_names, bool inside_baseline, Wh
       if (baseline_names && IsBaselineColumn(e.text)) {
         if (inside_baseline) return ErrorAt(e, e.text + " cannot be taken inside " + e.text + "()");
         out->bare_baseline = true;
-      } else {
-        out->names.insert(e.text);
       }
       return Status::Ok();
     case ExprKind::kInteger:
