@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "query/condition.h"
@@ -55,6 +56,30 @@ double Share(const LedgerRow* row, size_t loss) {
   return row->minutes[loss] / row->Capacity();
 }
 
+// The share of capacity that the one failed attempt that threw away most of
+// `loss` threw away: a single job's failure, however large, is one event.
+double LargestFailure(const LedgerRow* row, size_t loss) {
+  if (row == nullptr || row->Capacity() <= 0) return 0;
+  double most = 0;
+  for (const auto& [id, attempt] : row->failed_attempts) {
+    if (static_cast<size_t>(attempt.loss) == loss) most = std::max(most, attempt.minutes);
+  }
+  return most / row->Capacity();
+}
+
+// How much a loss grew beyond what one job's failure explains: the change
+// with each window's largest single failure of that loss taken out.
+double SystematicChange(const LedgerRow* ra, const LedgerRow* rb, size_t loss) {
+  return (Share(rb, loss) - LargestFailure(rb, loss)) -
+         (Share(ra, loss) - LargestFailure(ra, loss));
+}
+
+std::string FormatPoints(double share) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", 100 * share);
+  return text;
+}
+
 struct Contributor {
   std::string dimension, value;
   double before = 0, after = 0;  // share of capacity lost to the loss through it
@@ -90,7 +115,13 @@ std::vector<Contributor> Contributors(const Window& a, const LedgerRow* ra, cons
     c.share_of_change = change != 0 ? (c.after - c.before) / change : 0;
     const auto p = presence.find(name);
     c.concentration = c.share_of_change / std::max(p == presence.end() ? 0.0 : p->second, 0.001);
-    if (c.dimension == "queue") c.concentration = c.share_of_change;  // no presence: by share
+    if (c.dimension == "queue") {
+      // A queue holds no capacity: its presence is its part of the loss
+      // before, so a queue that newly waits stands out as a node that newly
+      // fails does.
+      const double before = Share(ra, loss);
+      c.concentration = c.share_of_change / std::max(before > 0 ? c.before / before : 0.0, 0.001);
+    }
     if (c.share_of_change >= kMinShareOfChange) out.push_back(c);
   }
   std::sort(out.begin(), out.end(), [](const Contributor& x, const Contributor& y) {
@@ -139,25 +170,49 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     std::vector<Tag> tags;
     for (size_t k = 0; k < by.size(); ++k) tags.push_back({by[k], group[k]});
     std::sort(tags.begin(), tags.end(), [](const Tag& x, const Tag& y) { return x.key < y.key; });
-    // The losses, the largest growth first (what pulled goodput down).
+    // The losses, the largest growth first (what pulled goodput down), not
+    // counting what one job's failure explains: one large job failing after
+    // its checkpoint is an event, and a cause is what fails many.
+    // Slack comes last whatever its change: capacity nobody asked for says
+    // how demand moved, not what went wrong (a note says when it moved
+    // goodput more than every other loss together).
+    constexpr size_t kSlack = static_cast<size_t>(Loss::kSlack);
     std::vector<size_t> order;
-    for (size_t l = 1; l < kLossCount; ++l) order.push_back(l);
+    for (size_t l = 1; l < kLossCount; ++l) {
+      if (l != kSlack) order.push_back(l);
+    }
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-      return Share(rb, x) - Share(ra, x) > Share(rb, y) - Share(ra, y);
+      return SystematicChange(ra, rb, x) > SystematicChange(ra, rb, y);
     });
+    order.push_back(kSlack);
+    double ill_growth = 0;
+    for (size_t l : order) {
+      if (l != kSlack) ill_growth += std::max(0.0, Share(rb, l) - Share(ra, l));
+    }
+    const double slack_change = Share(rb, kSlack) - Share(ra, kSlack);
+    if (std::abs(slack_change) >= 0.0005 && std::abs(slack_change) > ill_growth) {
+      std::string where;
+      for (const Tag& t : tags) where += (where.empty() ? " (" : ", ") + t.key + "=" + t.value;
+      if (!where.empty()) where += ")";
+      notes->push_back("goodput" + where + " moved with demand more than with ill health: slack " +
+                       (slack_change > 0 ? "grew" : "fell") + " by " +
+                       FormatPoints(std::abs(slack_change)) +
+                       " points, every other loss together grew by " + FormatPoints(ill_growth));
+    }
     ResultSeries summary;
     summary.name = "decompose";
     summary.tags = tags;
-    summary.columns = {"rank", "loss", "before", "after", "change_points"};
+    summary.columns = {"rank", "loss", "before", "after", "change_points", "single_job_points"};
     summary.values.push_back({QueryValue(int64_t{0}), QueryValue(std::string("goodput")),
                               QueryValue(Share(ra, 0)), QueryValue(Share(rb, 0)),
-                              QueryValue(100 * (Share(rb, 0) - Share(ra, 0)))});
+                              QueryValue(100 * (Share(rb, 0) - Share(ra, 0))), QueryValue()});
     int64_t rank = 0;
     for (size_t l : order) {
       summary.values.push_back({QueryValue(++rank),
                                 QueryValue(std::string(LossName(static_cast<Loss>(l)))),
                                 QueryValue(Share(ra, l)), QueryValue(Share(rb, l)),
-                                QueryValue(100 * (Share(rb, l) - Share(ra, l)))});
+                                QueryValue(100 * (Share(rb, l) - Share(ra, l))),
+                                QueryValue(100 * (LargestFailure(rb, l) - LargestFailure(ra, l)))});
     }
     out->push_back(std::move(summary));
     for (size_t l : order) {

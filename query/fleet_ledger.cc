@@ -45,6 +45,11 @@ bool HardwareXid(int64_t xid) {
 // DCGM clock event reasons that are the hardware's: HW slowdown, HW thermal,
 // HW power brake (software caps are the operator's choice, not ill health).
 constexpr int64_t kHardwareThrottle = 0x8 | 0x40 | 0x80;
+// A fabric link is troubled in a minute when it lost this share of its
+// packets or more, or retransmitted this often: a healthy InfiniBand link
+// loses next to nothing (under 0.0001%) and retransmits about once a minute.
+constexpr double kTroubledPacketLossPct = 0.01;
+constexpr double kTroubledRetransmits = 100;
 
 enum class Outcome : unsigned char { kSucceeded, kFailed, kPreempted, kCancelled, kOther };
 
@@ -65,16 +70,22 @@ struct StepMinute {
 constexpr uint32_t kNone = UINT32_MAX;  // no contributor id
 
 struct JobRecord {
-  std::vector<Ended> ends;        // by end time: one per attempt
-  std::vector<StepMinute> steps;  // by time
+  std::vector<Ended> ends;         // by end time: one per attempt
+  std::vector<StepMinute> steps;   // by time
+  std::vector<int64_t> starts;     // `started` events, by time
+  std::vector<int64_t> resubmits;  // `retried` events, by time
   std::string workload_class;
   uint32_t image = kNone, framework = kNone;  // contributor ids
+  // With contributors: each attempt's start and the nodes it was placed on.
+  std::vector<std::pair<int64_t, std::vector<std::string>>> placements;
 };
 
 struct NodeMinutes {
   std::vector<uint8_t> reported;     // the agent sent a node point
   std::vector<uint8_t> maintenance;  // planned maintenance
   std::vector<uint32_t> driver;      // contributor id of driver_version, with contributors
+  uint32_t link = kNone;             // contributor id of its fabric link, with contributors
+  std::vector<uint8_t> troubled;     // its link was troubled (with contributors; empty: never)
 };
 
 // The value of column `c` at timestamp `ts`, walking a cursor forward.
@@ -111,6 +122,18 @@ Loss CauseOf(Outcome outcome, std::string_view reason) {
   return Loss::kLostWork;
 }
 
+// "n1,n2,n3" (sched started's `nodes`).
+std::vector<std::string> SplitNodes(std::string_view list) {
+  std::vector<std::string> out;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (comma != 0) out.emplace_back(list.substr(0, comma));
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
 double Median(std::vector<float>* v) {
   if (v->empty()) return 0;
   auto mid = v->begin() + static_cast<std::ptrdiff_t>(v->size() / 2);
@@ -130,6 +153,7 @@ class LedgerBuilder {
     GPULSE_RETURN_IF_ERROR(ReadSched());
     GPULSE_RETURN_IF_ERROR(ReadSteps());
     GPULSE_RETURN_IF_ERROR(ReadNodes());
+    if (o_.contributors) GPULSE_RETURN_IF_ERROR(ReadLinks());
     GPULSE_RETURN_IF_ERROR(ReadGpus());
     rows->clear();
     for (auto& [key, row] : cells_) {
@@ -169,15 +193,21 @@ class LedgerBuilder {
   Status ReadSched();
   Status ReadSteps();
   Status ReadNodes();
+  Status ReadLinks();
+  // The troubled links of the nodes `job` ran on at minute m (contributor ids).
+  void TroubledLinks(const JobRecord& job, int64_t t, int32_t m, std::vector<uint32_t>* out) const;
   Status ReadGpus();
   void Classify(const Series& gpu, const std::vector<Column>& cols);
   LedgerRow& Cell(const std::vector<std::string>& group, int64_t bucket);
   // *failed: the attempt whose failure threw the minute away, or null.
   std::array<double, kLossCount> Allocated(const std::string& job, int64_t t, bool healthy,
                                            const JobRecord** record, const Ended** failed);
+  // The failure that keeps a GPU idle at `t` while its job comes back, or null.
+  static const Ended* RestartGap(const JobRecord& r, int64_t last_t, int64_t t);
   uint32_t Intern(size_t dimension, std::string_view value);
   void Trace(const std::array<double, kLossCount>& add, const std::vector<uint32_t>& ids,
-             const std::string& region, int32_t m, LedgerRow* row);
+             const std::vector<uint32_t>& links, const std::string& region, int32_t m,
+             LedgerRow* row);
 
   Db* db_;
   const LedgerOptions& o_;
@@ -215,8 +245,8 @@ uint32_t LedgerBuilder::Intern(size_t dimension, std::string_view value) {
 Status LedgerBuilder::ReadSched() {
   std::vector<Series> series;
   GPULSE_RETURN_IF_ERROR(db_->ListSeries("sched", scope_, &series));
-  const std::vector<std::string> fields = {"job", "status", "reason", "last_checkpoint",
-                                           "requested_gpus"};
+  const std::vector<std::string> fields = {
+      "job", "status", "reason", "last_checkpoint", "requested_gpus", "nodes"};
   struct QueueEvent {
     int64_t ts;
     int delta;  // +1 enters the queue, -1 leaves it
@@ -240,9 +270,16 @@ Status LedgerBuilder::ReadSched() {
     GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kQueueLookbackNs, to, &cols));
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
-    Cursor status(cols[1]), reason(cols[2]), checkpoint(cols[3]), gpus(cols[4]);
+    Cursor status(cols[1]), reason(cols[2]), checkpoint(cols[3]), gpus(cols[4]), placed(cols[5]);
     for (size_t i = 0; i < job.size(); ++i) {
       const int64_t ts = job.ts[i];
+      if (event == "retried") jobs_[job.strings[i]].resubmits.push_back(ts);
+      if (event == "started") {
+        JobRecord& record = jobs_[job.strings[i]];
+        record.starts.push_back(ts);
+        if (o_.contributors && cols[5].type == FieldType::kString && placed.At(ts))
+          record.placements.push_back({ts, SplitNodes(cols[5].strings[placed.index()])});
+      }
       if (event == "submitted" || event == "retried" || event == "started") {
         const int asked = gpus.At(ts) ? static_cast<int>(NumberAt(cols[4], gpus.index())) : 1;
         queue.push_back(
@@ -255,7 +292,7 @@ Status LedgerBuilder::ReadSched() {
         if (ts < end_) queue.push_back({ts, -1, &regions[k], &queues[k], 0, job.strings[i]});
         continue;
       }
-      if (ts < start_) continue;
+      // Earlier ends matter for the idle time after a failure (RestartGap).
       std::string_view why;
       if (cols[2].type == FieldType::kString && reason.At(ts))
         why = cols[2].strings[reason.index()];
@@ -314,6 +351,9 @@ Status LedgerBuilder::ReadSched() {
   for (auto& [name, record] : jobs_) {
     std::sort(record.ends.begin(), record.ends.end(),
               [](const Ended& a, const Ended& b) { return a.end_ns < b.end_ns; });
+    std::sort(record.starts.begin(), record.starts.end());
+    std::sort(record.placements.begin(), record.placements.end());
+    std::sort(record.resubmits.begin(), record.resubmits.end());
   }
   return Status::Ok();
 }
@@ -405,6 +445,50 @@ Status LedgerBuilder::ReadNodes() {
   return Status::Ok();
 }
 
+// Each node's fabric link, and the minutes it was troubled (packet loss or
+// retransmits far above a healthy link's), so that a job's network loss is
+// traced to the troubled link it crossed rather than to every node it ran on.
+Status LedgerBuilder::ReadLinks() {
+  std::vector<Series> series;
+  GPULSE_RETURN_IF_ERROR(db_->ListSeries("link", scope_, &series));
+  const std::vector<std::string> fields = {"packet_loss_pct", "retransmits"};
+  for (const Series& s : series) {
+    GPULSE_RETURN_IF_ERROR(Check());
+    const auto it = nodes_.find(TagOf(s, "node"));
+    if (it == nodes_.end()) continue;
+    std::vector<Column> cols;
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_, end_, &cols));
+    NodeMinutes& n = it->second;
+    n.link = Intern(4, it->first + "/" + TagOf(s, "link"));
+    const auto mark = [&](const Column& c, double at_least) {
+      for (size_t i = 0; i < c.size(); ++i) {
+        if (NumberAt(c, i) < at_least) continue;
+        if (n.troubled.empty()) n.troubled.assign(static_cast<size_t>(minutes_), 0);
+        n.troubled[static_cast<size_t>(MinuteOf(c.ts[i]))] = 1;
+      }
+    };
+    if (cols[0].type != FieldType::kString) mark(cols[0], kTroubledPacketLossPct);
+    if (cols[1].type != FieldType::kString) mark(cols[1], kTroubledRetransmits);
+  }
+  return Status::Ok();
+}
+
+void LedgerBuilder::TroubledLinks(const JobRecord& job, int64_t t, int32_t m,
+                                  std::vector<uint32_t>* out) const {
+  out->clear();
+  const auto after = std::upper_bound(
+      job.placements.begin(), job.placements.end(), t,
+      [](int64_t v, const std::pair<int64_t, std::vector<std::string>>& p) { return v < p.first; });
+  if (after == job.placements.begin()) return;
+  for (const std::string& node : std::prev(after)->second) {
+    const auto it = nodes_.find(node);
+    if (it != nodes_.end() && !it->second.troubled.empty() && it->second.troubled[m] != 0 &&
+        it->second.link != kNone) {
+      out->push_back(it->second.link);
+    }
+  }
+}
+
 LedgerRow& LedgerBuilder::Cell(const std::vector<std::string>& group, int64_t ts) {
   const int64_t bucket =
       o_.every_ns > 0 ? start_ + (ts - start_) / o_.every_ns * o_.every_ns : start_;
@@ -476,6 +560,29 @@ std::array<double, kLossCount> LedgerBuilder::Allocated(const std::string& job, 
   return out;
 }
 
+// A GPU idle at `t` whose last job (there until `last_t`) failed or was
+// preempted is idle because of that failure until the job is resubmitted,
+// or, when it is not, until the GPU is given other work; for at most as long
+// as the job had run, over all its attempts (the best guess of the work it
+// still had: a job that ran for hours had hours left, one that died in its
+// first minute held the GPU for a minute).
+const Ended* LedgerBuilder::RestartGap(const JobRecord& r, int64_t last_t, int64_t t) {
+  const auto end = std::upper_bound(r.ends.begin(), r.ends.end(), last_t,
+                                    [](int64_t v, const Ended& e) { return v < e.end_ns; });
+  if (end == r.ends.end()) return nullptr;
+  // Events carry nanoseconds within their minute (docs/fleet-schema.md).
+  const int64_t ended = end->end_ns - (((end->end_ns % kMinuteNs) + kMinuteNs) % kMinuteNs);
+  if (ended > t) return nullptr;
+  if (end->outcome != Outcome::kFailed && end->outcome != Outcome::kPreempted) return nullptr;
+  const auto again = std::lower_bound(r.resubmits.begin(), r.resubmits.end(), end->end_ns);
+  if (again != r.resubmits.end() && *again <= t) return nullptr;
+  const int64_t ran = r.starts.empty() || r.starts.front() > last_t
+                          ? kQueueLookbackNs  // started before the look-back
+                          : end->end_ns - r.starts.front();
+  if (t - ended >= ran) return nullptr;
+  return &*end;
+}
+
 Status LedgerBuilder::ReadGpus() {
   std::vector<Series> series;
   GPULSE_RETURN_IF_ERROR(db_->ListSeries("gpu", scope_, &series));
@@ -535,7 +642,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
            Intern(1, TagOf(gpu, "cluster")),
            Intern(2, node),
            Intern(3, name),
-           Intern(4, node + "/ib0"),
+           n != nullptr && n->link != kNone ? n->link : Intern(4, node + "/ib0"),
            kNone,
            kNone,
            kNone,
@@ -544,11 +651,18 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
     if (f != fields_.end()) team = &cols[static_cast<size_t>(f - fields_.begin())];
   }
   Cursor team_at(team != nullptr ? *team : cols[0]);
+  std::vector<uint32_t> links;  // troubled links a network loss crossed
+  // The job that held this GPU last, for the idle minutes after it failed.
+  const std::string* last_job = nullptr;
+  const JobRecord* last_record = nullptr;
+  int64_t last_t = 0;
+  uint32_t last_team = kNone;
   for (int32_t m = 0; m < minutes_; ++m) {
     const int64_t t = start_ + m * kMinuteNs;
     if (n != nullptr && n->maintenance[m]) continue;  // not capacity
     std::array<double, kLossCount> add{};
     const Ended* failed = nullptr;
+    const std::string* failed_job = nullptr;
     const bool has_point = job.At(t) || xid.At(t);
     for (size_t a = 0; a < per_minute.size(); ++a) {
       const Column& col = *per_minute[a].second;
@@ -569,16 +683,29 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
       if (job.At(t) && cols[0].type == FieldType::kString &&
           !cols[0].strings[job.index()].empty()) {
         const JobRecord* record = nullptr;
-        add = Allocated(cols[0].strings[job.index()], t, healthy, &record, &failed);
+        last_job = failed_job = &cols[0].strings[job.index()];
+        add = Allocated(*last_job, t, healthy, &record, &failed);
+        last_record = record;
+        last_t = t;
         if (o_.contributors) {
           ids[6] = record != nullptr ? record->image : kNone;
           ids[7] = record != nullptr ? record->framework : kNone;
-          ids[8] = team != nullptr && team->type == FieldType::kString && team_at.At(t)
-                       ? Intern(9, team->strings[team_at.index()])
-                       : kNone;
+          ids[8] = last_team = team != nullptr && team->type == FieldType::kString && team_at.At(t)
+                                   ? Intern(9, team->strings[team_at.index()])
+                                   : kNone;
         }
       } else if (!healthy) {
         add[static_cast<size_t>(Loss::kHardware)] = 1;
+      } else if (last_record != nullptr &&
+                 (failed = RestartGap(*last_record, last_t, t)) != nullptr) {
+        // Idle while its failed job comes back: the failure's cost.
+        add[static_cast<size_t>(failed->cause)] = 1;
+        failed_job = last_job;
+        if (o_.contributors) {
+          ids[6] = last_record->image;
+          ids[7] = last_record->framework;
+          ids[8] = last_team;
+        }
       } else {
         const bool waiting = pending != nullptr && (*pending)[m] > 0;
         add[static_cast<size_t>(waiting ? Loss::kScheduling : Loss::kSlack)] = 1;
@@ -587,12 +714,19 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
     LedgerRow& row = Cell(group, t);
     for (size_t l = 0; l < kLossCount; ++l) row.minutes[l] += add[l];
     if (failed != nullptr) {
-      row.failed_attempts.insert(std::hash<std::string>()(cols[0].strings[job.index()]) ^
-                                 static_cast<uint64_t>(failed->end_ns));
+      LedgerRow::FailedAttempt& attempt =
+          row.failed_attempts[std::hash<std::string>()(*failed_job) ^
+                              static_cast<uint64_t>(failed->end_ns)];
+      attempt.loss = failed->cause;
+      attempt.minutes += add[static_cast<size_t>(failed->cause)];
     }
     if (o_.contributors) {
       ids[5] = n != nullptr && !n->driver.empty() ? n->driver[m] : kNone;
-      Trace(add, ids, region, m, &row);
+      links.clear();
+      if (add[static_cast<size_t>(Loss::kNetwork)] > 0 && last_record != nullptr &&
+          failed_job == last_job)
+        TroubledLinks(*last_record, t, m, &links);
+      Trace(add, ids, links, region, m, &row);
       ids[6] = ids[7] = ids[8] = kNone;
     }
   }
@@ -601,8 +735,8 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
 // Adds a minute's losses to its contributors; a scheduling loss to the
 // queues that waited, in proportion to the GPUs they asked for.
 void LedgerBuilder::Trace(const std::array<double, kLossCount>& add,
-                          const std::vector<uint32_t>& ids, const std::string& region, int32_t m,
-                          LedgerRow* row) {
+                          const std::vector<uint32_t>& ids, const std::vector<uint32_t>& links,
+                          const std::string& region, int32_t m, LedgerRow* row) {
   double capacity = 0;
   for (double v : add) capacity += v;
   for (uint32_t id : ids) {
@@ -614,7 +748,12 @@ void LedgerBuilder::Trace(const std::array<double, kLossCount>& add,
     for (size_t k = 0; k < ids.size(); ++k) {
       // A node's link explains network losses only; elsewhere it repeats the node.
       if (ids[k] == kNone || (k == 4 && static_cast<Loss>(l) != Loss::kNetwork)) continue;
+      // A network loss goes to the troubled links the job crossed, if any.
+      if (k == 4 && !links.empty()) continue;
       tally[ids[k]] += add[l];
+    }
+    if (static_cast<Loss>(l) == Loss::kNetwork) {
+      for (uint32_t link : links) tally[link] += add[l] / static_cast<double>(links.size());
     }
     if (static_cast<Loss>(l) != Loss::kScheduling) continue;
     const auto it = demand_.find(region);

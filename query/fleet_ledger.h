@@ -14,7 +14,6 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -81,9 +80,15 @@ struct LedgerRow {
   // losses only.
   std::array<std::unordered_map<uint32_t, double>, kLossCount> contributors;
   // The job attempts whose failure or preemption threw away minutes of this
-  // row (a hash of the job and the attempt's end): how many jobs a loss is
-  // spread over, which tells a regression from one unlucky job.
-  std::unordered_set<uint64_t> failed_attempts;
+  // row (by a hash of the job and the attempt's end), with the minutes each
+  // threw away (all to its failure's loss): how many jobs a loss is spread
+  // over, and how much of it is one job's, which tells a regression from one
+  // unlucky job.
+  struct FailedAttempt {
+    Loss loss = Loss::kLostWork;
+    double minutes = 0;
+  };
+  std::unordered_map<uint64_t, FailedAttempt> failed_attempts;
   double Capacity() const;
 };
 

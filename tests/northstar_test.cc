@@ -68,14 +68,15 @@ class NorthstarTest : public ::testing::Test {
           {"driver_version", driver}},
          t});
   }
-  void Step(int64_t t, const std::string& job, int64_t step, const std::string& node = "n1") {
+  void Step(int64_t t, const std::string& job, int64_t step, const std::string& node = "n1",
+            double sync_ms = 100.0) {
     Put({"job_step",
          {{"region", "r1"}, {"cluster", "c1"}, {"node", node}, {"gpu", "0"}},
          {{"job", job},
           {"step", step},
           {"step_time_ms", 1000.0},
           {"data_loader_ms", 100.0},
-          {"grad_sync_ms", 100.0},
+          {"grad_sync_ms", sync_ms},
           {"workload_class", std::string("pretrain")}},
          t});
   }
@@ -262,6 +263,136 @@ TEST_F(NorthstarTest, DecomposeRanksTheLossThatGrewAndNamesWhereItWent) {
   }
   EXPECT_EQ(top3, (std::set<std::string>{"driver_version=550.90.07", "node=n1", "node=n2"}));
   for (const auto& row : software->values) EXPECT_NE(std::get<std::string>(row[1]), "gpu");
+}
+
+// A GPU left idle by a failed job is idle because of the failure until the
+// job is resubmitted; a job that is not resubmitted leaves its GPU to the
+// failure for at most as long as the job had run, then to slack.
+TEST_F(NorthstarTest, IdleTimeAfterAFailureIsTheFailuresUntilTheJobComesBack) {
+  // GPU 0: job "back" runs minutes 0-29, fails (software, no checkpoint) at
+  // 30, is resubmitted at 35 and starts on GPU 1 at 40. GPU 2: job "gone"
+  // runs minutes 0-9, fails at 10 and never comes back.
+  Sched("submitted", kT0, "back");
+  Sched("started", kT0, "back", {{"nodes", std::string("n1")}});
+  Sched("submitted", kT0 + 1, "gone");
+  Sched("started", kT0 + 1, "gone", {{"nodes", std::string("n1")}});
+  Sched("ended", kT0 + 10 * kMinute + 1, "gone",
+        {{"status", std::string("failed")}, {"reason", std::string("software")}});
+  Sched("ended", kT0 + 30 * kMinute, "back",
+        {{"status", std::string("failed")}, {"reason", std::string("software")}});
+  Sched("retried", kT0 + 35 * kMinute, "back");
+  Sched("started", kT0 + 40 * kMinute, "back", {{"nodes", std::string("n1")}});
+  for (int m = 0; m < 60; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    Node(t);
+    Gpu(0, t, m < 30 ? "back" : "");
+    Gpu(1, t, m >= 40 ? "back" : "");
+    Gpu(2, t, m < 10 ? "gone" : "");
+    if (m < 30 || m >= 40) Step(t, "back", m + 1);
+    if (m < 10) Step(t, "gone", m + 1);
+  }
+  Flush();
+  const auto row = Northstar(kT0, kT0 + 60 * kMinute);
+  ASSERT_FALSE(row.empty());
+  // GPU 0: 30 minutes lost and 5 waiting for the resubmission are software,
+  // 5 idle while the retry waited are scheduling, 20 slack. GPU 1: 35
+  // slack, 5 scheduling, 20 productive. GPU 2: 10 lost and 10 more (as
+  // long as the job had run) are software, 5 scheduling, 35 slack.
+  EXPECT_DOUBLE_EQ(row.at("capacity_gpu_minutes"), 180);
+  EXPECT_NEAR(row.at("software") * 180, 55, 1e-9);
+  EXPECT_NEAR(row.at("scheduling") * 180, 15, 1e-9);
+  EXPECT_DOUBLE_EQ(row.at("productive_gpu_minutes"), 20);
+  EXPECT_NEAR(row.at("slack") * 180, 90, 1e-9);
+  EXPECT_DOUBLE_EQ(row.at("failed_jobs"), 2);
+}
+
+// The summary and contributor series of a DECOMPOSE of [kT0, +1h) against
+// [+1h, +2h).
+StatementResult DecomposeFirstTwoHours(Db* db) {
+  return test::RunFirst(db, "DECOMPOSE NORTHSTAR BETWEEN " + std::to_string(kT0) + "ns AND " +
+                                std::to_string(kT0 + 60 * kMinute) + "ns VERSUS " +
+                                std::to_string(kT0 + 60 * kMinute) + "ns AND " +
+                                std::to_string(kT0 + 120 * kMinute) + "ns");
+}
+
+const ResultSeries* ContributorsOf(const StatementResult& r, const std::string& loss) {
+  for (const ResultSeries& s : r.series) {
+    if (s.name == "contributors" && s.tags.at(0).value == loss) return &s;
+  }
+  return nullptr;
+}
+
+// A job across two nodes slows down in gradient sync when one node's link
+// starts losing packets: the network loss is on all 16 of its GPUs, and
+// DECOMPOSE traces it to the troubled link, not to the healthy one.
+TEST_F(NorthstarTest, DecomposeTracesANetworkLossToTheTroubledLinkTheJobCrossed) {
+  Sched("submitted", kT0, "wide");
+  Sched("started", kT0, "wide", {{"nodes", std::string("n1,n2")}});
+  Sched("submitted", kT0 + 1, "calm");
+  Sched("started", kT0 + 1, "calm", {{"nodes", std::string("n3")}});
+  for (int m = 0; m < 120; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    const bool troubled = m >= 60;
+    for (const std::string node : {"n1", "n2", "n3"}) {
+      Node(t, false, 8, node);
+      for (int g = 0; g < 8; ++g) Gpu(g, t, node == "n3" ? "calm" : "wide", 0, node);
+      const bool lossy = troubled && node == "n2";
+      Put({"link",
+           {{"region", "r1"}, {"cluster", "c1"}, {"node", node}, {"link", "ib0"}},
+           {{"packet_loss_pct", lossy ? 1.0 : 0.00001}, {"retransmits", int64_t{lossy ? 480 : 0}}},
+           t});
+    }
+    Step(t, "wide", m + 1, "n1", troubled ? 600.0 : 100.0);
+    Step(t, "calm", m + 1, "n3");
+    // Two more jobs of the class elsewhere, so that the class's baseline is
+    // the calm share, not the troubled one.
+    Step(t, "calm-elsewhere-1", m + 1, "n4");
+    Step(t, "calm-elsewhere-2", m + 1, "n5");
+  }
+  Flush();
+  const StatementResult r = DecomposeFirstTwoHours(db_.get());
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_FALSE(r.series.empty());
+  // 16 of 24 GPUs lose half of each minute above the class's baseline.
+  EXPECT_EQ(std::get<std::string>(r.series[0].values[1][1]), "network");
+  EXPECT_NEAR(std::get<double>(r.series[0].values[1][4]), 100.0 * 16 * 0.5 / 24,
+              1e-4);  // float shares
+  const ResultSeries* network = ContributorsOf(r, "network");
+  ASSERT_NE(network, nullptr);
+  EXPECT_EQ(std::get<std::string>(network->values.at(0)[1]), "link");
+  EXPECT_EQ(std::get<std::string>(network->values.at(0)[2]), "n2/ib0");
+  EXPECT_NEAR(std::get<double>(network->values.at(0)[6]), 1.0, 1e-9);  // all of the change
+  for (const auto& row : network->values) EXPECT_NE(std::get<std::string>(row[2]), "n1/ib0");
+}
+
+// Idle capacity with nothing waiting is slack, and slack is listed after
+// the losses of ill health, with a note when it moved goodput most: less
+// demand is not what went wrong.
+TEST_F(NorthstarTest, DecomposeListsSlackLastAndSaysWhenDemandMovedGoodput) {
+  Sched("submitted", kT0, "a");
+  Sched("started", kT0, "a");
+  Sched("ended", kT0 + 60 * kMinute, "a", {{"status", std::string("succeeded")}});
+  Sched("submitted", kT0 + 60 * kMinute, "b");
+  Sched("started", kT0 + 60 * kMinute, "b");
+  for (int m = 0; m < 120; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    Node(t);
+    const std::string job = m < 60 ? "a" : "b";
+    // The second hour: half the GPUs idle, and one minute of "b" stalls.
+    for (int g = 0; g < 8; ++g) Gpu(g, t, m < 60 || g < 4 ? job : "");
+    Step(t, job, m == 90 ? 90 : m + 1);
+  }
+  Flush();
+  const StatementResult r = DecomposeFirstTwoHours(db_.get());
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_FALSE(r.series.empty());
+  const auto& rows = r.series[0].values;
+  ASSERT_EQ(rows.size(), 9u);
+  EXPECT_EQ(std::get<std::string>(rows[1][1]), "software");  // 4 GPU-minutes stalled
+  EXPECT_EQ(std::get<std::string>(rows[8][1]), "slack");
+  EXPECT_NEAR(std::get<double>(rows[8][4]), 50.0, 1e-9);
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_NE(r.notes[0].find("moved with demand"), std::string::npos) << r.notes[0];
 }
 
 // Found in review: the same job id in two regions made the queue replay

@@ -1,0 +1,128 @@
+// DECOMPOSE's accuracy on the simulator's ground truth (issue 7): one
+// incident alone in a small fleet, from 12:00 to 24:00 on a Wednesday,
+// decomposed against the same hours of the Tuesday before. Does the loss
+// of the incident's cause class grow most, and do its top three
+// contributors name the incident's scope (its nodes, GPUs, links, driver
+// version, image, cluster, region or queue)?
+//
+// Used by tests/slow/decompose_accuracy_test.cc and bench/decompose_accuracy.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/gpulse.h"
+#include "ingest/fleet_sim.h"
+
+namespace gpulse::test {
+
+struct Contribution {
+  std::string dimension, value;
+  double change_points = 0;
+};
+
+struct AccuracyResult {
+  fleet::Incident incident;
+  std::vector<std::pair<std::string, double>> losses;  // by growth, with their change in points
+  int cause_rank = 0;             // 1-based rank of the incident's cause class; 0: not found
+  std::vector<Contribution> top;  // the cause's contributors, as DECOMPOSE ranks them
+  int scope_rank = 0;             // 1-based rank of the first contributor in the scope; 0: none
+};
+
+// Whether a contributor names where the incident was or what it touched.
+inline bool InScope(const fleet::Incident& i, const Contribution& c) {
+  const auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  if (c.dimension == "node") return has(i.nodes, c.value);
+  if (c.dimension == "gpu") return has(i.gpus, c.value);
+  if (c.dimension == "link") {
+    const size_t slash = c.value.rfind('/');
+    return slash != std::string::npos && has(i.nodes, c.value.substr(0, slash));
+  }
+  if (c.dimension == "driver_version") return c.value == i.driver_version;
+  if (c.dimension == "image") return c.value == i.image;
+  if (c.dimension == "cluster") return !i.cluster.empty() && c.value == i.cluster;
+  if (c.dimension == "queue") return c.value == i.queue;
+  return false;
+}
+
+// Simulates `kind` alone (`nodes` nodes, `seed`) into a new Db at `dir`
+// and decomposes the incident's window against the day before.
+// `warmup` days run before the Monday, so that the Tuesday is not the
+// fleet's first busy day after an empty start.
+inline Status RunDecomposeAccuracy(const std::string& dir, const std::string& kind, int nodes,
+                                   uint64_t seed, int warmup, AccuracyResult* out) {
+  constexpr int64_t kDayNs = 86'400LL * 1'000'000'000;
+  constexpr int64_t kMonday = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
+  fleet::SimOptions o;
+  o.nodes = nodes;
+  o.days = 3 + warmup;
+  o.seed = seed;
+  o.start_ns = kMonday - warmup * kDayNs;
+  fleet::IncidentRequest request;
+  std::string error;
+  if (!fleet::ParseIncidentRequest(kind + "@" + std::to_string(2 + warmup) + "d12h/12h", &request,
+                                   &error))
+    return Status::InvalidArgument(error);
+  o.incidents.push_back(request);
+  std::unique_ptr<fleet::Simulator> sim;
+  GPULSE_RETURN_IF_ERROR(fleet::Simulator::Create(o, &sim));
+  out->incident = sim->incidents().at(0);
+
+  Options db_options;
+  db_options.info_log = [](std::string_view) {};
+  db_options.sync_policy = SyncPolicy::kNone;
+  std::unique_ptr<Db> db;
+  GPULSE_RETURN_IF_ERROR(Db::Open(db_options, dir, &db));
+  struct Sink final : fleet::PointSink {
+    explicit Sink(Db* d) : db(d) {}
+    Status Write(std::span<const PointRef> points) override { return db->Write(points); }
+    Db* db;
+  } sink(db.get());
+  GPULSE_RETURN_IF_ERROR(sim->Emit(&sink, 2, {}, nullptr));
+
+  QueryOptions q;
+  q.now_ns = kMonday + 3 * kDayNs;
+  QueryResult r;
+  GPULSE_RETURN_IF_ERROR(
+      db->Query("DECOMPOSE NORTHSTAR BETWEEN '2026-11-03T12:00:00Z' AND '2026-11-04T00:00:00Z' "
+                "VERSUS '2026-11-04T12:00:00Z' AND '2026-11-05T00:00:00Z'",
+                q, &r));
+  if (r.statements.empty()) return Status::NotFound("DECOMPOSE gave no answer");
+  const StatementResult& answer = r.statements[0];
+  GPULSE_RETURN_IF_ERROR(answer.status);
+  const std::string& cause = out->incident.cause_class;
+  for (const ResultSeries& s : answer.series) {
+    if (s.name == "decompose") {
+      for (const auto& row : s.values) {
+        const std::string& loss = std::get<std::string>(row[1]);
+        if (loss == "goodput") continue;
+        out->losses.push_back({loss, std::get<double>(row[4])});
+        if (loss == cause) out->cause_rank = static_cast<int>(out->losses.size());
+      }
+      continue;
+    }
+    if (s.name != "contributors") continue;
+    const auto tag =
+        std::find_if(s.tags.begin(), s.tags.end(), [](const Tag& t) { return t.key == "loss"; });
+    if (tag == s.tags.end() || tag->value != cause) continue;
+    for (const auto& row : s.values) {
+      out->top.push_back(
+          {std::get<std::string>(row[1]), std::get<std::string>(row[2]), std::get<double>(row[5])});
+      if (out->scope_rank == 0 && InScope(out->incident, out->top.back()))
+        out->scope_rank = static_cast<int>(out->top.size());
+    }
+  }
+  return Status::Ok();
+}
+
+// The six incident classes the accuracy target names.
+inline constexpr const char* kAccuracyIncidents[] = {
+    "hw-fault",      "driver-upgrade",     "framework-regression", "sched-fragmentation",
+    "io-bottleneck", "network-degradation"};
+
+}  // namespace gpulse::test
