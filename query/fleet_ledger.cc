@@ -75,6 +75,9 @@ struct JobRecord {
   std::vector<int64_t> starts;     // `started` events, by time
   std::vector<int64_t> resubmits;  // `retried` events, by time
   std::string workload_class;
+  // Placed on one node (1) or several (2), from sched started's `nodes`; 0
+  // when unknown (started before the look-back, or no `nodes` field).
+  uint8_t width = 0;
   uint32_t image = kNone, framework = kNone;  // contributor ids
   // With contributors: each attempt's start and the nodes it was placed on.
   std::vector<std::pair<int64_t, std::vector<std::string>>> placements;
@@ -134,6 +137,15 @@ std::vector<std::string> SplitNodes(std::string_view list) {
   return out;
 }
 
+// The jobs whose data and sync shares are compared: the same workload class
+// and the same width. A job across nodes syncs gradients over the fabric
+// and spends several times the share of one that syncs over NVLink; against
+// a median of mostly one-node jobs, every healthy multi-node minute looked
+// like a network loss.
+std::string BaselineKey(const JobRecord& r) {
+  return r.workload_class + '\0' + static_cast<char>('0' + r.width);
+}
+
 double Median(std::vector<float>* v) {
   if (v->empty()) return 0;
   auto mid = v->begin() + static_cast<std::ptrdiff_t>(v->size() / 2);
@@ -154,6 +166,7 @@ class LedgerBuilder {
     GPULSE_RETURN_IF_ERROR(ReadSteps());
     GPULSE_RETURN_IF_ERROR(ReadNodes());
     if (o_.contributors) GPULSE_RETURN_IF_ERROR(ReadLinks());
+    GPULSE_RETURN_IF_ERROR(ReadCost());
     GPULSE_RETURN_IF_ERROR(ReadGpus());
     rows->clear();
     for (auto& [key, row] : cells_) {
@@ -196,6 +209,7 @@ class LedgerBuilder {
   Status ReadLinks();
   // The troubled links of the nodes `job` ran on at minute m (contributor ids).
   void TroubledLinks(const JobRecord& job, int64_t t, int32_t m, std::vector<uint32_t>* out) const;
+  Status ReadCost();
   Status ReadGpus();
   void Classify(const Series& gpu, const std::vector<Column>& cols);
   LedgerRow& Cell(const std::vector<std::string>& group, int64_t bucket);
@@ -216,6 +230,8 @@ class LedgerBuilder {
   std::unordered_map<std::string, JobRecord> jobs_;
   std::map<std::string, std::vector<int32_t>> pending_;  // by region: jobs waiting, by minute
   std::map<std::string, NodeMinutes> nodes_;
+  // By region '\0' sku: from each instant on, the price of a GPU-minute.
+  std::map<std::string, std::vector<std::pair<int64_t, double>>> prices_;
   std::map<std::string, std::pair<double, double>> baseline_;  // by class: data, sync share
   std::map<std::pair<std::vector<std::string>, int64_t>, LedgerRow> cells_;
   uint64_t gpu_minutes_ = 0;
@@ -277,6 +293,8 @@ Status LedgerBuilder::ReadSched() {
       if (event == "started") {
         JobRecord& record = jobs_[job.strings[i]];
         record.starts.push_back(ts);
+        if (cols[5].type == FieldType::kString && placed.At(ts))
+          record.width = cols[5].strings[placed.index()].find(',') == std::string::npos ? 1 : 2;
         if (o_.contributors && cols[5].type == FieldType::kString && placed.At(ts))
           record.placements.push_back({ts, SplitNodes(cols[5].strings[placed.index()])});
       }
@@ -400,7 +418,7 @@ Status LedgerBuilder::ReadSteps() {
           if (sync.At(ts))
             m.sync_share = static_cast<float>(NumberAt(cols[4], sync.index()) / total);
           if (ts >= start_) {
-            auto& [d, g] = shares[record.workload_class];
+            auto& [d, g] = shares[BaselineKey(record)];
             d.push_back(m.data_share);
             g.push_back(m.sync_share);
           }
@@ -490,8 +508,9 @@ void LedgerBuilder::TroubledLinks(const JobRecord& job, int64_t t, int32_t m,
 }
 
 LedgerRow& LedgerBuilder::Cell(const std::vector<std::string>& group, int64_t ts) {
-  const int64_t bucket =
-      o_.every_ns > 0 ? start_ + (ts - start_) / o_.every_ns * o_.every_ns : start_;
+  const int64_t bucket = o_.bucket_of      ? o_.bucket_of(ts)
+                         : o_.every_ns > 0 ? start_ + (ts - start_) / o_.every_ns * o_.every_ns
+                                           : start_;
   // Consecutive minutes of a GPU mostly land in the same cell.
   if (last_ != nullptr && last_->bucket_ns == bucket && last_->group == group) return *last_;
   LedgerRow& row = cells_[{group, bucket}];
@@ -545,7 +564,7 @@ std::array<double, kLossCount> LedgerBuilder::Allocated(const std::string& job, 
     out[static_cast<size_t>(Loss::kSoftware)] = 1;
     return out;
   }
-  const auto base = baseline_.find(r.workload_class);
+  const auto base = baseline_.find(BaselineKey(r));
   double data = 0, sync = 0;
   if (base != baseline_.end()) {
     data = std::max(0.0, step->data_share - base->second.first);
@@ -583,6 +602,40 @@ const Ended* LedgerBuilder::RestartGap(const JobRecord& r, int64_t last_t, int64
   return &*end;
 }
 
+// The price of a GPU-minute by region and SKU over the range: at each hourly
+// `cost` point, the sum of usd_per_hour over its pricings (reserved, on
+// demand) over the GPUs they pay for, held until the next point. A day
+// before the range is read, so that its first minutes have a price.
+Status LedgerBuilder::ReadCost() {
+  constexpr int64_t kPriceLookbackNs = 1440 * kMinuteNs;
+  std::vector<Series> series;
+  GPULSE_RETURN_IF_ERROR(db_->ListSeries("cost", scope_, &series));
+  const std::vector<std::string> fields = {"usd_per_hour", "gpus"};
+  std::map<std::string, std::map<int64_t, std::pair<double, double>>> paid;  // usd/h, gpus
+  for (const Series& s : series) {
+    GPULSE_RETURN_IF_ERROR(Check());
+    std::vector<Column> cols;
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kPriceLookbackNs, end_, &cols));
+    if (cols[0].type == FieldType::kString || cols[1].type == FieldType::kString) continue;
+    auto& by_time = paid[TagOf(s, "region") + '\0' + TagOf(s, "sku")];
+    Cursor gpus(cols[1]);
+    for (size_t i = 0; i < cols[0].size(); ++i) {
+      const int64_t ts = cols[0].ts[i];
+      if (!gpus.At(ts)) continue;
+      auto& [usd, count] = by_time[ts];
+      usd += NumberAt(cols[0], i);
+      count += NumberAt(cols[1], gpus.index());
+    }
+  }
+  for (const auto& [key, by_time] : paid) {
+    auto& track = prices_[key];
+    for (const auto& [ts, pair] : by_time) {
+      if (pair.second > 0) track.push_back({ts, pair.first / pair.second / 60});
+    }
+  }
+  return Status::Ok();
+}
+
 Status LedgerBuilder::ReadGpus() {
   std::vector<Series> series;
   GPULSE_RETURN_IF_ERROR(db_->ListSeries("gpu", scope_, &series));
@@ -613,6 +666,10 @@ Status LedgerBuilder::ReadGpus() {
 void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols) {
   const std::string node = TagOf(gpu, "node");
   const std::string region = TagOf(gpu, "region");
+  const auto price_it = prices_.find(region + '\0' + TagOf(gpu, "sku"));
+  const std::vector<std::pair<int64_t, double>>* prices =
+      price_it == prices_.end() ? nullptr : &price_it->second;
+  size_t price_at = 0;  // prices[price_at - 1] holds at t (0: none yet)
   const auto node_it = nodes_.find(node);
   const NodeMinutes* n = node_it == nodes_.end() ? nullptr : &node_it->second;
   const auto pending_it = pending_.find(region);
@@ -713,6 +770,13 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
     }
     LedgerRow& row = Cell(group, t);
     for (size_t l = 0; l < kLossCount; ++l) row.minutes[l] += add[l];
+    if (prices != nullptr) {
+      while (price_at < prices->size() && (*prices)[price_at].first <= t) ++price_at;
+      if (price_at > 0) {
+        row.cost_usd += (*prices)[price_at - 1].second;
+        row.priced_minutes += 1;
+      }
+    }
     if (failed != nullptr) {
       LedgerRow::FailedAttempt& attempt =
           row.failed_attempts[std::hash<std::string>()(*failed_job) ^

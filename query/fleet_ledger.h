@@ -44,6 +44,10 @@ struct LedgerOptions {
   int64_t start_ns = 0;  // rounded down to a minute
   int64_t end_ns = 0;    // exclusive, rounded up to a minute
   int64_t every_ns = 0;  // bucket width; 0: one bucket for the range
+  // Calendar buckets instead (EVERY 1mo): the start of the bucket holding
+  // an instant; a bucket that began before the range is labelled with its
+  // own start, as GROUP BY time(1mo) does.
+  std::function<int64_t(int64_t)> bucket_of;
   // What was known then: job outcomes recorded at or after this instant are
   // not read (a job that fails later has not lost its minutes yet). NORTHSTAR
   // and DECOMPOSE set it to now(), so that an alert rule evaluated for a past
@@ -89,6 +93,12 @@ struct LedgerRow {
     double minutes = 0;
   };
   std::unordered_map<uint64_t, FailedAttempt> failed_attempts;
+  // What the row's capacity minutes cost: each GPU-minute at the price of
+  // its region's and SKU's GPU-hours then (the `cost` measurement: every
+  // pricing's usd_per_hour over the GPUs it pays for), over 60. Minutes
+  // with no price known are not in it; priced_minutes says how many are.
+  double cost_usd = 0;
+  double priced_minutes = 0;
   double Capacity() const;
 };
 

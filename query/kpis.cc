@@ -70,7 +70,8 @@ constexpr Kpi kKpis[] = {
      "region"},
     {"gpu_hours", "GPU-hours", "SELECT count(job) / 60 AS gpu_hours FROM gpu WHERE $range", "", 1,
      "", "lagging", "Finance", "dashboard",
-     "GPU-hours allocated; GROUP BY team, user or job, and time(1d), time(1w), time(1mo)"},
+     "GPU-hours allocated; GROUP BY team, user or job, and time(1d), time(1w), time(1mo); "
+     "their cost: NORTHSTAR BY team EVERY 1d (cost_usd)"},
 };
 
 std::string Fill(const char* text, const std::string& range) {

@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
+#include "query/buckets.h"
 #include "query/condition.h"
 #include "query/eval.h"
 #include "query/fleet_ledger.h"
@@ -22,6 +24,21 @@ bool GroupableKey(const std::string& key) {
   static const char* const kKeys[] = {"region", "cluster",        "sku",  "node", "gpu",
                                       "team",   "workload_class", "user", "job"};
   return std::any_of(std::begin(kKeys), std::end(kKeys), [&](const char* k) { return key == k; });
+}
+
+// WHERE filters the gpu series by their tags; the minute's attribution is
+// a field, which a tag condition would silently match nowhere.
+Status NoAttributionIn(const Expr* e) {
+  if (e == nullptr) return Status::Ok();
+  if (e->kind == ExprKind::kVarRef &&
+      (e->text == "team" || e->text == "user" || e->text == "job" || e->text == "workload_class")) {
+    return ErrorAt(*e, e->text +
+                           " is the attribution of each minute, not a tag of the gpu series: "
+                           "group BY " +
+                           e->text + " and read its rows instead of filtering on it");
+  }
+  for (const auto& c : e->children) GPULSE_RETURN_IF_ERROR(NoAttributionIn(c.get()));
+  return Status::Ok();
 }
 
 Status Dimensions(const NorthstarStatement& s, std::vector<std::string>* by) {
@@ -56,7 +73,17 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
   GPULSE_RETURN_IF_ERROR(Dimensions(s, &lo.by));
   int64_t over = kDefaultOverNs;
   GPULSE_RETURN_IF_ERROR(Span(s.over.get(), "OVER", &over));
-  GPULSE_RETURN_IF_ERROR(Span(s.every.get(), "EVERY", &lo.every_ns));
+  std::optional<Bucketer> months;  // EVERY 1mo: calendar months, UTC
+  if (s.every != nullptr && s.every->kind == ExprKind::kDuration &&
+      std::any_of(s.every->duration.begin(), s.every->duration.end(),
+                  [](const DurationPart& p) { return p.unit == "mo"; })) {
+    Result<Bucketer> b = Bucketer::Make(s.every->duration, 0, std::nullopt);
+    if (!b.ok()) return ErrorAt(*s.every, b.status().message());
+    months = std::move(*b);
+    lo.bucket_of = [&months](int64_t t) { return months->Start(t); };
+  } else {
+    GPULSE_RETURN_IF_ERROR(Span(s.every.get(), "EVERY", &lo.every_ns));
+  }
   TimeRange range;
   std::unique_ptr<Expr> rest;
   if (s.condition) GPULSE_RETURN_IF_ERROR(ExtractTime(*s.condition, now_ns, &range, &rest));
@@ -66,6 +93,7 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
   lo.end_ns = range.has_hi ? range.hi : now_ns;
   lo.start_ns = range.has_lo ? range.lo : lo.end_ns - over;
   TagCondition where;
+  GPULSE_RETURN_IF_ERROR(NoAttributionIn(rest.get()));
   GPULSE_RETURN_IF_ERROR(where.CompileTagsOnly(rest.get(), "NORTHSTAR"));
   lo.where = &where;
   lo.database = options.database;
@@ -94,6 +122,8 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
       for (size_t l = 1; l < kLossCount; ++l)
         rs.columns.emplace_back(LossName(static_cast<Loss>(l)));
       rs.columns.emplace_back("failed_jobs");
+      rs.columns.emplace_back("cost_usd");
+      rs.columns.emplace_back("usd_per_productive_gpu_hour");
     }
     const double capacity = row.Capacity();
     std::vector<QueryValue> values = {QueryValue(row.bucket_ns),
@@ -101,6 +131,12 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
                                       QueryValue(row.minutes[0]), QueryValue(capacity)};
     for (size_t l = 1; l < kLossCount; ++l) values.emplace_back(row.minutes[l] / capacity);
     values.emplace_back(static_cast<int64_t>(row.failed_attempts.size()));
+    // Null without prices (no cost measurement) and, per productive hour,
+    // without productive minutes.
+    values.push_back(row.priced_minutes > 0 ? QueryValue(row.cost_usd) : QueryValue());
+    values.push_back(row.priced_minutes > 0 && row.minutes[0] > 0
+                         ? QueryValue(row.cost_usd / (row.minutes[0] / 60))
+                         : QueryValue());
     rs.values.push_back(std::move(values));
   }
   for (auto& [group, rs] : series) {

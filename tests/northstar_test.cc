@@ -105,6 +105,7 @@ class NorthstarTest : public ::testing::Test {
     const ResultSeries& s = r.statements[0].series[0];
     for (size_t c = 1; c < s.columns.size(); ++c) {
       const QueryValue& v = s.values.at(0)[c];
+      if (std::holds_alternative<std::monostate>(v)) continue;  // no cost data
       row[s.columns[c]] =
           v.index() == 2 ? static_cast<double>(std::get<int64_t>(v)) : std::get<double>(v);
     }
@@ -202,6 +203,15 @@ TEST_F(NorthstarTest, StatementErrorsNameTheFault) {
   r = {};
   ASSERT_TRUE(db_->Query("NORTHSTAR EVERY 0s", {}, &r).ok());
   EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
+  // An attribution in WHERE would match no gpu series' tag: an error, not
+  // an empty answer.
+  r = {};
+  ASSERT_TRUE(db_->Query("NORTHSTAR WHERE region = 'r1' AND team = 'vision'", {}, &r).ok());
+  EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
+  EXPECT_NE(r.statements[0].status.message().find("group BY team"), std::string::npos)
+      << r.statements[0].status.message();
+  EXPECT_NE(r.statements[0].status.message().find("column 35"), std::string::npos)
+      << r.statements[0].status.message();
 }
 
 // Four nodes; in the second hour the two on a new driver crash their jobs,
@@ -306,6 +316,84 @@ TEST_F(NorthstarTest, IdleTimeAfterAFailureIsTheFailuresUntilTheJobComesBack) {
   EXPECT_DOUBLE_EQ(row.at("failed_jobs"), 2);
 }
 
+// Cost by team: each GPU-minute at its region's and SKU's price then (all
+// pricings' USD per hour over the GPUs they pay for), the idle minutes under
+// no team, a price holding until the next cost point (one before the range
+// prices its first minutes).
+TEST_F(NorthstarTest, CostIsEachGpuMinuteAtItsPriceByTeamAndAddsUpToTheBill) {
+  const auto price = [&](int64_t t, double reserved_usd, double on_demand_usd) {
+    Put({"cost",
+         {{"region", "r1"}, {"sku", "H100"}, {"pricing", "reserved"}},
+         {{"usd_per_gpu_hour", reserved_usd},
+          {"gpus", int64_t{6}},
+          {"usd_per_hour", 6 * reserved_usd}},
+         t});
+    Put({"cost",
+         {{"region", "r1"}, {"sku", "H100"}, {"pricing", "on_demand"}},
+         {{"usd_per_gpu_hour", on_demand_usd},
+          {"gpus", int64_t{2}},
+          {"usd_per_hour", 2 * on_demand_usd}},
+         t});
+  };
+  price(kT0 - 60 * kMinute, 2.0, 4.0);  // 20 USD an hour for 8 GPUs: 2.50 a GPU-hour
+  price(kT0 + 30 * kMinute, 4.0, 8.0);  // from the half hour on: 5.00
+  Sched("submitted", kT0, "a");
+  Sched("started", kT0, "a");
+  for (int m = 0; m < 60; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    Node(t);
+    for (int g = 0; g < 8; ++g) Gpu(g, t, g < 4 ? "a" : "");
+    Step(t, "a", m + 1);
+  }
+  Flush();
+  const StatementResult r =
+      test::RunFirst(db_.get(), "NORTHSTAR BY team WHERE time >= " + std::to_string(kT0) +
+                                    "ns AND time < " + std::to_string(kT0 + 60 * kMinute) + "ns");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.series.size(), 2u);  // team "" (idle) and vision
+  const auto column = [](const ResultSeries& s, const std::string& name) {
+    for (size_t c = 0; c < s.columns.size(); ++c) {
+      if (s.columns[c] == name) return s.values.at(0)[c];
+    }
+    return QueryValue();
+  };
+  double total = 0;
+  for (const ResultSeries& s : r.series) {
+    // Four GPUs for 30 minutes at 2.50 an hour and 30 at 5.00: 15 USD.
+    EXPECT_NEAR(std::get<double>(column(s, "cost_usd")), 15.0, 1e-9) << s.tags.at(0).value;
+    total += std::get<double>(column(s, "cost_usd"));
+  }
+  EXPECT_NEAR(total, 0.5 * 20 + 0.5 * 40, 1e-9);  // the hour's bill
+  const ResultSeries& vision = r.series[1];
+  EXPECT_EQ(vision.tags.at(0).value, "vision");
+  EXPECT_NEAR(std::get<double>(column(vision, "usd_per_productive_gpu_hour")), 15.0 / 4, 1e-9);
+  // Idle minutes are not productive: no price per productive hour.
+  EXPECT_TRUE(
+      std::holds_alternative<std::monostate>(column(r.series[0], "usd_per_productive_gpu_hour")));
+}
+
+// EVERY 1mo: calendar months (UTC), for cost and goodput by month.
+TEST_F(NorthstarTest, EveryMonthBucketsByCalendarMonth) {
+  const int64_t from = kT0 - kDay - 60 * kMinute;  // 2026-10-31T23:00:00Z
+  for (int m = 0; m < 120; ++m) {
+    const int64_t t = from + m * kMinute;
+    Node(t);
+    Gpu(0, t, "");
+  }
+  Flush();
+  const StatementResult r = test::RunFirst(
+      db_.get(), "NORTHSTAR WHERE gpu = '0' AND time >= " + std::to_string(from) +
+                     "ns AND time < " + std::to_string(from + 120 * kMinute) + "ns EVERY 1mo");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.series.size(), 1u);
+  const auto& rows = r.series[0].values;
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(std::get<int64_t>(rows[0][0]), 1790812800LL * 1'000'000'000);  // 2026-10-01
+  EXPECT_EQ(std::get<int64_t>(rows[1][0]), kT0 - kDay);                    // 2026-11-01
+  EXPECT_DOUBLE_EQ(std::get<double>(rows[0][3]), 60);
+  EXPECT_DOUBLE_EQ(std::get<double>(rows[1][3]), 60);
+}
+
 // The summary and contributor series of a DECOMPOSE of [kT0, +1h) against
 // [+1h, +2h).
 StatementResult DecomposeFirstTwoHours(Db* db) {
@@ -330,6 +418,13 @@ TEST_F(NorthstarTest, DecomposeTracesANetworkLossToTheTroubledLinkTheJobCrossed)
   Sched("started", kT0, "wide", {{"nodes", std::string("n1,n2")}});
   Sched("submitted", kT0 + 1, "calm");
   Sched("started", kT0 + 1, "calm", {{"nodes", std::string("n3")}});
+  // Two more jobs across nodes elsewhere, so that the baseline of
+  // multi-node jobs of the class is the calm share, not the troubled one.
+  for (int k = 1; k <= 2; ++k) {  // events a nanosecond apart: one series
+    const std::string job = "calm-elsewhere-" + std::to_string(k);
+    Sched("submitted", kT0 + 1 + k, job);
+    Sched("started", kT0 + 1 + k, job, {{"nodes", std::string("n4,n5")}});
+  }
   for (int m = 0; m < 120; ++m) {
     const int64_t t = kT0 + m * kMinute;
     const bool troubled = m >= 60;
@@ -344,8 +439,6 @@ TEST_F(NorthstarTest, DecomposeTracesANetworkLossToTheTroubledLinkTheJobCrossed)
     }
     Step(t, "wide", m + 1, "n1", troubled ? 600.0 : 100.0);
     Step(t, "calm", m + 1, "n3");
-    // Two more jobs of the class elsewhere, so that the class's baseline is
-    // the calm share, not the troubled one.
     Step(t, "calm-elsewhere-1", m + 1, "n4");
     Step(t, "calm-elsewhere-2", m + 1, "n5");
   }
@@ -363,6 +456,32 @@ TEST_F(NorthstarTest, DecomposeTracesANetworkLossToTheTroubledLinkTheJobCrossed)
   EXPECT_EQ(std::get<std::string>(network->values.at(0)[2]), "n2/ib0");
   EXPECT_NEAR(std::get<double>(network->values.at(0)[6]), 1.0, 1e-9);  // all of the change
   for (const auto& row : network->values) EXPECT_NE(std::get<std::string>(row[2]), "n1/ib0");
+}
+
+// A job across nodes syncs gradients over the fabric and spends more of its
+// step on it than one-node jobs of its class; steady, that is not a loss.
+TEST_F(NorthstarTest, AMultiNodeJobIsComparedWithMultiNodeJobs) {
+  const std::vector<std::tuple<std::string, std::string, double>> jobs = {
+      {"wide", "n1,n2", 300.0}, {"narrow-1", "n3", 100.0}, {"narrow-2", "n4", 100.0}};
+  for (size_t k = 0; k < jobs.size(); ++k) {
+    const auto& [job, nodes, sync] = jobs[k];
+    Sched("submitted", kT0 + static_cast<int64_t>(k), job);
+    Sched("started", kT0 + static_cast<int64_t>(k), job, {{"nodes", nodes}});
+  }
+  for (int m = 0; m < 60; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    for (const auto& [job, nodes, sync] : jobs) {
+      const std::string first = nodes.substr(0, 2);
+      Node(t, false, 8, first);
+      for (int g = 0; g < 8; ++g) Gpu(g, t, job, 0, first);
+      Step(t, job, m + 1, first, sync);
+    }
+  }
+  Flush();
+  const auto row = Northstar(kT0, kT0 + 60 * kMinute);
+  ASSERT_FALSE(row.empty());
+  EXPECT_EQ(row.at("network"), 0.0);
+  EXPECT_DOUBLE_EQ(row.at("goodput"), 1.0);
 }
 
 // Idle capacity with nothing waiting is slack, and slack is listed after
@@ -490,8 +609,8 @@ TEST_F(NorthstarSimTest, GoodputAndTheLossesAddUpToCapacityInEveryBucketAndGroup
     EXPECT_EQ(s.values.size(), 8u);
     for (const auto& row : s.values) {
       double shares = std::get<double>(row[1]);
-      // Columns 4.. are the losses, then failed_jobs.
-      for (size_t c = 4; c + 1 < row.size(); ++c) shares += std::get<double>(row[c]);
+      // Columns 4.. are the losses, then failed_jobs and the two costs.
+      for (size_t c = 4; c + 3 < row.size(); ++c) shares += std::get<double>(row[c]);
       EXPECT_NEAR(shares, 1.0, 1e-9);
       EXPECT_GE(std::get<double>(row[1]), 0.0);
       capacity += std::get<double>(row[3]);

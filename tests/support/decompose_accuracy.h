@@ -2,8 +2,9 @@
 // incident alone in a small fleet, from 12:00 to 24:00 on a Wednesday,
 // decomposed against the same hours of the Tuesday before. Does the loss
 // of the incident's cause class grow most, and do its top three
-// contributors name the incident's scope (its nodes, GPUs, links, driver
-// version, image, cluster, region or queue)?
+// contributors name the incident's scope (its nodes, GPUs or links, driver
+// version, image, cluster or a node of it, and for a scheduling incident its
+// region or the queue it starves)?
 //
 // Used by tests/slow/decompose_accuracy_test.cc and bench/decompose_accuracy.
 #pragma once
@@ -37,16 +38,23 @@ inline bool InScope(const fleet::Incident& i, const Contribution& c) {
   const auto has = [](const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
   };
-  if (c.dimension == "node") return has(i.nodes, c.value);
-  if (c.dimension == "gpu") return has(i.gpus, c.value);
-  if (c.dimension == "link") {
-    const size_t slash = c.value.rfind('/');
-    return slash != std::string::npos && has(i.nodes, c.value.substr(0, slash));
+  // A node of the incident, or of its cluster (node names are
+  // "<cluster>-nNNN", docs/fleet-schema.md).
+  const auto node_in = [&](const std::string& node) {
+    return has(i.nodes, node) || (!i.cluster.empty() && node.rfind(i.cluster + "-n", 0) == 0);
+  };
+  const size_t slash = c.value.rfind('/');
+  if (c.dimension == "node") return node_in(c.value);
+  if (c.dimension == "gpu") {
+    return has(i.gpus, c.value) ||
+           (i.gpus.empty() && slash != std::string::npos && node_in(c.value.substr(0, slash)));
   }
+  if (c.dimension == "link") return slash != std::string::npos && node_in(c.value.substr(0, slash));
   if (c.dimension == "driver_version") return c.value == i.driver_version;
   if (c.dimension == "image") return c.value == i.image;
   if (c.dimension == "cluster") return !i.cluster.empty() && c.value == i.cluster;
-  if (c.dimension == "queue") return c.value == i.queue;
+  if (c.dimension == "region") return !i.region.empty() && c.value == i.region;
+  if (c.dimension == "queue") return !i.queue.empty() && c.value == i.queue;
   return false;
 }
 
