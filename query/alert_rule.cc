@@ -244,6 +244,8 @@ class RuleEvaluator {
     const Expr* over = nullptr;
     if (rule_.statement->source == nullptr) {
       over = rule_.statement->kpi_over.get();
+    } else if (rule_.statement->source->kind == StatementKind::kSelect) {
+      return rule_.select_span_ns;
     } else if (rule_.statement->source->kind == StatementKind::kNorthstar) {
       over = static_cast<const NorthstarStatement&>(*rule_.statement->source).over.get();
     }
@@ -271,10 +273,20 @@ class RuleEvaluator {
 }  // namespace
 
 std::string GroupText(const std::vector<Tag>& group) {
+  // Backslashes before ',', '=' and '\\' inside keys and values, as line
+  // protocol writes tags: {a="x,b=y"} and {a="x", b="y"} stay two groups.
+  const auto escaped = [](std::string* out, const std::string& text) {
+    for (char c : text) {
+      if (c == ',' || c == '=' || c == '\\') *out += '\\';
+      *out += c;
+    }
+  };
   std::string out;
   for (const Tag& t : group) {
     if (!out.empty()) out += ',';
-    out += t.key + "=" + t.value;
+    escaped(&out, t.key);
+    out += '=';
+    escaped(&out, t.value);
   }
   return out;
 }
@@ -353,12 +365,24 @@ Result<AlertRule> CompileAlertRule(std::unique_ptr<CreateAlertStatement> s) {
     }
   } else if (s->source->kind == StatementKind::kSelect) {
     const auto& select = static_cast<const SelectStatement&>(*s->source);
-    if (!HasTimeCondition(select.condition.get())) {
+    // The lower bound must move with now(): a fixed date would make each
+    // minute's evaluation read more than the last, without end.
+    bool relative = false;
+    if (HasTimeCondition(select.condition.get())) {
+      constexpr int64_t kProbe = 1'800'000'000LL * 1'000'000'000;  // any instant will do
+      TimeRange a, b;
+      std::unique_ptr<Expr> rest;
+      GPULSE_RETURN_IF_ERROR(ExtractTime(*select.condition, kProbe, &a, &rest));
+      GPULSE_RETURN_IF_ERROR(ExtractTime(*select.condition, kProbe + kDayNs, &b, &rest));
+      relative = a.has_lo && b.has_lo && b.lo - a.lo == kDayNs && a.lo < kProbe;
+      if (relative) rule.select_span_ns = kProbe - a.lo;
+    }
+    if (!relative) {
       return Status::InvalidArgument(
           "line " + std::to_string(select.pos.line) + ", column " +
           std::to_string(select.pos.column) +
-          ": a rule's SELECT must bound time relative to now(), such as WHERE time > now() - "
-          "15m: it runs every minute");
+          ": a rule's SELECT must bound time from below relative to now(), such as WHERE time > "
+          "now() - 15m: it runs every minute");
     }
   }
   rule.text = s->ToString();

@@ -54,6 +54,9 @@ struct AlertRule {
   // Whether the bare names baseline, mad, sigma and deviation are the rule's
   // (not when a SELECT's own BASELINE() answers a `deviation` column).
   bool baseline_names = true;
+  // A SELECT source: how far back its WHERE reaches from now() (what
+  // maintenance and the baseline's history days must keep clear of).
+  int64_t select_span_ns = 0;
   std::shared_ptr<const CreateAlertStatement> statement;
   std::shared_ptr<const StatementList> source;  // the NORTHSTAR or SELECT, alone; empty for KPI
 };

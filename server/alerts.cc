@@ -79,6 +79,23 @@ nlohmann::json InstanceJson(const AlertInstance& a) {
 
 }  // namespace
 
+std::string AlertCountersText(const AlertCounters& c) {
+  std::string out;
+  const auto line = [&out](const char* name, const char* help, uint64_t value) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " counter\n" + name +
+           " " + std::to_string(value) + "\n";
+  };
+  line("gpulse_alert_evaluations_total", "Alert rule evaluations.", c.evaluations);
+  line("gpulse_alert_evaluation_errors_total", "Alert rule evaluations that failed.", c.errors);
+  line("gpulse_alerts_fired_total", "Alerts that began to fire.", c.fired);
+  line("gpulse_alerts_resolved_total", "Alerts resolved.", c.resolved);
+  line("gpulse_alerts_suppressed_total",
+       "Alert evaluations of a group held back by planned maintenance.", c.suppressed);
+  line("gpulse_alert_minutes_skipped_total",
+       "Minutes the alert loop fell too far behind to evaluate.", c.skipped_minutes);
+  return out;
+}
+
 AlertManager::AlertManager(Db* db, AlertManagerOptions options, WebhookSender* webhooks)
     : db_(db), options_(options), webhooks_(webhooks) {}
 
@@ -88,6 +105,7 @@ void AlertManager::Start() {
   std::lock_guard<std::mutex> l(loop_mu_);
   if (thread_.joinable()) return;
   stop_ = false;
+  stopping_ = false;
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -95,15 +113,21 @@ void AlertManager::Stop() {
   {
     std::lock_guard<std::mutex> l(loop_mu_);
     stop_ = true;
+    stopping_ = true;
   }
   loop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
-// Wakes at each wall-clock minute plus the lag's seconds, and evaluates as
-// of the minute `lag` before it.
+// Wakes at each wall-clock minute and evaluates as of the minute `lag`
+// before it. An evaluation that overran a minute is followed by the
+// minutes it missed, so that FOR durations and times to detect stay true;
+// after a stall of more than kMaxCatchUp minutes only the latest are
+// evaluated, and the rest are counted as skipped.
 void AlertManager::Loop() {
+  constexpr int64_t kMaxCatchUp = 5;
   const int64_t lag_ns = options_.lag.count() * 1'000'000'000LL;
+  int64_t last = 0;  // the last instant evaluated
   while (true) {
     const int64_t now = engine::WallClockNanos();
     const int64_t next = (now / kMinuteNs + 1) * kMinuteNs;
@@ -111,7 +135,18 @@ void AlertManager::Loop() {
     const auto deadline = std::chrono::system_clock::time_point(std::chrono::nanoseconds(next));
     if (loop_cv_.wait_until(l, deadline, [this] { return stop_; })) return;
     l.unlock();
-    EvaluateAt((next - lag_ns) / kMinuteNs * kMinuteNs);
+    const int64_t target = (next - lag_ns) / kMinuteNs * kMinuteNs;
+    int64_t from = last == 0 ? target : last + kMinuteNs;
+    if (target - from >= kMaxCatchUp * kMinuteNs) {
+      const int64_t first = target - (kMaxCatchUp - 1) * kMinuteNs;
+      std::lock_guard<std::mutex> g(mu_);
+      counters_.skipped_minutes += static_cast<uint64_t>((first - from) / kMinuteNs);
+      from = first;
+    }
+    for (int64_t t = from; t <= target && !stopping_; t += kMinuteNs) {
+      EvaluateAt(t);
+      last = t;
+    }
   }
 }
 
@@ -188,6 +223,7 @@ void AlertManager::EvaluateAt(int64_t now_ns) {
     for (const auto& [name, rule] : rules_) names.push_back(name);
   }
   for (const std::string& name : names) {
+    if (stopping_) return;
     query::AlertRule compiled;
     bool builtin = false;
     {
@@ -203,6 +239,7 @@ void AlertManager::EvaluateAt(int64_t now_ns) {
     QueryOptions options;
     options.now_ns = now_ns;
     options.limits = options_.limits;
+    options.cancelled = [this] { return stopping_.load(); };
     const Status s = builtin ? EvaluateFreshness(now_ns, &samples)
                              : query::EvaluateAlertRule(db_, compiled, options, now_ns, &samples);
     const double ms =
@@ -231,6 +268,7 @@ Status AlertManager::EvaluateFreshness(int64_t now_ns, std::vector<query::AlertS
   QueryOptions options;
   options.now_ns = now_ns;
   options.limits = options_.limits;
+  options.cancelled = [this] { return stopping_.load(); };
   QueryResult result;
   GPULSE_RETURN_IF_ERROR(db_->Query("SHOW STALE", options, &result));
   const StatementResult& st = result.statements.at(0);

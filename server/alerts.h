@@ -20,6 +20,7 @@
 // any thread meanwhile.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -77,12 +78,16 @@ struct AlertRuleStatus {
 };
 
 struct AlertCounters {
-  uint64_t evaluations = 0;  // rule evaluations
-  uint64_t errors = 0;       // rule evaluations that failed
-  uint64_t fired = 0;        // transitions to firing
-  uint64_t resolved = 0;     // transitions to resolved
-  uint64_t suppressed = 0;   // (rule, group) evaluations held back by maintenance
+  uint64_t evaluations = 0;      // rule evaluations
+  uint64_t errors = 0;           // rule evaluations that failed
+  uint64_t fired = 0;            // transitions to firing
+  uint64_t resolved = 0;         // transitions to resolved
+  uint64_t suppressed = 0;       // (rule, group) evaluations held back by maintenance
+  uint64_t skipped_minutes = 0;  // minutes the loop fell too far behind to evaluate
 };
+
+// The counters in Prometheus text format, for GET /metrics.
+std::string AlertCountersText(const AlertCounters& c);
 
 class AlertManager {
  public:
@@ -141,6 +146,9 @@ class AlertManager {
   std::mutex loop_mu_;
   std::condition_variable loop_cv_;
   bool stop_ = false;
+  // Set by Stop before it waits: a running evaluation's queries are
+  // cancelled rather than finished.
+  std::atomic<bool> stopping_{false};
   std::thread thread_;
 };
 

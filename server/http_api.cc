@@ -422,6 +422,7 @@ Response HttpApi::Metrics(const Request& request) {
   Response res{http::status::ok, request.version()};
   res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
   res.body() = metrics_->Render(db_->GetStats());
+  if (alerts_ != nullptr) res.body() += AlertCountersText(alerts_->Counters());
   res.prepare_payload();
   return res;
 }

@@ -109,8 +109,21 @@ TEST(AlertRuleCompileTest, RulesThatCannotRunAreRefused) {
             "leave out EVERY");
   EXPECT_EQ(CompileError("CREATE ALERT a ON SELECT mean(util) FROM gpu WHEN value < 0.5 SEVERITY "
                          "page OWNER x"),
-            "line 1, column 19: a rule's SELECT must bound time relative to now(), such as WHERE "
-            "time > now() - 15m: it runs every minute");
+            "line 1, column 19: a rule's SELECT must bound time from below relative to now(), "
+            "such as WHERE time > now() - 15m: it runs every minute");
+  // A fixed date, or only an upper bound, would read more every minute.
+  for (const char* where : {"time > '2026-11-01T00:00:00Z'", "time < now()"}) {
+    const std::string error =
+        CompileError(std::string("CREATE ALERT a ON SELECT mean(util) FROM gpu WHERE ") + where +
+                     " WHEN value < 0.5 SEVERITY page OWNER x");
+    EXPECT_NE(error.find("line 1, column 19: a rule's SELECT must bound time from below"),
+              std::string::npos)
+        << where << ": " << error;
+  }
+  EXPECT_EQ(CompileError("CREATE ALERT a ON SELECT mean(util) FROM gpu WHERE time > now() - 5m "
+                         "OR time < now() - 1h WHEN value < 0.5 SEVERITY page OWNER x"),
+            "line 1, column 52: conditions on time must be joined to the rest with AND, not OR "
+            "or NOT");
   EXPECT_EQ(CompileError("CREATE ALERT a ON KPI nope WHEN value < 0.5 SEVERITY page OWNER x"),
             "alert a: no KPI is called nope (SHOW KPIS lists them)");
   EXPECT_EQ(CompileError("CREATE ALERT a ON NORTHSTAR WHEN value < 0.5 BASELINE 14d SEVERITY "
@@ -245,6 +258,9 @@ TEST_F(AlertRuleDbTest, ASelectRuleHasOneSamplePerGroupFromItsNewestValue) {
   EXPECT_EQ(query::GroupText(samples[0].group), "node=n1");
   EXPECT_FALSE(samples[0].active);
   EXPECT_EQ(query::GroupText(samples[1].group), "node=n2");
+  // Separators inside a value are escaped: these two groups stay apart.
+  EXPECT_EQ(query::GroupText({{"a", "x,b=y"}}), "a=x\\,b\\=y");
+  EXPECT_NE(query::GroupText({{"a", "x,b=y"}}), query::GroupText({{"a", "x"}, {"b", "y"}}));
   EXPECT_TRUE(samples[1].active);
   EXPECT_EQ(samples[1].columns.at("value"), QueryValue(95.0));
   // Seen from 5 minutes earlier, n2 was still cool: the source sees only up to its instant.

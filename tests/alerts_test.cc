@@ -176,6 +176,11 @@ TEST_F(AlertsTest, PendingFiresAfterForAndResolvesWithWebhooks) {
   EXPECT_EQ(bodies[1]["id"], bodies[0]["id"]);
   EXPECT_EQ(alerts->Counters().fired, 1u);
   EXPECT_EQ(alerts->Counters().resolved, 1u);
+  // The same counters for Prometheus.
+  const std::string metrics = client_->Get("/metrics").body;
+  EXPECT_NE(metrics.find("gpulse_alerts_fired_total 1\n"), std::string::npos) << metrics;
+  EXPECT_NE(metrics.find("gpulse_alerts_resolved_total 1\n"), std::string::npos);
+  EXPECT_NE(metrics.find("gpulse_alert_evaluations_total "), std::string::npos);
 }
 
 TEST_F(AlertsTest, ResolvedByHandStaysQuietUntilTheConditionClearsOnce) {
