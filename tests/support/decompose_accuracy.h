@@ -4,7 +4,7 @@
 // of the incident's cause class grow most, and do its top three
 // contributors name the incident's scope (its nodes, GPUs or links, driver
 // version, image, cluster or a node of it, and for a scheduling incident its
-// region or the queue it starves)?
+// region, a node of it, or the queue it starves)?
 //
 // Used by tests/slow/decompose_accuracy_test.cc and bench/decompose_accuracy.
 #pragma once
@@ -38,10 +38,11 @@ inline bool InScope(const fleet::Incident& i, const Contribution& c) {
   const auto has = [](const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
   };
-  // A node of the incident, or of its cluster (node names are
-  // "<cluster>-nNNN", docs/fleet-schema.md).
+  // A node of the incident, or of its cluster or region (node names are
+  // "<region>-c<k>-nNNN", docs/fleet-schema.md).
   const auto node_in = [&](const std::string& node) {
-    return has(i.nodes, node) || (!i.cluster.empty() && node.rfind(i.cluster + "-n", 0) == 0);
+    return has(i.nodes, node) || (!i.cluster.empty() && node.rfind(i.cluster + "-n", 0) == 0) ||
+           (!i.region.empty() && node.rfind(i.region + "-c", 0) == 0);
   };
   const size_t slash = c.value.rfind('/');
   if (c.dimension == "node") return node_in(c.value);
