@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "query/baseline.h"
@@ -423,8 +424,50 @@ Result<AlertRule> CompileAlertRule(std::string_view text) {
       std::unique_ptr<CreateAlertStatement>(static_cast<CreateAlertStatement*>(parsed->release())));
 }
 
+const RuleHistory::Instant* RuleHistory::Find(int64_t t) const {
+  const auto it = by_instant_.find(t);
+  return it == by_instant_.end() ? nullptr : &it->second;
+}
+
+void RuleHistory::Keep(int64_t t, Instant instant, int64_t keep_from) {
+  by_instant_[t] = std::move(instant);
+  by_instant_.erase(by_instant_.begin(), by_instant_.lower_bound(keep_from));
+}
+
+namespace {
+
+// The values of the baseline's arguments in one group's answer.
+std::vector<double> ArgValues(const AlertRule& rule,
+                              const std::map<std::string, QueryValue>& columns) {
+  std::vector<double> out;
+  for (const Expr* arg : rule.baseline_args) {
+    QueryValue v;
+    if (arg == nullptr) {
+      const auto it = columns.find("value");
+      if (it != columns.end()) v = it->second;
+    } else {
+      // An answer that lacks a column the expression names is no sample.
+      Result<QueryValue> r = Eval(*arg, columns, {}, rule.baseline_names);
+      if (r.ok()) v = *r;
+    }
+    double x = 0;
+    out.push_back(ToDouble(v, &x) && std::isfinite(x) ? x
+                                                      : std::numeric_limits<double>::quiet_NaN());
+  }
+  return out;
+}
+
+RuleHistory::Instant HistoryOf(const AlertRule& rule, const Answers& answers) {
+  RuleHistory::Instant instant;
+  for (const auto& [key, sample] : answers)
+    instant[key] = {sample.group, ArgValues(rule, sample.columns)};
+  return instant;
+}
+
+}  // namespace
+
 Status EvaluateAlertRule(Db* db, const AlertRule& rule, const QueryOptions& options, int64_t now_ns,
-                         std::vector<AlertSample>* out) {
+                         std::vector<AlertSample>* out, RuleHistory* kept) {
   out->clear();
   RuleEvaluator evaluator(db, rule, options);
   Answers now;
@@ -445,19 +488,32 @@ Status EvaluateAlertRule(Db* db, const AlertRule& rule, const QueryOptions& opti
   // History: the same instant on earlier days of the same kind, outside
   // known seasons, each group's answer kept unless planned maintenance
   // touched the group then.
-  std::map<std::string, std::vector<std::map<std::string, QueryValue>>> history;
+  std::map<std::string, std::vector<std::vector<double>>> history;  // by group: days' arg values
   if (rule.uses_baseline) {
     for (int64_t d = 1; d <= history_days; ++d) {
       const int64_t t = now_ns - d * kDayNs;
       if (WeekendDay(t) != WeekendDay(now_ns) || calendar.SeasonAt(t - span, t) != nullptr) {
         continue;
       }
-      Answers past;
-      GPULSE_RETURN_IF_ERROR(evaluator.Answer(t, &past));
-      for (auto& [key, sample] : past) {
-        if (calendar.GroupInMaintenance(sample.group, t - span, t)) continue;
-        history[key].push_back(std::move(sample.columns));
+      const RuleHistory::Instant* found = kept != nullptr ? kept->Find(t) : nullptr;
+      RuleHistory::Instant evaluated;
+      if (found == nullptr) {
+        Answers past;
+        GPULSE_RETURN_IF_ERROR(evaluator.Answer(t, &past));
+        evaluated = HistoryOf(rule, past);
+        found = &evaluated;
+        if (kept != nullptr) ++kept->misses;
       }
+      for (const auto& [key, point] : *found) {
+        if (calendar.GroupInMaintenance(point.group, t - span, t)) continue;
+        history[key].push_back(point.args);
+      }
+      if (kept != nullptr && found == &evaluated) {
+        kept->Keep(t, std::move(evaluated), now_ns - rule.baseline_history_ns - kDayNs);
+      }
+    }
+    if (kept != nullptr) {
+      kept->Keep(now_ns, HistoryOf(rule, now), now_ns - rule.baseline_history_ns - kDayNs);
     }
   }
   for (auto& [key, sample] : now) {
@@ -467,20 +523,11 @@ Status EvaluateAlertRule(Db* db, const AlertRule& rule, const QueryOptions& opti
       if (season != nullptr) sample.season = season->name;
     }
     Spreads spreads;
-    for (const Expr* arg : rule.baseline_args) {
+    for (size_t k = 0; k < rule.baseline_args.size(); ++k) {
+      const Expr* arg = rule.baseline_args[k];
       std::vector<double> values;
-      for (const auto& columns : history[key]) {
-        QueryValue v;
-        if (arg == nullptr) {
-          const auto it = columns.find("value");
-          if (it != columns.end()) v = it->second;
-        } else {
-          // A history day that lacks a column the expression names is no sample.
-          Result<QueryValue> r = Eval(*arg, columns, {}, rule.baseline_names);
-          if (r.ok()) v = *r;
-        }
-        double x = 0;
-        if (ToDouble(v, &x) && std::isfinite(x)) values.push_back(x);
+      for (const std::vector<double>& day : history[key]) {
+        if (std::isfinite(day[k])) values.push_back(day[k]);
       }
       // Fewer than three days are no normal: a median of one is that day, and
       // its MAD is zero.

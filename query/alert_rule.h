@@ -86,11 +86,41 @@ struct AlertSample {
   std::string season;
 };
 
+// What a rule's baseline needs of its source's answer at past instants:
+// per group, the values of the expressions baseline(x), mad(x)... name
+// (NaN where the answer had none). Kept between evaluations, each minute's
+// answer is the history of the same minute on the following days, so a
+// server evaluating a rule every minute evaluates its source once a minute
+// instead of once per history day. An instant's entry is what the source
+// answered when it was first asked (as a live server saw it; data that
+// arrives later does not change it).
+//
+// Thread safety: none; one evaluation at a time.
+class RuleHistory {
+ public:
+  struct Point {
+    std::vector<Tag> group;
+    std::vector<double> args;  // in AlertRule::baseline_args order
+  };
+  using Instant = std::map<std::string, Point>;  // by GroupText
+
+  const Instant* Find(int64_t t) const;
+  // Keeps the answer at `t`, and forgets those before `keep_from`.
+  void Keep(int64_t t, Instant instant, int64_t keep_from);
+  size_t size() const { return by_instant_.size(); }
+  // How many past instants were evaluated because they were not kept.
+  uint64_t misses = 0;
+
+ private:
+  std::map<int64_t, Instant> by_instant_;
+};
+
 // Evaluates `rule` as of `now_ns` (the source sees data up to it; now() in a
 // SELECT is now_ns). A WHEN naming a column the source did not produce is an
-// error naming it and the columns there are.
+// error naming it and the columns there are. With `history`, the baseline's
+// past instants come from it where kept, and what is evaluated is kept.
 Status EvaluateAlertRule(Db* db, const AlertRule& rule, const QueryOptions& options, int64_t now_ns,
-                         std::vector<AlertSample>* out);
+                         std::vector<AlertSample>* out, RuleHistory* history = nullptr);
 
 // "region=us-east,node=n1", or "" for the fleet-wide group.
 std::string GroupText(const std::vector<Tag>& group);

@@ -225,6 +225,7 @@ void AlertManager::EvaluateAt(int64_t now_ns) {
   for (const std::string& name : names) {
     if (stopping_) return;
     query::AlertRule compiled;
+    std::shared_ptr<query::RuleHistory> history;
     bool builtin = false;
     {
       std::lock_guard<std::mutex> l(mu_);
@@ -233,6 +234,7 @@ void AlertManager::EvaluateAt(int64_t now_ns) {
       builtin = name == kFreshnessRuleName;
       if (!builtin && it->second.compiled.statement == nullptr) continue;  // does not compile
       compiled = it->second.compiled;
+      history = it->second.history;
     }
     const auto started = std::chrono::steady_clock::now();
     std::vector<query::AlertSample> samples;
@@ -240,8 +242,9 @@ void AlertManager::EvaluateAt(int64_t now_ns) {
     options.now_ns = now_ns;
     options.limits = options_.limits;
     options.cancelled = [this] { return stopping_.load(); };
-    const Status s = builtin ? EvaluateFreshness(now_ns, &samples)
-                             : query::EvaluateAlertRule(db_, compiled, options, now_ns, &samples);
+    const Status s =
+        builtin ? EvaluateFreshness(now_ns, &samples)
+                : query::EvaluateAlertRule(db_, compiled, options, now_ns, &samples, history.get());
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -122,6 +123,9 @@ class AlertManager {
   struct Rule {
     query::AlertRule compiled;
     AlertRuleStatus status;
+    // Its source's past answers, for its baseline (kept while the rule's
+    // text is unchanged). Used by the evaluating thread only.
+    std::shared_ptr<query::RuleHistory> history = std::make_shared<query::RuleHistory>();
   };
 
   void Loop();

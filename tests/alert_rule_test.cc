@@ -170,7 +170,8 @@ class AlertRuleDbTest : public ::testing::Test {
   }
 
   void Temp(const std::string& node, int64_t t, double celsius) {
-    ASSERT_TRUE(db_->Write({Point{"gpu", {{"node", node}}, {{"temp_c", celsius}}, t}}).ok());
+    const Status s = db_->Write({Point{"gpu", {{"node", node}}, {{"temp_c", celsius}}, t}});
+    ASSERT_TRUE(s.ok()) << s.ToString();
   }
 
   std::vector<query::AlertSample> Evaluate(const std::string& text, int64_t now) {
@@ -350,6 +351,34 @@ TEST_F(AlertRuleDbTest, TheBaselineIsTheSameInstantOnEarlierDaysOfTheSameKindOut
                        now)
                   .at(0)
                   .in_maintenance);
+}
+
+// A server evaluates a rule each minute; with the rule's history kept, a
+// baseline's past days are its own earlier answers instead of new
+// evaluations of the source, and the answers are the same.
+TEST_F(AlertRuleDbTest, KeptHistoryGivesTheSameAnswersWithoutEvaluatingPastDaysAgain) {
+  const int64_t thursday = kMonday + 10 * kDay + 10 * kHour;  // 2026-11-12T10:00Z
+  for (int d = 10; d >= -1; --d) Temp("n1", thursday - d * kDay - kMinute, 10 + (d * 7) % 5);
+  Result<query::AlertRule> rule = query::CompileAlertRule(
+      "CREATE ALERT a ON SELECT last(temp_c) FROM gpu WHERE time > now() - 5m GROUP BY node WHEN "
+      "deviation > 3 SEVERITY page OWNER infra");
+  ASSERT_TRUE(rule.ok()) << rule.status().ToString();
+  query::RuleHistory history;
+  for (const int64_t now : {thursday, thursday + kDay}) {  // Thursday, then Friday
+    std::vector<query::AlertSample> fresh, kept;
+    ASSERT_TRUE(query::EvaluateAlertRule(db_.get(), *rule, {}, now, &fresh).ok());
+    const uint64_t misses = history.misses;
+    ASSERT_TRUE(query::EvaluateAlertRule(db_.get(), *rule, {}, now, &kept, &history).ok());
+    ASSERT_EQ(fresh.size(), 1u);
+    ASSERT_EQ(kept.size(), 1u);
+    EXPECT_EQ(kept[0].columns, fresh[0].columns);
+    EXPECT_EQ(kept[0].active, fresh[0].active);
+    // Thursday's five weekday history days are evaluated once; Friday's
+    // (Thursday itself and the four before it) were all kept.
+    EXPECT_EQ(history.misses - misses, now == thursday ? 5u : 0u);
+  }
+  // Instants older than the history (and a day) are forgotten.
+  EXPECT_LE(history.size(), 9u);
 }
 
 TEST_F(AlertRuleDbTest, SeasonsAreStoredWithAbsoluteBoundsAndChecked) {

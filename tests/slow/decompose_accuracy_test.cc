@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "tests/support/decompose_accuracy.h"
@@ -21,6 +22,8 @@ struct Case {
   const char* incident;
   uint64_t seed;
 };
+
+void PrintTo(const Case& c, std::ostream* os) { *os << c.incident << " seed " << c.seed; }
 
 class DecomposeAccuracyTest : public ::testing::TestWithParam<Case> {};
 
