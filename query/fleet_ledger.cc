@@ -162,8 +162,11 @@ class LedgerBuilder {
   Status Build(Ledger* out) {
     std::vector<LedgerRow>* rows = &out->rows;
     GPULSE_RETURN_IF_ERROR(SetRange());
-    GPULSE_RETURN_IF_ERROR(ReadSched());
+    // Steps first: the jobs that ran in the range are the ones whose earlier
+    // scheduler events (starts, resubmissions) are kept.
     GPULSE_RETURN_IF_ERROR(ReadSteps());
+    GPULSE_RETURN_IF_ERROR(ReadSched());
+    Baselines();
     GPULSE_RETURN_IF_ERROR(ReadNodes());
     if (o_.contributors) GPULSE_RETURN_IF_ERROR(ReadLinks());
     GPULSE_RETURN_IF_ERROR(ReadCost());
@@ -205,6 +208,7 @@ class LedgerBuilder {
 
   Status ReadSched();
   Status ReadSteps();
+  void Baselines();
   Status ReadNodes();
   Status ReadLinks();
   // The troubled links of the nodes `job` ran on at minute m (contributor ids).
@@ -289,9 +293,13 @@ Status LedgerBuilder::ReadSched() {
     Cursor status(cols[1]), reason(cols[2]), checkpoint(cols[3]), gpus(cols[4]), placed(cols[5]);
     for (size_t i = 0; i < job.size(); ++i) {
       const int64_t ts = job.ts[i];
-      if (event == "retried") jobs_[job.strings[i]].resubmits.push_back(ts);
-      if (event == "started") {
-        JobRecord& record = jobs_[job.strings[i]];
+      // Starts and resubmissions matter for the jobs that ran in the range
+      // (their width, how long they had run, when they came back).
+      const auto known =
+          event == "retried" || event == "started" ? jobs_.find(job.strings[i]) : jobs_.end();
+      if (event == "retried" && known != jobs_.end()) known->second.resubmits.push_back(ts);
+      if (event == "started" && known != jobs_.end()) {
+        JobRecord& record = known->second;
         record.starts.push_back(ts);
         if (cols[5].type == FieldType::kString && placed.At(ts))
           record.width = cols[5].strings[placed.index()].find(',') == std::string::npos ? 1 : 2;
@@ -310,7 +318,8 @@ Status LedgerBuilder::ReadSched() {
         if (ts < end_) queue.push_back({ts, -1, &regions[k], &queues[k], 0, job.strings[i]});
         continue;
       }
-      // Earlier ends matter for the idle time after a failure (RestartGap).
+      if (ts < start_)
+        continue;  // the range's minutes are judged by the attempts that end after them
       std::string_view why;
       if (cols[2].type == FieldType::kString && reason.At(ts))
         why = cols[2].strings[reason.index()];
@@ -385,7 +394,6 @@ Status LedgerBuilder::ReadSteps() {
   const std::vector<std::string> fields = {
       "job",          "step",           "step_time_ms", "data_loader_ms",
       "grad_sync_ms", "workload_class", "image",        "framework"};
-  std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> shares;
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
     std::vector<Column> cols;
@@ -417,22 +425,31 @@ Status LedgerBuilder::ReadSteps() {
             m.data_share = static_cast<float>(NumberAt(cols[3], data.index()) / total);
           if (sync.At(ts))
             m.sync_share = static_cast<float>(NumberAt(cols[4], sync.index()) / total);
-          if (ts >= start_) {
-            auto& [d, g] = shares[BaselineKey(record)];
-            d.push_back(m.data_share);
-            g.push_back(m.sync_share);
-          }
         }
       }
       record.steps.push_back(m);
     }
   }
-  for (auto& [cls, pair] : shares) baseline_[cls] = {Median(&pair.first), Median(&pair.second)};
   for (auto& [name, record] : jobs_) {
     std::sort(record.steps.begin(), record.steps.end(),
               [](const StepMinute& a, const StepMinute& b) { return a.minute_ns < b.minute_ns; });
   }
   return Status::Ok();
+}
+
+// The medians of the data and sync shares of the range's timed steps, by
+// class and width (known once the scheduler's starts are read).
+void LedgerBuilder::Baselines() {
+  std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> shares;
+  for (const auto& [name, record] : jobs_) {
+    for (const StepMinute& m : record.steps) {
+      if (!m.timed || m.minute_ns < start_) continue;
+      auto& [d, g] = shares[BaselineKey(record)];
+      d.push_back(m.data_share);
+      g.push_back(m.sync_share);
+    }
+  }
+  for (auto& [key, pair] : shares) baseline_[key] = {Median(&pair.first), Median(&pair.second)};
 }
 
 Status LedgerBuilder::ReadNodes() {
