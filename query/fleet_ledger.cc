@@ -735,8 +735,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
     const int64_t t = start_ + m * kMinuteNs;
     if (n != nullptr && n->maintenance[m]) continue;  // not capacity
     std::array<double, kLossCount> add{};
-    const Ended* failed = nullptr;
-    const std::string* failed_job = nullptr;
+    const Ended* failed = nullptr;  // the attempt of *last_job whose failure lost the minute
     const bool has_point = job.At(t) || xid.At(t);
     for (size_t a = 0; a < per_minute.size(); ++a) {
       const Column& col = *per_minute[a].second;
@@ -757,7 +756,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
       if (job.At(t) && cols[0].type == FieldType::kString &&
           !cols[0].strings[job.index()].empty()) {
         const JobRecord* record = nullptr;
-        last_job = failed_job = &cols[0].strings[job.index()];
+        last_job = &cols[0].strings[job.index()];
         add = Allocated(*last_job, t, healthy, &record, &failed);
         last_record = record;
         last_t = t;
@@ -774,7 +773,6 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
                  (failed = RestartGap(*last_record, last_t, t)) != nullptr) {
         // Idle while its failed job comes back: the failure's cost.
         add[static_cast<size_t>(failed->cause)] = 1;
-        failed_job = last_job;
         if (o_.contributors) {
           ids[6] = last_record->image;
           ids[7] = last_record->framework;
@@ -796,7 +794,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
     }
     if (failed != nullptr) {
       LedgerRow::FailedAttempt& attempt =
-          row.failed_attempts[std::hash<std::string>()(*failed_job) ^
+          row.failed_attempts[std::hash<std::string>()(*last_job) ^
                               static_cast<uint64_t>(failed->end_ns)];
       attempt.loss = failed->cause;
       attempt.minutes += add[static_cast<size_t>(failed->cause)];
@@ -804,8 +802,8 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
     if (o_.contributors) {
       ids[5] = n != nullptr && !n->driver.empty() ? n->driver[m] : kNone;
       links.clear();
-      if (add[static_cast<size_t>(Loss::kNetwork)] > 0 && last_record != nullptr &&
-          failed_job == last_job)
+      // A network loss is the job's that held the GPU (running, or waiting to come back).
+      if (add[static_cast<size_t>(Loss::kNetwork)] > 0 && last_record != nullptr)
         TroubledLinks(*last_record, t, m, &links);
       Trace(add, ids, links, region, m, &row);
       ids[6] = ids[7] = ids[8] = kNone;
