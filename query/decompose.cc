@@ -3,6 +3,7 @@
 #include "query/decompose.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -27,14 +28,36 @@ Status Bound(const Expr& e, int64_t now_ns, int64_t* ns) {
   return Status::Ok();
 }
 
-// One window's ledger per group, merged over buckets.
+// How many pieces a window is cut into to see how much each loss swings
+// within it (its noise), and the least noise a change is judged against.
+constexpr int64_t kPiecesPerWindow = 24;
+constexpr double kMinNoise = 0.001;  // 0.1 points
+
+// One window's ledger per group, merged over its pieces, and each loss's
+// share of capacity piece by piece.
 struct Window {
   std::map<std::vector<std::string>, LedgerRow> groups;
+  std::map<std::vector<std::string>, std::array<std::vector<double>, kLossCount>> pieces;
   std::vector<std::pair<std::string, std::string>> names;
 };
 
+void Merge(LedgerRow&& from, LedgerRow* into) {
+  for (size_t l = 0; l < kLossCount; ++l) {
+    into->minutes[l] += from.minutes[l];
+    for (const auto& [id, minutes] : from.contributors[l]) into->contributors[l][id] += minutes;
+  }
+  for (const auto& [hash, attempt] : from.failed_attempts) {
+    LedgerRow::FailedAttempt& a = into->failed_attempts[hash];
+    a.loss = attempt.loss;
+    a.minutes += attempt.minutes;
+  }
+  into->cost_usd += from.cost_usd;
+  into->priced_minutes += from.priced_minutes;
+}
+
 Status LedgerOf(Db* db, const QueryOptions& options, int64_t now_ns,
-                const std::vector<std::string>& by, int64_t start, int64_t end, Window* w) {
+                const std::vector<std::string>& by, int64_t start, int64_t end,
+                const StepBaselines* baselines, Window* w, StepBaselines* used) {
   LedgerOptions lo;
   lo.start_ns = start;
   lo.end_ns = end;
@@ -44,10 +67,19 @@ Status LedgerOf(Db* db, const QueryOptions& options, int64_t now_ns,
   lo.cancelled = options.cancelled;
   lo.known_until_ns = now_ns;
   lo.max_gpu_minutes = options.limits.max_points;
+  lo.baselines = baselines;
+  constexpr int64_t kMinuteNs = 60'000'000'000;
+  lo.every_ns = std::max<int64_t>(1, (end - start) / kPiecesPerWindow / kMinuteNs) * kMinuteNs;
   Ledger ledger;
   GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
-  for (LedgerRow& row : ledger.rows) w->groups[row.group] = std::move(row);
+  for (LedgerRow& row : ledger.rows) {
+    const double capacity = row.Capacity();
+    auto& pieces = w->pieces[row.group];
+    for (size_t l = 0; l < kLossCount; ++l) pieces[l].push_back(row.minutes[l] / capacity);
+    Merge(std::move(row), &w->groups[row.group]);
+  }
   w->names = std::move(ledger.contributor_names);
+  if (used != nullptr) *used = std::move(ledger.baselines);
   return Status::Ok();
 }
 
@@ -72,6 +104,34 @@ double LargestFailure(const LedgerRow* row, size_t loss) {
 double SystematicChange(const LedgerRow* ra, const LedgerRow* rb, size_t loss) {
   return (Share(rb, loss) - LargestFailure(rb, loss)) -
          (Share(ra, loss) - LargestFailure(ra, loss));
+}
+
+// The spread of a loss's share over a window's pieces, as the standard
+// error of their mean (0 for fewer than two pieces).
+double StandardError(const std::vector<double>& shares) {
+  const size_t n = shares.size();
+  if (n < 2) return 0;
+  double mean = 0;
+  for (double x : shares) mean += x;
+  mean /= static_cast<double>(n);
+  double sum_sq = 0;
+  for (double x : shares) sum_sq += (x - mean) * (x - mean);
+  return std::sqrt(sum_sq / static_cast<double>(n - 1) / static_cast<double>(n));
+}
+
+// How far a loss's systematic change stands out of its noise: the change
+// over the standard error of the difference of the windows' means (Welch),
+// the noise no less than kMinNoise. A loss that swings by a point from one
+// hour to the next moving by a point means less than one that never moves
+// moving by half.
+double Significance(const Window& a, const LedgerRow* ra, const Window& b, const LedgerRow* rb,
+                    const std::vector<std::string>& group, size_t loss) {
+  const auto error = [&](const Window& w) {
+    const auto it = w.pieces.find(group);
+    return it == w.pieces.end() ? 0.0 : StandardError(it->second[loss]);
+  };
+  const double ea = error(a), eb = error(b);
+  return SystematicChange(ra, rb, loss) / std::max(std::sqrt(ea * ea + eb * eb), kMinNoise);
 }
 
 std::string FormatPoints(double share) {
@@ -150,9 +210,14 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
   GPULSE_RETURN_IF_ERROR(Bound(*s.versus_end, now_ns, &b1));
   if (a1 <= a0) return ErrorAt(*s.between_end, "the BETWEEN window ends before it starts");
   if (b1 <= b0) return ErrorAt(*s.versus_end, "the VERSUS window ends before it starts");
+  // Data and network waits are judged in both windows against the usual
+  // shares of the BETWEEN window: were each window its own yardstick, an
+  // incident on a large part of the fleet would raise the median it is
+  // measured against and hide itself.
   Window before, after;
-  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, now_ns, by, a0, a1, &before));
-  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, now_ns, by, b0, b1, &after));
+  StepBaselines baselines;
+  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, now_ns, by, a0, a1, nullptr, &before, &baselines));
+  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, now_ns, by, b0, b1, &baselines, &after, nullptr));
   std::map<std::vector<std::string>, int> groups;
   for (const auto& [g, row] : before.groups) groups[g];
   for (const auto& [g, row] : after.groups) groups[g];
@@ -170,9 +235,10 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     std::vector<Tag> tags;
     for (size_t k = 0; k < by.size(); ++k) tags.push_back({by[k], group[k]});
     std::sort(tags.begin(), tags.end(), [](const Tag& x, const Tag& y) { return x.key < y.key; });
-    // The losses, the largest growth first (what pulled goodput down), not
-    // counting what one job's failure explains: one large job failing after
-    // its checkpoint is an event, and a cause is what fails many.
+    // The losses, the most significant growth first (what pulled goodput
+    // down beyond its usual swing), not counting what one job's failure
+    // explains: one large job failing after its checkpoint is an event, and
+    // a cause is what fails many.
     // Slack comes last whatever its change: capacity nobody asked for says
     // how demand moved, not what went wrong (a note says when it moved
     // goodput more than every other loss together).
@@ -181,9 +247,11 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     for (size_t l = 1; l < kLossCount; ++l) {
       if (l != kSlack) order.push_back(l);
     }
-    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-      return SystematicChange(ra, rb, x) > SystematicChange(ra, rb, y);
-    });
+    std::array<double, kLossCount> significance{};
+    for (size_t l = 1; l < kLossCount; ++l)
+      significance[l] = Significance(before, ra, after, rb, group, l);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return significance[x] > significance[y]; });
     order.push_back(kSlack);
     double ill_growth = 0;
     for (size_t l : order) {
@@ -202,17 +270,20 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     ResultSeries summary;
     summary.name = "decompose";
     summary.tags = tags;
-    summary.columns = {"rank", "loss", "before", "after", "change_points", "single_job_points"};
+    summary.columns = {
+        "rank", "loss", "before", "after", "change_points", "single_job_points", "significance"};
     summary.values.push_back({QueryValue(int64_t{0}), QueryValue(std::string("goodput")),
                               QueryValue(Share(ra, 0)), QueryValue(Share(rb, 0)),
-                              QueryValue(100 * (Share(rb, 0) - Share(ra, 0))), QueryValue()});
+                              QueryValue(100 * (Share(rb, 0) - Share(ra, 0))), QueryValue(),
+                              QueryValue()});
     int64_t rank = 0;
     for (size_t l : order) {
       summary.values.push_back({QueryValue(++rank),
                                 QueryValue(std::string(LossName(static_cast<Loss>(l)))),
                                 QueryValue(Share(ra, l)), QueryValue(Share(rb, l)),
                                 QueryValue(100 * (Share(rb, l) - Share(ra, l))),
-                                QueryValue(100 * (LargestFailure(rb, l) - LargestFailure(ra, l)))});
+                                QueryValue(100 * (LargestFailure(rb, l) - LargestFailure(ra, l))),
+                                QueryValue(significance[l])});
     }
     out->push_back(std::move(summary));
     for (size_t l : order) {

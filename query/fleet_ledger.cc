@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 namespace gpulse::query {
@@ -176,6 +177,7 @@ class LedgerBuilder {
       if (row.Capacity() > 0) rows->push_back(std::move(row));
     }
     out->contributor_names = std::move(names_);
+    out->baselines = std::move(baseline_);
     return Status::Ok();
   }
 
@@ -223,9 +225,13 @@ class LedgerBuilder {
   // The failure that keeps a GPU idle at `t` while its job comes back, or null.
   static const Ended* RestartGap(const JobRecord& r, int64_t last_t, int64_t t);
   uint32_t Intern(size_t dimension, std::string_view value);
+  // `placed`: trace the minute's hardware loss to the GPU and node it was
+  // on (false: a hardware failure's, traced later to its culprit).
   void Trace(const std::array<double, kLossCount>& add, const std::vector<uint32_t>& ids,
-             const std::vector<uint32_t>& links, const std::string& region, int32_t m,
+             const std::vector<uint32_t>& links, const std::string& region, int32_t m, bool placed,
              LedgerRow* row);
+  // Traces the minutes hardware failures threw away to the GPUs that failed.
+  void TraceHardwareFailures();
 
   Db* db_;
   const LedgerOptions& o_;
@@ -236,7 +242,7 @@ class LedgerBuilder {
   std::map<std::string, NodeMinutes> nodes_;
   // By region '\0' sku: from each instant on, the price of a GPU-minute.
   std::map<std::string, std::vector<std::pair<int64_t, double>>> prices_;
-  std::map<std::string, std::pair<double, double>> baseline_;  // by class: data, sync share
+  StepBaselines baseline_;  // by class and width: data, sync share
   std::map<std::pair<std::vector<std::string>, int64_t>, LedgerRow> cells_;
   uint64_t gpu_minutes_ = 0;
   std::vector<std::string> fields_;  // of the gpu measurement, read per series
@@ -247,6 +253,16 @@ class LedgerBuilder {
   std::vector<std::pair<std::string, std::string>> names_;
   // By region and queue: GPUs asked for by the jobs waiting, by minute.
   std::map<std::string, std::map<std::string, std::vector<int32_t>>> demand_;
+  // By job: the minutes a GPU it held was unhealthy (contributor ids of
+  // that GPU and its node), the culprits of its hardware failures.
+  struct Unhealthy {
+    int64_t t;
+    uint32_t node, gpu;
+  };
+  std::unordered_map<std::string, std::vector<Unhealthy>> unhealthy_;
+  // Minutes thrown away by a hardware failure, waiting for the culprit to be
+  // known: by row, job, the attempt's end, and the GPU and node they were on.
+  std::map<std::tuple<LedgerRow*, std::string, int64_t, uint32_t, uint32_t>, double> deferred_;
 };
 
 uint32_t LedgerBuilder::Intern(size_t dimension, std::string_view value) {
@@ -438,7 +454,8 @@ Status LedgerBuilder::ReadSteps() {
 }
 
 // The medians of the data and sync shares of the range's timed steps, by
-// class and width (known once the scheduler's starts are read).
+// class and width (known once the scheduler's starts are read), unless the
+// caller gave its own.
 void LedgerBuilder::Baselines() {
   std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> shares;
   for (const auto& [name, record] : jobs_) {
@@ -450,6 +467,9 @@ void LedgerBuilder::Baselines() {
     }
   }
   for (auto& [key, pair] : shares) baseline_[key] = {Median(&pair.first), Median(&pair.second)};
+  if (o_.baselines != nullptr) {
+    for (const auto& [key, given] : *o_.baselines) baseline_[key] = given;
+  }
 }
 
 Status LedgerBuilder::ReadNodes() {
@@ -677,7 +697,41 @@ Status LedgerBuilder::ReadGpus() {
     GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields_, start_, end_, &cols));
     Classify(s, cols);
   }
+  if (o_.contributors) TraceHardwareFailures();
   return Status::Ok();
+}
+
+// A job killed by one faulty GPU loses minutes on all of its GPUs; the
+// loss is that GPU's (and its node's), not spread thin over the job's 64
+// healthy ones, where no contributor would stand out. The culprits are the
+// GPUs the job held that were unhealthy in the attempt's last hour; with
+// none seen, the minutes stay where they were.
+void LedgerBuilder::TraceHardwareFailures() {
+  constexpr int64_t kCulpritWindowNs = 60 * kMinuteNs;
+  constexpr size_t kHardware = static_cast<size_t>(Loss::kHardware);
+  std::vector<std::pair<uint32_t, uint32_t>> culprits;
+  for (const auto& [key, minutes] : deferred_) {
+    const auto& [row, job, end_ns, node, gpu] = key;
+    culprits.clear();
+    const auto it = unhealthy_.find(job);
+    if (it != unhealthy_.end()) {
+      for (const Unhealthy& u : it->second) {
+        if (u.t <= end_ns && u.t > end_ns - kCulpritWindowNs) culprits.push_back({u.node, u.gpu});
+      }
+    }
+    std::sort(culprits.begin(), culprits.end());
+    culprits.erase(std::unique(culprits.begin(), culprits.end()), culprits.end());
+    auto& tally = row->contributors[kHardware];
+    if (culprits.empty()) {
+      tally[node] += minutes;
+      tally[gpu] += minutes;
+      continue;
+    }
+    for (const auto& [culprit_node, culprit_gpu] : culprits) {
+      tally[culprit_node] += minutes / static_cast<double>(culprits.size());
+      tally[culprit_gpu] += minutes / static_cast<double>(culprits.size());
+    }
+  }
 }
 
 void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols) {
@@ -760,6 +814,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
         add = Allocated(*last_job, t, healthy, &record, &failed);
         last_record = record;
         last_t = t;
+        if (o_.contributors && !healthy) unhealthy_[*last_job].push_back({t, ids[2], ids[3]});
         if (o_.contributors) {
           ids[6] = record != nullptr ? record->image : kNone;
           ids[7] = record != nullptr ? record->framework : kNone;
@@ -805,7 +860,13 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
       // A network loss is the job's that held the GPU (running, or waiting to come back).
       if (add[static_cast<size_t>(Loss::kNetwork)] > 0 && last_record != nullptr)
         TroubledLinks(*last_record, t, m, &links);
-      Trace(add, ids, links, region, m, &row);
+      // A hardware failure's minutes wait for the GPU that failed.
+      const bool placed = failed == nullptr || failed->cause != Loss::kHardware;
+      Trace(add, ids, links, region, m, placed, &row);
+      if (!placed) {
+        deferred_[{&row, *last_job, failed->end_ns, ids[2], ids[3]}] +=
+            add[static_cast<size_t>(Loss::kHardware)];
+      }
       ids[6] = ids[7] = ids[8] = kNone;
     }
   }
@@ -815,7 +876,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
 // queues that waited, in proportion to the GPUs they asked for.
 void LedgerBuilder::Trace(const std::array<double, kLossCount>& add,
                           const std::vector<uint32_t>& ids, const std::vector<uint32_t>& links,
-                          const std::string& region, int32_t m, LedgerRow* row) {
+                          const std::string& region, int32_t m, bool placed, LedgerRow* row) {
   double capacity = 0;
   for (double v : add) capacity += v;
   for (uint32_t id : ids) {
@@ -829,6 +890,7 @@ void LedgerBuilder::Trace(const std::array<double, kLossCount>& add,
       if (ids[k] == kNone || (k == 4 && static_cast<Loss>(l) != Loss::kNetwork)) continue;
       // A network loss goes to the troubled links the job crossed, if any.
       if (k == 4 && !links.empty()) continue;
+      if ((k == 2 || k == 3) && !placed && static_cast<Loss>(l) == Loss::kHardware) continue;
       tally[ids[k]] += add[l];
     }
     if (static_cast<Loss>(l) == Loss::kNetwork) {

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -40,6 +41,10 @@ enum class Loss : unsigned char {
 constexpr size_t kLossCount = 9;
 std::string_view LossName(Loss loss);
 
+// The usual shares of step time in the data loader and in gradient sync, by
+// workload class and width (an opaque key): (data, sync).
+using StepBaselines = std::map<std::string, std::pair<double, double>>;
+
 struct LedgerOptions {
   int64_t start_ns = 0;  // rounded down to a minute
   int64_t end_ns = 0;    // exclusive, rounded up to a minute
@@ -63,6 +68,11 @@ struct LedgerOptions {
   uint64_t max_gpu_minutes = 2'000'000'000;
   // Trace each loss's minutes to the contributors below (DECOMPOSE).
   bool contributors = false;
+  // The baselines to judge the range's steps by instead of the range's own
+  // medians (a class and width missing from it still gets the range's own).
+  // DECOMPOSE passes the earlier window's, so that one yardstick measures
+  // both windows. Null: the range's own.
+  const StepBaselines* baselines = nullptr;
 };
 
 // What a lost GPU-minute is traced to: where it was (region, cluster, node,
@@ -106,6 +116,7 @@ struct Ledger {
   std::vector<LedgerRow> rows;  // in (group, bucket) order; buckets with capacity only
   // Contributor ids: (dimension, value).
   std::vector<std::pair<std::string, std::string>> contributor_names;
+  StepBaselines baselines;  // what the range's steps were judged by
 };
 
 Status BuildLedger(Db* db, const LedgerOptions& options, Ledger* out);

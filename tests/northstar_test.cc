@@ -69,13 +69,13 @@ class NorthstarTest : public ::testing::Test {
          t});
   }
   void Step(int64_t t, const std::string& job, int64_t step, const std::string& node = "n1",
-            double sync_ms = 100.0) {
+            double sync_ms = 100.0, double data_ms = 100.0) {
     Put({"job_step",
          {{"region", "r1"}, {"cluster", "c1"}, {"node", node}, {"gpu", "0"}},
          {{"job", job},
           {"step", step},
           {"step_time_ms", 1000.0},
-          {"data_loader_ms", 100.0},
+          {"data_loader_ms", data_ms},
           {"grad_sync_ms", sync_ms},
           {"workload_class", std::string("pretrain")}},
          t});
@@ -456,6 +456,126 @@ TEST_F(NorthstarTest, DecomposeTracesANetworkLossToTheTroubledLinkTheJobCrossed)
   EXPECT_EQ(std::get<std::string>(network->values.at(0)[2]), "n2/ib0");
   EXPECT_NEAR(std::get<double>(network->values.at(0)[6]), 1.0, 1e-9);  // all of the change
   for (const auto& row : network->values) EXPECT_NE(std::get<std::string>(row[2]), "n1/ib0");
+}
+
+// An incident on most of a class (three of its four jobs wait four times as
+// long on data) would raise the class's median and hide itself if each
+// window were its own yardstick: DECOMPOSE judges both by the earlier one.
+TEST_F(NorthstarTest, DecomposeJudgesBothWindowsByTheEarlierWindowsBaseline) {
+  const std::vector<std::string> nodes = {"n1", "n2", "n3", "n4"};
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    const std::string job = "job-" + nodes[k];
+    Sched("submitted", kT0 + static_cast<int64_t>(k), job);
+    Sched("started", kT0 + static_cast<int64_t>(k), job, {{"nodes", nodes[k]}});
+  }
+  for (int m = 0; m < 120; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    for (size_t k = 0; k < nodes.size(); ++k) {
+      Node(t, false, 8, nodes[k]);
+      for (int g = 0; g < 8; ++g) Gpu(g, t, "job-" + nodes[k], 0, nodes[k]);
+      const bool slow = m >= 60 && k < 3;
+      Step(t, "job-" + nodes[k], m + 1, nodes[k], 100.0, slow ? 400.0 : 100.0);
+    }
+  }
+  Flush();
+  const StatementResult r = DecomposeFirstTwoHours(db_.get());
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_FALSE(r.series.empty());
+  const auto& rows = r.series[0].values;
+  EXPECT_EQ(std::get<std::string>(rows[1][1]), "data_io");
+  // 24 of 32 GPUs spend 30% of each minute above the earlier median (10%).
+  EXPECT_NEAR(std::get<double>(rows[1][4]), 100.0 * 24 * 0.3 / 32, 1e-4);  // float shares
+  EXPECT_NEAR(std::get<double>(rows[0][4]), -100.0 * 24 * 0.3 / 32, 1e-4);
+  // NORTHSTAR over the later hour alone is its own yardstick: the slow
+  // steps are its median, and nothing is lost to data.
+  EXPECT_NEAR(Northstar(kT0 + 60 * kMinute, kT0 + 120 * kMinute)["data_io"], 0, 1e-9);
+}
+
+// A loss that never moves moving a little says more than one that swings
+// hour by hour moving more: one GPU failing steadily for the whole later
+// hour (3.1 points) ranks above a queue burst's idle GPUs (4.9 points, in
+// two bursts of a few minutes).
+TEST_F(NorthstarTest, DecomposeRanksASteadyChangeAboveALargerNoisyOne) {
+  const std::vector<std::string> nodes = {"n1", "n2", "n3", "n4"};
+  // Bursts: a job waits [0, 2) minutes in the earlier hour, [90, 98) in the
+  // later; n3 and n4 idle throughout, their GPUs then scheduling losses.
+  Sched("submitted", kT0, "wait-1");
+  Sched("started", kT0 + 2 * kMinute, "wait-1", {{"nodes", std::string("n9")}});
+  Sched("submitted", kT0 + 90 * kMinute, "wait-2");
+  Sched("started", kT0 + 98 * kMinute, "wait-2", {{"nodes", std::string("n9")}});
+  for (int m = 0; m < 120; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    for (const std::string& node : nodes) {
+      Node(t, false, 8, node);
+      for (int g = 0; g < 8; ++g) {
+        if (node == "n1" && g == 0) {
+          Gpu(g, t, "", m >= 60 ? 79 : 0, node);  // fallen off the bus in the later hour
+        } else if (node == "n3" || node == "n4") {
+          Gpu(g, t, "", 0, node);
+        } else {
+          Gpu(g, t, "run-" + node, 0, node);
+        }
+      }
+      if (node == "n1" || node == "n2") Step(t, "run-" + node, m + 1, node);
+    }
+  }
+  Flush();
+  const StatementResult r = DecomposeFirstTwoHours(db_.get());
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_FALSE(r.series.empty());
+  const ResultSeries& summary = r.series[0];
+  ASSERT_EQ(summary.columns.back(), "significance");
+  std::map<std::string, std::pair<int64_t, double>> by_loss;  // rank, change
+  for (const auto& row : summary.values)
+    by_loss[std::get<std::string>(row[1])] = {std::get<int64_t>(row[0]), std::get<double>(row[4])};
+  EXPECT_NEAR(by_loss["hardware"].second, 100.0 / 32, 1e-9);
+  // Idle while a job waits: n3 and n4 for 8 minutes later; n3, n4 and the
+  // then idle n1/0 for 2 minutes earlier.
+  EXPECT_NEAR(by_loss["scheduling"].second, 100.0 * (16 * 8 - 17 * 2) / (32 * 60), 1e-9);
+  EXPECT_EQ(by_loss["hardware"].first, 1);
+  EXPECT_EQ(by_loss["scheduling"].first, 2);
+}
+
+// A 16-GPU job killed by one faulty GPU loses an hour on all sixteen: the
+// hardware loss is traced to that GPU and its node, not spread over the
+// fifteen healthy ones (where no GPU would carry a tenth of the change).
+TEST_F(NorthstarTest, DecomposeTracesAHardwareFailureToTheGpuThatFailed) {
+  Sched("submitted", kT0, "wide-0");
+  Sched("started", kT0, "wide-0", {{"nodes", std::string("n1,n2")}});
+  Sched("ended", kT0 + 60 * kMinute, "wide-0", {{"status", std::string("succeeded")}});
+  Sched("submitted", kT0 + 60 * kMinute, "wide-1");
+  Sched("started", kT0 + 60 * kMinute, "wide-1", {{"nodes", std::string("n1,n2")}});
+  Sched("ended", kT0 + 119 * kMinute, "wide-1",
+        {{"status", std::string("failed")}, {"reason", std::string("hardware")}});
+  for (int m = 0; m < 120; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    const std::string job = m < 60 ? "wide-0" : "wide-1";
+    for (const std::string node : {"n1", "n2"}) {
+      Node(t, false, 8, node);
+      for (int g = 0; g < 8; ++g) {
+        const bool faulty = node == "n2" && g == 5 && m == 118;
+        Gpu(g, t, m < 119 ? job : "", faulty ? 79 : 0, node);
+      }
+    }
+    if (m < 119) Step(t, job, m + 1, "n1");
+  }
+  Flush();
+  const StatementResult r = DecomposeFirstTwoHours(db_.get());
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_FALSE(r.series.empty());
+  EXPECT_EQ(std::get<std::string>(r.series[0].values[1][1]), "hardware");
+  const ResultSeries* hardware = ContributorsOf(r, "hardware");
+  ASSERT_NE(hardware, nullptr);
+  std::map<std::string, double> share;  // "dimension=value" -> share of change
+  for (const auto& row : hardware->values) {
+    share[std::get<std::string>(row[1]) + "=" + std::get<std::string>(row[2])] =
+        std::get<double>(row[6]);
+  }
+  ASSERT_GE(hardware->values.size(), 2u);
+  EXPECT_EQ(std::get<std::string>(hardware->values[0][2]), "n2/5");  // the GPU first
+  EXPECT_NEAR(share["gpu=n2/5"], 1.0, 1e-9);
+  EXPECT_NEAR(share["node=n2"], 1.0, 1e-9);
+  EXPECT_EQ(share.count("node=n1"), 0u);
 }
 
 // A job across nodes syncs gradients over the fabric and spends more of its
