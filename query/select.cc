@@ -477,6 +477,12 @@ struct Plan {
   bool has_lo = false, has_hi = false;
   const Expr* condition = nullptr;  // without its time terms; null when none
   std::unique_ptr<Expr> owned_condition;
+  // The condition is tag terms and comparisons of one field with constants,
+  // all ANDed, and every aggregate is of that field (count(x) WHERE x > 0):
+  // a series whose tags pass keeps the points of the field that pass each
+  // comparison, no join of rows needed. The comparisons, and the field.
+  std::vector<const Expr*> field_tests;
+  int filter_field = -1;
   std::vector<TagMatcher> eq;  // tag = 'v' terms ANDed at the top: the index finds them
   std::map<const Expr*, std::regex> regexes;
 
@@ -654,6 +660,59 @@ std::optional<bool> TagTruth(const Expr& e, const Plan& plan, const InSeries& s)
   static const std::vector<std::vector<int32_t>> kNoPos;
   RowRef r{&s, &kNoCols, &kNoPos, 0};
   return IsTrue(EvalRow(e, plan, r, 0));
+}
+
+// Whether `e` is `field op constant` or `constant op field` with a
+// comparison op, setting *field to the field's name.
+bool FieldTest(const Expr& e, const Plan& plan, std::string* field) {
+  if (e.kind != ExprKind::kBinary) return false;
+  switch (e.binary_op) {
+    case BinaryOp::kEq:
+    case BinaryOp::kNeq:
+    case BinaryOp::kLt:
+    case BinaryOp::kLte:
+    case BinaryOp::kGt:
+    case BinaryOp::kGte:
+      break;
+    default:
+      return false;
+  }
+  const auto constant = [](const Expr& x) {
+    return x.kind == ExprKind::kInteger || x.kind == ExprKind::kFloat;
+  };
+  const Expr& a = *e.children[0];
+  const Expr& b = *e.children[1];
+  const Expr* ref = nullptr;
+  if (a.kind == ExprKind::kVarRef && constant(b)) ref = &a;
+  if (b.kind == ExprKind::kVarRef && constant(a)) ref = &b;
+  if (ref == nullptr || !plan.IsField(*ref)) return false;
+  *field = ref->text;
+  return true;
+}
+
+// Splits an AND tree into field tests of one field (into *tests) and terms
+// that name no field; false when any term is something else.
+bool SplitFieldTests(const Expr& e, const Plan& plan, std::string* field,
+                     std::vector<const Expr*>* tests) {
+  if (e.kind == ExprKind::kBinary && e.binary_op == BinaryOp::kAnd) {
+    return SplitFieldTests(*e.children[0], plan, field, tests) &&
+           SplitFieldTests(*e.children[1], plan, field, tests);
+  }
+  std::string name;
+  if (FieldTest(e, plan, &name)) {
+    if (!field->empty() && *field != name) return false;
+    *field = name;
+    tests->push_back(&e);
+    return true;
+  }
+  std::function<bool(const Expr&)> names_field = [&](const Expr& x) {
+    if (x.kind == ExprKind::kVarRef && plan.IsField(x)) return true;
+    for (const auto& c : x.children) {
+      if (names_field(*c)) return true;
+    }
+    return false;
+  };
+  return !names_field(e);
 }
 
 // --- Planning ----------------------------------------------------------------
@@ -917,6 +976,20 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
       plan->field_dims = true;
     }
     plan->dim_field.push_back(f);
+  }
+
+  if (plan->aggregate && plan->condition && !plan->field_dims && !plan->slots.empty()) {
+    std::string field;
+    std::vector<const Expr*> tests;
+    if (SplitFieldTests(*plan->condition, *plan, &field, &tests) && !tests.empty()) {
+      const int f = plan->FieldIndex(field);
+      if (f >= 0 && plan->field_types[static_cast<size_t>(f)] != FieldType::kString &&
+          std::all_of(plan->slots.begin(), plan->slots.end(),
+                      [&](const AggSlot& slot) { return slot.field == f; })) {
+        plan->filter_field = f;
+        plan->field_tests = std::move(tests);
+      }
+    }
   }
 
   plan->fill = s.fill == FillKind::kUnset ? FillKind::kNull : s.fill;
@@ -1768,6 +1841,36 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     if (truth && !plan->field_dims) {
       // Fast path: every point of the series counts; fold runs per bucket.
       FoldColumns(*plan, &groups[TagKeyOf(*plan, in)], cols);
+      return Status::Ok();
+    }
+
+    if (!truth && plan->filter_field >= 0) {
+      // The tags pass; the points of the one field pass its comparisons.
+      const Column& col = cols[static_cast<size_t>(plan->filter_field)];
+      std::vector<uint32_t> kept;
+      kept.reserve(col.size());
+      for (size_t i = 0; i < col.size(); ++i) {
+        const QueryValue v = CellOf(col, i);
+        bool pass = true;
+        for (const Expr* test : plan->field_tests) {
+          const bool field_left = test->children[0]->kind == ExprKind::kVarRef;
+          const Expr& constant = *test->children[field_left ? 1 : 0];
+          const QueryValue c = constant.kind == ExprKind::kInteger
+                                   ? QueryValue(constant.int_value)
+                                   : QueryValue(constant.float_value);
+          if (!IsTrue(field_left ? ApplyBinary(test->binary_op, v, c)
+                                 : ApplyBinary(test->binary_op, c, v))) {
+            pass = false;
+            break;
+          }
+        }
+        if (pass) kept.push_back(static_cast<uint32_t>(i));
+      }
+      if (kept.empty()) return Status::Ok();
+      GroupAcc& g = groups[TagKeyOf(*plan, in)];
+      for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+        FoldIndexes(*plan, &g, slot, col, kept);
+      }
       return Status::Ok();
     }
 
