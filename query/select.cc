@@ -66,6 +66,38 @@ void ExecContext::CountPoints(uint64_t n) {
 namespace {
 
 // ---------------------------------------------------------------------------
+// A subquery's answer as columns: the outer query reads it column by column,
+// and 60,000 rows of a fleet's 15-minute buckets cost a heap vector each as
+// ResultSeries rows (their building, reading back and freeing were a third
+// of such a query).
+
+struct ColumnSeries {
+  std::string name;
+  std::vector<Tag> tags;
+  std::vector<std::string> columns;             // "time" first
+  std::vector<int64_t> times;                   // rows whose time is not an integer are left out
+  std::vector<std::vector<QueryValue>> values;  // per column after time, per row
+};
+
+ColumnSeries ToColumns(ResultSeries&& rs) {
+  ColumnSeries c;
+  c.name = std::move(rs.name);
+  c.tags = std::move(rs.tags);
+  c.columns = std::move(rs.columns);
+  const size_t width = c.columns.empty() ? 0 : c.columns.size() - 1;
+  c.values.resize(width);
+  for (auto& v : c.values) v.reserve(rs.values.size());
+  c.times.reserve(rs.values.size());
+  for (auto& row : rs.values) {
+    if (row.empty() || row[0].index() != 2) continue;
+    c.times.push_back(std::get<int64_t>(row[0]));
+    for (size_t k = 0; k < width; ++k)
+      c.values[k].push_back(k + 1 < row.size() ? std::move(row[k + 1]) : QueryValue{});
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------------------
 // Inputs: where a SELECT's series come from (the Db, or a subquery's answer).
 
 struct InSeries {
@@ -191,14 +223,14 @@ class DbInput final : public Input {
 // columns (but time) are fields, its null cells are absent points.
 class ResultInput final : public Input {
  public:
-  explicit ResultInput(std::vector<ResultSeries> series) : series_(std::move(series)) {
+  explicit ResultInput(std::vector<ColumnSeries> series) : series_(std::move(series)) {
     for (size_t i = 0; i < series_.size(); ++i) {
-      const ResultSeries& s = series_[i];
+      const ColumnSeries& s = series_[i];
       auto& fields = fields_[s.name];
       for (size_t c = 1; c < s.columns.size(); ++c) {
         auto it = std::find_if(fields.begin(), fields.end(),
                                [&](const FieldInfo& f) { return f.name == s.columns[c]; });
-        const FieldType type = TypeOfColumn(s, c);
+        const FieldType type = TypeOfColumn(s.values[c - 1]);
         if (it == fields.end()) {
           fields.push_back({s.columns[c], type});
         } else if (it->type != type) {
@@ -216,7 +248,7 @@ class ResultInput final : public Input {
   Status ListSeries(const std::string& measurement, const std::vector<TagMatcher>& eq,
                     std::vector<InSeries>* out) override {
     for (size_t i = 0; i < series_.size(); ++i) {
-      const ResultSeries& s = series_[i];
+      const ColumnSeries& s = series_[i];
       if (s.name != measurement) continue;
       bool match = true;
       for (const TagMatcher& m : eq) {
@@ -236,7 +268,7 @@ class ResultInput final : public Input {
   }
 
   Status TagKeys(const std::string& measurement, std::set<std::string>* out) override {
-    for (const ResultSeries& s : series_) {
+    for (const ColumnSeries& s : series_) {
       if (s.name != measurement) continue;
       for (const Tag& t : s.tags) out->insert(t.key);
     }
@@ -251,7 +283,7 @@ class ResultInput final : public Input {
 
   Status Read(const InSeries& in, std::span<const std::string> fields, int64_t lo, int64_t hi,
               std::vector<Column>* out) override {
-    const ResultSeries& s = series_[in.source];
+    const ColumnSeries& s = series_[in.source];
     out->assign(fields.size(), Column{});
     const auto& types = fields_[s.name];
     for (size_t f = 0; f < fields.size(); ++f) {
@@ -259,15 +291,16 @@ class ResultInput final : public Input {
       auto ti = std::find_if(types.begin(), types.end(),
                              [&](const FieldInfo& x) { return x.name == fields[f]; });
       auto ci = std::find(s.columns.begin(), s.columns.end(), fields[f]);
-      if (ti == types.end() || ci == s.columns.end()) continue;
+      if (ti == types.end() || ci == s.columns.end() || ci == s.columns.begin()) continue;
       col.type = ti->type;
-      const size_t c = static_cast<size_t>(ci - s.columns.begin());
-      for (const auto& row : s.values) {
-        if (row[0].index() != 2) continue;
-        const int64_t t = std::get<int64_t>(row[0]);
-        if (t < lo || t >= hi || row[c].index() == 0) continue;
+      const std::vector<QueryValue>& values =
+          s.values[static_cast<size_t>(ci - s.columns.begin()) - 1];
+      col.ts.reserve(s.times.size());
+      for (size_t r = 0; r < s.times.size(); ++r) {
+        const int64_t t = s.times[r];
+        const QueryValue& v = values[r];
+        if (t < lo || t >= hi || v.index() == 0) continue;
         col.ts.push_back(t);
-        const QueryValue& v = row[c];
         switch (col.type) {
           case FieldType::kFloat: {
             double d = 0;
@@ -296,9 +329,9 @@ class ResultInput final : public Input {
   }
 
  private:
-  static FieldType TypeOfColumn(const ResultSeries& s, size_t c) {
-    for (const auto& row : s.values) {
-      switch (row[c].index()) {
+  static FieldType TypeOfColumn(const std::vector<QueryValue>& values) {
+    for (const QueryValue& v : values) {
+      switch (v.index()) {
         case 1:
           return FieldType::kFloat;
         case 2:
@@ -346,7 +379,7 @@ class ResultInput final : public Input {
     *col = std::move(sorted);
   }
 
-  std::vector<ResultSeries> series_;
+  std::vector<ColumnSeries> series_;
   std::map<std::string, std::vector<FieldInfo>> fields_;
 };
 
@@ -1660,8 +1693,11 @@ uint32_t RollupPartsFor(const Plan& plan) {
   return parts;
 }
 
+// `columns`, when not null, takes the answer instead of `out`, as columns
+// (a subquery's answer).
 Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* plan,
-                    const std::vector<InSeries>& series, std::vector<ResultSeries>* out) {
+                    const std::vector<InSeries>& series, std::vector<ResultSeries>* out,
+                    std::vector<ColumnSeries>* columns) {
   const size_t hw = HardwareThreads();
   std::vector<GroupMap> partial(std::min<size_t>(hw, 8));
   const std::vector<std::string>& fields = plan->fields;
@@ -2125,6 +2161,45 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
         cols.push_back(std::move(*v));
       }
       const bool drop_empty = plan->fill == FillKind::kNone || plan->transformed;
+      const bool reorders =
+          s.order == SortOrder::kDesc || s.offset.value_or(0) > 0 || (s.limit && *s.limit > 0);
+      if (columns != nullptr && !reorders) {
+        // Straight into columns: no row vectors.
+        std::vector<uint8_t> keep(nb, 1);
+        size_t kept = nb;
+        for (size_t bi = 0; bi < nb && drop_empty; ++bi) {
+          const bool all_null = std::all_of(cols.begin(), cols.end(),
+                                            [&](const auto& c) { return c[bi].index() == 0; });
+          if (all_null) {
+            keep[bi] = 0;
+            --kept;
+          }
+        }
+        if (kept == 0) continue;
+        ColumnSeries cs;
+        cs.name = std::move(rs.name);
+        cs.tags = std::move(rs.tags);
+        cs.columns = std::move(rs.columns);
+        if (kept == nb) {
+          cs.times = std::move(times);
+          cs.values = std::move(cols);
+        } else {
+          cs.values.resize(cols.size());
+          for (size_t bi = 0; bi < nb; ++bi) {
+            if (!keep[bi]) continue;
+            cs.times.push_back(times[bi]);
+            for (size_t k = 0; k < cols.size(); ++k) cs.values[k].push_back(std::move(cols[k][bi]));
+          }
+        }
+        rows_out += kept;
+        if (rows_out > ctx->options().limits.max_rows) {
+          return Status::ResourceExhausted("the answer has more than " +
+                                           std::to_string(ctx->options().limits.max_rows) +
+                                           " rows (limit max_rows)");
+        }
+        columns->push_back(std::move(cs));
+        continue;
+      }
       for (size_t bi = 0; bi < nb; ++bi) {
         std::vector<QueryValue> row;
         row.reserve(cols.size() + 1);
@@ -2146,7 +2221,11 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                                        std::to_string(ctx->options().limits.max_rows) +
                                        " rows (limit max_rows)");
     }
-    out->push_back(std::move(rs));
+    if (columns != nullptr) {
+      columns->push_back(ToColumns(std::move(rs)));
+    } else {
+      out->push_back(std::move(rs));
+    }
   }
   return Status::Ok();
 }
@@ -2279,8 +2358,9 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
   return Status::Ok();
 }
 
+// The answer goes to `out`, or as columns to `columns` when it is not null.
 Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, const Measurement& from,
-                  std::vector<ResultSeries>* out) {
+                  std::vector<ResultSeries>* out, std::vector<ColumnSeries>* columns) {
   std::vector<std::string> names;
   if (from.regex) {
     std::vector<std::string> all;
@@ -2333,7 +2413,11 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
       }
     }
     if (plan.aggregate) {
-      GPULSE_RETURN_IF_ERROR(RunAggregate(ctx, s, input, &plan, series, out));
+      GPULSE_RETURN_IF_ERROR(RunAggregate(ctx, s, input, &plan, series, out, columns));
+    } else if (columns != nullptr) {
+      std::vector<ResultSeries> rows;
+      GPULSE_RETURN_IF_ERROR(RunRaw(ctx, s, input, &plan, series, &rows));
+      for (ResultSeries& rs : rows) columns->push_back(ToColumns(std::move(rs)));
     } else {
       GPULSE_RETURN_IF_ERROR(RunRaw(ctx, s, input, &plan, series, out));
     }
@@ -2341,39 +2425,58 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
   return Status::Ok();
 }
 
-}  // namespace
+// SOFFSET / SLIMIT over a statement's series.
+template <typename T>
+void SeriesOffsetAndLimit(const SelectStatement& s, std::vector<T>* series) {
+  const size_t soff = static_cast<size_t>(std::max<int64_t>(0, s.soffset.value_or(0)));
+  if (soff > 0) {
+    series->erase(series->begin(),
+                  series->begin() + static_cast<ptrdiff_t>(std::min(soff, series->size())));
+  }
+  if (s.slimit && *s.slimit > 0 && series->size() > static_cast<size_t>(*s.slimit)) {
+    series->resize(static_cast<size_t>(*s.slimit));
+  }
+}
 
-Status RunSelect(ExecContext* ctx, const SelectStatement& s, std::vector<ResultSeries>* out,
-                 std::vector<std::string>* notes) {
+// RunSelect, its answer as rows (`out`) or, when `columns` is not null, as
+// columns (a subquery's).
+Status RunSelectInto(ExecContext* ctx, const SelectStatement& s, std::vector<ResultSeries>* out,
+                     std::vector<ColumnSeries>* columns, std::vector<std::string>* notes) {
   std::vector<ResultSeries> series;
+  std::vector<ColumnSeries> series_columns;
+  std::vector<ColumnSeries>* into = columns != nullptr ? &series_columns : nullptr;
   for (const Source& src : s.sources) {
     if (src.subquery) {
-      std::vector<ResultSeries> inner;
-      GPULSE_RETURN_IF_ERROR(RunSelect(ctx, *src.subquery, &inner, notes));
+      std::vector<ColumnSeries> inner;
+      GPULSE_RETURN_IF_ERROR(RunSelectInto(ctx, *src.subquery, nullptr, &inner, notes));
       ResultInput input(std::move(inner));
       std::vector<std::string> names;
       GPULSE_RETURN_IF_ERROR(input.Measurements(&names));
       for (const std::string& n : names) {
         Measurement m;
         m.name = n;
-        GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, &input, m, &series));
+        GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, &input, m, &series, into));
       }
     } else {
       DbInput input(ctx);
-      GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, &input, src.measurement, &series));
+      GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, &input, src.measurement, &series, into));
     }
   }
-  // SOFFSET / SLIMIT over the statement's series.
-  const size_t soff = static_cast<size_t>(std::max<int64_t>(0, s.soffset.value_or(0)));
-  if (soff > 0) {
-    series.erase(series.begin(),
-                 series.begin() + static_cast<ptrdiff_t>(std::min(soff, series.size())));
+  if (columns != nullptr) {
+    SeriesOffsetAndLimit(s, &series_columns);
+    for (ColumnSeries& cs : series_columns) columns->push_back(std::move(cs));
+    return Status::Ok();
   }
-  if (s.slimit && *s.slimit > 0 && series.size() > static_cast<size_t>(*s.slimit)) {
-    series.resize(static_cast<size_t>(*s.slimit));
-  }
+  SeriesOffsetAndLimit(s, &series);
   for (ResultSeries& rs : series) out->push_back(std::move(rs));
   return Status::Ok();
+}
+
+}  // namespace
+
+Status RunSelect(ExecContext* ctx, const SelectStatement& s, std::vector<ResultSeries>* out,
+                 std::vector<std::string>* notes) {
+  return RunSelectInto(ctx, s, out, nullptr, notes);
 }
 
 }  // namespace gpulse::query
