@@ -55,8 +55,12 @@ void TakeMax(Cell& c, T x, int64_t t) {
 }
 
 // Folds the run v[i..j) (times t, one bucket) into c, as AggState::AddRange.
+// `timed`: keep the selected point's time (min/max/spread); when it is not
+// asked for, integer extremes fold in a plain loop (the value is the same;
+// only which of equal values was kept differs, and for integers that is
+// not visible).
 template <typename T, AggKind K>
-void FoldRun(Cell& c, const int64_t* t, const T* v, size_t i, size_t j) {
+void FoldRun(Cell& c, const int64_t* t, const T* v, size_t i, size_t j, bool timed) {
   if constexpr (K == AggKind::kSum || K == AggKind::kMean) {
     T acc = 0;
     double dsum = 0;
@@ -72,6 +76,17 @@ void FoldRun(Cell& c, const int64_t* t, const T* v, size_t i, size_t j) {
       As<T>(c.a) = As<T>(c.b) = v[k];
       c.ta = c.tb = t[k];
       ++k;
+    }
+    if constexpr (std::is_integral_v<T>) {
+      if (!timed) {
+        T lo = As<T>(c.a), hi = As<T>(c.b);
+        for (; k < j; ++k) {
+          if constexpr (K != AggKind::kMax) lo = v[k] < lo ? v[k] : lo;
+          if constexpr (K != AggKind::kMin) hi = v[k] > hi ? v[k] : hi;
+        }
+        As<T>(c.a) = lo;
+        As<T>(c.b) = hi;
+      }
     }
     for (; k < j; ++k) {
       if constexpr (K != AggKind::kMax) TakeMin<T>(c, v[k], t[k]);
@@ -94,14 +109,14 @@ void FoldRun(Cell& c, const int64_t* t, const T* v, size_t i, size_t j) {
 // Splits [begin, end) into runs per bucket and folds each.
 template <typename T, AggKind K>
 void FoldBuckets(Cell* cells, size_t nslots, const BucketGrid& grid, const Column& col,
-                 size_t begin, size_t end) {
+                 size_t begin, size_t end, bool timed) {
   const int64_t* t = col.ts.data();
   const T* v = storage::NumericValues<T>(col).data();
   size_t i = begin;
   if (grid.count == 1) {
     // One bucket (or no GROUP BY time): the read range bounds the points.
     while (i < end && t[i] < grid.first) ++i;
-    if (i < end) FoldRun<T, K>(cells[0], t, v, i, end);
+    if (i < end) FoldRun<T, K>(cells[0], t, v, i, end, timed);
     return;
   }
   while (i < end) {
@@ -116,31 +131,31 @@ void FoldBuckets(Cell* cells, size_t nslots, const BucketGrid& grid, const Colum
     const int64_t next = grid.first + static_cast<int64_t>(idx + 1) * grid.width;
     size_t j = i + 1;
     while (j < end && t[j] < next) ++j;
-    FoldRun<T, K>(cells[idx * nslots], t, v, i, j);
+    FoldRun<T, K>(cells[idx * nslots], t, v, i, j, timed);
     i = j;
   }
 }
 
 template <typename T>
-void FoldTyped(AggKind kind, Cell* cells, size_t nslots, const BucketGrid& grid, const Column& col,
-               size_t begin, size_t end) {
+void FoldTyped(AggKind kind, bool timed, Cell* cells, size_t nslots, const BucketGrid& grid,
+               const Column& col, size_t begin, size_t end) {
   switch (kind) {
     case AggKind::kCount:
-      return FoldBuckets<T, AggKind::kCount>(cells, nslots, grid, col, begin, end);
+      return FoldBuckets<T, AggKind::kCount>(cells, nslots, grid, col, begin, end, timed);
     case AggKind::kSum:
-      return FoldBuckets<T, AggKind::kSum>(cells, nslots, grid, col, begin, end);
+      return FoldBuckets<T, AggKind::kSum>(cells, nslots, grid, col, begin, end, timed);
     case AggKind::kMean:
-      return FoldBuckets<T, AggKind::kMean>(cells, nslots, grid, col, begin, end);
+      return FoldBuckets<T, AggKind::kMean>(cells, nslots, grid, col, begin, end, timed);
     case AggKind::kMin:
-      return FoldBuckets<T, AggKind::kMin>(cells, nslots, grid, col, begin, end);
+      return FoldBuckets<T, AggKind::kMin>(cells, nslots, grid, col, begin, end, timed);
     case AggKind::kMax:
-      return FoldBuckets<T, AggKind::kMax>(cells, nslots, grid, col, begin, end);
+      return FoldBuckets<T, AggKind::kMax>(cells, nslots, grid, col, begin, end, timed);
     case AggKind::kSpread:
-      return FoldBuckets<T, AggKind::kSpread>(cells, nslots, grid, col, begin, end);
+      return FoldBuckets<T, AggKind::kSpread>(cells, nslots, grid, col, begin, end, timed);
     case AggKind::kFirst:
-      return FoldBuckets<T, AggKind::kFirst>(cells, nslots, grid, col, begin, end);
+      return FoldBuckets<T, AggKind::kFirst>(cells, nslots, grid, col, begin, end, timed);
     case AggKind::kLast:
-      return FoldBuckets<T, AggKind::kLast>(cells, nslots, grid, col, begin, end);
+      return FoldBuckets<T, AggKind::kLast>(cells, nslots, grid, col, begin, end, timed);
     default:
       return;
   }
@@ -262,11 +277,12 @@ void Cells::AddRange(const std::vector<AggSpec>& specs, const BucketGrid& grid, 
   Cell* base = cells_.data() + slot;
   switch (spec.type) {
     case FieldType::kFloat:
-      return FoldTyped<double>(spec.kind, base, specs.size(), grid, c, begin, end);
+      return FoldTyped<double>(spec.kind, spec.need_time, base, specs.size(), grid, c, begin, end);
     case FieldType::kInt:
-      return FoldTyped<int64_t>(spec.kind, base, specs.size(), grid, c, begin, end);
+      return FoldTyped<int64_t>(spec.kind, spec.need_time, base, specs.size(), grid, c, begin, end);
     case FieldType::kUint:
-      return FoldTyped<uint64_t>(spec.kind, base, specs.size(), grid, c, begin, end);
+      return FoldTyped<uint64_t>(spec.kind, spec.need_time, base, specs.size(), grid, c, begin,
+                                 end);
     default:
       return;
   }

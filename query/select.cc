@@ -944,7 +944,6 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
     plan->multirow = plan->slots.size() == 1 && IsMultiRow(plan->slots[0].spec.kind);
     plan->lone_selector = plan->outputs.size() == 1 && plan->slots.size() == 1 &&
                           IsAggregateCall(only) && IsSelector(plan->slots[0].spec.kind);
-    if (plan->lone_selector) plan->slots[0].spec.need_time = true;
   } else {
     for (const OutExpr& o : plan->outputs) GPULSE_RETURN_IF_ERROR(PlanRawRefs(*o.expr, plan));
   }
@@ -1010,6 +1009,10 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
     }
     plan->dim_field.push_back(f);
   }
+
+  // A lone selector answers with its point's time, unless GROUP BY time
+  // makes the bucket's start the row's time.
+  if (plan->lone_selector && !plan->bucketer) plan->slots[0].spec.need_time = true;
 
   if (plan->aggregate && plan->condition && !plan->field_dims && !plan->slots.empty()) {
     std::string field;
