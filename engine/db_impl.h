@@ -66,6 +66,8 @@ class DbImpl final : public Db {
   Status Read(const ReadRequest& request, std::vector<SeriesColumn>* out) override;
   Status ReadSeries(const Series& series, std::span<const std::string> fields, int64_t start_ns,
                     int64_t end_ns, std::vector<Column>* out) override;
+  Status ScanSeries(const Series& series, std::span<const std::string> fields, int64_t start_ns,
+                    int64_t end_ns, const PointRunVisitor& fn) override;
   Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, uint32_t parts,
                      const RollupVisitor& fn) override;
@@ -245,6 +247,12 @@ class DbImpl final : public Db {
   // `epoch`: the window cache's, read before the snapshot was taken.
   Status ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
                     int64_t start, int64_t end, uint64_t epoch, Column* out);
+  // ReadChunks, each window handed to `emit` (its points in [start, end) are
+  // the range's) instead of appended: cached windows are not copied.
+  using WindowEmitter = std::function<void(const Column& window)>;
+  Status EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
+                    FieldType type, int64_t start, int64_t end, uint64_t epoch,
+                    const WindowEmitter& emit);
   Status CheckOpen() const;
   // Holds off Close until the calling method returns; every public method
   // but Close takes it before CheckOpen.

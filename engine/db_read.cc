@@ -150,6 +150,52 @@ constexpr size_t kCacheFirstWindows = 16;
 
 Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           int64_t start, int64_t end, uint64_t epoch, Column* out) {
+  return EmitChunks(snapshot, series_id, field_id, out->type, start, end, epoch,
+                    [&](const Column& window) { AppendRange(window, start, end, out); });
+}
+
+Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fields,
+                          int64_t start_ns, int64_t end_ns, const PointRunVisitor& fn) {
+  const auto open = HoldOpen();
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  if (start_ns >= end_ns) return Status::Ok();
+  SeriesSnapshot snap;
+  GPULSE_RETURN_IF_ERROR(TakeSeriesSnapshot(series, fields, start_ns, end_ns, &snap));
+  for (size_t i = 0; i < fields.size(); ++i) {
+    const SeriesSnapshot::Field& field = snap.fields[i];
+    if (field.id == kNoId) continue;
+    // Before the first unflushed point (the snapshot's sealed and head
+    // points are the range's), the stored windows are the answer as they
+    // are; from it on, the merge decides.
+    int64_t fresh = end_ns;
+    for (const Column* c : {&field.sealed, &field.head}) {
+      if (!c->ts.empty()) fresh = std::min(fresh, c->ts.front());
+    }
+    fresh = std::max(fresh, start_ns);
+    if (fresh > start_ns) {
+      GPULSE_RETURN_IF_ERROR(EmitChunks(
+          snap.snapshot, snap.series_id, field.id, field.type, start_ns, fresh, snap.epoch,
+          [&](const Column& window) {
+            const auto b = std::lower_bound(window.ts.begin(), window.ts.end(), start_ns);
+            const auto e = std::lower_bound(b, window.ts.end(), fresh);
+            if (b < e) {
+              fn(i, window, static_cast<size_t>(b - window.ts.begin()),
+                 static_cast<size_t>(e - window.ts.begin()));
+            }
+          }));
+    }
+    if (fresh < end_ns) {
+      Column rest;
+      GPULSE_RETURN_IF_ERROR(ReadMerged(snap, i, fresh, end_ns, &rest));
+      if (!rest.ts.empty()) fn(i, rest, 0, rest.ts.size());
+    }
+  }
+  return Status::Ok();
+}
+
+Status DbImpl::EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
+                          FieldType type, int64_t start, int64_t end, uint64_t epoch,
+                          const WindowEmitter& emit) {
   // The windows of the range, when they are few. A cache entry is a window
   // as the store held it after the latest flush that wrote it (an empty
   // column: the window has no chunk), so when all are cached the store's
@@ -172,7 +218,7 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
       hits.push_back(std::move(cached));
     }
     if (hits.size() == windows.size()) {
-      for (const auto& c : hits) AppendRange(*c, start, end, out);
+      for (const auto& c : hits) emit(*c);
       return Status::Ok();
     }
   }
@@ -181,7 +227,7 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
   auto note_absent = [&](int64_t upto) {
     while (next_window < windows.size() && windows[next_window] < upto) {
       Column none;
-      none.type = out->type;
+      none.type = type;
       window_cache_.Insert(WindowKey{series_id, field_id, windows[next_window]}, std::move(none),
                            epoch);
       ++next_window;
@@ -194,7 +240,7 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
   const std::string first = storage::ChunkKey(storage::kRawTier, series_id, field_id,
                                               storage::WindowStart(start, window_ns_));
   Column window;
-  window.type = out->type;
+  window.type = type;
   it->Seek(first);
   while (it->Valid()) {
     storage::ChunkKeyParts parts;
@@ -208,7 +254,7 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
     if (next_window < windows.size() && windows[next_window] == parts.window_start) ++next_window;
     const WindowKey cache_key{series_id, field_id, parts.window_start};
     if (auto cached = window_cache_.Lookup(cache_key)) {
-      AppendRange(*cached, start, end, out);
+      emit(*cached);
       // Step over the window's parts without reading them.
       const storage::ChunkKeyParts window_parts = parts;
       while (it->Valid()) {
@@ -223,7 +269,7 @@ Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
     }
     // Reads every part of this window, merged; leaves `it` at the next window.
     GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), parts, &window));
-    AppendRange(window, start, end, out);
+    emit(window);
     window_cache_.Insert(cache_key, window, epoch);
   }
   if (!it->status().ok()) return Status::IOError("read chunks: " + it->status().ToString());

@@ -411,6 +411,16 @@ class Db {
   virtual Status ReadSeries(const Series& series, std::span<const std::string> fields,
                             int64_t start_ns, int64_t end_ns, std::vector<Column>* out) = 0;
 
+  // What ReadSeries reads, handed over in place: fn(i, column, begin, end)
+  // gets points [begin, end) of `column`, a run of fields[i]'s points
+  // (begin < end; a field's runs ascend and do not overlap). Stored windows
+  // the read cache holds are not copied; `column` is valid during the call
+  // only. For scans that fold points (aggregates), not keep them.
+  using PointRunVisitor =
+      std::function<void(size_t field, const Column& column, size_t begin, size_t end)>;
+  virtual Status ScanSeries(const Series& series, std::span<const std::string> fields,
+                            int64_t start_ns, int64_t end_ns, const PointRunVisitor& fn) = 0;
+
   // Visits the rows of tier `tier` (an index into storage::kTiers) of a
   // series' fields whose buckets start in [start_ns, end_ns): fn(i, rows,
   // begin, end) hands over rows [begin, end) of fields[i], in runs (a run's

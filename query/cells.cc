@@ -315,14 +315,6 @@ void Cells::Merge(const std::vector<AggSpec>& specs, const BucketGrid& grid, Cel
   other->cells_.clear();
 }
 
-bool Cells::Present(size_t nslots, size_t i) const {
-  if (cells_.empty()) return false;
-  for (size_t k = 0; k < nslots; ++k) {
-    if (cells_[i * nslots + k].n > 0) return true;
-  }
-  return false;
-}
-
 QueryValue Cells::Result(const AggSpec& spec, size_t nslots, size_t slot, size_t i,
                          int64_t* selected) const {
   static const Cell kEmpty{};

@@ -54,7 +54,13 @@ class Cells {
 
   // Whether any aggregate of bucket i saw a point (the general path's "the
   // bucket has states").
-  bool Present(size_t nslots, size_t i) const;
+  bool Present(size_t nslots, size_t i) const {
+    if (cells_.empty()) return false;
+    for (size_t k = 0; k < nslots; ++k) {
+      if (cells_[i * nslots + k].n > 0) return true;
+    }
+    return false;
+  }
   bool empty() const { return cells_.empty(); }
 
   // The answer of slot `slot` in bucket i (null when it saw no point, 0 for a

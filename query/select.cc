@@ -118,6 +118,16 @@ class Input {
   // Thread-safe.
   virtual Status Read(const InSeries& s, std::span<const std::string> fields, int64_t lo,
                       int64_t hi, std::vector<Column>* out) = 0;
+  // Thread-safe. Read's points in runs, as Db::ScanSeries hands them over.
+  virtual Status Scan(const InSeries& s, std::span<const std::string> fields, int64_t lo,
+                      int64_t hi, const Db::PointRunVisitor& fn) {
+    std::vector<Column> cols;
+    GPULSE_RETURN_IF_ERROR(Read(s, fields, lo, hi, &cols));
+    for (size_t f = 0; f < cols.size(); ++f) {
+      if (!cols[f].ts.empty()) fn(f, cols[f], 0, cols[f].ts.size());
+    }
+    return Status::Ok();
+  }
   // The tiers ScanRollups can read, bit t for storage::kTiers[t] (the Db's
   // kept tiers; a subquery's answer has none).
   virtual uint32_t Tiers() const { return 0; }
@@ -200,6 +210,12 @@ class DbInput final : public Input {
       return Status::Ok();
     }
     return st;
+  }
+
+  Status Scan(const InSeries& s, std::span<const std::string> fields, int64_t lo, int64_t hi,
+              const Db::PointRunVisitor& fn) override {
+    Status st = ctx_->db()->ScanSeries(s.series, fields, lo, hi, fn);
+    return st.IsNotFound() ? Status::Ok() : st;  // dropped since it was listed
   }
 
   uint32_t Tiers() const override { return ctx_->db()->KeptTiers(); }
@@ -1425,37 +1441,45 @@ std::string RangeText(const Plan& plan) {
 
 // Folds every point of a series' columns (indexed like plan.fields) into
 // group g, run by run per bucket.
+// Folds points [begin, end) of `col` into slot `slot` of g.
+void FoldSlotRange(const Plan& plan, GroupAcc* g, size_t slot, const Column& col, size_t begin,
+                   size_t end) {
+  if (plan.use_cells) {
+    g->cells.AddRange(plan.specs, plan.grid, slot, col, begin, end);
+    return;
+  }
+  size_t i0 = begin;
+  while (i0 < end) {
+    int64_t b = INT64_MIN;
+    size_t i1 = end;
+    if (plan.bucketer) {
+      b = plan.bucketer->Start(col.ts[i0]);
+      const int64_t next = plan.bucketer->Next(b);
+      // Runs are mostly short (a 5m bucket of minute samples): scan a
+      // few points before falling back to a binary search.
+      i1 = i0 + 1;
+      const size_t scan_end = std::min(end, i0 + 16);
+      while (i1 < scan_end && col.ts[i1] < next) ++i1;
+      if (i1 == scan_end && i1 < end && col.ts[i1] < next) {
+        i1 = static_cast<size_t>(std::lower_bound(col.ts.begin() + static_cast<ptrdiff_t>(i1),
+                                                  col.ts.begin() + static_cast<ptrdiff_t>(end),
+                                                  next) -
+                                 col.ts.begin());
+      }
+    }
+    g->Get(plan, b)[slot]->AddRange(col, i0, i1);
+    i0 = i1;
+  }
+}
+
+// Folds every point of `cols` (a series' fields, as Read gives them) into
+// the slots that aggregate them.
 void FoldColumns(const Plan& plan, GroupAcc* g, const std::vector<Column>& cols) {
   for (size_t slot = 0; slot < plan.slots.size(); ++slot) {
     const int f = plan.slots[slot].field;
     if (f < 0) continue;
     const Column& col = cols[static_cast<size_t>(f)];
-    const size_t n = col.size();
-    if (plan.use_cells) {
-      g->cells.AddRange(plan.specs, plan.grid, slot, col, 0, n);
-      continue;
-    }
-    size_t i0 = 0;
-    while (i0 < n) {
-      int64_t b = INT64_MIN;
-      size_t i1 = n;
-      if (plan.bucketer) {
-        b = plan.bucketer->Start(col.ts[i0]);
-        const int64_t next = plan.bucketer->Next(b);
-        // Runs are mostly short (a 5m bucket of minute samples): scan a
-        // few points before falling back to a binary search.
-        i1 = i0 + 1;
-        const size_t scan_end = std::min(n, i0 + 16);
-        while (i1 < scan_end && col.ts[i1] < next) ++i1;
-        if (i1 == scan_end && i1 < n && col.ts[i1] < next) {
-          i1 = static_cast<size_t>(
-              std::lower_bound(col.ts.begin() + static_cast<ptrdiff_t>(i1), col.ts.end(), next) -
-              col.ts.begin());
-        }
-      }
-      g->Get(plan, b)[slot]->AddRange(col, i0, i1);
-      i0 = i1;
-    }
+    FoldSlotRange(plan, g, slot, col, 0, col.size());
   }
 }
 
@@ -1868,6 +1892,28 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
       }
       return Status::Ok();
     }
+    GroupMap& groups = partial[w];
+    if (truth && !plan->field_dims) {
+      // Fast path: every point of the series counts; fold its runs in
+      // place (windows the read cache holds are not copied).
+      uint64_t points = 0;
+      GroupAcc* g = nullptr;
+      GPULSE_RETURN_IF_ERROR(
+          input->Scan(in, fields, plan->lo, plan->hi,
+                      [&](size_t f, const Column& col, size_t begin, size_t end) {
+                        points += end - begin;
+                        if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
+                        for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                          if (plan->slots[slot].field == static_cast<int>(f))
+                            FoldSlotRange(*plan, g, slot, col, begin, end);
+                        }
+                      }));
+      if (points > 0) {
+        ctx->series_read.fetch_add(1);
+        ctx->CountPoints(points);
+      }
+      return Status::Ok();
+    }
     std::vector<Column> cols;
     GPULSE_RETURN_IF_ERROR(input->Read(in, fields, plan->lo, plan->hi, &cols));
     uint64_t points = 0;
@@ -1875,13 +1921,6 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     if (points == 0) return Status::Ok();
     ctx->series_read.fetch_add(1);
     ctx->CountPoints(points);
-    GroupMap& groups = partial[w];
-
-    if (truth && !plan->field_dims) {
-      // Fast path: every point of the series counts; fold runs per bucket.
-      FoldColumns(*plan, &groups[TagKeyOf(*plan, in)], cols);
-      return Status::Ok();
-    }
 
     if (!truth && plan->filter_field >= 0) {
       // The tags pass; the points of the one field pass its comparisons.

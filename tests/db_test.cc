@@ -3,6 +3,7 @@
 // lock, and concurrent writers and readers.
 
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <map>
 #include <random>
 #include <thread>
+#include <tuple>
 
 #include "engine/gpulse.h"
 #include "tests/support/scratch_dir.h"
@@ -287,6 +289,65 @@ TEST_F(DbTest, ChunkWindowsSplitLongSeries) {
   ASSERT_EQ(some.size(), 62u);
   EXPECT_EQ(some.front().second, 59);
   EXPECT_EQ(some.back().second, 120);
+}
+
+// ScanSeries hands over what ReadSeries reads, in runs: stored windows
+// (decoded, then from the read cache) in place, and from the first unflushed
+// point on the merge, where a newer point in the head replaces a stored one.
+TEST_F(DbTest, ScanSeriesHandsOverWhatReadSeriesReads) {
+  options_.chunk_window = std::chrono::hours(1);
+  Reopen();
+  std::vector<Point> batch;
+  for (int m = 0; m < 300; ++m) batch.push_back(GpuPoint("n1", 0, m * kMinute, int64_t{m}));
+  ASSERT_TRUE(db_->Write(batch).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  const Series series{"gpu", {{"gpu", "0"}, {"node", "n1"}}};
+  const std::vector<std::string> fields = {"util", "no_such_field"};
+  // (field, ts, value) in the order handed over; runs must not be empty.
+  const auto scan = [&](int64_t start, int64_t end) {
+    std::vector<std::tuple<size_t, int64_t, int64_t>> got;
+    size_t runs = 0;
+    EXPECT_TRUE(db_->ScanSeries(series, fields, start, end,
+                                [&](size_t f, const Column& c, size_t begin, size_t stop) {
+                                  EXPECT_LT(begin, stop);
+                                  ++runs;
+                                  for (size_t i = begin; i < stop; ++i)
+                                    got.emplace_back(f, c.ts[i], c.ints[i]);
+                                })
+                    .ok());
+    return std::make_pair(got, runs);
+  };
+  const auto read = [&](int64_t start, int64_t end) {
+    std::vector<Column> cols;
+    EXPECT_TRUE(db_->ReadSeries(series, fields, start, end, &cols).ok());
+    std::vector<std::tuple<size_t, int64_t, int64_t>> got;
+    for (size_t f = 0; f < cols.size(); ++f) {
+      for (size_t i = 0; i < cols[f].size(); ++i)
+        got.emplace_back(f, cols[f].ts[i], cols[f].ints[i]);
+    }
+    return got;
+  };
+  for (int pass = 0; pass < 2; ++pass) {  // decoded, then cached
+    const auto [all, runs] = scan(INT64_MIN, INT64_MAX);
+    EXPECT_EQ(all, read(INT64_MIN, INT64_MAX));
+    EXPECT_EQ(all.size(), 300u);
+    EXPECT_EQ(runs, 5u);  // one a stored window
+    EXPECT_EQ(scan(59 * kMinute, 121 * kMinute).first, read(59 * kMinute, 121 * kMinute));
+  }
+  // Unflushed: a newer value for minute 100, and minutes 300-309.
+  batch.clear();
+  batch.push_back(GpuPoint("n1", 0, 100 * kMinute, int64_t{-1}));
+  for (int m = 300; m < 310; ++m) batch.push_back(GpuPoint("n1", 0, m * kMinute, int64_t{m}));
+  ASSERT_TRUE(db_->Write(batch).ok());
+  const auto [all, runs] = scan(INT64_MIN, INT64_MAX);
+  EXPECT_EQ(all, read(INT64_MIN, INT64_MAX));
+  ASSERT_EQ(all.size(), 310u);
+  EXPECT_EQ(std::get<2>(all[100]), -1);
+  EXPECT_EQ(scan(90 * kMinute, 305 * kMinute).first, read(90 * kMinute, 305 * kMinute));
+  EXPECT_EQ(scan(0, 60 * kMinute).first, read(0, 60 * kMinute));
+  EXPECT_TRUE(db_->ScanSeries(Series{"gpu", {{"node", "zz"}}}, fields, 0, kMinute,
+                              [](size_t, const Column&, size_t, size_t) {})
+                  .IsNotFound());
 }
 
 TEST_F(DbTest, HeadMemoryBoundTriggersBackgroundFlush) {
