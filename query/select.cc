@@ -675,6 +675,15 @@ QueryValue EvalRow(const Expr& e, const Plan& plan, const RowRef& r, int64_t now
   }
 }
 
+// Whether `e` names a field of the measurement anywhere.
+bool NamesField(const Expr& e, const Plan& plan) {
+  if (e.kind == ExprKind::kVarRef && plan.IsField(e)) return true;
+  for (const auto& c : e.children) {
+    if (NamesField(*c, plan)) return true;
+  }
+  return false;
+}
+
 // Whether the condition holds for every row of a series (true), none
 // (false), or depends on field values (nullopt): tags are known per series.
 std::optional<bool> TagTruth(const Expr& e, const Plan& plan, const InSeries& s) {
@@ -697,14 +706,7 @@ std::optional<bool> TagTruth(const Expr& e, const Plan& plan, const InSeries& s)
     return std::nullopt;
   }
   // A leaf condition: known when it names no field.
-  std::function<bool(const Expr&)> names_field = [&](const Expr& x) {
-    if (x.kind == ExprKind::kVarRef && plan.IsField(x)) return true;
-    for (const auto& c : x.children) {
-      if (names_field(*c)) return true;
-    }
-    return false;
-  };
-  if (names_field(e)) return std::nullopt;
+  if (NamesField(e, plan)) return std::nullopt;
   static const std::vector<Column> kNoCols;
   static const std::vector<std::vector<int32_t>> kNoPos;
   RowRef r{&s, &kNoCols, &kNoPos, 0};
@@ -754,14 +756,7 @@ bool SplitFieldTests(const Expr& e, const Plan& plan, std::string* field,
     tests->push_back(&e);
     return true;
   }
-  std::function<bool(const Expr&)> names_field = [&](const Expr& x) {
-    if (x.kind == ExprKind::kVarRef && plan.IsField(x)) return true;
-    for (const auto& c : x.children) {
-      if (names_field(*c)) return true;
-    }
-    return false;
-  };
-  return !names_field(e);
+  return !NamesField(e, plan);
 }
 
 // --- Planning ----------------------------------------------------------------
@@ -1486,14 +1481,6 @@ void FoldColumns(const Plan& plan, GroupAcc* g, const std::vector<Column>& cols)
 int64_t FloorMod(int64_t x, int64_t m) {
   const int64_t r = x % m;
   return r < 0 ? r + m : r;
-}
-
-bool NamesField(const Expr& e, const Plan& plan) {
-  if (e.kind == ExprKind::kVarRef && plan.IsField(e)) return true;
-  for (const auto& c : e.children) {
-    if (NamesField(*c, plan)) return true;
-  }
-  return false;
 }
 
 // Why no tier can answer the query whatever its buckets; empty when one can.

@@ -66,6 +66,17 @@ class DbTest : public ::testing::Test {
     return points;
   }
 
+  // Hour-long chunk windows, and minutes 0 .. n-1 of node n1's GPU 0
+  // (util = the minute) written and flushed.
+  void WriteFlushedMinutes(int n) {
+    options_.chunk_window = std::chrono::hours(1);
+    Reopen();
+    std::vector<Point> batch;
+    for (int m = 0; m < n; ++m) batch.push_back(GpuPoint("n1", 0, m * kMinute, int64_t{m}));
+    ASSERT_TRUE(db_->Write(batch).ok());
+    ASSERT_TRUE(db_->Flush().ok());
+  }
+
   storage::ScratchDir dir_;
   Options options_;
   std::unique_ptr<Db> db_;
@@ -275,12 +286,7 @@ TEST_F(DbTest, MissingDirectoryWithoutCreateIsNotFound) {
 }
 
 TEST_F(DbTest, ChunkWindowsSplitLongSeries) {
-  options_.chunk_window = std::chrono::hours(1);
-  Reopen();
-  std::vector<Point> batch;
-  for (int m = 0; m < 300; ++m) batch.push_back(GpuPoint("n1", 0, m * kMinute, int64_t{m}));
-  ASSERT_TRUE(db_->Write(batch).ok());
-  ASSERT_TRUE(db_->Flush().ok());
+  WriteFlushedMinutes(300);
   const auto all = ReadInts("n1", 0);
   ASSERT_EQ(all.size(), 300u);
   for (int m = 0; m < 300; ++m) ASSERT_EQ(all[m].second, m);
@@ -295,12 +301,8 @@ TEST_F(DbTest, ChunkWindowsSplitLongSeries) {
 // (decoded, then from the read cache) in place, and from the first unflushed
 // point on the merge, where a newer point in the head replaces a stored one.
 TEST_F(DbTest, ScanSeriesHandsOverWhatReadSeriesReads) {
-  options_.chunk_window = std::chrono::hours(1);
-  Reopen();
+  WriteFlushedMinutes(300);
   std::vector<Point> batch;
-  for (int m = 0; m < 300; ++m) batch.push_back(GpuPoint("n1", 0, m * kMinute, int64_t{m}));
-  ASSERT_TRUE(db_->Write(batch).ok());
-  ASSERT_TRUE(db_->Flush().ok());
   const Series series{"gpu", {{"gpu", "0"}, {"node", "n1"}}};
   const std::vector<std::string> fields = {"util", "no_such_field"};
   // (field, ts, value) in the order handed over; runs must not be empty.
