@@ -530,7 +530,12 @@ struct Plan {
   // all ANDed, and every aggregate is of that field (count(x) WHERE x > 0):
   // a series whose tags pass keeps the points of the field that pass each
   // comparison, no join of rows needed. The comparisons, and the field.
-  std::vector<const Expr*> field_tests;
+  struct FieldTestSpec {
+    BinaryOp op;
+    bool field_left;  // field op constant (else constant op field)
+    QueryValue constant;
+  };
+  std::vector<FieldTestSpec> field_tests;
   int filter_field = -1;
   std::vector<TagMatcher> eq;  // tag = 'v' terms ANDed at the top: the index finds them
   std::map<const Expr*, std::regex> regexes;
@@ -1034,7 +1039,14 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
           std::all_of(plan->slots.begin(), plan->slots.end(),
                       [&](const AggSlot& slot) { return slot.field == f; })) {
         plan->filter_field = f;
-        plan->field_tests = std::move(tests);
+        for (const Expr* test : tests) {
+          const bool field_left = test->children[0]->kind == ExprKind::kVarRef;
+          const Expr& constant = *test->children[field_left ? 1 : 0];
+          plan->field_tests.push_back({test->binary_op, field_left,
+                                       constant.kind == ExprKind::kInteger
+                                           ? QueryValue(constant.int_value)
+                                           : QueryValue(constant.float_value)});
+        }
       }
     }
   }
@@ -1917,14 +1929,9 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
       for (size_t i = 0; i < col.size(); ++i) {
         const QueryValue v = CellOf(col, i);
         bool pass = true;
-        for (const Expr* test : plan->field_tests) {
-          const bool field_left = test->children[0]->kind == ExprKind::kVarRef;
-          const Expr& constant = *test->children[field_left ? 1 : 0];
-          const QueryValue c = constant.kind == ExprKind::kInteger
-                                   ? QueryValue(constant.int_value)
-                                   : QueryValue(constant.float_value);
-          if (!IsTrue(field_left ? ApplyBinary(test->binary_op, v, c)
-                                 : ApplyBinary(test->binary_op, c, v))) {
+        for (const Plan::FieldTestSpec& test : plan->field_tests) {
+          if (!IsTrue(test.field_left ? ApplyBinary(test.op, v, test.constant)
+                                      : ApplyBinary(test.op, test.constant, v))) {
             pass = false;
             break;
           }
