@@ -1,5 +1,6 @@
 #include "query/cells.h"
 
+#include <algorithm>
 #include <type_traits>
 
 namespace gpulse::query {
@@ -59,8 +60,11 @@ void TakeMax(Cell& c, T x, int64_t t) {
 // asked for, integer extremes fold in a plain loop (the value is the same;
 // only which of equal values was kept differs, and for integers that is
 // not visible).
+// Inlined: runs are short (5 to 15 points at minute grain), the call cost
+// as much as the fold.
 template <typename T, AggKind K>
-void FoldRun(Cell& c, const int64_t* t, const T* v, size_t i, size_t j, bool timed) {
+[[gnu::always_inline]] inline void FoldRun(Cell& c, const int64_t* t, const T* v, size_t i,
+                                           size_t j, bool timed) {
   if constexpr (K == AggKind::kSum || K == AggKind::kMean) {
     T acc = 0;
     double dsum = 0;
@@ -106,33 +110,45 @@ void FoldRun(Cell& c, const int64_t* t, const T* v, size_t i, size_t j, bool tim
   c.n += j - i;
 }
 
-// Splits [begin, end) into runs per bucket and folds each.
+// Splits [begin, end) into runs per bucket and folds each. Samples at a
+// steady interval make runs of one length, so a run's end is first guessed
+// from the last run's length and checked (two comparisons), and the next
+// run's bucket is the next one unless the data skips buckets: no division
+// and no scan per point in the common case.
 template <typename T, AggKind K>
 void FoldBuckets(Cell* cells, size_t nslots, const BucketGrid& grid, const Column& col,
                  size_t begin, size_t end, bool timed) {
   const int64_t* t = col.ts.data();
   const T* v = storage::NumericValues<T>(col).data();
-  size_t i = begin;
+  size_t i = static_cast<size_t>(std::lower_bound(t + begin, t + end, grid.first) - t);
+  if (i >= end) return;
   if (grid.count == 1) {
     // One bucket (or no GROUP BY time): the read range bounds the points.
-    while (i < end && t[i] < grid.first) ++i;
-    if (i < end) FoldRun<T, K>(cells[0], t, v, i, end, timed);
+    FoldRun<T, K>(cells[0], t, v, i, end, timed);
     return;
   }
-  while (i < end) {
-    if (t[i] < grid.first) {
-      ++i;
-      continue;
-    }
-    // Unsigned: t - first may exceed INT64_MAX.
-    const uint64_t d = static_cast<uint64_t>(t[i]) - static_cast<uint64_t>(grid.first);
-    const uint64_t idx = d / static_cast<uint64_t>(grid.width);
-    if (idx >= grid.count) break;
+  // Unsigned: t - first may exceed INT64_MAX.
+  auto bucket_of = [&](int64_t ts) {
+    return (static_cast<uint64_t>(ts) - static_cast<uint64_t>(grid.first)) /
+           static_cast<uint64_t>(grid.width);
+  };
+  uint64_t idx = bucket_of(t[i]);
+  size_t run = 1;
+  while (idx < grid.count) {
     const int64_t next = grid.first + static_cast<int64_t>(idx + 1) * grid.width;
-    size_t j = i + 1;
-    while (j < end && t[j] < next) ++j;
+    size_t j = i + run;
+    if (j > end || t[j - 1] >= next || (j < end && t[j] < next)) {
+      j = i + 1;
+      while (j < end && t[j] < next) ++j;
+    }
     FoldRun<T, K>(cells[idx * nslots], t, v, i, j, timed);
+    if (j == end) return;
+    run = j - i;
     i = j;
+    // The next bucket, unless the data skips some (then one division).
+    const uint64_t past = static_cast<uint64_t>(t[i]) - static_cast<uint64_t>(next);
+    idx = idx + 1 < grid.count && past < static_cast<uint64_t>(grid.width) ? idx + 1
+                                                                           : bucket_of(t[i]);
   }
 }
 
@@ -313,6 +329,34 @@ void Cells::Merge(const std::vector<AggSpec>& specs, const BucketGrid& grid, Cel
     }
   }
   other->cells_.clear();
+}
+
+void Cells::AppendResults(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
+                          Column* out) const {
+  const AggSpec& spec = specs[slot];
+  const size_t ns = specs.size();
+  out->type = spec.kind == AggKind::kCount  ? FieldType::kInt
+              : spec.kind == AggKind::kMean ? FieldType::kFloat
+                                            : spec.type;
+  for (size_t i = 0; i < grid.count && !cells_.empty(); ++i) {
+    if (!Present(ns, i)) continue;
+    int64_t selected;
+    const QueryValue v = Result(spec, ns, slot, i, &selected);
+    switch (v.index()) {
+      case 1:
+        out->floats.push_back(std::get<double>(v));
+        break;
+      case 2:
+        out->ints.push_back(std::get<int64_t>(v));
+        break;
+      case 3:
+        out->uints.push_back(std::get<uint64_t>(v));
+        break;
+      default:
+        continue;  // null: the slot saw no point in this bucket
+    }
+    out->ts.push_back(grid.first + static_cast<int64_t>(i) * grid.width);
+  }
 }
 
 QueryValue Cells::Result(const AggSpec& spec, size_t nslots, size_t slot, size_t i,

@@ -69,6 +69,13 @@ class Cells {
   QueryValue Result(const AggSpec& spec, size_t nslots, size_t slot, size_t i,
                     int64_t* selected) const;
 
+  // Appends slot `slot`'s answers to *out as a typed column (Result's
+  // values, the null ones left out) at the grid's bucket times, for the
+  // buckets where any slot saw a point. out->type is set to the answers'
+  // type: integer for count, float for mean, else the field's.
+  void AppendResults(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
+                     Column* out) const;
+
   // What the cell record holds; `a`/`b` are min/max, or first/last.
   union Num {
     double d;
