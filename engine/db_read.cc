@@ -193,6 +193,31 @@ Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fie
   return Status::Ok();
 }
 
+namespace {
+
+// The column a cached window unpacks into: one per thread, reused, so that
+// the unpacked window stays in the CPU's caches for the fold that reads it;
+// a call made while the thread's one is in use (an emitter that reads the
+// Db again) gets its own.
+class ScratchColumn {
+ public:
+  ScratchColumn() : column_(depth_++ == 0 ? &shared_ : &own_) {}
+  ~ScratchColumn() { --depth_; }
+  ScratchColumn(const ScratchColumn&) = delete;
+  ScratchColumn& operator=(const ScratchColumn&) = delete;
+  Column* get() { return column_; }
+
+ private:
+  static thread_local Column shared_;
+  static thread_local int depth_;
+  Column own_;
+  Column* column_;
+};
+thread_local Column ScratchColumn::shared_;
+thread_local int ScratchColumn::depth_ = 0;
+
+}  // namespace
+
 Status DbImpl::EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           FieldType type, int64_t start, int64_t end, uint64_t epoch,
                           const WindowEmitter& emit) {
@@ -211,14 +236,15 @@ Status DbImpl::EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
     windows.push_back(w);
   }
   if (!windows.empty()) {
-    std::vector<std::shared_ptr<const storage::Column>> hits;
+    std::vector<std::shared_ptr<const PackedWindow>> hits;
     for (int64_t w : windows) {
       auto cached = window_cache_.Lookup(WindowKey{series_id, field_id, w});
       if (!cached) break;
       hits.push_back(std::move(cached));
     }
     if (hits.size() == windows.size()) {
-      for (const auto& c : hits) emit(*c);
+      ScratchColumn scratch;
+      for (const auto& c : hits) emit(c->View(scratch.get()));
       return Status::Ok();
     }
   }
@@ -254,7 +280,8 @@ Status DbImpl::EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
     if (next_window < windows.size() && windows[next_window] == parts.window_start) ++next_window;
     const WindowKey cache_key{series_id, field_id, parts.window_start};
     if (auto cached = window_cache_.Lookup(cache_key)) {
-      emit(*cached);
+      ScratchColumn scratch;
+      emit(cached->View(scratch.get()));
       // Step over the window's parts without reading them.
       const storage::ChunkKeyParts window_parts = parts;
       while (it->Valid()) {

@@ -1,5 +1,8 @@
 #include "engine/window_cache.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace gpulse::engine {
 
 namespace {
@@ -25,15 +28,136 @@ uint64_t BytesOf(const storage::TallyColumn& r) {
   return b;
 }
 
+// Bytes an offset from the smallest value needs for a range of `span`: 1,
+// 2 or 4, or 0 when it needs all 8 (not worth packing).
+uint8_t WidthFor(uint64_t span) {
+  if (span <= UINT8_MAX) return 1;
+  if (span <= UINT16_MAX) return 2;
+  if (span <= UINT32_MAX) return 4;
+  return 0;
+}
+
+template <typename T>
+void Narrow(const std::vector<T>& v, uint64_t base, uint8_t width, std::vector<uint8_t>* out) {
+  out->resize(v.size() * width);
+  uint8_t* p = out->data();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint64_t off = static_cast<uint64_t>(v[i]) - base;
+    switch (width) {
+      case 1:
+        p[i] = static_cast<uint8_t>(off);
+        break;
+      case 2: {
+        const uint16_t x = static_cast<uint16_t>(off);
+        std::memcpy(p + 2 * i, &x, 2);
+        break;
+      }
+      default: {
+        const uint32_t x = static_cast<uint32_t>(off);
+        std::memcpy(p + 4 * i, &x, 4);
+        break;
+      }
+    }
+  }
+}
+
+template <typename U, typename T>
+void Widen(const uint8_t* p, size_t n, uint64_t base, T* out) {
+  for (size_t i = 0; i < n; ++i) {
+    U x;
+    std::memcpy(&x, p + sizeof(U) * i, sizeof(U));
+    out[i] = static_cast<T>(base + x);
+  }
+}
+
+template <typename T>
+void Unnarrow(const std::vector<uint8_t>& narrow, size_t n, uint64_t base, uint8_t width,
+              std::vector<T>* out) {
+  out->resize(n);
+  switch (width) {
+    case 1:
+      return Widen<uint8_t>(narrow.data(), n, base, out->data());
+    case 2:
+      return Widen<uint16_t>(narrow.data(), n, base, out->data());
+    default:
+      return Widen<uint32_t>(narrow.data(), n, base, out->data());
+  }
+}
+
+template <typename T>
+bool PackIntegers(const std::vector<T>& v, uint64_t* base, uint8_t* width,
+                  std::vector<uint8_t>* narrow) {
+  if (v.empty()) return false;
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  const uint8_t w = WidthFor(static_cast<uint64_t>(*hi) - static_cast<uint64_t>(*lo));
+  if (w == 0) return false;
+  *base = static_cast<uint64_t>(*lo);
+  *width = w;
+  Narrow(v, *base, w, narrow);
+  return true;
+}
+
 }  // namespace
+
+PackedWindow::PackedWindow(storage::Column column) : rest_(std::move(column)) {
+  size_ = rest_.ts.size();
+  // Times pack for numbers only: unpacking a string or bool window would copy
+  // its values too, for no gain.
+  const bool numeric = rest_.type == storage::FieldType::kFloat || rest_.type == storage::FieldType::kInt ||
+                       rest_.type == storage::FieldType::kUint;
+  if (size_ >= 2 && numeric) {
+    const int64_t step = rest_.ts[1] - rest_.ts[0];
+    bool steady = step > 0;
+    for (size_t i = 2; i < size_ && steady; ++i) steady = rest_.ts[i] - rest_.ts[i - 1] == step;
+    if (steady) {
+      steady_ = true;
+      first_ = rest_.ts[0];
+      step_ = step;
+    }
+  }
+  if (rest_.type == storage::FieldType::kInt && PackIntegers(rest_.ints, &base_, &width_, &narrow_)) {
+    rest_.ints = {};
+  } else if (rest_.type == storage::FieldType::kUint &&
+             PackIntegers(rest_.uints, &base_, &width_, &narrow_)) {
+    rest_.uints = {};
+  }
+  if (steady_) rest_.ts = {};
+}
+
+const storage::Column& PackedWindow::View(storage::Column* scratch) const {
+  if (!steady_ && width_ == 0) return rest_;
+  scratch->type = rest_.type;
+  if (steady_) {
+    scratch->ts.resize(size_);
+    for (size_t i = 0; i < size_; ++i) scratch->ts[i] = first_ + static_cast<int64_t>(i) * step_;
+  } else {
+    scratch->ts = rest_.ts;
+  }
+  scratch->floats = rest_.floats;
+  scratch->bools = rest_.bools;
+  scratch->strings = rest_.strings;
+  if (width_ != 0 && rest_.type == storage::FieldType::kInt) {
+    Unnarrow(narrow_, size_, base_, width_, &scratch->ints);
+    scratch->uints.clear();
+  } else if (width_ != 0) {
+    Unnarrow(narrow_, size_, base_, width_, &scratch->uints);
+    scratch->ints.clear();
+  } else {
+    scratch->ints = rest_.ints;
+    scratch->uints = rest_.uints;
+  }
+  return *scratch;
+}
+
+uint64_t PackedWindow::bytes() const { return BytesOf(rest_) + narrow_.size(); }
 
 uint64_t WindowCache::epoch() const {
   std::lock_guard<std::mutex> l(mu_);
   return epoch_;
 }
 
-std::shared_ptr<const storage::Column> WindowCache::Lookup(const WindowKey& key) {
-  return std::static_pointer_cast<const storage::Column>(Find(key));
+std::shared_ptr<const PackedWindow> WindowCache::Lookup(const WindowKey& key) {
+  return std::static_pointer_cast<const PackedWindow>(Find(key));
 }
 
 std::shared_ptr<const storage::RollupColumn> WindowCache::LookupRollups(const WindowKey& key) {
@@ -57,9 +181,11 @@ std::shared_ptr<const void> WindowCache::Find(const WindowKey& key) {
 }
 
 void WindowCache::Insert(const WindowKey& key, storage::Column column, uint64_t epoch) {
-  const uint64_t bytes = BytesOf(column);
-  if (capacity_ == 0 || bytes > capacity_ / 8) return;
-  Put(key, std::make_shared<const storage::Column>(std::move(column)), bytes, epoch);
+  if (capacity_ == 0) return;
+  auto packed = std::make_shared<const PackedWindow>(std::move(column));
+  const uint64_t bytes = packed->bytes();
+  if (bytes > capacity_ / 8) return;
+  Put(key, std::move(packed), bytes, epoch);
 }
 
 void WindowCache::InsertRollups(const WindowKey& key,
