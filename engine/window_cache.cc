@@ -63,10 +63,14 @@ void Narrow(const std::vector<T>& v, uint64_t base, uint8_t width, std::vector<u
 
 template <typename U, typename T>
 void Widen(const uint8_t* p, size_t n, uint64_t base, T* out) {
-  for (size_t i = 0; i < n; ++i) {
-    U x;
-    std::memcpy(&x, p + sizeof(U) * i, sizeof(U));
-    out[i] = static_cast<T>(base + x);
+  if constexpr (sizeof(U) == 1) {
+    for (size_t i = 0; i < n; ++i) out[i] = static_cast<T>(base + p[i]);
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      U x;
+      std::memcpy(&x, p + sizeof(U) * i, sizeof(U));
+      out[i] = static_cast<T>(base + x);
+    }
   }
 }
 
@@ -103,7 +107,8 @@ PackedWindow::PackedWindow(storage::Column column) : rest_(std::move(column)) {
   size_ = rest_.ts.size();
   // Times pack for numbers only: unpacking a string or bool window would copy
   // its values too, for no gain.
-  const bool numeric = rest_.type == storage::FieldType::kFloat || rest_.type == storage::FieldType::kInt ||
+  const bool numeric = rest_.type == storage::FieldType::kFloat ||
+                       rest_.type == storage::FieldType::kInt ||
                        rest_.type == storage::FieldType::kUint;
   if (size_ >= 2 && numeric) {
     const int64_t step = rest_.ts[1] - rest_.ts[0];
@@ -115,7 +120,8 @@ PackedWindow::PackedWindow(storage::Column column) : rest_(std::move(column)) {
       step_ = step;
     }
   }
-  if (rest_.type == storage::FieldType::kInt && PackIntegers(rest_.ints, &base_, &width_, &narrow_)) {
+  if (rest_.type == storage::FieldType::kInt &&
+      PackIntegers(rest_.ints, &base_, &width_, &narrow_)) {
     rest_.ints = {};
   } else if (rest_.type == storage::FieldType::kUint &&
              PackIntegers(rest_.uints, &base_, &width_, &narrow_)) {
@@ -129,7 +135,9 @@ const storage::Column& PackedWindow::View(storage::Column* scratch) const {
   scratch->type = rest_.type;
   if (steady_) {
     scratch->ts.resize(size_);
-    for (size_t i = 0; i < size_; ++i) scratch->ts[i] = first_ + static_cast<int64_t>(i) * step_;
+    int64_t* ts = scratch->ts.data();
+    int64_t t = first_;
+    for (size_t i = 0; i < size_; ++i, t += step_) ts[i] = t;
   } else {
     scratch->ts = rest_.ts;
   }

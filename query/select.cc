@@ -169,6 +169,7 @@ void SortColumn(Column* col) {
 Column AnswerColumn(const std::vector<int64_t>& times, const std::vector<QueryValue>& values) {
   Column col;
   col.type = AnswerType(values).value_or(FieldType::kFloat);
+  col.ts.reserve(times.size());
   for (size_t r = 0; r < times.size() && r < values.size(); ++r) {
     AppendAnswer(&col, times[r], values[r]);
   }
@@ -200,7 +201,7 @@ ColumnSeries ToColumns(ResultSeries&& rs) {
 // Inputs: where a SELECT's series come from (the Db, or a subquery's answer).
 
 struct InSeries {
-  Series series;          // as stored: what Read needs
+  Series series;          // DbInput: as stored, what Read needs
   std::vector<Tag> tags;  // as the query sees them (no `db` under a database)
   size_t source = 0;      // ResultInput: the position of the result series
 };
@@ -251,22 +252,24 @@ class Input {
 // name, at a memcmp a comparison; names with zero bytes in them are
 // compared name by name.
 void SortSeries(std::vector<Series>* series) {
-  std::vector<std::pair<std::string, size_t>> keys(series->size());
+  // The keys back to back in one buffer: (offset, length, series) each.
+  std::string buf;
+  std::vector<std::tuple<size_t, size_t, size_t>> keys(series->size());
   bool zero = false;
   for (size_t i = 0; i < series->size(); ++i) {
     const Series& s = (*series)[i];
-    std::string& k = keys[i].first;
-    keys[i].second = i;
+    const size_t start = buf.size();
     auto add = [&](const std::string& name) {
       zero = zero || name.find('\0') != std::string::npos;
-      k += name;
-      k += '\0';
+      buf += name;
+      buf += '\0';
     };
     add(s.measurement);
     for (const Tag& t : s.tags) {
       add(t.key);
       add(t.value);
     }
+    keys[i] = {start, buf.size() - start, i};
   }
   if (zero) {
     std::sort(series->begin(), series->end(), [](const Series& a, const Series& b) {
@@ -279,10 +282,13 @@ void SortSeries(std::vector<Series>* series) {
     });
     return;
   }
-  std::sort(keys.begin(), keys.end());
+  const std::string_view all(buf);
+  std::sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
+    return all.substr(std::get<0>(a), std::get<1>(a)) < all.substr(std::get<0>(b), std::get<1>(b));
+  });
   std::vector<Series> sorted;
   sorted.reserve(series->size());
-  for (const auto& [key, i] : keys) sorted.push_back(std::move((*series)[i]));
+  for (const auto& [start, length, i] : keys) sorted.push_back(std::move((*series)[i]));
   *series = std::move(sorted);
 }
 
@@ -414,9 +420,7 @@ class ResultInput final : public Input {
         if (it == s.tags.end() || it->value != m.value) match = false;
       }
       if (!match) continue;
-      InSeries in;
-      in.series.measurement = s.name;
-      in.series.tags = s.tags;
+      InSeries in;  // in.series stays empty: Read and Scan find it by `source`
       in.tags = s.tags;
       in.source = i;
       out->push_back(std::move(in));
@@ -1288,9 +1292,9 @@ int CompareToConstant(T x, const QueryValue& k) {
 }
 
 template <typename T>
-void KeepPassingTyped(const std::vector<T>& values, const std::vector<Plan::FieldTestSpec>& tests,
-                      std::vector<uint32_t>* kept) {
-  for (size_t i = 0; i < values.size(); ++i) {
+void KeepPassingTyped(const std::vector<T>& values, size_t begin, size_t end,
+                      const std::vector<Plan::FieldTestSpec>& tests, std::vector<uint32_t>* kept) {
+  for (size_t i = begin; i < end; ++i) {
     bool pass = true;
     for (const Plan::FieldTestSpec& test : tests) {
       int c = CompareToConstant(values[i], test.constant);
@@ -1304,23 +1308,32 @@ void KeepPassingTyped(const std::vector<T>& values, const std::vector<Plan::Fiel
   }
 }
 
-// The positions of col's points that pass every test, for a numeric column
-// (what ApplyBinary would keep, without a QueryValue a point); false for
-// other columns, left to the general path.
-bool KeepPassing(const Column& col, const std::vector<Plan::FieldTestSpec>& tests,
-                 std::vector<uint32_t>* kept) {
+// The positions in [begin, end) of col's points that pass every test: on
+// the column's own type for numbers (no QueryValue a point), through
+// ApplyBinary for the rest.
+void KeepPassing(const Column& col, size_t begin, size_t end,
+                 const std::vector<Plan::FieldTestSpec>& tests, std::vector<uint32_t>* kept) {
   switch (col.type) {
     case FieldType::kFloat:
-      KeepPassingTyped(col.floats, tests, kept);
-      return true;
+      return KeepPassingTyped(col.floats, begin, end, tests, kept);
     case FieldType::kInt:
-      KeepPassingTyped(col.ints, tests, kept);
-      return true;
+      return KeepPassingTyped(col.ints, begin, end, tests, kept);
     case FieldType::kUint:
-      KeepPassingTyped(col.uints, tests, kept);
-      return true;
+      return KeepPassingTyped(col.uints, begin, end, tests, kept);
     default:
-      return false;
+      break;
+  }
+  for (size_t i = begin; i < end; ++i) {
+    const QueryValue v = CellOf(col, i);
+    bool pass = true;
+    for (const Plan::FieldTestSpec& test : tests) {
+      if (!IsTrue(test.field_left ? ApplyBinary(test.op, v, test.constant)
+                                  : ApplyBinary(test.op, test.constant, v))) {
+        pass = false;
+        break;
+      }
+    }
+    if (pass) kept->push_back(static_cast<uint32_t>(i));
   }
 }
 
@@ -2322,6 +2335,32 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
       }
       return Status::Ok();
     }
+    if (!truth && plan->filter_field >= 0) {
+      // The tags pass; the points of the one field that pass its
+      // comparisons fold, read in place.
+      uint64_t points = 0;
+      GroupAcc* g = nullptr;
+      thread_local std::vector<uint32_t> kept;
+      GPULSE_RETURN_IF_ERROR(
+          input->Scan(in, fields, plan->lo, plan->hi,
+                      [&](size_t f, const Column& col, size_t begin, size_t end) {
+                        points += end - begin;
+                        if (static_cast<int>(f) != plan->filter_field) return;
+                        kept.clear();
+                        KeepPassing(col, begin, end, plan->field_tests, &kept);
+                        if (kept.empty()) return;
+                        if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
+                        for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                          FoldIndexes(*plan, g, slot, col, kept);
+                        }
+                      }));
+      if (points > 0) {
+        ctx->series_read.fetch_add(1);
+        ctx->CountPoints(points);
+      }
+      return Status::Ok();
+    }
+
     std::vector<Column> cols;
     GPULSE_RETURN_IF_ERROR(input->Read(in, fields, plan->lo, plan->hi, &cols));
     uint64_t points = 0;
@@ -2329,33 +2368,6 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     if (points == 0) return Status::Ok();
     ctx->series_read.fetch_add(1);
     ctx->CountPoints(points);
-
-    if (!truth && plan->filter_field >= 0) {
-      // The tags pass; the points of the one field pass its comparisons.
-      const Column& col = cols[static_cast<size_t>(plan->filter_field)];
-      std::vector<uint32_t> kept;
-      kept.reserve(col.size());
-      if (!KeepPassing(col, plan->field_tests, &kept)) {
-        for (size_t i = 0; i < col.size(); ++i) {
-          const QueryValue v = CellOf(col, i);
-          bool pass = true;
-          for (const Plan::FieldTestSpec& test : plan->field_tests) {
-            if (!IsTrue(test.field_left ? ApplyBinary(test.op, v, test.constant)
-                                        : ApplyBinary(test.op, test.constant, v))) {
-              pass = false;
-              break;
-            }
-          }
-          if (pass) kept.push_back(static_cast<uint32_t>(i));
-        }
-      }
-      if (kept.empty()) return Status::Ok();
-      GroupAcc& g = groups[TagKeyOf(*plan, in)];
-      for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-        FoldIndexes(*plan, &g, slot, col, kept);
-      }
-      return Status::Ok();
-    }
 
     // Rows: the condition on fields, and string-field groups, per row.
     std::vector<int64_t> ts;
