@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace gpulse::engine {
 
@@ -178,14 +179,23 @@ std::shared_ptr<const storage::TallyColumn> WindowCache::LookupTallies(const Win
 
 std::shared_ptr<const void> WindowCache::Find(const WindowKey& key) {
   std::lock_guard<std::mutex> l(mu_);
-  auto it = map_.find(key);
-  if (it == map_.end()) {
+  const size_t i = IndexLocked(key);
+  if (i == SIZE_MAX) {
     ++misses_;
     return nullptr;
   }
   ++hits_;
-  lru_.splice(lru_.begin(), lru_, it->second);
-  return it->second->value;
+  slots_[i].referenced = true;
+  return slots_[i].value;
+}
+
+size_t WindowCache::IndexLocked(const WindowKey& key) const {
+  if (slots_.empty()) return SIZE_MAX;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = KeyHash()(key) & mask; slots_[i].used; i = (i + 1) & mask) {
+    if (slots_[i].key == key) return i;
+  }
+  return SIZE_MAX;
 }
 
 void WindowCache::Insert(const WindowKey& key, storage::Column column, uint64_t epoch) {
@@ -210,42 +220,85 @@ void WindowCache::InsertTallies(const WindowKey& key,
   Put(key, std::move(rows), bytes, epoch);
 }
 
-void WindowCache::Put(const WindowKey& key, std::shared_ptr<const void> shared, uint64_t bytes,
+void WindowCache::Put(const WindowKey& key, std::shared_ptr<const void> value, uint64_t bytes,
                       uint64_t epoch) {
   std::lock_guard<std::mutex> l(mu_);
   if (epoch != epoch_) return;
-  if (auto it = map_.find(key); it != map_.end()) EraseLocked(it->second);
-  lru_.push_front(Entry{key, std::move(shared), bytes});
-  map_[key] = lru_.begin();
+  if (const size_t i = IndexLocked(key); i != SIZE_MAX) EraseLocked(i);
+  if ((count_ + 1) * 10 > slots_.size() * 7) GrowLocked();
+  const size_t mask = slots_.size() - 1;
+  size_t i = KeyHash()(key) & mask;
+  while (slots_[i].used) i = (i + 1) & mask;
+  slots_[i] = Slot{key, true, true, bytes, std::move(value)};
+  ++count_;
   bytes_ += bytes;
-  while (bytes_ > capacity_ && !lru_.empty()) EraseLocked(std::prev(lru_.end()));
+  while (bytes_ > capacity_ && count_ > 0) EvictOneLocked();
+}
+
+void WindowCache::GrowLocked() {
+  const size_t size = std::max<size_t>(64, slots_.size() * 2);
+  std::vector<Slot> old = std::exchange(slots_, std::vector<Slot>(size));
+  const size_t mask = slots_.size() - 1;
+  for (Slot& s : old) {
+    if (!s.used) continue;
+    size_t i = KeyHash()(s.key) & mask;
+    while (slots_[i].used) i = (i + 1) & mask;
+    slots_[i] = std::move(s);
+  }
+  hand_ = 0;
+}
+
+void WindowCache::EvictOneLocked() {
+  const size_t mask = slots_.size() - 1;
+  while (true) {
+    hand_ = (hand_ + 1) & mask;
+    Slot& s = slots_[hand_];
+    if (!s.used) continue;
+    if (s.referenced) {
+      s.referenced = false;
+      continue;
+    }
+    EraseLocked(hand_);
+    return;
+  }
+}
+
+void WindowCache::EraseLocked(size_t i) {
+  const size_t mask = slots_.size() - 1;
+  bytes_ -= slots_[i].bytes;
+  --count_;
+  // Backward shift: an entry further along the probe run moves into the
+  // hole unless its home slot lies after the hole (cyclically) up to it.
+  for (size_t j = (i + 1) & mask; slots_[j].used; j = (j + 1) & mask) {
+    const size_t home = KeyHash()(slots_[j].key) & mask;
+    const bool stays = i <= j ? (i < home && home <= j) : (i < home || home <= j);
+    if (stays) continue;
+    slots_[i] = std::move(slots_[j]);
+    i = j;
+  }
+  slots_[i] = Slot{};
 }
 
 void WindowCache::Invalidate(const std::vector<WindowKey>& keys) {
   std::lock_guard<std::mutex> l(mu_);
   ++epoch_;
   for (const WindowKey& k : keys) {
-    if (auto it = map_.find(k); it != map_.end()) EraseLocked(it->second);
+    if (const size_t i = IndexLocked(k); i != SIZE_MAX) EraseLocked(i);
   }
 }
 
 void WindowCache::Clear() {
   std::lock_guard<std::mutex> l(mu_);
   ++epoch_;
-  lru_.clear();
-  map_.clear();
+  slots_.clear();
+  count_ = 0;
+  hand_ = 0;
   bytes_ = 0;
 }
 
 WindowCache::Stats WindowCache::stats() const {
   std::lock_guard<std::mutex> l(mu_);
-  return Stats{hits_, misses_, bytes_, map_.size()};
-}
-
-void WindowCache::EraseLocked(std::list<Entry>::iterator it) {
-  bytes_ -= it->bytes;
-  map_.erase(it->key);
-  lru_.erase(it);
+  return Stats{hits_, misses_, bytes_, count_};
 }
 
 }  // namespace gpulse::engine

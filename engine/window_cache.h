@@ -4,21 +4,23 @@
 // range coder that makes chunks small costs about 50 ns a value to decode;
 // a hit costs unpacking the window (PackedWindow) into a scratch column.
 //
-// Bounded by bytes (Options::window_cache_bytes), least recently used out
-// first. Entries never go stale: a flush that writes a window erases its
-// entry, and a compaction clears the cache. A reader that decoded a window
-// from a snapshot taken before such a change must not insert it afterwards:
-// it passes the epoch it saw before taking its snapshot, and Insert refuses
-// it when an invalidation came in between.
+// Bounded by bytes (Options::window_cache_bytes); what goes out first is
+// chosen by CLOCK (an entry looked up since the hand last passed it gets
+// another round), close to least recently used without a list to relink on
+// every hit. The entries sit in one open-addressing table, so a lookup
+// reads a slot or two of one array: a query reads hundreds of windows, and
+// after other work has run, each pointer followed is a cache miss. Entries never go stale: a flush
+// that writes a window erases its entry, and a compaction clears the cache. A reader that decoded a
+// window from a snapshot taken before such a change must not insert it afterwards: it passes the
+// epoch it saw before taking its snapshot, and Insert refuses it when an invalidation came in
+// between.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "storage/column.h"
@@ -112,24 +114,33 @@ class WindowCache {
     }
   };
 
-  struct Entry {
-    WindowKey key;
+  struct Slot {
+    WindowKey key{};
+    bool used = false;
+    bool referenced = false;  // looked up (or put) since the hand last passed
+    uint64_t bytes = 0;
     // PackedWindow, or for tiers RollupColumn or TallyColumn by the field's
     // type.
     std::shared_ptr<const void> value;
-    uint64_t bytes;
   };
   std::shared_ptr<const void> Find(const WindowKey& key);
   void Put(const WindowKey& key, std::shared_ptr<const void> value, uint64_t bytes, uint64_t epoch);
-  void EraseLocked(std::list<Entry>::iterator it);
+  // The slot holding key, or SIZE_MAX.
+  size_t IndexLocked(const WindowKey& key) const;
+  void EraseLocked(size_t i);
+  void GrowLocked();
+  void EvictOneLocked();
 
   const uint64_t capacity_;
   mutable std::mutex mu_;
   uint64_t epoch_ = 0;  // GUARDED_BY(mu_)
   uint64_t bytes_ = 0;  // GUARDED_BY(mu_)
   uint64_t hits_ = 0, misses_ = 0;
-  std::list<Entry> lru_;  // front: most recent
-  std::unordered_map<WindowKey, std::list<Entry>::iterator, KeyHash> map_;
+  // Linear probing over a power-of-two table at most 70% full; erasing
+  // shifts the run after the slot back, so there are no tombstones.
+  std::vector<Slot> slots_;  // GUARDED_BY(mu_)
+  size_t count_ = 0;         // GUARDED_BY(mu_)
+  size_t hand_ = 0;          // GUARDED_BY(mu_)
 };
 
 }  // namespace gpulse::engine

@@ -1,6 +1,7 @@
 #include "query/select.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <condition_variable>
 #include <deque>
@@ -1402,9 +1403,6 @@ void Join(const std::vector<Column>& cols, std::vector<int64_t>* ts,
   }
 }
 
-// Runs fn(worker, i) for i in [0, n) on up to two worker threads (more on
-// machines with more cores), each taking a contiguous block so results
-// merge in series order; polls for cancellation meanwhile.
 // The machine's hardware threads (hardware_concurrency() reads /sys on
 // every call, so once).
 size_t HardwareThreads() {
@@ -1464,22 +1462,29 @@ class WorkerPool {
   std::vector<std::thread> threads_;
 };
 
+// How ParallelFor hands out the indices.
+enum class Split {
+  // Worker w takes the w-th contiguous block, so per-worker results merge in
+  // index (series) order: for answers that depend on the order of folding
+  // (float sums, ties between series).
+  kBlocks,
+  // Threads claim a few indices at a time as they come free, and the calling
+  // thread does not wait for a worker that has not started: on a busy
+  // machine a worker woken late would otherwise hold up a whole block. For
+  // results stored per index, or aggregates whose answer does not depend on
+  // the order (counts, integer extremes and sums).
+  kDynamic,
+};
+
+// Runs fn(worker, i) for i in [0, n) on up to two worker threads (more on
+// machines with more cores) and the calling thread; polls for cancellation
+// meanwhile.
 Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
                    const std::function<Status(size_t worker, size_t i)>& fn,
-                   size_t min_per_worker = 8) {
+                   size_t min_per_worker = 8, Split split = Split::kBlocks) {
   const size_t hw = HardwareThreads();
   const size_t workers = std::min<size_t>({hw, 8, std::max<size_t>(1, n / min_per_worker)});
   *workers_out = workers;
-  auto run_block = [&](size_t w) {
-    const size_t begin = n * w / workers, end = n * (w + 1) / workers;
-    for (size_t i = begin; i < end && !ctx->stopped(); ++i) {
-      Status st = fn(w, i);
-      if (!st.ok()) {
-        ctx->Stop(std::move(st));
-        return;
-      }
-    }
-  };
   if (workers == 1) {
     for (size_t i = 0; i < n; ++i) {
       GPULSE_RETURN_IF_ERROR(ctx->Poll());
@@ -1487,38 +1492,75 @@ Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
     }
     return ctx->stopped() ? ctx->stop_status() : Status::Ok();
   }
-  // Blocks 1.. go to the shared workers; the calling thread runs block 0,
-  // checking for cancellation and the deadline as it goes, then waits for
-  // the others, checking every 5 ms.
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t done = 0;
-  auto finish = [&] {
-    std::lock_guard<std::mutex> l(mu);
-    ++done;
-    cv.notify_all();
+  // What the threads share; a worker that starts after the work is all
+  // claimed touches only this (it outlives the call), never fn or ctx.
+  struct Shared {
+    std::atomic<size_t> next{0};  // kDynamic: the first index not claimed
+    std::atomic<size_t> busy{0};  // threads that may still call fn
+    std::mutex mu;
+    std::condition_variable cv;
   };
+  auto shared = std::make_shared<Shared>();
+  const size_t batch = 4;
+  // Runs what worker w takes; false when fn failed or the query stopped.
+  auto run = [ctx, &fn, n, workers, split, batch](Shared& sh, size_t w) {
+    auto call = [&](size_t i) {
+      if (w == 0 && i % 16 == 0 && !ctx->Poll().ok()) return false;
+      Status st = fn(w, i);
+      if (!st.ok()) {
+        ctx->Stop(std::move(st));
+        return false;
+      }
+      return !ctx->stopped();
+    };
+    if (split == Split::kBlocks) {
+      const size_t begin = n * w / workers, end = n * (w + 1) / workers;
+      for (size_t i = begin; i < end; ++i) {
+        if (!call(i)) return;
+      }
+      return;
+    }
+    while (true) {
+      const size_t begin = sh.next.fetch_add(batch);
+      if (begin >= n) return;
+      for (size_t i = begin; i < std::min(n, begin + batch); ++i) {
+        if (!call(i)) {
+          sh.next.store(n);  // the others stop claiming
+          return;
+        }
+      }
+    }
+  };
+  auto finish = [](Shared& sh) {
+    std::lock_guard<std::mutex> l(sh.mu);
+    sh.busy.fetch_sub(1);
+    sh.cv.notify_all();
+  };
+  if (split == Split::kBlocks) shared->busy.store(workers - 1);
   for (size_t w = 1; w < workers; ++w) {
-    WorkerPool::Get().Submit([&, w] {
-      run_block(w);
-      finish();
+    WorkerPool::Get().Submit([shared, run, finish, split, n, w] {
+      Shared& sh = *shared;
+      if (split == Split::kDynamic) {
+        // Counted busy before claiming: the caller, having seen every index
+        // claimed and no thread busy, may return.
+        sh.busy.fetch_add(1);
+        if (sh.next.load() >= n) return finish(sh);
+      }
+      run(sh, w);
+      finish(sh);
     });
   }
-  const size_t end0 = n / workers;
-  for (size_t i = 0; i < end0 && !ctx->stopped(); ++i) {
-    if (i % 16 == 0 && !ctx->Poll().ok()) break;
-    Status st = fn(0, i);
-    if (!st.ok()) {
-      ctx->Stop(std::move(st));
+  run(*shared, 0);
+  // Waits for the workers that took a block or claimed indices, checking
+  // every 5 ms whether the statement was cancelled or is late (they see it
+  // and end early; the wait goes on until they have, as they use fn).
+  std::unique_lock<std::mutex> l(shared->mu);
+  while (shared->busy.load() > 0) {
+    if (shared->cv.wait_for(l, std::chrono::milliseconds(5),
+                            [&] { return shared->busy.load() == 0; })) {
       break;
     }
-  }
-  std::unique_lock<std::mutex> l(mu);
-  while (done < workers - 1) {
-    if (cv.wait_for(l, std::chrono::milliseconds(5), [&] { return done == workers - 1; })) break;
     l.unlock();
-    // Stops the statement when cancelled or late: the blocks see it and end
-    // early, and the wait goes on until they have (they use this frame).
     static_cast<void>(ctx->Poll());
     l.lock();
   }
@@ -2210,202 +2252,220 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   }
 
   std::atomic<uint64_t> untallied{0};  // tally counts of values past a bucket's top
-  Status st = ParallelFor(ctx, series.size(), &workers, [&](size_t w, size_t i) -> Status {
-    const InSeries& in = series[i];
-    std::optional<bool> truth = true;
-    if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
-    if (truth && !*truth) return Status::Ok();
-    if (plan->tally) {
-      // Each value's count in each tier bucket goes to the group of that
-      // value; counts past a bucket's top values (`other`) go to none.
-      const std::string& field = fields[static_cast<size_t>(plan->slots[0].field)];
-      const GroupKey base = TagKeyOf(*plan, in);
-      uint64_t rows = 0;
-      GPULSE_RETURN_IF_ERROR(input->ScanTallies(
-          in, std::span<const std::string>(&field, 1), static_cast<size_t>(plan->tier), plan->lo,
-          plan->hi, [&](size_t, const storage::TallyColumn& r, size_t begin, size_t end) {
-            rows += end - begin;
-            for (size_t i = begin; i < end; ++i) {
-              const int64_t b = plan->bucketer ? plan->bucketer->Start(r.bucket[i]) : INT64_MIN;
-              for (uint32_t v = r.begin[i]; v < r.begin[i + 1]; ++v) {
-                GroupKey key = base;
-                key[plan->tally_dim] = r.values[v];
-                GroupAcc::States states = partial[w][key].Get(*plan, b);
-                for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-                  states[slot]->AddCount(r.value_count[v]);
-                }
-              }
-              untallied.fetch_add(r.other[i], std::memory_order_relaxed);
-            }
-          }));
-      if (rows > 0) {
-        ctx->series_read.fetch_add(1);
-        ctx->CountPoints(rows);
-      }
-      return Status::Ok();
-    }
-    if (plan->tier >= 0) {
-      // Whole tier buckets: fold rollup rows; the range's ends before the
-      // first and after the last whole tier bucket: raw points.
-      const int64_t tw = storage::kTiers[plan->tier].width_ns;
-      const int64_t lo_t = FloorMod(plan->lo, tw) == 0
-                               ? plan->lo
-                               : storage::NextWindowStart(storage::WindowStart(plan->lo, tw), tw);
-      const int64_t hi_t = storage::WindowStart(plan->hi, tw);
-      GroupAcc* g = nullptr;
-      uint64_t n = 0;
-      for (const auto& [a, z] :
-           lo_t < hi_t
-               ? std::vector<std::pair<int64_t, int64_t>>{{plan->lo, lo_t}, {hi_t, plan->hi}}
-               : std::vector<std::pair<int64_t, int64_t>>{{plan->lo, plan->hi}}) {
-        if (a >= z) continue;
-        std::vector<Column> edge;
-        GPULSE_RETURN_IF_ERROR(input->Read(in, fields, a, z, &edge));
-        for (const Column& c : edge) n += c.size();
-        if (!g) g = &partial[w][TagKeyOf(*plan, in)];
-        FoldColumns(*plan, g, edge);
-      }
-      if (lo_t < hi_t)
-        GPULSE_RETURN_IF_ERROR(input->ScanRollups(
-            in, slot_fields, static_cast<size_t>(plan->tier), lo_t, hi_t, rollup_parts,
-            [&](size_t k, const RollupColumn& r, size_t begin, size_t end) {
-              if (!g) g = &partial[w][TagKeyOf(*plan, in)];
-              n += end - begin;
-              if (fixed_dense) {
-                // Bucket numbers by one division, no Start/Next per row
-                // (tier rows are often one a bucket).
-                const int64_t first = plan->dense_buckets.front();
-                const int64_t width = plan->bucketer->Width();
-                size_t i0 = begin;
-                while (i0 < end) {
-                  const int64_t d = r.bucket[i0] - first;
-                  const int64_t idx = d >= 0 ? d / width : -1;
-                  const int64_t next = first + (idx + 1) * width;
-                  size_t i1 = i0 + 1;
-                  while (i1 < end && r.bucket[i1] < next) ++i1;
-                  if (idx >= 0 && static_cast<size_t>(idx) < plan->dense_buckets.size()) {
-                    GroupAcc::States states = g->GetDense(*plan, static_cast<size_t>(idx));
-                    for (size_t slot : slots_of_field[k]) states[slot]->AddRollups(r, i0, i1);
+  // Counts, integer extremes and integer sums come out the same whatever
+  // the order the series fold in: then threads take series as they come
+  // free (Split::kDynamic); else each takes a block, merged in order.
+  const bool any_order =
+      std::all_of(plan->slots.begin(), plan->slots.end(), [](const AggSlot& slot) {
+        const AggSpec& spec = slot.spec;
+        if (spec.kind == AggKind::kCount) return true;
+        const bool integer = spec.type == FieldType::kInt || spec.type == FieldType::kUint;
+        const bool exact = spec.kind == AggKind::kMin || spec.kind == AggKind::kMax ||
+                           spec.kind == AggKind::kSpread || spec.kind == AggKind::kSum;
+        return integer && exact && !spec.need_time;
+      });
+  Status st = ParallelFor(
+      ctx, series.size(), &workers,
+      [&](size_t w, size_t i) -> Status {
+        const InSeries& in = series[i];
+        std::optional<bool> truth = true;
+        if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
+        if (truth && !*truth) return Status::Ok();
+        if (plan->tally) {
+          // Each value's count in each tier bucket goes to the group of that
+          // value; counts past a bucket's top values (`other`) go to none.
+          const std::string& field = fields[static_cast<size_t>(plan->slots[0].field)];
+          const GroupKey base = TagKeyOf(*plan, in);
+          uint64_t rows = 0;
+          GPULSE_RETURN_IF_ERROR(input->ScanTallies(
+              in, std::span<const std::string>(&field, 1), static_cast<size_t>(plan->tier),
+              plan->lo, plan->hi,
+              [&](size_t, const storage::TallyColumn& r, size_t begin, size_t end) {
+                rows += end - begin;
+                for (size_t i = begin; i < end; ++i) {
+                  const int64_t b = plan->bucketer ? plan->bucketer->Start(r.bucket[i]) : INT64_MIN;
+                  for (uint32_t v = r.begin[i]; v < r.begin[i + 1]; ++v) {
+                    GroupKey key = base;
+                    key[plan->tally_dim] = r.values[v];
+                    GroupAcc::States states = partial[w][key].Get(*plan, b);
+                    for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                      states[slot]->AddCount(r.value_count[v]);
+                    }
                   }
-                  i0 = i1;
+                  untallied.fetch_add(r.other[i], std::memory_order_relaxed);
                 }
-                return;
-              }
-              for (size_t slot : slots_of_field[k]) {
-                size_t i0 = begin;
-                while (i0 < end) {
-                  int64_t b = INT64_MIN;
-                  size_t i1 = end;
-                  if (plan->bucketer) {
-                    b = plan->bucketer->Start(r.bucket[i0]);
-                    const int64_t next = plan->bucketer->Next(b);
-                    i1 = i0 + 1;
-                    while (i1 < end && r.bucket[i1] < next) ++i1;
-                  }
-                  g->Get(*plan, b)[slot]->AddRollups(r, i0, i1);
-                  i0 = i1;
-                }
-              }
-            }));
-      if (n > 0) {
-        ctx->series_read.fetch_add(1);
-        ctx->CountPoints(n);
-      }
-      return Status::Ok();
-    }
-    GroupMap& groups = partial[w];
-    if (truth && !plan->field_dims) {
-      // Fast path: every point of the series counts; fold its runs in
-      // place (windows the read cache holds are not copied).
-      uint64_t points = 0;
-      GroupAcc* g = nullptr;
-      GPULSE_RETURN_IF_ERROR(
-          input->Scan(in, fields, plan->lo, plan->hi,
-                      [&](size_t f, const Column& col, size_t begin, size_t end) {
-                        points += end - begin;
-                        if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
-                        for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-                          if (plan->slots[slot].field == static_cast<int>(f))
-                            FoldSlotRange(*plan, g, slot, col, begin, end);
-                        }
-                      }));
-      if (points > 0) {
-        ctx->series_read.fetch_add(1);
-        ctx->CountPoints(points);
-      }
-      return Status::Ok();
-    }
-    if (!truth && plan->filter_field >= 0) {
-      // The tags pass; the points of the one field that pass its
-      // comparisons fold, read in place.
-      uint64_t points = 0;
-      GroupAcc* g = nullptr;
-      thread_local std::vector<uint32_t> kept;
-      GPULSE_RETURN_IF_ERROR(
-          input->Scan(in, fields, plan->lo, plan->hi,
-                      [&](size_t f, const Column& col, size_t begin, size_t end) {
-                        points += end - begin;
-                        if (static_cast<int>(f) != plan->filter_field) return;
-                        kept.clear();
-                        KeepPassing(col, begin, end, plan->field_tests, &kept);
-                        if (kept.empty()) return;
-                        if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
-                        for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-                          FoldIndexes(*plan, g, slot, col, kept);
-                        }
-                      }));
-      if (points > 0) {
-        ctx->series_read.fetch_add(1);
-        ctx->CountPoints(points);
-      }
-      return Status::Ok();
-    }
-
-    std::vector<Column> cols;
-    GPULSE_RETURN_IF_ERROR(input->Read(in, fields, plan->lo, plan->hi, &cols));
-    uint64_t points = 0;
-    for (const Column& c : cols) points += c.size();
-    if (points == 0) return Status::Ok();
-    ctx->series_read.fetch_add(1);
-    ctx->CountPoints(points);
-
-    // Rows: the condition on fields, and string-field groups, per row.
-    std::vector<int64_t> ts;
-    std::vector<std::vector<int32_t>> pos;
-    Join(cols, &ts, &pos);
-    const GroupKey base = TagKeyOf(*plan, in);
-    std::map<GroupKey, std::vector<std::vector<uint32_t>>> picked;  // group -> slot -> positions
-    for (size_t r = 0; r < ts.size(); ++r) {
-      RowRef row{&in, &cols, &pos, r};
-      if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
-      GroupKey key = base;
-      for (size_t d = 0; d < plan->dims.size(); ++d) {
-        const int f = plan->dim_field[d];
-        if (f < 0) continue;
-        const int32_t p = pos[static_cast<size_t>(f)][r];
-        key[d] =
-            p < 0 ? std::string() : cols[static_cast<size_t>(f)].strings[static_cast<size_t>(p)];
-      }
-      auto& lists = picked[key];
-      lists.resize(plan->slots.size());
-      for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-        const int f = plan->slots[slot].field;
-        if (f < 0) continue;
-        const int32_t p = pos[static_cast<size_t>(f)][r];
-        if (p >= 0) lists[slot].push_back(static_cast<uint32_t>(p));
-      }
-    }
-    for (auto& [key, lists] : picked) {
-      GroupAcc& g = groups[key];
-      for (size_t slot = 0; slot < lists.size(); ++slot) {
-        const int f = plan->slots[slot].field;
-        if (f >= 0 && !lists[slot].empty()) {
-          FoldIndexes(*plan, &g, slot, cols[static_cast<size_t>(f)], lists[slot]);
+              }));
+          if (rows > 0) {
+            ctx->series_read.fetch_add(1);
+            ctx->CountPoints(rows);
+          }
+          return Status::Ok();
         }
-      }
-    }
-    return Status::Ok();
-  });
+        if (plan->tier >= 0) {
+          // Whole tier buckets: fold rollup rows; the range's ends before the
+          // first and after the last whole tier bucket: raw points.
+          const int64_t tw = storage::kTiers[plan->tier].width_ns;
+          const int64_t lo_t =
+              FloorMod(plan->lo, tw) == 0
+                  ? plan->lo
+                  : storage::NextWindowStart(storage::WindowStart(plan->lo, tw), tw);
+          const int64_t hi_t = storage::WindowStart(plan->hi, tw);
+          GroupAcc* g = nullptr;
+          uint64_t n = 0;
+          for (const auto& [a, z] :
+               lo_t < hi_t
+                   ? std::vector<std::pair<int64_t, int64_t>>{{plan->lo, lo_t}, {hi_t, plan->hi}}
+                   : std::vector<std::pair<int64_t, int64_t>>{{plan->lo, plan->hi}}) {
+            if (a >= z) continue;
+            std::vector<Column> edge;
+            GPULSE_RETURN_IF_ERROR(input->Read(in, fields, a, z, &edge));
+            for (const Column& c : edge) n += c.size();
+            if (!g) g = &partial[w][TagKeyOf(*plan, in)];
+            FoldColumns(*plan, g, edge);
+          }
+          if (lo_t < hi_t)
+            GPULSE_RETURN_IF_ERROR(input->ScanRollups(
+                in, slot_fields, static_cast<size_t>(plan->tier), lo_t, hi_t, rollup_parts,
+                [&](size_t k, const RollupColumn& r, size_t begin, size_t end) {
+                  if (!g) g = &partial[w][TagKeyOf(*plan, in)];
+                  n += end - begin;
+                  if (fixed_dense) {
+                    // Bucket numbers by one division, no Start/Next per row
+                    // (tier rows are often one a bucket).
+                    const int64_t first = plan->dense_buckets.front();
+                    const int64_t width = plan->bucketer->Width();
+                    size_t i0 = begin;
+                    while (i0 < end) {
+                      const int64_t d = r.bucket[i0] - first;
+                      const int64_t idx = d >= 0 ? d / width : -1;
+                      const int64_t next = first + (idx + 1) * width;
+                      size_t i1 = i0 + 1;
+                      while (i1 < end && r.bucket[i1] < next) ++i1;
+                      if (idx >= 0 && static_cast<size_t>(idx) < plan->dense_buckets.size()) {
+                        GroupAcc::States states = g->GetDense(*plan, static_cast<size_t>(idx));
+                        for (size_t slot : slots_of_field[k]) states[slot]->AddRollups(r, i0, i1);
+                      }
+                      i0 = i1;
+                    }
+                    return;
+                  }
+                  for (size_t slot : slots_of_field[k]) {
+                    size_t i0 = begin;
+                    while (i0 < end) {
+                      int64_t b = INT64_MIN;
+                      size_t i1 = end;
+                      if (plan->bucketer) {
+                        b = plan->bucketer->Start(r.bucket[i0]);
+                        const int64_t next = plan->bucketer->Next(b);
+                        i1 = i0 + 1;
+                        while (i1 < end && r.bucket[i1] < next) ++i1;
+                      }
+                      g->Get(*plan, b)[slot]->AddRollups(r, i0, i1);
+                      i0 = i1;
+                    }
+                  }
+                }));
+          if (n > 0) {
+            ctx->series_read.fetch_add(1);
+            ctx->CountPoints(n);
+          }
+          return Status::Ok();
+        }
+        GroupMap& groups = partial[w];
+        if (truth && !plan->field_dims) {
+          // Fast path: every point of the series counts; fold its runs in
+          // place (windows the read cache holds are not copied).
+          uint64_t points = 0;
+          GroupAcc* g = nullptr;
+          GPULSE_RETURN_IF_ERROR(
+              input->Scan(in, fields, plan->lo, plan->hi,
+                          [&](size_t f, const Column& col, size_t begin, size_t end) {
+                            points += end - begin;
+                            if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
+                            for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                              if (plan->slots[slot].field == static_cast<int>(f))
+                                FoldSlotRange(*plan, g, slot, col, begin, end);
+                            }
+                          }));
+          if (points > 0) {
+            ctx->series_read.fetch_add(1);
+            ctx->CountPoints(points);
+          }
+          return Status::Ok();
+        }
+        if (!truth && plan->filter_field >= 0) {
+          // The tags pass; the points of the one field that pass its
+          // comparisons fold, read in place.
+          uint64_t points = 0;
+          GroupAcc* g = nullptr;
+          thread_local std::vector<uint32_t> kept;
+          GPULSE_RETURN_IF_ERROR(
+              input->Scan(in, fields, plan->lo, plan->hi,
+                          [&](size_t f, const Column& col, size_t begin, size_t end) {
+                            points += end - begin;
+                            if (static_cast<int>(f) != plan->filter_field) return;
+                            kept.clear();
+                            KeepPassing(col, begin, end, plan->field_tests, &kept);
+                            if (kept.empty()) return;
+                            if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
+                            for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                              FoldIndexes(*plan, g, slot, col, kept);
+                            }
+                          }));
+          if (points > 0) {
+            ctx->series_read.fetch_add(1);
+            ctx->CountPoints(points);
+          }
+          return Status::Ok();
+        }
+
+        std::vector<Column> cols;
+        GPULSE_RETURN_IF_ERROR(input->Read(in, fields, plan->lo, plan->hi, &cols));
+        uint64_t points = 0;
+        for (const Column& c : cols) points += c.size();
+        if (points == 0) return Status::Ok();
+        ctx->series_read.fetch_add(1);
+        ctx->CountPoints(points);
+
+        // Rows: the condition on fields, and string-field groups, per row.
+        std::vector<int64_t> ts;
+        std::vector<std::vector<int32_t>> pos;
+        Join(cols, &ts, &pos);
+        const GroupKey base = TagKeyOf(*plan, in);
+        std::map<GroupKey, std::vector<std::vector<uint32_t>>>
+            picked;  // group -> slot -> positions
+        for (size_t r = 0; r < ts.size(); ++r) {
+          RowRef row{&in, &cols, &pos, r};
+          if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
+          GroupKey key = base;
+          for (size_t d = 0; d < plan->dims.size(); ++d) {
+            const int f = plan->dim_field[d];
+            if (f < 0) continue;
+            const int32_t p = pos[static_cast<size_t>(f)][r];
+            key[d] = p < 0 ? std::string()
+                           : cols[static_cast<size_t>(f)].strings[static_cast<size_t>(p)];
+          }
+          auto& lists = picked[key];
+          lists.resize(plan->slots.size());
+          for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+            const int f = plan->slots[slot].field;
+            if (f < 0) continue;
+            const int32_t p = pos[static_cast<size_t>(f)][r];
+            if (p >= 0) lists[slot].push_back(static_cast<uint32_t>(p));
+          }
+        }
+        for (auto& [key, lists] : picked) {
+          GroupAcc& g = groups[key];
+          for (size_t slot = 0; slot < lists.size(); ++slot) {
+            const int f = plan->slots[slot].field;
+            if (f >= 0 && !lists[slot].empty()) {
+              FoldIndexes(*plan, &g, slot, cols[static_cast<size_t>(f)], lists[slot]);
+            }
+          }
+        }
+        return Status::Ok();
+      },
+      /*min_per_worker=*/8, any_order ? Split::kDynamic : Split::kBlocks);
   GPULSE_RETURN_IF_ERROR(st);
   if (untallied > 0) {
     ctx->notes.push_back(std::to_string(untallied.load()) + " samples of values beyond the " +
@@ -2497,7 +2557,8 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                        &answers[i]);
   };
   if (costly) {
-    GPULSE_RETURN_IF_ERROR(ParallelFor(ctx, order.size(), &workers, answer, /*min_per_worker=*/1));
+    GPULSE_RETURN_IF_ERROR(
+        ParallelFor(ctx, order.size(), &workers, answer, /*min_per_worker=*/1, Split::kDynamic));
   } else {
     for (size_t i = 0; i < order.size(); ++i) GPULSE_RETURN_IF_ERROR(answer(0, i));
   }
@@ -2535,43 +2596,47 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
   std::vector<char> kept(series.size(), 0);
   size_t workers = 1;
   std::atomic<uint64_t> rows_total{0};
-  Status st = ParallelFor(ctx, series.size(), &workers, [&](size_t, size_t i) -> Status {
-    const InSeries& in = series[i];
-    std::optional<bool> truth = true;
-    if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
-    if (truth && !*truth) return Status::Ok();
-    SeriesRows& sr = per[i];
-    GPULSE_RETURN_IF_ERROR(input->Read(in, plan->fields, plan->lo, plan->hi, &sr.cols));
-    uint64_t points = 0;
-    for (const Column& c : sr.cols) points += c.size();
-    if (points == 0) return Status::Ok();
-    ctx->series_read.fetch_add(1);
-    ctx->CountPoints(points);
-    Join(sr.cols, &sr.ts, &sr.pos);
-    for (size_t r = 0; r < sr.ts.size(); ++r) {
-      RowRef row{&in, &sr.cols, &sr.pos, r};
-      if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
-      sr.rows.push_back(static_cast<uint32_t>(r));
-      if (plan->field_dims) {
-        GroupKey key = TagKeyOf(*plan, in);
-        for (size_t d = 0; d < plan->dims.size(); ++d) {
-          const int f = plan->dim_field[d];
-          if (f < 0) continue;
-          const int32_t p = sr.pos[static_cast<size_t>(f)][r];
-          key[d] = p < 0 ? std::string()
-                         : sr.cols[static_cast<size_t>(f)].strings[static_cast<size_t>(p)];
+  Status st = ParallelFor(
+      ctx, series.size(), &workers,
+      [&](size_t, size_t i) -> Status {
+        const InSeries& in = series[i];
+        std::optional<bool> truth = true;
+        if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
+        if (truth && !*truth) return Status::Ok();
+        SeriesRows& sr = per[i];
+        GPULSE_RETURN_IF_ERROR(input->Read(in, plan->fields, plan->lo, plan->hi, &sr.cols));
+        uint64_t points = 0;
+        for (const Column& c : sr.cols) points += c.size();
+        if (points == 0) return Status::Ok();
+        ctx->series_read.fetch_add(1);
+        ctx->CountPoints(points);
+        Join(sr.cols, &sr.ts, &sr.pos);
+        for (size_t r = 0; r < sr.ts.size(); ++r) {
+          RowRef row{&in, &sr.cols, &sr.pos, r};
+          if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
+          sr.rows.push_back(static_cast<uint32_t>(r));
+          if (plan->field_dims) {
+            GroupKey key = TagKeyOf(*plan, in);
+            for (size_t d = 0; d < plan->dims.size(); ++d) {
+              const int f = plan->dim_field[d];
+              if (f < 0) continue;
+              const int32_t p = sr.pos[static_cast<size_t>(f)][r];
+              key[d] = p < 0 ? std::string()
+                             : sr.cols[static_cast<size_t>(f)].strings[static_cast<size_t>(p)];
+            }
+            sr.row_keys.push_back(std::move(key));
+          }
         }
-        sr.row_keys.push_back(std::move(key));
-      }
-    }
-    kept[i] = !sr.rows.empty();
-    if (rows_total.fetch_add(sr.rows.size()) + sr.rows.size() > ctx->options().limits.max_rows) {
-      return Status::ResourceExhausted(
-          "the answer has more than " + std::to_string(ctx->options().limits.max_rows) +
-          " rows (limit max_rows); narrow the time range or add LIMIT");
-    }
-    return Status::Ok();
-  });
+        kept[i] = !sr.rows.empty();
+        if (rows_total.fetch_add(sr.rows.size()) + sr.rows.size() >
+            ctx->options().limits.max_rows) {
+          return Status::ResourceExhausted(
+              "the answer has more than " + std::to_string(ctx->options().limits.max_rows) +
+              " rows (limit max_rows); narrow the time range or add LIMIT");
+        }
+        return Status::Ok();
+      },
+      /*min_per_worker=*/8, Split::kDynamic);
   GPULSE_RETURN_IF_ERROR(st);
 
   // Rows of each group: (series, joined row), merged in time order.
