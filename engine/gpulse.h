@@ -414,8 +414,9 @@ class Db {
   // What ReadSeries reads, handed over in place: fn(i, column, begin, end)
   // gets points [begin, end) of `column`, a run of fields[i]'s points
   // (begin < end; a field's runs ascend and do not overlap). Stored windows
-  // the read cache holds are not copied; `column` is valid during the call
-  // only. For scans that fold points (aggregates), not keep them.
+  // come from the read cache as it keeps them, or unpacked into a scratch
+  // column, never copied per caller; `column` is valid during the call only.
+  // For scans that fold points (aggregates), not keep them.
   using PointRunVisitor =
       std::function<void(size_t field, const Column& column, size_t begin, size_t end)>;
   virtual Status ScanSeries(const Series& series, std::span<const std::string> fields,

@@ -12,7 +12,7 @@ uint64_t BytesOf(const storage::Column& c) {
   uint64_t b = c.ts.size() * sizeof(int64_t) + c.floats.size() * sizeof(double) +
                c.ints.size() * sizeof(int64_t) + c.uints.size() * sizeof(uint64_t) + c.bools.size();
   for (const std::string& s : c.strings) b += sizeof(std::string) + s.size();
-  return b + 128;  // the entry, the list and map nodes
+  return b + 128;  // the object, its control block and the table slot
 }
 
 uint64_t BytesOf(const storage::RollupColumn& r) {
@@ -106,21 +106,6 @@ bool PackIntegers(const std::vector<T>& v, uint64_t* base, uint8_t* width,
 
 PackedWindow::PackedWindow(storage::Column column) : rest_(std::move(column)) {
   size_ = rest_.ts.size();
-  // Times pack for numbers only: unpacking a string or bool window would copy
-  // its values too, for no gain.
-  const bool numeric = rest_.type == storage::FieldType::kFloat ||
-                       rest_.type == storage::FieldType::kInt ||
-                       rest_.type == storage::FieldType::kUint;
-  if (size_ >= 2 && numeric) {
-    const int64_t step = rest_.ts[1] - rest_.ts[0];
-    bool steady = step > 0;
-    for (size_t i = 2; i < size_ && steady; ++i) steady = rest_.ts[i] - rest_.ts[i - 1] == step;
-    if (steady) {
-      steady_ = true;
-      first_ = rest_.ts[0];
-      step_ = step;
-    }
-  }
   if (rest_.type == storage::FieldType::kInt &&
       PackIntegers(rest_.ints, &base_, &width_, &narrow_)) {
     rest_.ints = {};
@@ -128,7 +113,18 @@ PackedWindow::PackedWindow(storage::Column column) : rest_(std::move(column)) {
              PackIntegers(rest_.uints, &base_, &width_, &narrow_)) {
     rest_.uints = {};
   }
-  if (steady_) rest_.ts = {};
+  // Times pack only with the values: a window whose values stay as decoded
+  // (floats, strings, bools, wide integers) is handed over in place.
+  if (width_ == 0 || size_ < 2) return;
+  // Differences as unsigned: a window may span more than INT64_MAX.
+  const uint64_t step = static_cast<uint64_t>(rest_.ts[1]) - static_cast<uint64_t>(rest_.ts[0]);
+  for (size_t i = 2; i < size_; ++i) {
+    if (static_cast<uint64_t>(rest_.ts[i]) - static_cast<uint64_t>(rest_.ts[i - 1]) != step) return;
+  }
+  steady_ = true;
+  first_ = static_cast<uint64_t>(rest_.ts[0]);
+  step_ = step;
+  rest_.ts = {};
 }
 
 const storage::Column& PackedWindow::View(storage::Column* scratch) const {
@@ -136,9 +132,11 @@ const storage::Column& PackedWindow::View(storage::Column* scratch) const {
   scratch->type = rest_.type;
   if (steady_) {
     scratch->ts.resize(size_);
+    // Unsigned: wraps where int64 would overflow past the last time, and
+    // gives back each time exactly (they all fit in int64).
     int64_t* ts = scratch->ts.data();
-    int64_t t = first_;
-    for (size_t i = 0; i < size_; ++i, t += step_) ts[i] = t;
+    uint64_t t = first_;
+    for (size_t i = 0; i < size_; ++i, t += step_) ts[i] = static_cast<int64_t>(t);
   } else {
     scratch->ts = rest_.ts;
   }

@@ -39,11 +39,12 @@ struct WindowKey {
   friend bool operator==(const WindowKey&, const WindowKey&) = default;
 };
 
-// A raw window as the cache keeps it: timestamps at a steady step as their
-// first and step, integers in the narrowest width (1, 2 or 4 bytes) that
-// holds the window's range, as offsets from its smallest value; what does
-// not pack (floats, strings, bools, uneven times, wide ranges) stays as
-// decoded. A day of per-minute GPU utilisation is 1 byte a point here
+// A raw window as the cache keeps it: integers in the narrowest width (1, 2
+// or 4 bytes) that holds the window's range, as offsets from its smallest
+// value, and then timestamps at a steady step as their first and step; what
+// does not pack (floats, strings, bools, wide ranges, uneven times) stays
+// as decoded, and a window of floats, strings or bools is handed over in
+// place. A day of per-minute GPU utilisation is 1 byte a point here
 // against 16 decoded, so a query folding a whole fleet reads a sixteenth of
 // the memory, and what it reads is more often still in the CPU's caches
 // (measured in docs/performance.md).
@@ -61,8 +62,8 @@ class PackedWindow {
  private:
   storage::Column rest_;  // the type; values and times that did not pack
   size_t size_ = 0;
-  bool steady_ = false;  // times are first_ + i * step_
-  int64_t first_ = 0, step_ = 0;
+  bool steady_ = false;  // times are first_ + i * step_ (as uint64, wrapping)
+  uint64_t first_ = 0, step_ = 0;
   uint8_t width_ = 0;  // bytes an integer offset; 0: values in rest_
   uint64_t base_ = 0;  // the smallest value (as uint64; integers wrap)
   std::vector<uint8_t> narrow_;

@@ -88,38 +88,34 @@ bool IsNumber(FieldType t) {
 }
 
 // The type a column of answers is read as: the values' own when they agree;
-// float when numbers of several kinds mix (fill(0) among means gives integer
-// zeros between floats); else the first value's. Null for none at all.
+// float when numbers of several kinds mix (FILL(0) among means gives integer
+// zeros between floats); a string or bool type over numbers (FILL(0) in a
+// column of last(state): the fill values are what does not fit). Null for
+// no value at all.
 std::optional<FieldType> AnswerType(const std::vector<QueryValue>& values) {
-  std::optional<FieldType> type;
+  std::optional<FieldType> number, other;
   for (const QueryValue& v : values) {
-    FieldType t;
     switch (v.index()) {
       case 1:
-        t = FieldType::kFloat;
-        break;
       case 2:
-        t = FieldType::kInt;
+      case 3: {
+        const FieldType t = v.index() == 1   ? FieldType::kFloat
+                            : v.index() == 2 ? FieldType::kInt
+                                             : FieldType::kUint;
+        number = !number || *number == t ? t : FieldType::kFloat;
         break;
-      case 3:
-        t = FieldType::kUint;
-        break;
+      }
       case 4:
-        t = FieldType::kBool;
+        if (!other) other = FieldType::kBool;
         break;
       case 5:
-        t = FieldType::kString;
+        if (!other) other = FieldType::kString;
         break;
       default:
-        continue;
-    }
-    if (!type) {
-      type = t;
-    } else if (*type != t && IsNumber(*type) && IsNumber(t)) {
-      type = FieldType::kFloat;
+        break;
     }
   }
-  return type;
+  return other ? other : number;
 }
 
 // Appends v at time t to col as col's type. Nulls, and values of another
@@ -457,7 +453,9 @@ class ResultInput final : public Input {
         engine::AppendPoints(*col, begin, end, &into);
         continue;
       }
-      // Numbers of another kind than the field's (float) elsewhere.
+      // The series disagree on the field's type, which is then float:
+      // numbers convert; strings and bools do not, and are left out.
+      if (type != FieldType::kFloat || !IsNumber(col->type)) continue;
       for (size_t i = begin; i < end; ++i) {
         into.ts.push_back(col->ts[i]);
         into.floats.push_back(storage::NumberAt(*col, i));
@@ -1962,8 +1960,8 @@ uint32_t RollupPartsFor(const Plan& plan) {
 // One group's rows of an aggregate query: its buckets' answers, FILL, the
 // output expressions, ORDER BY and LIMIT, into out->series (or, with
 // as_columns, out->columns); out->rows stays 0 when the group has none. A
-// group's rows depend on it alone, so groups are answered on the worker
-// threads.
+// group's rows depend on it alone, so costly ones (percentiles) are
+// answered on the worker threads.
 struct GroupAnswer {
   size_t rows = 0;
   ResultSeries series;
@@ -2374,7 +2372,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
         GroupMap& groups = partial[w];
         if (truth && !plan->field_dims) {
           // Fast path: every point of the series counts; fold its runs in
-          // place (windows the read cache holds are not copied).
+          // place (no copy of a window per series).
           uint64_t points = 0;
           GroupAcc* g = nullptr;
           GPULSE_RETURN_IF_ERROR(
@@ -2474,10 +2472,11 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                          plan->measurement + " counts them)");
   }
 
-  // Merge the workers' groups in worker order (= series order). A group only
-  // this worker saw moves over whole, its map node spliced (series are split
-  // between workers, so with per-series groups that is all of them); the
-  // groups both saw stay behind in partial[w] and merge state by state.
+  // Merge the workers' groups in worker order: series order under
+  // Split::kBlocks; under kDynamic the order does not change the answer. A
+  // group only this worker saw moves over whole, its map node spliced (with
+  // per-series groups that is all of them); the groups both saw stay behind
+  // in partial[w] and merge state by state.
   GroupMap groups = std::move(partial[0]);
   for (size_t w = 1; w < partial.size(); ++w) {
     groups.merge(partial[w]);
@@ -2551,20 +2550,11 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   std::vector<std::pair<const GroupKey*, GroupAcc*>> order;
   order.reserve(groups.size());
   for (auto& [key, acc] : groups) order.emplace_back(&key, &acc);
-  std::vector<GroupAnswer> answers(order.size());
-  auto answer = [&](size_t, size_t i) -> Status {
-    return AnswerGroup(s, *plan, *order[i].first, *order[i].second, all_buckets, columns != nullptr,
-                       &answers[i]);
-  };
-  if (costly) {
-    GPULSE_RETURN_IF_ERROR(
-        ParallelFor(ctx, order.size(), &workers, answer, /*min_per_worker=*/1, Split::kDynamic));
-  } else {
-    for (size_t i = 0; i < order.size(); ++i) GPULSE_RETURN_IF_ERROR(answer(0, i));
-  }
+  // Appends a group's answer; past max_rows the statement fails there (on
+  // this thread, before the groups after it are answered).
   uint64_t rows_out = 0;
-  for (GroupAnswer& a : answers) {
-    if (a.rows == 0) continue;
+  auto take = [&](GroupAnswer& a) -> Status {
+    if (a.rows == 0) return Status::Ok();
     rows_out += a.rows;
     if (rows_out > ctx->options().limits.max_rows) {
       return Status::ResourceExhausted("the answer has more than " +
@@ -2576,7 +2566,26 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     } else {
       out->push_back(std::move(a.series));
     }
+    return Status::Ok();
+  };
+  if (!costly) {
+    for (const auto& [key, acc] : order) {
+      GroupAnswer a;
+      GPULSE_RETURN_IF_ERROR(
+          AnswerGroup(s, *plan, *key, *acc, all_buckets, columns != nullptr, &a));
+      GPULSE_RETURN_IF_ERROR(take(a));
+    }
+    return Status::Ok();
   }
+  std::vector<GroupAnswer> answers(order.size());
+  GPULSE_RETURN_IF_ERROR(ParallelFor(
+      ctx, order.size(), &workers,
+      [&](size_t, size_t i) -> Status {
+        return AnswerGroup(s, *plan, *order[i].first, *order[i].second, all_buckets,
+                           columns != nullptr, &answers[i]);
+      },
+      /*min_per_worker=*/1, Split::kDynamic));
+  for (GroupAnswer& a : answers) GPULSE_RETURN_IF_ERROR(take(a));
   return Status::Ok();
 }
 

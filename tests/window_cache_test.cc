@@ -45,9 +45,10 @@ TEST(WindowCacheTest, KeepsWhatItIsGivenAndFindsItByKey) {
 }
 
 // What the cache keeps reads back exactly as it was given, whichever parts
-// pack: steady or uneven times; integers in 1, 2 or 4 bytes or not at all
-// (the full int64 range); unsigned values past INT64_MAX; floats, strings
-// and bools as they are; empty and one-point windows.
+// pack: steady or uneven times (at the ends of the int64 range too);
+// integers in 1, 2 or 4 bytes or not at all (the full int64 range);
+// unsigned values past INT64_MAX; floats, strings and bools as they are;
+// empty and one-point windows.
 TEST(PackedWindowTest, ViewGivesBackTheColumnExactly) {
   auto column = [](FieldType type, std::vector<int64_t> ts) {
     storage::Column c;
@@ -84,6 +85,14 @@ TEST(PackedWindowTest, ViewGivesBackTheColumnExactly) {
     storage::Column bools = column(FieldType::kBool, ts);
     for (size_t i = 0; i < ts.size(); ++i) bools.bools.push_back(i % 2);
     cases.push_back(bools);
+  }
+  // Steady times at the ends of the int64 range, and a step past INT64_MAX / 2.
+  for (std::vector<int64_t> ts : {std::vector<int64_t>{INT64_MAX - 20, INT64_MAX - 10, INT64_MAX},
+                                  std::vector<int64_t>{INT64_MIN, INT64_MIN + 7, INT64_MIN + 14},
+                                  std::vector<int64_t>{-(int64_t{1} << 62), 0, int64_t{1} << 62}}) {
+    storage::Column c = column(FieldType::kInt, ts);
+    c.ints = {3, 1, 2};
+    cases.push_back(c);
   }
   cases.push_back(column(FieldType::kInt, {}));
   storage::Column one = column(FieldType::kInt, {5});
@@ -190,7 +199,7 @@ TEST(WindowCacheTest, StaysWithinItsBytesKeepingWhatIsLookedUp) {
   };
   for (uint32_t s = 0; s < 20; ++s) {
     cache.Insert({s, 0, 0}, column(), cache.epoch());
-    ASSERT_NE(cache.Lookup({0, 0, 0}), nullptr) << s;  // kept warm: never the LRU one
+    ASSERT_NE(cache.Lookup({0, 0, 0}), nullptr) << s;  // looked up each time: never evicted
     EXPECT_LE(cache.stats().bytes, 16u << 10);
   }
   EXPECT_EQ(cache.Lookup({1, 0, 0}), nullptr);  // the oldest unread ones went
