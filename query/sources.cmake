@@ -25,6 +25,8 @@ set(GPULSE_QUERY_SOURCES
   query/format.cc
   query/kpis.cc
   query/northstar.cc
+  query/inputs.cc
+  query/parallel.cc
   query/select.cc
   query/stale.cc
 )
