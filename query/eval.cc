@@ -185,24 +185,9 @@ QueryValue ApplyBinary(BinaryOp op, const QueryValue& a, const QueryValue& b) {
       break;
   }
   if (a.index() == 0 || b.index() == 0) return false;
-  const int c = Compare(a, b);
-  if (c == 2) return op == BinaryOp::kNeq;
-  switch (op) {
-    case BinaryOp::kEq:
-      return c == 0;
-    case BinaryOp::kNeq:
-      return c != 0;
-    case BinaryOp::kLt:
-      return c < 0;
-    case BinaryOp::kLte:
-      return c <= 0;
-    case BinaryOp::kGt:
-      return c > 0;
-    case BinaryOp::kGte:
-      return c >= 0;
-    default:
-      return std::monostate{};
-  }
+  const std::optional<bool> holds = ComparisonHolds(op, Compare(a, b));
+  if (!holds) return std::monostate{};
+  return *holds;
 }
 
 Result<QueryValue> ApplyMath(const std::string& name, const std::vector<QueryValue>& args) {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,29 @@ Result<int64_t> EvalTime(const Expr& e, int64_t now_ns);
 
 // Truth of a value in a condition: true only for boolean true.
 inline bool IsTrue(const QueryValue& v) { return v.index() == 4 && std::get<bool>(v); }
+
+// Whether the comparison op (=, !=, <, <=, >, >=) holds between two values
+// that compare as c: -1, 0 or 1, or 2 when they do not order (NaN, a string
+// and a number), where only != holds. Null for any other op. ApplyBinary's
+// rule, for callers that compare typed values without a QueryValue.
+inline std::optional<bool> ComparisonHolds(BinaryOp op, int c) {
+  switch (op) {
+    case BinaryOp::kEq:
+      return c == 0;
+    case BinaryOp::kNeq:
+      return c != 0;
+    case BinaryOp::kLt:
+      return c != 2 && c < 0;
+    case BinaryOp::kLte:
+      return c != 2 && c <= 0;
+    case BinaryOp::kGt:
+      return c != 2 && c > 0;
+    case BinaryOp::kGte:
+      return c != 2 && c >= 0;
+    default:
+      return std::nullopt;
+  }
+}
 
 // a <op> b for the comparison, logical and arithmetic operators (not =~ and
 // !~: those need a compiled pattern); null when either side is null or the

@@ -806,28 +806,6 @@ class GroupAcc {
 
 using GroupMap = std::map<GroupKey, GroupAcc>;
 
-// Whether comparison `op` holds given Compare's answer c (-1, 0, 1; 2 when
-// the values do not order), as ApplyBinary decides it.
-bool Holds(BinaryOp op, int c) {
-  if (c == 2) return op == BinaryOp::kNeq;
-  switch (op) {
-    case BinaryOp::kEq:
-      return c == 0;
-    case BinaryOp::kNeq:
-      return c != 0;
-    case BinaryOp::kLt:
-      return c < 0;
-    case BinaryOp::kLte:
-      return c <= 0;
-    case BinaryOp::kGt:
-      return c > 0;
-    case BinaryOp::kGte:
-      return c >= 0;
-    default:
-      return false;
-  }
-}
-
 // Compare(x, k) of a value of a numeric column and a test's constant (an
 // integer or a float), on their own types: two integers exactly, else as
 // doubles, as Compare does.
@@ -853,7 +831,7 @@ void KeepPassingTyped(const std::vector<T>& values, size_t begin, size_t end,
     for (const Plan::FieldTestSpec& test : tests) {
       int c = CompareToConstant(values[i], test.constant);
       if (!test.field_left && c != 2) c = -c;
-      if (!Holds(test.op, c)) {
+      if (!ComparisonHolds(test.op, c).value_or(false)) {
         pass = false;
         break;
       }
