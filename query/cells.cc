@@ -152,6 +152,90 @@ void FoldBuckets(Cell* cells, size_t nslots, const BucketGrid& grid, const Colum
   }
 }
 
+// Folds tier rows [i, j) (one bucket) into c, as NumericState::AddRollups
+// does, row by row (the same float sums in the same order).
+template <typename T, AggKind K>
+void FoldRollupRun(Cell& c, const storage::RollupColumn& rows, size_t i, size_t j) {
+  for (size_t r = i; r < j; ++r) {
+    if constexpr (K == AggKind::kSum || K == AggKind::kMean) {
+      As<T>(c.sum) = Add<T>(As<T>(c.sum), storage::NumericValues<T>(rows.sum)[r]);
+      c.dsum += rows.dsum[r];
+    } else if constexpr (K == AggKind::kMin || K == AggKind::kMax || K == AggKind::kSpread) {
+      const T lo = storage::NumericValues<T>(rows.min)[r];
+      const T hi = storage::NumericValues<T>(rows.max)[r];
+      if (c.n == 0) {
+        As<T>(c.a) = lo;
+        c.ta = rows.min.ts[r];
+        As<T>(c.b) = hi;
+        c.tb = rows.max.ts[r];
+      } else {
+        TakeMin<T>(c, lo, rows.min.ts[r]);
+        TakeMax<T>(c, hi, rows.max.ts[r]);
+      }
+    } else if constexpr (K == AggKind::kFirst) {
+      if (c.n == 0 || rows.first.ts[r] < c.ta) {
+        As<T>(c.a) = storage::NumericValues<T>(rows.first)[r];
+        c.ta = rows.first.ts[r];
+      }
+    } else if constexpr (K == AggKind::kLast) {
+      if (c.n == 0 || rows.last.ts[r] > c.tb) {
+        As<T>(c.b) = storage::NumericValues<T>(rows.last)[r];
+        c.tb = rows.last.ts[r];
+      }
+    }
+    c.n += rows.count[r];
+  }
+}
+
+// Splits tier rows [begin, end) into runs per grid bucket and folds each.
+template <typename T, AggKind K>
+void FoldRollupBuckets(Cell* cells, size_t nslots, const BucketGrid& grid,
+                       const storage::RollupColumn& rows, size_t begin, size_t end) {
+  const int64_t* b = rows.bucket.data();
+  size_t i = static_cast<size_t>(std::lower_bound(b + begin, b + end, grid.first) - b);
+  if (i < end && grid.count == 1) {
+    // One bucket (or no GROUP BY time): the read range bounds the rows.
+    FoldRollupRun<T, K>(cells[0], rows, i, end);
+    return;
+  }
+  // Tier rows are mostly one a bucket: the bucket by one division a run.
+  while (i < end) {
+    const uint64_t idx = (static_cast<uint64_t>(b[i]) - static_cast<uint64_t>(grid.first)) /
+                         static_cast<uint64_t>(grid.width);
+    if (idx >= grid.count) return;
+    const int64_t next = grid.first + static_cast<int64_t>(idx + 1) * grid.width;
+    size_t j = i + 1;
+    while (j < end && b[j] < next) ++j;
+    FoldRollupRun<T, K>(cells[idx * nslots], rows, i, j);
+    i = j;
+  }
+}
+
+template <typename T>
+void FoldRollupsTyped(AggKind kind, Cell* cells, size_t nslots, const BucketGrid& grid,
+                      const storage::RollupColumn& rows, size_t begin, size_t end) {
+  switch (kind) {
+    case AggKind::kCount:
+      return FoldRollupBuckets<T, AggKind::kCount>(cells, nslots, grid, rows, begin, end);
+    case AggKind::kSum:
+      return FoldRollupBuckets<T, AggKind::kSum>(cells, nslots, grid, rows, begin, end);
+    case AggKind::kMean:
+      return FoldRollupBuckets<T, AggKind::kMean>(cells, nslots, grid, rows, begin, end);
+    case AggKind::kMin:
+      return FoldRollupBuckets<T, AggKind::kMin>(cells, nslots, grid, rows, begin, end);
+    case AggKind::kMax:
+      return FoldRollupBuckets<T, AggKind::kMax>(cells, nslots, grid, rows, begin, end);
+    case AggKind::kSpread:
+      return FoldRollupBuckets<T, AggKind::kSpread>(cells, nslots, grid, rows, begin, end);
+    case AggKind::kFirst:
+      return FoldRollupBuckets<T, AggKind::kFirst>(cells, nslots, grid, rows, begin, end);
+    case AggKind::kLast:
+      return FoldRollupBuckets<T, AggKind::kLast>(cells, nslots, grid, rows, begin, end);
+    default:
+      return;
+  }
+}
+
 template <typename T>
 void FoldTyped(AggKind kind, bool timed, Cell* cells, size_t nslots, const BucketGrid& grid,
                const Column& col, size_t begin, size_t end) {
@@ -344,6 +428,24 @@ void Cells::AddRange(const std::vector<AggSpec>& specs, const BucketGrid& grid, 
     case FieldType::kUint:
       return FoldTyped<uint64_t>(spec.kind, spec.need_time, base, specs.size(), grid, c, begin,
                                  end);
+    default:
+      return;
+  }
+}
+
+void Cells::AddRollups(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
+                       const storage::RollupColumn& rows, size_t begin, size_t end) {
+  const AggSpec& spec = specs[slot];
+  if (begin >= end || grid.count == 0 || rows.type != spec.type) return;
+  Allocate(specs.size(), grid);
+  Cell* base = cells_.data() + slot;
+  switch (spec.type) {
+    case FieldType::kFloat:
+      return FoldRollupsTyped<double>(spec.kind, base, specs.size(), grid, rows, begin, end);
+    case FieldType::kInt:
+      return FoldRollupsTyped<int64_t>(spec.kind, base, specs.size(), grid, rows, begin, end);
+    case FieldType::kUint:
+      return FoldRollupsTyped<uint64_t>(spec.kind, base, specs.size(), grid, rows, begin, end);
     default:
       return;
   }

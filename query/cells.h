@@ -24,6 +24,7 @@
 
 #include "engine/gpulse.h"
 #include "query/aggregate.h"
+#include "storage/rollup.h"
 
 namespace gpulse::query {
 
@@ -48,6 +49,13 @@ class Cells {
   // `slot`, whose aggregate is `spec`. Points outside the grid are skipped.
   void AddRange(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
                 const Column& c, size_t begin, size_t end);
+
+  // Folds tier rows [begin, end) of `rows` (one series, bucket order) into
+  // slot `slot`, as AggState::AddRollups: sums and counts add row by row,
+  // extremes and first/last compare the rows' own points. Rows outside the
+  // grid are skipped.
+  void AddRollups(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
+                  const storage::RollupColumn& rows, size_t begin, size_t end);
 
   // Folds `other` (same specs and grid) into this; `other` is left empty.
   void Merge(const std::vector<AggSpec>& specs, const BucketGrid& grid, Cells* other);

@@ -1604,7 +1604,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   // a tier row's bucket number is one division.
   const bool fixed_dense =
       plan->bucketer && plan->bucketer->Fixed() && !plan->dense_buckets.empty();
-  plan->use_cells = plan->tier < 0 && !plan->multirow && (fixed_dense || !plan->bucketer) &&
+  plan->use_cells = !plan->tally && !plan->multirow && (fixed_dense || !plan->bucketer) &&
                     std::all_of(plan->slots.begin(), plan->slots.end(),
                                 [](const AggSlot& slot) { return IsCellAggregate(slot.spec); });
   if (plan->use_cells) {
@@ -1696,6 +1696,12 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                 [&](size_t k, const RollupColumn& r, size_t begin, size_t end) {
                   if (!g) g = &partial[w][TagKeyOf(*plan, in)];
                   n += end - begin;
+                  if (plan->use_cells) {
+                    for (size_t slot : slots_of_field[k]) {
+                      g->cells.AddRollups(plan->specs, plan->grid, slot, r, begin, end);
+                    }
+                    return;
+                  }
                   if (fixed_dense) {
                     // Bucket numbers by one division, no Start/Next per row
                     // (tier rows are often one a bucket).
