@@ -247,8 +247,10 @@ class DbImpl final : public Db {
   // `epoch`: the window cache's, read before the snapshot was taken.
   Status ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
                     int64_t start, int64_t end, uint64_t epoch, Column* out);
-  // ReadChunks, each window handed to `emit` (its points in [start, end) are
-  // the range's) instead of appended: cached windows are not copied.
+  // ReadChunks, each window handed to `emit` instead of appended: at least
+  // its points in [start, end), which are the range's (a cached window that
+  // is packed unpacks just those; one that is not is handed over whole, in
+  // place).
   using WindowEmitter = std::function<void(const Column& window)>;
   Status EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
                     FieldType type, int64_t start, int64_t end, uint64_t epoch,

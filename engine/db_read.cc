@@ -244,7 +244,7 @@ Status DbImpl::EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
     }
     if (hits.size() == windows.size()) {
       ScratchColumn scratch;
-      for (const auto& c : hits) emit(c->View(scratch.get()));
+      for (const auto& c : hits) emit(c->View(scratch.get(), start, end));
       return Status::Ok();
     }
   }
@@ -281,7 +281,7 @@ Status DbImpl::EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
     const WindowKey cache_key{series_id, field_id, parts.window_start};
     if (auto cached = window_cache_.Lookup(cache_key)) {
       ScratchColumn scratch;
-      emit(cached->View(scratch.get()));
+      emit(cached->View(scratch.get(), start, end));
       // Step over the window's parts without reading them.
       const storage::ChunkKeyParts window_parts = parts;
       while (it->Valid()) {

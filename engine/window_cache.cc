@@ -76,16 +76,15 @@ void Widen(const uint8_t* p, size_t n, uint64_t base, T* out) {
 }
 
 template <typename T>
-void Unnarrow(const std::vector<uint8_t>& narrow, size_t n, uint64_t base, uint8_t width,
-              std::vector<T>* out) {
+void Unnarrow(const uint8_t* narrow, size_t n, uint64_t base, uint8_t width, std::vector<T>* out) {
   out->resize(n);
   switch (width) {
     case 1:
-      return Widen<uint8_t>(narrow.data(), n, base, out->data());
+      return Widen<uint8_t>(narrow, n, base, out->data());
     case 2:
-      return Widen<uint16_t>(narrow.data(), n, base, out->data());
+      return Widen<uint16_t>(narrow, n, base, out->data());
     default:
-      return Widen<uint32_t>(narrow.data(), n, base, out->data());
+      return Widen<uint32_t>(narrow, n, base, out->data());
   }
 }
 
@@ -127,31 +126,51 @@ PackedWindow::PackedWindow(storage::Column column) : rest_(std::move(column)) {
   rest_.ts = {};
 }
 
+size_t PackedWindow::IndexOf(int64_t t) const {
+  if (!steady_) {
+    return static_cast<size_t>(std::lower_bound(rest_.ts.begin(), rest_.ts.end(), t) -
+                               rest_.ts.begin());
+  }
+  if (t <= static_cast<int64_t>(first_)) return 0;
+  // Unsigned: t - first may exceed INT64_MAX.
+  const uint64_t d = static_cast<uint64_t>(t) - first_;
+  return static_cast<size_t>(std::min<uint64_t>(size_, d / step_ + (d % step_ != 0 ? 1 : 0)));
+}
+
 const storage::Column& PackedWindow::View(storage::Column* scratch) const {
-  if (!steady_ && width_ == 0) return rest_;
+  return Unpack(scratch, 0, size_);
+}
+
+const storage::Column& PackedWindow::View(storage::Column* scratch, int64_t lo, int64_t hi) const {
+  if (width_ == 0) return rest_;
+  const size_t b = IndexOf(lo);
+  return Unpack(scratch, b, std::max(b, IndexOf(hi)));
+}
+
+const storage::Column& PackedWindow::Unpack(storage::Column* scratch, size_t b, size_t e) const {
+  if (width_ == 0) return rest_;  // nothing packed: handed over in place
   scratch->type = rest_.type;
+  scratch->ts.resize(e - b);
+  int64_t* ts = scratch->ts.data();
   if (steady_) {
-    scratch->ts.resize(size_);
     // Unsigned: wraps where int64 would overflow past the last time, and
     // gives back each time exactly (they all fit in int64).
-    int64_t* ts = scratch->ts.data();
-    uint64_t t = first_;
-    for (size_t i = 0; i < size_; ++i, t += step_) ts[i] = static_cast<int64_t>(t);
+    uint64_t t = first_ + b * step_;
+    for (size_t i = 0; i < e - b; ++i, t += step_) ts[i] = static_cast<int64_t>(t);
   } else {
-    scratch->ts = rest_.ts;
+    std::copy(rest_.ts.begin() + static_cast<std::ptrdiff_t>(b),
+              rest_.ts.begin() + static_cast<std::ptrdiff_t>(e), ts);
   }
-  scratch->floats = rest_.floats;
-  scratch->bools = rest_.bools;
-  scratch->strings = rest_.strings;
-  if (width_ != 0 && rest_.type == storage::FieldType::kInt) {
-    Unnarrow(narrow_, size_, base_, width_, &scratch->ints);
+  scratch->floats.clear();
+  scratch->bools.clear();
+  scratch->strings.clear();
+  const uint8_t* from = narrow_.data() + b * width_;
+  if (rest_.type == storage::FieldType::kInt) {
+    Unnarrow(from, e - b, base_, width_, &scratch->ints);
     scratch->uints.clear();
-  } else if (width_ != 0) {
-    Unnarrow(narrow_, size_, base_, width_, &scratch->uints);
-    scratch->ints.clear();
   } else {
-    scratch->ints = rest_.ints;
-    scratch->uints = rest_.uints;
+    Unnarrow(from, e - b, base_, width_, &scratch->uints);
+    scratch->ints.clear();
   }
   return *scratch;
 }

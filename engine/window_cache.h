@@ -55,11 +55,19 @@ class PackedWindow {
   // The window as decoded: the kept column itself when nothing packed,
   // else unpacked into *scratch (its vectors' room reused).
   const storage::Column& View(storage::Column* scratch) const;
+  // At least its points in [lo, hi): when packed, just those are unpacked
+  // (an hour of a day's window unpacks an hour).
+  const storage::Column& View(storage::Column* scratch, int64_t lo, int64_t hi) const;
 
   // Heap bytes held.
   uint64_t bytes() const;
 
  private:
+  // The position of the first point at or after t.
+  size_t IndexOf(int64_t t) const;
+  // Points [b, e) into *scratch (the kept column when nothing packed).
+  const storage::Column& Unpack(storage::Column* scratch, size_t b, size_t e) const;
+
   storage::Column rest_;  // the type; values and times that did not pack
   size_t size_ = 0;
   bool steady_ = false;  // times are first_ + i * step_ (as uint64, wrapping)

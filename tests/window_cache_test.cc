@@ -114,6 +114,51 @@ TEST(PackedWindowTest, ViewGivesBackTheColumnExactly) {
   }
 }
 
+// A view of [lo, hi) of a packed window holds exactly the window's points in
+// [lo, hi): bounds on a point, between points, before the first, past the
+// last, an empty range.
+TEST(PackedWindowTest, ViewOfARangeHoldsThatRangesPoints) {
+  storage::Column steady, uneven;
+  steady.type = uneven.type = FieldType::kInt;
+  for (int64_t i = 0; i < 1440; ++i) {
+    steady.ts.push_back(1704067200000000000 + i * 60000000000);
+    uneven.ts.push_back(1704067200000000000 + i * 60000000000 + (i % 5 == 0 ? 7 : 0));
+    steady.ints.push_back(i % 101);
+    uneven.ints.push_back(i % 101);
+  }
+  const int64_t t0 = 1704067200000000000, minute = 60000000000;
+  storage::Column scratch;
+  for (const storage::Column* want : {&steady, &uneven}) {
+    const engine::PackedWindow packed(*want);
+    for (const auto& [lo, hi] :
+         {std::pair{t0 + 60 * minute, t0 + 120 * minute}, std::pair{t0 + 1, t0 + 3 * minute + 1},
+          std::pair{t0 - minute, t0 + 2 * minute}, std::pair{t0 + 1439 * minute, INT64_MAX},
+          std::pair{INT64_MIN, t0}, std::pair{t0 + 5 * minute, t0 + 5 * minute},
+          std::pair{t0 + 2000 * minute, t0 + 3000 * minute}}) {
+      const storage::Column& got = packed.View(&scratch, lo, hi);
+      std::vector<int64_t> want_ts, got_ts;
+      std::vector<int64_t> want_v, got_v;
+      for (size_t i = 0; i < want->ts.size(); ++i) {
+        if (want->ts[i] >= lo && want->ts[i] < hi) {
+          want_ts.push_back(want->ts[i]);
+          want_v.push_back(want->ints[i]);
+        }
+      }
+      for (size_t i = 0; i < got.ts.size(); ++i) {
+        if (got.ts[i] >= lo && got.ts[i] < hi) {
+          got_ts.push_back(got.ts[i]);
+          got_v.push_back(got.ints[i]);
+        }
+      }
+      EXPECT_EQ(got_ts, want_ts) << lo << " " << hi;
+      EXPECT_EQ(got_v, want_v) << lo << " " << hi;
+      // Packed windows unpack just the range.
+      EXPECT_EQ(got.ts, want_ts) << lo << " " << hi;
+      EXPECT_EQ(got.ints.size(), got.ts.size());
+    }
+  }
+}
+
 // The point of packing: a day of minute samples of a small integer (GPU
 // utilisation) is kept in about a byte a point, not 16.
 TEST(PackedWindowTest, ADayOfUtilisationTakesAboutAByteAPoint) {
