@@ -20,13 +20,14 @@
 #include <vector>
 
 #include "tests/support/alert_replay.h"
+#include "tests/support/time_units.h"
 
 namespace {
 
 using namespace gpulse;
 
-constexpr int64_t kMinute = 60LL * 1'000'000'000;
-constexpr int64_t kDay = 1440 * kMinute;
+using gpulse::test::kDay;
+using gpulse::test::kMinute;
 constexpr int64_t kMonday = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
 
 int Fail(const std::string& what) {

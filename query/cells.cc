@@ -211,54 +211,46 @@ void FoldRollupBuckets(Cell* cells, size_t nslots, const BucketGrid& grid,
   }
 }
 
-template <typename T>
-void FoldRollupsTyped(AggKind kind, Cell* cells, size_t nslots, const BucketGrid& grid,
-                      const storage::RollupColumn& rows, size_t begin, size_t end) {
+// Calls fn(std::integral_constant<AggKind, kind>) for a cell aggregate's
+// kind, so that each kind's fold is its own specialised loop.
+template <typename Fn>
+void WithKind(AggKind kind, Fn&& fn) {
   switch (kind) {
     case AggKind::kCount:
-      return FoldRollupBuckets<T, AggKind::kCount>(cells, nslots, grid, rows, begin, end);
+      return fn(std::integral_constant<AggKind, AggKind::kCount>{});
     case AggKind::kSum:
-      return FoldRollupBuckets<T, AggKind::kSum>(cells, nslots, grid, rows, begin, end);
+      return fn(std::integral_constant<AggKind, AggKind::kSum>{});
     case AggKind::kMean:
-      return FoldRollupBuckets<T, AggKind::kMean>(cells, nslots, grid, rows, begin, end);
+      return fn(std::integral_constant<AggKind, AggKind::kMean>{});
     case AggKind::kMin:
-      return FoldRollupBuckets<T, AggKind::kMin>(cells, nslots, grid, rows, begin, end);
+      return fn(std::integral_constant<AggKind, AggKind::kMin>{});
     case AggKind::kMax:
-      return FoldRollupBuckets<T, AggKind::kMax>(cells, nslots, grid, rows, begin, end);
+      return fn(std::integral_constant<AggKind, AggKind::kMax>{});
     case AggKind::kSpread:
-      return FoldRollupBuckets<T, AggKind::kSpread>(cells, nslots, grid, rows, begin, end);
+      return fn(std::integral_constant<AggKind, AggKind::kSpread>{});
     case AggKind::kFirst:
-      return FoldRollupBuckets<T, AggKind::kFirst>(cells, nslots, grid, rows, begin, end);
+      return fn(std::integral_constant<AggKind, AggKind::kFirst>{});
     case AggKind::kLast:
-      return FoldRollupBuckets<T, AggKind::kLast>(cells, nslots, grid, rows, begin, end);
+      return fn(std::integral_constant<AggKind, AggKind::kLast>{});
     default:
       return;
   }
 }
 
 template <typename T>
+void FoldRollupsTyped(AggKind kind, Cell* cells, size_t nslots, const BucketGrid& grid,
+                      const storage::RollupColumn& rows, size_t begin, size_t end) {
+  WithKind(kind, [&](auto k) {
+    FoldRollupBuckets<T, decltype(k)::value>(cells, nslots, grid, rows, begin, end);
+  });
+}
+
+template <typename T>
 void FoldTyped(AggKind kind, bool timed, Cell* cells, size_t nslots, const BucketGrid& grid,
                const Column& col, size_t begin, size_t end) {
-  switch (kind) {
-    case AggKind::kCount:
-      return FoldBuckets<T, AggKind::kCount>(cells, nslots, grid, col, begin, end, timed);
-    case AggKind::kSum:
-      return FoldBuckets<T, AggKind::kSum>(cells, nslots, grid, col, begin, end, timed);
-    case AggKind::kMean:
-      return FoldBuckets<T, AggKind::kMean>(cells, nslots, grid, col, begin, end, timed);
-    case AggKind::kMin:
-      return FoldBuckets<T, AggKind::kMin>(cells, nslots, grid, col, begin, end, timed);
-    case AggKind::kMax:
-      return FoldBuckets<T, AggKind::kMax>(cells, nslots, grid, col, begin, end, timed);
-    case AggKind::kSpread:
-      return FoldBuckets<T, AggKind::kSpread>(cells, nslots, grid, col, begin, end, timed);
-    case AggKind::kFirst:
-      return FoldBuckets<T, AggKind::kFirst>(cells, nslots, grid, col, begin, end, timed);
-    case AggKind::kLast:
-      return FoldBuckets<T, AggKind::kLast>(cells, nslots, grid, col, begin, end, timed);
-    default:
-      return;
-  }
+  WithKind(kind, [&](auto k) {
+    FoldBuckets<T, decltype(k)::value>(cells, nslots, grid, col, begin, end, timed);
+  });
 }
 
 // Folds o into c (same aggregate), as AggState::Merge.

@@ -13,13 +13,14 @@
 #include "query/kpis.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
 
-constexpr int64_t kMinute = 60LL * 1'000'000'000;
-constexpr int64_t kHour = 60 * kMinute;
-constexpr int64_t kDay = 24 * kHour;
+using gpulse::test::kDay;
+using gpulse::test::kHour;
+using gpulse::test::kMinute;
 constexpr int64_t kMonday = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
 
 std::string Canonical(const std::string& text) {

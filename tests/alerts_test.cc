@@ -20,6 +20,7 @@
 #include "tests/support/http_client.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/test_server.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse::server {
 namespace {
@@ -27,8 +28,8 @@ namespace {
 using nlohmann::json;
 using test::HttpClient;
 
-constexpr int64_t kSecond = 1'000'000'000;
-constexpr int64_t kMinute = 60 * kSecond;
+using gpulse::test::kMinute;
+using gpulse::test::kSecond;
 constexpr int64_t kT0 = 1794218400LL * kSecond;  // 2026-11-09T10:00:00Z, a Monday
 
 // An HTTP endpoint that records the webhook bodies it receives.

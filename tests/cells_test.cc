@@ -17,13 +17,13 @@
 
 #include "engine/gpulse.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
 
-constexpr int64_t kSecond = 1'000'000'000;
-constexpr int64_t kMinute = 60 * kSecond;
-// 2024-01-01T00:00:00Z
+using gpulse::test::kMinute;
+using gpulse::test::kSecond;
 constexpr int64_t kT0 = 1'704'067'200'000'000'000;
 
 class CellsTest : public ::testing::Test {

@@ -14,11 +14,12 @@
 #include "storage/float_codec.h"
 #include "storage/gorilla_codec.h"
 #include "storage/integer_codec.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse::storage {
 namespace {
 
-constexpr int64_t kMinute = 60'000'000'000;  // ns
+using gpulse::test::kMinute;
 constexpr int64_t kT0 = 1'704'067'200'000'000'000;
 
 std::vector<int64_t> Grid(size_t n, int64_t step = kMinute) {

@@ -17,11 +17,12 @@
 
 #include "engine/gpulse.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
 
-constexpr int64_t kMinute = 60'000'000'000;
+using gpulse::test::kMinute;
 
 Point GpuPoint(const std::string& node, int gpu, int64_t ts, FieldValue util) {
   Point p;

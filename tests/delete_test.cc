@@ -18,13 +18,14 @@
 #include "storage/rollup.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/tier_rows.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
 
-constexpr int64_t kMinute = 60'000'000'000;
-constexpr int64_t kHour = 60 * kMinute;
-constexpr int64_t kDay = 24 * kHour;
+using gpulse::test::kDay;
+using gpulse::test::kHour;
+using gpulse::test::kMinute;
 constexpr int64_t kT0 = 1'704'067'200'000'000'000;  // 2024-01-01T00:00:00Z
 
 Series GpuSeries(const std::string& node) { return Series{"gpu", {{"node", node}}}; }

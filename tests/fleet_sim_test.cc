@@ -22,15 +22,14 @@
 #include "tests/support/run_gpulse.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/test_server.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse::fleet {
 namespace {
 
 constexpr int64_t kStart = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z, a Monday
-constexpr int64_t kMinute = 60'000'000'000LL;
-constexpr int64_t kDay = 1440 * kMinute;
-
-// Calls a function for every point, one point at a time.
+using gpulse::test::kDay;
+using gpulse::test::kMinute;
 class VisitSink final : public PointSink {
  public:
   explicit VisitSink(std::function<void(const PointRef&)> fn) : fn_(std::move(fn)) {}

@@ -18,12 +18,13 @@
 #include "storage/rollup.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/tier_rows.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
 
-constexpr int64_t kMinute = 60'000'000'000;
-constexpr int64_t kDay = 24 * 60 * kMinute;
+using gpulse::test::kDay;
+using gpulse::test::kMinute;
 constexpr int64_t kT0 = 1'704'067'200'000'000'000;  // 2024-01-01T00:00:00Z
 
 int64_t Value(int node, int64_t ts) { return (ts / kMinute * 7 + node * 13) % 1000; }

@@ -17,13 +17,14 @@
 #include "ingest/fleet_sim.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
 
-constexpr int64_t kMinute = 60'000'000'000LL;
+using gpulse::test::kMinute;
 constexpr int64_t kT0 = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
-constexpr int64_t kDay = 1440 * kMinute;
+using gpulse::test::kDay;
 
 class NorthstarTest : public ::testing::Test {
  protected:

@@ -14,13 +14,14 @@
 #include "storage/rollup.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/tier_rows.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
 
-constexpr int64_t kMinute = 60'000'000'000;
-constexpr int64_t kHour = 60 * kMinute;
-constexpr int64_t kDay = 24 * kHour;
+using gpulse::test::kDay;
+using gpulse::test::kHour;
+using gpulse::test::kMinute;
 
 int64_t Now() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(

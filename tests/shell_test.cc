@@ -28,6 +28,7 @@
 #include "tests/support/free_port.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/spawn.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
@@ -35,7 +36,7 @@ namespace {
 using namespace std::chrono_literals;
 
 constexpr int64_t kT0 = 1704067200'000'000'000;  // 2024-01-01T00:00:00Z
-constexpr int64_t kMinute = 60'000'000'000;
+using gpulse::test::kMinute;
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path);

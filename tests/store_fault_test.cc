@@ -18,12 +18,13 @@
 #include "tests/support/scratch_dir.h"
 #include "tests/support/store_fault_env.h"
 #include "tests/support/tier_rows.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
 
-constexpr int64_t kMinute = 60'000'000'000;
-constexpr int64_t kDay = 24 * 60 * kMinute;
+using gpulse::test::kDay;
+using gpulse::test::kMinute;
 constexpr int64_t kT0 = 1'704'067'200'000'000'000;  // 2024-01-01T00:00:00Z
 constexpr int kNodes = 3;
 

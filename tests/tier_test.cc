@@ -18,14 +18,14 @@
 #include "leveldb/write_batch.h"
 #include "storage/key_layout.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
 
-constexpr int64_t kMinute = 60'000'000'000;
-constexpr int64_t kHour = 60 * kMinute;
-constexpr int64_t kDay = 24 * kHour;
-// 2024-01-01T00:00:00Z
+using gpulse::test::kDay;
+using gpulse::test::kHour;
+using gpulse::test::kMinute;
 constexpr int64_t kT0 = 1'704'067'200'000'000'000;
 
 std::string Rfc(int64_t ns) {

@@ -10,11 +10,12 @@
 #include "query/anomalies.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse {
 namespace {
 
-constexpr int64_t kDay = 86400LL * 1'000'000'000;
+using gpulse::test::kDay;
 constexpr int64_t kMonday = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
 
 TEST(AnomaliesSimTest, AClusterDaySlowedByItsStorageIsFlagged) {

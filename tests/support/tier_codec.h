@@ -14,11 +14,10 @@
 #include <vector>
 
 #include "storage/zstd_frame.h"
+#include "tests/support/time_units.h"
 
 namespace gpulse::test {
 
-constexpr int64_t kSecond = 1'000'000'000;
-constexpr int64_t kMinute = 60 * kSecond;
 constexpr int64_t k5m = 5 * kMinute;
 constexpr int64_t k1h = 60 * kMinute;
 constexpr int64_t k1d = 24 * k1h;
