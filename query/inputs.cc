@@ -87,7 +87,6 @@ void SortColumn(Column* col) {
   *col = std::move(sorted);
 }
 
-// One output column of answers (rows at `times`) as a typed column.
 }  // namespace
 
 Column AnswerColumn(const std::vector<int64_t>& times, const std::vector<QueryValue>& values) {
