@@ -49,6 +49,9 @@
 
 namespace gpulse::engine {
 
+// "gpu,node=a,..." for messages (the read path builds it only for one).
+std::string SeriesName(const Series& series);
+
 class DbImpl final : public Db {
  public:
   // What is kept of each kind of data, in ns: [0] raw, [1 + t]
@@ -213,11 +216,33 @@ class DbImpl final : public Db {
   Status CopyStore(const std::string& path);
 
   // --- read path (db_read.cc) ---
-  // What a read of one series sees, taken at one instant under mu_: per
-  // field its id and type and the unflushed points in range (sealed head and
-  // head, copied), with a LevelDB snapshot (released by the destructor) and
-  // the window cache's epoch read before it. A flush finishing meanwhile
-  // leaves a point in both places, which the newest-wins merge tolerates.
+  // A LevelDB snapshot taken on first use and released by the destructor: a
+  // read whose windows are all in the window cache never takes one (taking
+  // and releasing one locks LevelDB's mutex twice and allocates). Taking it
+  // after the unflushed points were copied is safe: a flush finishing in
+  // between leaves a point in both places, which the newest-wins merge
+  // tolerates; it cannot make a point vanish. One thread uses it.
+  class LazySnapshot {
+   public:
+    explicit LazySnapshot(leveldb::DB* db) : db_(db) {}
+    ~LazySnapshot() {
+      if (snapshot_) db_->ReleaseSnapshot(snapshot_);
+    }
+    LazySnapshot(const LazySnapshot&) = delete;
+    LazySnapshot& operator=(const LazySnapshot&) = delete;
+    const leveldb::Snapshot* get() {
+      if (!snapshot_) snapshot_ = db_->GetSnapshot();
+      return snapshot_;
+    }
+
+   private:
+    leveldb::DB* db_;
+    const leveldb::Snapshot* snapshot_ = nullptr;
+  };
+  // What a read of one series sees: per field its id and type and the
+  // unflushed points in range (sealed head and head, copied under mu_), the
+  // window cache's epoch read then, and the store as of a snapshot taken when
+  // first needed (LazySnapshot).
   struct SeriesSnapshot {
     struct Field {
       uint32_t id = kNoId;  // kNoId: the measurement has no such field
@@ -225,18 +250,11 @@ class DbImpl final : public Db {
       Column sealed;
       Column head;
     };
-    leveldb::DB* db = nullptr;
-    const leveldb::Snapshot* snapshot = nullptr;
+    explicit SeriesSnapshot(leveldb::DB* db) : store(db) {}
+    mutable LazySnapshot store;
     uint64_t epoch = 0;
     uint32_t series_id = kNoId;
     std::vector<Field> fields;
-
-    SeriesSnapshot() = default;
-    SeriesSnapshot(const SeriesSnapshot&) = delete;
-    SeriesSnapshot& operator=(const SeriesSnapshot&) = delete;
-    ~SeriesSnapshot() {
-      if (snapshot) db->ReleaseSnapshot(snapshot);
-    }
   };
   // NotFound (naming the series) when it does not exist.
   Status TakeSeriesSnapshot(const Series& series, std::span<const std::string> fields,
@@ -244,17 +262,17 @@ class DbImpl final : public Db {
   // The stored points of [start, end) merged with the snapshot's unflushed
   // ones of field `f`, newest winning.
   Status ReadMerged(const SeriesSnapshot& snap, size_t f, int64_t start, int64_t end, Column* out);
-  // `epoch`: the window cache's, read before the snapshot was taken.
-  Status ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
-                    int64_t start, int64_t end, uint64_t epoch, Column* out);
+  // `epoch`: the window cache's, read before the unflushed points were
+  // copied. A null `snapshot` reads the store as it is (the flush's own reads).
+  Status ReadChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id, int64_t start,
+                    int64_t end, uint64_t epoch, Column* out);
   // ReadChunks, each window handed to `emit` instead of appended: at least
   // its points in [start, end), which are the range's (a cached window that
   // is packed unpacks just those; one that is not is handed over whole, in
   // place).
   using WindowEmitter = std::function<void(const Column& window)>;
-  Status EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
-                    FieldType type, int64_t start, int64_t end, uint64_t epoch,
-                    const WindowEmitter& emit);
+  Status EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id, FieldType type,
+                    int64_t start, int64_t end, uint64_t epoch, const WindowEmitter& emit);
   Status CheckOpen() const;
   // Holds off Close until the calling method returns; every public method
   // but Close takes it before CheckOpen.

@@ -11,32 +11,26 @@
 
 namespace gpulse::engine {
 
-namespace {
-
-// Releases a LevelDB snapshot when the read is done.
-class SnapshotGuard {
- public:
-  SnapshotGuard(leveldb::DB* db, const leveldb::Snapshot* snapshot)
-      : db_(db), snapshot_(snapshot) {}
-  ~SnapshotGuard() { db_->ReleaseSnapshot(snapshot_); }
-  SnapshotGuard(const SnapshotGuard&) = delete;
-  SnapshotGuard& operator=(const SnapshotGuard&) = delete;
-
- private:
-  leveldb::DB* db_;
-  const leveldb::Snapshot* snapshot_;
-};
-
-}  // namespace
+std::string SeriesName(const Series& series) {
+  std::string name = series.measurement;
+  for (const Tag& t : series.tags) {
+    name += ',';
+    name += t.key;
+    name += '=';
+    name += t.value;
+  }
+  return name;
+}
 
 Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   if (request.start_ns >= request.end_ns) return Status::Ok();
 
-  // What the head and the sealed head hold is copied under the lock, together
-  // with the snapshot, so that a flush finishing meanwhile cannot make a point
-  // vanish (it is then in both places, which the merge tolerates).
+  // What the head and the sealed head hold is copied under the lock; the
+  // store is read from a snapshot taken after it (LazySnapshot), so a flush
+  // finishing meanwhile cannot make a point vanish (it is then in both
+  // places, which the merge tolerates).
   struct Pending {
     uint32_t series_id;
     Series series;
@@ -46,7 +40,6 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
   std::vector<Pending> pending;
   uint32_t field_id = 0;
   FieldType type = FieldType::kFloat;
-  const leveldb::Snapshot* snapshot = nullptr;
   uint64_t epoch = 0;
   {
     std::shared_lock<std::shared_mutex> l(mu_);
@@ -65,14 +58,13 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
       pending.push_back(std::move(p));
     }
     epoch = window_cache_.epoch();
-    snapshot = store_->GetSnapshot();
   }
-  SnapshotGuard guard(store_.get(), snapshot);
+  LazySnapshot snapshot(store_.get());
 
   for (Pending& p : pending) {
     SeriesColumn result{std::move(p.series), {}};
     result.column.type = type;
-    GPULSE_RETURN_IF_ERROR(ReadChunks(snapshot, p.series_id, field_id, request.start_ns,
+    GPULSE_RETURN_IF_ERROR(ReadChunks(&snapshot, p.series_id, field_id, request.start_ns,
                                       request.end_ns, epoch, &result.column));
     MergeNewer(p.sealed, &result.column);
     MergeNewer(p.head, &result.column);
@@ -83,16 +75,16 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
 
 Status DbImpl::TakeSeriesSnapshot(const Series& series, std::span<const std::string> fields,
                                   int64_t start_ns, int64_t end_ns, SeriesSnapshot* out) {
-  std::string key = series.measurement;
+  size_t key_size = series.measurement.size();
+  for (const Tag& t : series.tags) key_size += t.key.size() + t.value.size() + 2;
+  std::string key;
+  key.reserve(key_size);
+  key = series.measurement;
   for (const Tag& t : series.tags) storage::AppendSeriesKeyTag(&key, t.key, t.value);
-  out->fields.assign(fields.size(), SeriesSnapshot::Field{});
+  out->fields.resize(fields.size());
   std::shared_lock<std::shared_mutex> l(mu_);
   out->series_id = index_.FindSeries(key);
-  if (out->series_id == kNoId) {
-    std::string name = series.measurement;
-    for (const Tag& t : series.tags) name += "," + t.key + "=" + t.value;
-    return Status::NotFound("no series " + name);
-  }
+  if (out->series_id == kNoId) return Status::NotFound("no series " + SeriesName(series));
   for (size_t i = 0; i < fields.size(); ++i) {
     const FieldEntry* field = index_.FindField(series.measurement, fields[i]);
     if (!field) continue;
@@ -103,8 +95,6 @@ Status DbImpl::TakeSeriesSnapshot(const Series& series, std::span<const std::str
     head_->CopyRange(out->series_id, field->id, start_ns, end_ns, &f.head);
   }
   out->epoch = window_cache_.epoch();
-  out->db = store_.get();
-  out->snapshot = store_->GetSnapshot();
   return Status::Ok();
 }
 
@@ -114,7 +104,7 @@ Status DbImpl::ReadMerged(const SeriesSnapshot& snap, size_t f, int64_t start, i
   out->Clear();
   out->type = field.type;
   GPULSE_RETURN_IF_ERROR(
-      ReadChunks(snap.snapshot, snap.series_id, field.id, start, end, snap.epoch, out));
+      ReadChunks(&snap.store, snap.series_id, field.id, start, end, snap.epoch, out));
   for (const Column* c : {&field.sealed, &field.head}) {
     if (c->ts.empty()) continue;
     if (c->ts.front() >= start && c->ts.back() < end) {
@@ -135,7 +125,7 @@ Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fie
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   out->assign(fields.size(), Column{});
   if (start_ns >= end_ns) return Status::Ok();
-  SeriesSnapshot snap;
+  SeriesSnapshot snap(store_.get());
   GPULSE_RETURN_IF_ERROR(TakeSeriesSnapshot(series, fields, start_ns, end_ns, &snap));
   for (size_t i = 0; i < fields.size(); ++i) {
     if (snap.fields[i].id == kNoId) continue;
@@ -148,7 +138,7 @@ Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fie
 // first, and answered without touching the store when every window is there.
 constexpr size_t kCacheFirstWindows = 16;
 
-Status DbImpl::ReadChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
+Status DbImpl::ReadChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           int64_t start, int64_t end, uint64_t epoch, Column* out) {
   return EmitChunks(snapshot, series_id, field_id, out->type, start, end, epoch,
                     [&](const Column& window) { AppendRange(window, start, end, out); });
@@ -159,7 +149,7 @@ Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fie
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   if (start_ns >= end_ns) return Status::Ok();
-  SeriesSnapshot snap;
+  SeriesSnapshot snap(store_.get());
   GPULSE_RETURN_IF_ERROR(TakeSeriesSnapshot(series, fields, start_ns, end_ns, &snap));
   for (size_t i = 0; i < fields.size(); ++i) {
     const SeriesSnapshot::Field& field = snap.fields[i];
@@ -174,7 +164,7 @@ Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fie
     fresh = std::max(fresh, start_ns);
     if (fresh > start_ns) {
       GPULSE_RETURN_IF_ERROR(EmitChunks(
-          snap.snapshot, snap.series_id, field.id, field.type, start_ns, fresh, snap.epoch,
+          &snap.store, snap.series_id, field.id, field.type, start_ns, fresh, snap.epoch,
           [&](const Column& window) {
             const auto b = std::lower_bound(window.ts.begin(), window.ts.end(), start_ns);
             const auto e = std::lower_bound(b, window.ts.end(), fresh);
@@ -218,7 +208,7 @@ thread_local int ScratchColumn::depth_ = 0;
 
 }  // namespace
 
-Status DbImpl::EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id, uint32_t field_id,
+Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           FieldType type, int64_t start, int64_t end, uint64_t epoch,
                           const WindowEmitter& emit) {
   // The windows of the range, when they are few. A cache entry is a window
@@ -261,7 +251,7 @@ Status DbImpl::EmitChunks(const leveldb::Snapshot* snapshot, uint32_t series_id,
   };
 
   leveldb::ReadOptions read_options;
-  read_options.snapshot = snapshot;
+  read_options.snapshot = snapshot != nullptr ? snapshot->get() : nullptr;
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(read_options));
   const std::string first = storage::ChunkKey(storage::kRawTier, series_id, field_id,
                                               storage::WindowStart(start, window_ns_));
@@ -317,7 +307,14 @@ Status DbImpl::ListSeries(std::string_view measurement, const std::vector<TagMat
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::shared_lock<std::shared_mutex> l(mu_);
-  for (uint32_t id : index_.Match(measurement, tags)) out->push_back(index_.series(id).series);
+  std::vector<uint32_t> ids = index_.Match(measurement, tags);
+  // Key order: the canonical key separates names by a zero byte, so
+  // comparing keys compares measurement, then tags in turn.
+  std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) {
+    return index_.series(a).canonical_key < index_.series(b).canonical_key;
+  });
+  out->reserve(out->size() + ids.size());
+  for (uint32_t id : ids) out->push_back(index_.series(id).series);
   return Status::Ok();
 }
 

@@ -376,12 +376,8 @@ Status DbImpl::ScanTierRows(const Series& series, std::span<const std::string> f
   // Unflushed points of whole buckets: the last bucket may end past end_ns.
   const int64_t snap_end =
       storage::NextWindowStart(storage::WindowStart(end_ns - 1, t.width_ns), t.width_ns);
-  SeriesSnapshot snap;
+  SeriesSnapshot snap(store_.get());
   GPULSE_RETURN_IF_ERROR(TakeSeriesSnapshot(series, fields, start_ns, snap_end, &snap));
-  std::string name = series.measurement;  // for errors: gpu,node=a,...
-  for (const Tag& tag : series.tags) name += "," + tag.key + "=" + tag.value;
-  leveldb::ReadOptions options;
-  options.snapshot = snap.snapshot;
   std::unique_ptr<leveldb::Iterator> it;
 
   for (size_t i = 0; i < fields.size(); ++i) {
@@ -419,17 +415,30 @@ Status DbImpl::ScanTierRows(const Series& series, std::span<const std::string> f
       std::shared_ptr<const Rows> rows = Kind::Lookup(&window_cache_, cache_key);
       if (!rows) {
         // The first stored block at or after `block` (blocks may be missing).
-        if (!it) it.reset(store_->NewIterator(options));
+        if (!it) {
+          leveldb::ReadOptions options;
+          options.snapshot = snap.store.get();
+          it.reset(store_->NewIterator(options));
+        }
         it->Seek(storage::ChunkKey(t.id, snap.series_id, p.id, block));
         storage::ChunkKeyParts k;
-        if (!it->Valid()) break;
-        const leveldb::Slice raw_key = it->key();
-        if (!storage::ParseChunkKey(std::string_view(raw_key.data(), raw_key.size()), &k) ||
-            k.tier != t.id || k.series_id != snap.series_id || k.field_id != p.id ||
-            k.window_start >= end_ns) {
-          break;
+        bool found = false;
+        if (it->Valid()) {
+          const leveldb::Slice raw_key = it->key();
+          found = storage::ParseChunkKey(std::string_view(raw_key.data(), raw_key.size()), &k) &&
+                  k.tier == t.id && k.series_id == snap.series_id && k.field_id == p.id;
         }
-        if (k.window_start != block) {
+        if (!found || k.window_start != block) {
+          // `block` has no rows stored: remembered as an empty entry, so
+          // that the next query over it (the last block of a range that
+          // reaches past the data) does not seek the store again. A flush
+          // that writes the block drops the entry.
+          if (it->status().ok()) {
+            auto none = std::make_shared<Rows>();
+            Kind::Reset(p.type, none.get());
+            Kind::Insert(&window_cache_, cache_key, std::move(none), snap.epoch);
+          }
+          if (!found || k.window_start >= end_ns) break;
           block = k.window_start;  // past a gap: that block may be cached
           continue;
         }
@@ -437,11 +446,11 @@ Status DbImpl::ScanTierRows(const Series& series, std::span<const std::string> f
         const leveldb::Slice v = it->value();
         const Status d = Kind::Decode(std::string_view(v.data(), v.size()), &decoded);
         if (!d.ok()) {
-          return Status::Corruption("tier " + std::string(t.name) + " of " + name + ": " +
-                                    d.message());
+          return Status::Corruption("tier " + std::string(t.name) + " of " +
+                                    SeriesName(series) + ": " + d.message());
         }
         if (!Kind::TypeIs(decoded, p.type)) {
-          return Status::Corruption("tier " + std::string(t.name) + " of " + name +
+          return Status::Corruption("tier " + std::string(t.name) + " of " + SeriesName(series) +
                                     ": type differs from the field's");
         }
         auto shared = std::make_shared<const Rows>(std::move(decoded));
@@ -462,6 +471,7 @@ Status DbImpl::ScanTierRows(const Series& series, std::span<const std::string> f
       return Status::IOError("read tier rows: " + it->status().ToString());
     }
 
+    if (touched.empty()) continue;
     Rows fixed;
     Kind::Reset(p.type, &fixed);
     for (int64_t b : touched) {

@@ -347,7 +347,8 @@ class Db {
   virtual Status Read(const ReadRequest& request, std::vector<SeriesColumn>* out) = 0;
 
   virtual Status ListMeasurements(std::vector<std::string>* out) = 0;
-  // Series of `measurement` (every measurement when empty) matching `tags`.
+  // Series of `measurement` (every measurement when empty) matching `tags`,
+  // sorted by measurement, then tag by tag (key, then value), bytewise.
   virtual Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
                             std::vector<Series>* out) = 0;
   // Sorted distinct tag keys of the measurement's series.

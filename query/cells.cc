@@ -152,62 +152,88 @@ void FoldBuckets(Cell* cells, size_t nslots, const BucketGrid& grid, const Colum
   }
 }
 
-// Folds tier rows [i, j) (one bucket) into c, as NumericState::AddRollups
-// does, row by row (the same float sums in the same order).
+// The parts of tier rows a fold reads, as plain pointers: the compiler
+// cannot tell that stores to a cell leave the rows' vectors alone, and
+// would reload each vector's data on every row.
+template <typename T>
+struct RollupRows {
+  explicit RollupRows(const storage::RollupColumn& rows)
+      : count(rows.count.data()),
+        sum(storage::NumericValues<T>(rows.sum).data()),
+        dsum(rows.dsum.data()),
+        min(storage::NumericValues<T>(rows.min).data()),
+        max(storage::NumericValues<T>(rows.max).data()),
+        first(storage::NumericValues<T>(rows.first).data()),
+        last(storage::NumericValues<T>(rows.last).data()),
+        min_ts(rows.min.ts.data()),
+        max_ts(rows.max.ts.data()),
+        first_ts(rows.first.ts.data()),
+        last_ts(rows.last.ts.data()) {}
+  const uint64_t* count;
+  const T* sum;
+  const double* dsum;
+  const T *min, *max, *first, *last;
+  const int64_t *min_ts, *max_ts, *first_ts, *last_ts;
+};
+
+// Folds tier row r into c, as NumericState::AddRollups does (the same float
+// sums in the same order).
 template <typename T, AggKind K>
-void FoldRollupRun(Cell& c, const storage::RollupColumn& rows, size_t i, size_t j) {
-  for (size_t r = i; r < j; ++r) {
-    if constexpr (K == AggKind::kSum || K == AggKind::kMean) {
-      As<T>(c.sum) = Add<T>(As<T>(c.sum), storage::NumericValues<T>(rows.sum)[r]);
-      c.dsum += rows.dsum[r];
-    } else if constexpr (K == AggKind::kMin || K == AggKind::kMax || K == AggKind::kSpread) {
-      const T lo = storage::NumericValues<T>(rows.min)[r];
-      const T hi = storage::NumericValues<T>(rows.max)[r];
-      if (c.n == 0) {
-        As<T>(c.a) = lo;
-        c.ta = rows.min.ts[r];
-        As<T>(c.b) = hi;
-        c.tb = rows.max.ts[r];
-      } else {
-        TakeMin<T>(c, lo, rows.min.ts[r]);
-        TakeMax<T>(c, hi, rows.max.ts[r]);
-      }
-    } else if constexpr (K == AggKind::kFirst) {
-      if (c.n == 0 || rows.first.ts[r] < c.ta) {
-        As<T>(c.a) = storage::NumericValues<T>(rows.first)[r];
-        c.ta = rows.first.ts[r];
-      }
-    } else if constexpr (K == AggKind::kLast) {
-      if (c.n == 0 || rows.last.ts[r] > c.tb) {
-        As<T>(c.b) = storage::NumericValues<T>(rows.last)[r];
-        c.tb = rows.last.ts[r];
-      }
+inline void FoldRollupRow(Cell& c, const RollupRows<T>& rows, size_t r) {
+  if constexpr (K == AggKind::kSum || K == AggKind::kMean) {
+    As<T>(c.sum) = Add<T>(As<T>(c.sum), rows.sum[r]);
+    c.dsum += rows.dsum[r];
+  } else if constexpr (K == AggKind::kMin || K == AggKind::kMax || K == AggKind::kSpread) {
+    if (c.n == 0) {
+      As<T>(c.a) = rows.min[r];
+      c.ta = rows.min_ts[r];
+      As<T>(c.b) = rows.max[r];
+      c.tb = rows.max_ts[r];
+    } else {
+      TakeMin<T>(c, rows.min[r], rows.min_ts[r]);
+      TakeMax<T>(c, rows.max[r], rows.max_ts[r]);
     }
-    c.n += rows.count[r];
+  } else if constexpr (K == AggKind::kFirst) {
+    if (c.n == 0 || rows.first_ts[r] < c.ta) {
+      As<T>(c.a) = rows.first[r];
+      c.ta = rows.first_ts[r];
+    }
+  } else if constexpr (K == AggKind::kLast) {
+    if (c.n == 0 || rows.last_ts[r] > c.tb) {
+      As<T>(c.b) = rows.last[r];
+      c.tb = rows.last_ts[r];
+    }
   }
+  c.n += rows.count[r];
 }
 
-// Splits tier rows [begin, end) into runs per grid bucket and folds each.
+// Folds tier rows [begin, end) into their grid buckets' cells.
 template <typename T, AggKind K>
 void FoldRollupBuckets(Cell* cells, size_t nslots, const BucketGrid& grid,
                        const storage::RollupColumn& rows, size_t begin, size_t end) {
   const int64_t* b = rows.bucket.data();
-  size_t i = static_cast<size_t>(std::lower_bound(b + begin, b + end, grid.first) - b);
-  if (i < end && grid.count == 1) {
+  size_t r = static_cast<size_t>(std::lower_bound(b + begin, b + end, grid.first) - b);
+  if (r == end) return;
+  const RollupRows<T> parts(rows);
+  if (grid.count == 1) {
     // One bucket (or no GROUP BY time): the read range bounds the rows.
-    FoldRollupRun<T, K>(cells[0], rows, i, end);
+    for (; r < end; ++r) FoldRollupRow<T, K>(cells[0], parts, r);
     return;
   }
-  // Tier rows are mostly one a bucket: the bucket by one division a run.
-  while (i < end) {
-    const uint64_t idx = (static_cast<uint64_t>(b[i]) - static_cast<uint64_t>(grid.first)) /
-                         static_cast<uint64_t>(grid.width);
+  // Rows come in bucket order, mostly one a bucket and the next in the
+  // next bucket: a division only where rows skip a bucket.
+  const auto first = static_cast<uint64_t>(grid.first);
+  const auto width = static_cast<uint64_t>(grid.width);
+  uint64_t idx = (static_cast<uint64_t>(b[r]) - first) / width;
+  uint64_t next = first + (idx + 1) * width;  // where bucket idx ends
+  for (; r < end; ++r) {
+    const auto t = static_cast<uint64_t>(b[r]);
+    if (t - first >= next - first) {  // at or past `next`
+      idx = t - next < width ? idx + 1 : (t - first) / width;
+      next = first + (idx + 1) * width;
+    }
     if (idx >= grid.count) return;
-    const int64_t next = grid.first + static_cast<int64_t>(idx + 1) * grid.width;
-    size_t j = i + 1;
-    while (j < end && b[j] < next) ++j;
-    FoldRollupRun<T, K>(cells[idx * nslots], rows, i, j);
-    i = j;
+    FoldRollupRow<T, K>(cells[idx * nslots], parts, r);
   }
 }
 

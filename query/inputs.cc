@@ -122,53 +122,6 @@ ColumnSeries ToColumns(ResultSeries&& rs) {
 
 namespace {
 
-// Series in key order (measurement, then tags sorted by key, then values),
-// whatever order they were first written in: ties in time then break the
-// same way. Each series is sorted by one string, its names each ended by a
-// zero byte (below every other byte), which orders as comparing name by
-// name, at a memcmp a comparison; names with zero bytes in them are
-// compared name by name.
-void SortSeries(std::vector<Series>* series) {
-  // The keys back to back in one buffer: (offset, length, series) each.
-  std::string buf;
-  std::vector<std::tuple<size_t, size_t, size_t>> keys(series->size());
-  bool zero = false;
-  for (size_t i = 0; i < series->size(); ++i) {
-    const Series& s = (*series)[i];
-    const size_t start = buf.size();
-    auto add = [&](const std::string& name) {
-      zero = zero || name.find('\0') != std::string::npos;
-      buf += name;
-      buf += '\0';
-    };
-    add(s.measurement);
-    for (const Tag& t : s.tags) {
-      add(t.key);
-      add(t.value);
-    }
-    keys[i] = {start, buf.size() - start, i};
-  }
-  if (zero) {
-    std::sort(series->begin(), series->end(), [](const Series& a, const Series& b) {
-      if (a.measurement != b.measurement) return a.measurement < b.measurement;
-      return std::lexicographical_compare(a.tags.begin(), a.tags.end(), b.tags.begin(),
-                                          b.tags.end(), [](const Tag& x, const Tag& y) {
-                                            return std::tie(x.key, x.value) <
-                                                   std::tie(y.key, y.value);
-                                          });
-    });
-    return;
-  }
-  const std::string_view all(buf);
-  std::sort(keys.begin(), keys.end(), [&](const auto& a, const auto& b) {
-    return all.substr(std::get<0>(a), std::get<1>(a)) < all.substr(std::get<0>(b), std::get<1>(b));
-  });
-  std::vector<Series> sorted;
-  sorted.reserve(series->size());
-  for (const auto& [start, length, i] : keys) sorted.push_back(std::move((*series)[i]));
-  *series = std::move(sorted);
-}
-
 class DbInput final : public Input {
  public:
   explicit DbInput(ExecContext* ctx) : ctx_(ctx), database_(ctx->options().database) {}
@@ -187,12 +140,14 @@ class DbInput final : public Input {
                     std::vector<InSeries>* out) override {
     std::vector<TagMatcher> matchers = eq;
     if (!database_.empty()) matchers.push_back({"db", database_});
+    // In key order (Db::ListSeries), whatever order they were first written
+    // in: ties in time then break the same way on every run.
     std::vector<Series> found;
     GPULSE_RETURN_IF_ERROR(ctx_->db()->ListSeries(measurement, matchers, &found));
-    SortSeries(&found);
     out->reserve(found.size());
     for (Series& s : found) {
       InSeries in;
+      in.tags.reserve(s.tags.size());
       for (const Tag& t : s.tags) {
         if (database_.empty() || t.key != "db") in.tags.push_back(t);
       }

@@ -236,6 +236,34 @@ TEST_F(DbTest, ListingsReflectTheCatalogAcrossRestart) {
   }
 }
 
+TEST_F(DbTest, SeriesAreListedInKeyOrderWhateverOrderTheyWereWrittenIn) {
+  // Written out of order, with a measurement that is a prefix of another
+  // and a tag value that is a prefix of another.
+  Point later;
+  later.measurement = "gpu2";
+  later.tags = {{"node", "a"}};
+  later.fields = {{"util", int64_t{1}}};
+  ASSERT_TRUE(db_->Write({later, GpuPoint("n10", 0, 0, int64_t{1}),
+                          GpuPoint("n1", 1, 0, int64_t{1}), GpuPoint("n1", 0, 0, int64_t{1}),
+                          GpuPoint("n2", 0, 0, int64_t{1})})
+                  .ok());
+  const std::vector<std::pair<std::string, std::vector<Tag>>> want = {
+      {"gpu", {{"gpu", "0"}, {"node", "n1"}}},  {"gpu", {{"gpu", "0"}, {"node", "n10"}}},
+      {"gpu", {{"gpu", "0"}, {"node", "n2"}}},  {"gpu", {{"gpu", "1"}, {"node", "n1"}}},
+      {"gpu2", {{"node", "a"}}},
+  };
+  for (int pass = 0; pass < 2; ++pass) {
+    std::vector<Series> series;
+    ASSERT_TRUE(db_->ListSeries("", {}, &series).ok());
+    ASSERT_EQ(series.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(series[i].measurement, want[i].first) << i;
+      EXPECT_EQ(series[i].tags, want[i].second) << i;
+    }
+    Reopen();
+  }
+}
+
 TEST_F(DbTest, SecondOpenOfTheSameDirectoryIsBusy) {
   std::unique_ptr<Db> second;
   const Status s = Db::Open(options_, dir_.path(), &second);

@@ -289,6 +289,27 @@ TEST_F(TierTest, UnflushedPointsCountInTierAnswers) {
   EXPECT_EQ(r.statements[0].series[0].values[1][2], QueryValue(int64_t{60}));
 }
 
+TEST_F(TierTest, ABlockReadBeforeItHadRowsIsReadAgainOnceAFlushWritesIt) {
+  // Day one stored; days two and three asked for from the 5m tier (a block
+  // a day), so their absent blocks are remembered by the read cache.
+  for (int64_t t = kT0; t < kT0 + kDay; t += kMinute) Write("n0", t, 5, 1);
+  ASSERT_TRUE(db_->Flush().ok());
+  const std::string q = "SELECT count(util), max(util) FROM {m} WHERE time >= '" + Rfc(kT0) +
+                        "' AND time < '" + Rfc(kT0 + 3 * kDay) + "' GROUP BY time(1h)";
+  const QueryResult before = Run(With(q, "\"5m\".gpu"));
+  ASSERT_EQ(before.statements[0].series.size(), 1u);
+  EXPECT_EQ(before.statements[0].series[0].values.size(), 72u);  // FILL(null) rows after day one
+  EXPECT_EQ(before.statements[0].series[0].values[30][1], QueryValue(std::monostate{}));
+  // Day two written and flushed: its block now exists and must be read.
+  for (int64_t t = kT0 + kDay; t < kT0 + 2 * kDay; t += kMinute) Write("n0", t, 9, 1);
+  ASSERT_TRUE(db_->Flush().ok());
+  const QueryResult after = Run(With(q, "\"5m\".gpu"));
+  ASSERT_EQ(after.statements[0].series.size(), 1u);
+  EXPECT_EQ(after.statements[0].series[0].values[30][1], QueryValue(int64_t{60}));
+  EXPECT_EQ(after.statements[0].series[0].values[30][2], QueryValue(int64_t{9}));
+  ExpectTierEqualsRaw(q);
+}
+
 TEST_F(TierTest, ThePlannerSaysWhyAndAForcedTierMustFit) {
   for (int64_t t = kT0; t < kT0 + kDay; t += kMinute) Write("n0", t, 5, 1);
   ASSERT_TRUE(db_->Flush().ok());
