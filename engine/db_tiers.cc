@@ -446,8 +446,8 @@ Status DbImpl::ScanTierRows(const Series& series, std::span<const std::string> f
         const leveldb::Slice v = it->value();
         const Status d = Kind::Decode(std::string_view(v.data(), v.size()), &decoded);
         if (!d.ok()) {
-          return Status::Corruption("tier " + std::string(t.name) + " of " +
-                                    SeriesName(series) + ": " + d.message());
+          return Status::Corruption("tier " + std::string(t.name) + " of " + SeriesName(series) +
+                                    ": " + d.message());
         }
         if (!Kind::TypeIs(decoded, p.type)) {
           return Status::Corruption("tier " + std::string(t.name) + " of " + SeriesName(series) +

@@ -243,13 +243,15 @@ TEST_F(DbTest, SeriesAreListedInKeyOrderWhateverOrderTheyWereWrittenIn) {
   later.measurement = "gpu2";
   later.tags = {{"node", "a"}};
   later.fields = {{"util", int64_t{1}}};
-  ASSERT_TRUE(db_->Write({later, GpuPoint("n10", 0, 0, int64_t{1}),
-                          GpuPoint("n1", 1, 0, int64_t{1}), GpuPoint("n1", 0, 0, int64_t{1}),
-                          GpuPoint("n2", 0, 0, int64_t{1})})
-                  .ok());
+  ASSERT_TRUE(
+      db_->Write({later, GpuPoint("n10", 0, 0, int64_t{1}), GpuPoint("n1", 1, 0, int64_t{1}),
+                  GpuPoint("n1", 0, 0, int64_t{1}), GpuPoint("n2", 0, 0, int64_t{1})})
+          .ok());
   const std::vector<std::pair<std::string, std::vector<Tag>>> want = {
-      {"gpu", {{"gpu", "0"}, {"node", "n1"}}},  {"gpu", {{"gpu", "0"}, {"node", "n10"}}},
-      {"gpu", {{"gpu", "0"}, {"node", "n2"}}},  {"gpu", {{"gpu", "1"}, {"node", "n1"}}},
+      {"gpu", {{"gpu", "0"}, {"node", "n1"}}},
+      {"gpu", {{"gpu", "0"}, {"node", "n10"}}},
+      {"gpu", {{"gpu", "0"}, {"node", "n2"}}},
+      {"gpu", {{"gpu", "1"}, {"node", "n1"}}},
       {"gpu2", {{"node", "a"}}},
   };
   for (int pass = 0; pass < 2; ++pass) {
