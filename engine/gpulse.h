@@ -272,6 +272,15 @@ struct ResultSeries {
   std::vector<Tag> tags;                        // the group's tag values, sorted by key
   std::vector<std::string> columns;             // "time" first for SELECT
   std::vector<std::vector<QueryValue>> values;  // rows, each columns.size() long
+  // Only with QueryOptions::answers_by_column, and then instead of `values`
+  // (which is empty): the rows column by column, by_column[column][row].
+  std::vector<std::vector<QueryValue>> by_column;
+
+  // The rows either way.
+  size_t RowCount() const { return by_column.empty() ? values.size() : by_column[0].size(); }
+  const QueryValue& At(size_t row, size_t column) const {
+    return by_column.empty() ? values[row][column] : by_column[column][row];
+  }
 };
 
 // The answer to one statement: its series, or the error that stopped it.
@@ -311,6 +320,12 @@ struct QueryOptions {
   // Answers SHOW ALERTS with the rules' states (the server sets it). Unset,
   // SHOW ALERTS lists the stored rules, none evaluated.
   std::function<void(ResultSeries* out)> show_alerts;
+  // Lets a SELECT's answer come in ResultSeries::by_column instead of rows
+  // (a row is an allocation of its own, and in a wide answer the rows cost
+  // more than computing them). For callers that read answers through
+  // RowCount() and At(), as the formatters in query/format.h do; a series
+  // may still come in rows.
+  bool answers_by_column = false;
 };
 
 class Db {

@@ -360,17 +360,22 @@ Status CreateAlert(Db* db, const StatementList& statements, size_t index,
 void Execute(Db* db, const StatementList& statements, const QueryOptions& options,
              QueryResult* out) {
   const int64_t now = options.now_ns != 0 ? options.now_ns : engine::WallClockNanos();
+  // Statements that run queries of their own (BASELINE, NORTHSTAR, alert
+  // rules...) read those answers in rows.
+  QueryOptions in_rows = options;
+  in_rows.answers_by_column = false;
   for (size_t i = 0; i < statements.size(); ++i) {
     const auto& stmt = statements[i];
     StatementResult result;
-    ExecContext ctx(db, options, now);
+    ExecContext ctx(db, in_rows, now);
     switch (stmt->kind) {
       case StatementKind::kSelect:
         if (HasBaseline(static_cast<const SelectStatement&>(*stmt))) {
-          result.status = RunBaseline(db, static_cast<const SelectStatement&>(*stmt), options, now,
+          result.status = RunBaseline(db, static_cast<const SelectStatement&>(*stmt), in_rows, now,
                                       &result.series, &result.notes);
           break;
         }
+        ctx.answers_by_column = options.answers_by_column;
         result.status = RunSelect(&ctx, static_cast<const SelectStatement&>(*stmt), &result.series,
                                   &result.notes);
         if (result.status.ok()) {
@@ -378,7 +383,7 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         }
         break;
       case StatementKind::kShow:
-        result.status = ShowRunner(db, options, now)
+        result.status = ShowRunner(db, in_rows, now)
                             .Run(static_cast<const ShowStatement&>(*stmt), &result.series);
         break;
       case StatementKind::kExplain: {
@@ -408,24 +413,24 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
       }
       case StatementKind::kDelete:
         result.status =
-            RunDelete(db, static_cast<const DeleteStatement&>(*stmt), options, now, &result.notes);
+            RunDelete(db, static_cast<const DeleteStatement&>(*stmt), in_rows, now, &result.notes);
         break;
       case StatementKind::kNorthstar:
-        result.status = RunNorthstar(db, static_cast<const NorthstarStatement&>(*stmt), options,
+        result.status = RunNorthstar(db, static_cast<const NorthstarStatement&>(*stmt), in_rows,
                                      now, &result.series, &result.notes);
         break;
       case StatementKind::kDecompose:
-        result.status = RunDecompose(db, static_cast<const DecomposeStatement&>(*stmt), options,
+        result.status = RunDecompose(db, static_cast<const DecomposeStatement&>(*stmt), in_rows,
                                      now, &result.series, &result.notes);
         break;
       case StatementKind::kCreateAlert:
-        result.status = CreateAlert(db, statements, i, options, now, &result.notes);
+        result.status = CreateAlert(db, statements, i, in_rows, now, &result.notes);
         break;
       case StatementKind::kCreateSeason:
         result.status = CreateSeason(db, static_cast<const CreateSeasonStatement&>(*stmt), now);
         break;
       case StatementKind::kAnomalies:
-        result.status = RunAnomalies(db, static_cast<const AnomaliesStatement&>(*stmt), options,
+        result.status = RunAnomalies(db, static_cast<const AnomaliesStatement&>(*stmt), in_rows,
                                      now, &result.series, &result.notes);
         break;
       case StatementKind::kDropDefinition: {

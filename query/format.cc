@@ -1,6 +1,7 @@
 #include "query/format.h"
 
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -91,13 +92,20 @@ void AppendJsonString(std::string_view s, std::string* out) {
   out->push_back('"');
 }
 
+// Writes `v` as exactly `width` digits (v < 10^width) ending at `end`.
+void PutDigits(uint64_t v, int width, char* end) {
+  for (int i = 0; i < width; ++i) {
+    *--end = static_cast<char>('0' + v % 10);
+    v /= 10;
+  }
+}
+
 void AppendTime(int64_t ns, TimeFormat format, bool quoted_rfc, std::string* out) {
   if (format == TimeFormat::kRfc3339) {
-    if (quoted_rfc) {
-      AppendJsonString(Rfc3339(ns), out);
-    } else {
-      out->append(Rfc3339(ns));
-    }
+    // An RFC 3339 time has nothing JSON escapes.
+    if (quoted_rfc) out->push_back('"');
+    AppendRfc3339(ns, out);
+    if (quoted_rfc) out->push_back('"');
     return;
   }
   AppendInt(FloorDiv(ns, UnitNanos(format)), out);
@@ -154,25 +162,51 @@ bool IsTimeColumn(const ResultSeries& s, size_t i) { return i == 0 && s.columns[
 
 }  // namespace
 
-std::string Rfc3339(int64_t ns) {
+void AppendRfc3339(int64_t ns, std::string* out) {
+  using namespace std::chrono;
   const int64_t secs = FloorDiv(ns, 1'000'000'000);
   const int64_t frac = ns - secs * 1'000'000'000;
-  std::time_t t = static_cast<std::time_t>(secs);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d", tm.tm_year + 1900,
-                        tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-  std::string out(buf, static_cast<size_t>(n));
-  if (frac != 0) {
-    char digits[16];
-    std::snprintf(digits, sizeof digits, "%09lld", static_cast<long long>(frac));
-    std::string f(digits);
-    while (!f.empty() && f.back() == '0') f.pop_back();
-    out += '.';
-    out += f;
+  const int64_t day = FloorDiv(secs, 86'400);
+  const int64_t sod = secs - day * 86'400;
+  const year_month_day ymd{sys_days{days{day}}};
+  const int year = static_cast<int>(ymd.year());
+  // "2024-01-01T12:00:00", then ".5" (fraction without trailing zeros), "Z".
+  char buf[48];
+  char* p = buf;
+  if (year >= 0 && year <= 9999) {
+    PutDigits(static_cast<uint64_t>(year), 4, p + 4);
+    p += 4;
+  } else {
+    p = std::to_chars(p, buf + 16, year).ptr;
   }
-  out += 'Z';
+  *p++ = '-';
+  PutDigits(static_cast<unsigned>(ymd.month()), 2, p + 2);
+  p += 2;
+  *p++ = '-';
+  PutDigits(static_cast<unsigned>(ymd.day()), 2, p + 2);
+  p += 2;
+  *p++ = 'T';
+  PutDigits(static_cast<uint64_t>(sod / 3600), 2, p + 2);
+  p += 2;
+  *p++ = ':';
+  PutDigits(static_cast<uint64_t>(sod / 60 % 60), 2, p + 2);
+  p += 2;
+  *p++ = ':';
+  PutDigits(static_cast<uint64_t>(sod % 60), 2, p + 2);
+  p += 2;
+  if (frac != 0) {
+    *p++ = '.';
+    PutDigits(static_cast<uint64_t>(frac), 9, p + 9);
+    p += 9;
+    while (p[-1] == '0') --p;
+  }
+  *p++ = 'Z';
+  out->append(buf, p);
+}
+
+std::string Rfc3339(int64_t ns) {
+  std::string out;
+  AppendRfc3339(ns, &out);
   return out;
 }
 
@@ -197,37 +231,66 @@ bool ParseEpoch(std::string_view text, TimeFormat* format) {
   return true;
 }
 
-std::string FormatValue(const QueryValue& value, bool is_time, TimeFormat time_format) {
-  std::string out;
+namespace {
+
+// The answer's cells, time included: what sizes the text.
+size_t CellCount(const QueryResult& result) {
+  size_t cells = 0;
+  for (const StatementResult& st : result.statements) {
+    for (const ResultSeries& s : st.series) cells += s.RowCount() * s.columns.size();
+  }
+  return cells;
+}
+
+// FormatValue's text, appended to *out.
+void AppendValueText(const QueryValue& value, bool is_time, TimeFormat time_format,
+                     std::string* out) {
   switch (value.index()) {
     case 0:
       break;
     case 1:
-      AppendDouble(std::get<double>(value), &out);
+      AppendDouble(std::get<double>(value), out);
       break;
     case 2:
       if (is_time) {
-        AppendTime(std::get<int64_t>(value), time_format, false, &out);
+        AppendTime(std::get<int64_t>(value), time_format, false, out);
       } else {
-        AppendInt(std::get<int64_t>(value), &out);
+        AppendInt(std::get<int64_t>(value), out);
       }
       break;
     case 3:
-      AppendInt(std::get<uint64_t>(value), &out);
+      AppendInt(std::get<uint64_t>(value), out);
       break;
     case 4:
-      out = std::get<bool>(value) ? "true" : "false";
+      out->append(std::get<bool>(value) ? "true" : "false");
       break;
     case 5:
-      out = std::get<std::string>(value);
+      out->append(std::get<std::string>(value));
       break;
   }
+}
+
+// A value as a CSV field: only a string may need quotes.
+void AppendCsvValue(const QueryValue& value, bool is_time, TimeFormat time_format,
+                    std::string* out) {
+  if (const auto* text = std::get_if<std::string>(&value)) {
+    AppendCsvField(*text, out);
+  } else {
+    AppendValueText(value, is_time, time_format, out);
+  }
+}
+
+}  // namespace
+
+std::string FormatValue(const QueryValue& value, bool is_time, TimeFormat time_format) {
+  std::string out;
+  AppendValueText(value, is_time, time_format, &out);
   return out;
 }
 
 std::string FormatJson(const QueryResult& result, TimeFormat time_format, bool pretty) {
   std::string out;
-  out.reserve(256);
+  out.reserve(256 + 12 * CellCount(result));  // most cells take fewer bytes
   out.append("{\"results\":[");
   for (size_t si = 0; si < result.statements.size(); ++si) {
     const StatementResult& st = result.statements[si];
@@ -266,13 +329,15 @@ std::string FormatJson(const QueryResult& result, TimeFormat time_format, bool p
           AppendJsonString(s.columns[c], &out);
         }
         out.append("],\"values\":[");
-        for (size_t r = 0; r < s.values.size(); ++r) {
+        const size_t rows = s.RowCount();
+        const bool timed = !s.columns.empty() && IsTimeColumn(s, 0);
+        for (size_t r = 0; r < rows; ++r) {
           if (r) out.push_back(',');
           out.push_back('[');
-          const auto& row = s.values[r];
-          for (size_t c = 0; c < row.size(); ++c) {
+          const size_t width = s.by_column.empty() ? s.values[r].size() : s.by_column.size();
+          for (size_t c = 0; c < width; ++c) {
             if (c) out.push_back(',');
-            AppendJsonValue(row[c], IsTimeColumn(s, c), time_format, &out);
+            AppendJsonValue(s.At(r, c), c == 0 && timed, time_format, &out);
           }
           out.push_back(']');
         }
@@ -303,6 +368,7 @@ std::string FormatJson(const QueryResult& result, TimeFormat time_format, bool p
 
 std::string FormatCsv(const QueryResult& result, TimeFormat time_format) {
   std::string out;
+  out.reserve(256 + 12 * CellCount(result));
   for (const StatementResult& st : result.statements) {
     if (!st.status.ok()) {
       out.append("error,");
@@ -328,13 +394,16 @@ std::string FormatCsv(const QueryResult& result, TimeFormat time_format) {
         tags.push_back('=');
         tags += s.tags[t].value;
       }
-      for (const auto& row : s.values) {
+      const size_t rows = s.RowCount();
+      const bool timed = !s.columns.empty() && IsTimeColumn(s, 0);
+      for (size_t r = 0; r < rows; ++r) {
         AppendCsvField(s.name, &out);
         out.push_back(',');
         AppendCsvField(tags, &out);
-        for (size_t c = 0; c < row.size(); ++c) {
+        const size_t width = s.by_column.empty() ? s.values[r].size() : s.by_column.size();
+        for (size_t c = 0; c < width; ++c) {
           out.push_back(',');
-          AppendCsvField(FormatValue(row[c], IsTimeColumn(s, c), time_format), &out);
+          AppendCsvValue(s.At(r, c), c == 0 && timed, time_format, &out);
         }
         out.push_back('\n');
       }

@@ -20,6 +20,9 @@ enum class TimeFormat : unsigned char { kRfc3339, kNs, kUs, kMs, kS, kM, kH };
 
 // "2026-11-09T10:00:00Z", with as many fraction digits as the time needs.
 std::string Rfc3339(int64_t ns);
+// The same, appended to *out (no allocation of its own: answers write a time
+// a row).
+void AppendRfc3339(int64_t ns, std::string* out);
 
 // Parses an `epoch=` value; false when it is none of the above.
 bool ParseEpoch(std::string_view text, TimeFormat* format);

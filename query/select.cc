@@ -1378,8 +1378,12 @@ bool CellColumns(const SelectStatement& s, const Plan& plan, const GroupKey& key
   return true;
 }
 
+// One group's rows: as typed columns for an outer query (`as_columns`), in
+// ResultSeries::by_column when the caller reads them so (`by_column`), else
+// in rows.
 Status AnswerGroup(const SelectStatement& s, const Plan& plan, const GroupKey& key, GroupAcc& acc,
-                   const std::vector<int64_t>& all_buckets, bool as_columns, GroupAnswer* out) {
+                   const std::vector<int64_t>& all_buckets, bool as_columns, bool by_column,
+                   GroupAnswer* out) {
   if (as_columns && CellColumns(s, plan, key, acc, out)) return Status::Ok();
   bool any = false;
   std::vector<int64_t> with_states;
@@ -1524,6 +1528,39 @@ Status AnswerGroup(const SelectStatement& s, const Plan& plan, const GroupKey& k
       for (const auto& c : cols) cs.values.push_back(AnswerColumn(times, c));
       out->rows = kept;
       out->columns = std::move(cs);
+      return Status::Ok();
+    }
+    if (by_column && !reorders) {
+      // The columns as they are (ResultSeries::by_column), without the
+      // rows whose outputs are all null.
+      std::vector<char> keep(nb, 1);
+      size_t kept = nb;
+      for (size_t bi = 0; bi < nb && drop_empty; ++bi) {
+        if (std::all_of(cols.begin(), cols.end(),
+                        [&](const auto& c) { return c[bi].index() == 0; })) {
+          keep[bi] = 0;
+          --kept;
+        }
+      }
+      if (kept == 0) return Status::Ok();
+      auto kept_only = [&](std::vector<QueryValue>&& all) {
+        if (kept == nb) return std::move(all);
+        std::vector<QueryValue> some;
+        some.reserve(kept);
+        for (size_t bi = 0; bi < nb; ++bi) {
+          if (keep[bi]) some.push_back(std::move(all[bi]));
+        }
+        return some;
+      };
+      rs.by_column.reserve(cols.size() + 1);
+      std::vector<QueryValue>& time_column = rs.by_column.emplace_back();
+      time_column.reserve(kept);
+      for (size_t bi = 0; bi < nb; ++bi) {
+        if (keep[bi]) time_column.emplace_back(times[bi]);
+      }
+      for (auto& c : cols) rs.by_column.push_back(kept_only(std::move(c)));
+      out->rows = kept;
+      out->series = std::move(rs);
       return Status::Ok();
     }
     for (size_t bi = 0; bi < nb; ++bi) {
@@ -1922,6 +1959,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     const AggKind k = slot.spec.kind;
     return k == AggKind::kMedian || k == AggKind::kMode || k == AggKind::kPercentile;
   });
+  const bool by_column = columns == nullptr && ctx->answers_by_column;
   std::vector<std::pair<const GroupKey*, GroupAcc*>> order;
   order.reserve(groups.size());
   for (auto& [key, acc] : groups) order.emplace_back(&key, &acc);
@@ -1947,7 +1985,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     for (const auto& [key, acc] : order) {
       GroupAnswer a;
       GPULSE_RETURN_IF_ERROR(
-          AnswerGroup(s, *plan, *key, *acc, all_buckets, columns != nullptr, &a));
+          AnswerGroup(s, *plan, *key, *acc, all_buckets, columns != nullptr, by_column, &a));
       GPULSE_RETURN_IF_ERROR(take(a));
     }
     return Status::Ok();
@@ -1957,7 +1995,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
       ctx, order.size(), &workers,
       [&](size_t, size_t i) -> Status {
         return AnswerGroup(s, *plan, *order[i].first, *order[i].second, all_buckets,
-                           columns != nullptr, &answers[i]);
+                           columns != nullptr, by_column, &answers[i]);
       },
       /*min_per_worker=*/1, Split::kDynamic));
   for (GroupAnswer& a : answers) GPULSE_RETURN_IF_ERROR(take(a));

@@ -36,6 +36,10 @@ class ExecContext {
   // Counts stored values read against QueryLimits::max_points.
   void CountPoints(uint64_t n);
 
+  // The statement's own answer may come by column
+  // (QueryOptions::answers_by_column): Execute sets it for a SELECT it runs,
+  // never for a query another statement runs inside itself.
+  bool answers_by_column = false;
   // EXPLAIN: when on, the plan describes itself in lines.
   bool explain = false;
   std::vector<std::string> plan_lines;

@@ -244,6 +244,7 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
   options.database = database;
   options.limits = config_.query_limits;
   options.cancelled = context.client_gone;
+  options.answers_by_column = true;  // read only by FormatJson and FormatCsv
   options.show_sources = [this](ResultSeries* out) {
     out->name = "sources";
     out->columns = {"kind", "name", "up", "last_seen", "points", "requests", "error"};

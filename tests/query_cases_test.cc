@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -292,6 +293,23 @@ std::vector<std::filesystem::path> CaseFiles() {
 }
 
 // Runs one file's steps against a Db in a scratch directory.
+// Whether a query's statements all start with SELECT, SHOW or EXPLAIN.
+bool ReadsOnly(std::string_view text) {
+  std::string upper(text);
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (std::string_view rest = upper; !rest.empty();) {
+    const size_t semi = rest.find(';');
+    std::string_view st = rest.substr(0, semi);
+    while (!st.empty() && std::isspace(static_cast<unsigned char>(st.front()))) st.remove_prefix(1);
+    if (!st.empty() && !st.starts_with("SELECT") && !st.starts_with("SHOW") &&
+        !st.starts_with("EXPLAIN")) {
+      return false;
+    }
+    rest = semi == std::string_view::npos ? std::string_view() : rest.substr(semi + 1);
+  }
+  return true;
+}
+
 class CaseRunner {
  public:
   CaseRunner(std::filesystem::path path, const CaseFile& file)
@@ -329,6 +347,8 @@ class CaseRunner {
     }
     if (db_) Expect(db_->Close(), 0, "close");
   }
+  // Series that came by column in the by-column runs.
+  size_t answered_by_column() const { return answered_by_column_; }
 
  private:
   bool Open() {
@@ -360,8 +380,34 @@ class CaseRunner {
   }
 
   void Check(const QueryCase& q, const std::string& when) {
-    QueryResult result;
-    Status s = db_->Query(q.text, q.options, &result);
+    // A query that only reads runs once in rows and once by column (what the
+    // server asks for): the same text either way, in CSV and in JSON.
+    QueryOptions in_rows = q.options;
+    if (in_rows.now_ns == 0) {
+      in_rows.now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::system_clock::now().time_since_epoch())
+                           .count();
+    }
+    QueryOptions by_column = in_rows;
+    by_column.answers_by_column = true;
+    QueryResult result, columns;
+    Status s = db_->Query(q.text, in_rows, &result);
+    const bool reads = ReadsOnly(q.text);
+    const Status sc = reads ? db_->Query(q.text, by_column, &columns) : Status::Ok();
+    if (reads) {
+      EXPECT_EQ(s.ToString(), sc.ToString()) << q.text;
+    }
+    if (reads && s.ok() && sc.ok()) {
+      EXPECT_EQ(query::FormatCsv(columns, query::TimeFormat::kRfc3339),
+                query::FormatCsv(result, query::TimeFormat::kRfc3339))
+          << "by column: " << q.text;
+      EXPECT_EQ(query::FormatJson(columns, query::TimeFormat::kMs, false),
+                query::FormatJson(result, query::TimeFormat::kMs, false))
+          << "by column: " << q.text;
+      for (const StatementResult& st : columns.statements) {
+        for (const ResultSeries& rs : st.series) answered_by_column_ += !rs.by_column.empty();
+      }
+    }
     std::vector<std::string> actual;
     if (!s.ok()) {
       actual.push_back("error," + s.ToString());
@@ -380,6 +426,7 @@ class CaseRunner {
 
   std::filesystem::path path_;
   const CaseFile& file_;
+  size_t answered_by_column_ = 0;
   Options options_;
   storage::ScratchDir dir_;
   std::unique_ptr<Db> db_;
@@ -404,6 +451,25 @@ std::string CaseName(const ::testing::TestParamInfo<std::filesystem::path>& info
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, QueryCasesTest, ::testing::ValuesIn(CaseFiles()), CaseName);
+
+TEST(QueryCasesFormat, AGroupByTimeAnswerComesByColumnAndReadsTheSame) {
+  CaseFile file;
+  Status s = ParseCaseFile(
+      "load[precision=s]\nm,host=a v=1i 60\nm,host=a v=3i 180\nm,host=b v=5i 60\nend\n"
+      "query SELECT mean(v), max(v) FROM m WHERE time >= 0s AND time < 240s "
+      "GROUP BY time(1m), host\n"
+      "name,tags,time,mean,max\n"
+      "m,host=a,1970-01-01T00:00:00Z,,\nm,host=a,1970-01-01T00:01:00Z,1,1\n"
+      "m,host=a,1970-01-01T00:02:00Z,,\nm,host=a,1970-01-01T00:03:00Z,3,3\n"
+      "m,host=b,1970-01-01T00:00:00Z,,\nm,host=b,1970-01-01T00:01:00Z,5,5\n"
+      "m,host=b,1970-01-01T00:02:00Z,,\nm,host=b,1970-01-01T00:03:00Z,,\n"
+      "end\nrestart\n",
+      &file);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  CaseRunner runner("by-column", file);
+  runner.Run();
+  EXPECT_GT(runner.answered_by_column(), 0u);
+}
 
 TEST(QueryCasesDir, HasCases) { EXPECT_GE(CaseFiles().size(), 8u) << CasesDir().string(); }
 
