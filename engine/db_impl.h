@@ -70,7 +70,8 @@ class DbImpl final : public Db {
   Status ReadSeries(const Series& series, std::span<const std::string> fields, int64_t start_ns,
                     int64_t end_ns, std::vector<Column>* out) override;
   Status ScanSeries(const Series& series, std::span<const std::string> fields, int64_t start_ns,
-                    int64_t end_ns, const PointRunVisitor& fn) override;
+                    int64_t end_ns, const PointRunVisitor& fn,
+                    const PackedRunVisitor* packed) override;
   Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, uint32_t parts,
                      const RollupVisitor& fn) override;
@@ -270,9 +271,13 @@ class DbImpl final : public Db {
   // its points in [start, end), which are the range's (a cached window that
   // is packed unpacks just those; one that is not is handed over whole, in
   // place).
+  // `emit_packed`, when given, takes the cached windows that are packed
+  // integers at a steady interval (PackedWindow::Packed) instead of `emit`.
   using WindowEmitter = std::function<void(const Column& window)>;
+  using PackedEmitter = std::function<void(const storage::PackedRun& window)>;
   Status EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id, FieldType type,
-                    int64_t start, int64_t end, uint64_t epoch, const WindowEmitter& emit);
+                    int64_t start, int64_t end, uint64_t epoch, const WindowEmitter& emit,
+                    const PackedEmitter* emit_packed = nullptr);
   Status CheckOpen() const;
   // Holds off Close until the calling method returns; every public method
   // but Close takes it before CheckOpen.

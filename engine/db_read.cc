@@ -145,7 +145,8 @@ Status DbImpl::ReadChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
 }
 
 Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fields,
-                          int64_t start_ns, int64_t end_ns, const PointRunVisitor& fn) {
+                          int64_t start_ns, int64_t end_ns, const PointRunVisitor& fn,
+                          const PackedRunVisitor* packed) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   if (start_ns >= end_ns) return Status::Ok();
@@ -163,6 +164,14 @@ Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fie
     }
     fresh = std::max(fresh, start_ns);
     if (fresh > start_ns) {
+      PackedEmitter emit_packed;
+      if (packed != nullptr) {
+        emit_packed = [&](const storage::PackedRun& window) {
+          const size_t b = window.IndexOf(start_ns);
+          const size_t e = std::max(b, window.IndexOf(fresh));
+          if (b < e) (*packed)(i, window, b, e);
+        };
+      }
       GPULSE_RETURN_IF_ERROR(EmitChunks(
           &snap.store, snap.series_id, field.id, field.type, start_ns, fresh, snap.epoch,
           [&](const Column& window) {
@@ -172,7 +181,8 @@ Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fie
               fn(i, window, static_cast<size_t>(b - window.ts.begin()),
                  static_cast<size_t>(e - window.ts.begin()));
             }
-          }));
+          },
+          packed != nullptr ? &emit_packed : nullptr));
     }
     if (fresh < end_ns) {
       Column rest;
@@ -210,7 +220,16 @@ thread_local int ScratchColumn::depth_ = 0;
 
 Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           FieldType type, int64_t start, int64_t end, uint64_t epoch,
-                          const WindowEmitter& emit) {
+                          const WindowEmitter& emit, const PackedEmitter* emit_packed) {
+  // A cached window, packed when it can go so, else as a column.
+  storage::PackedRun run;
+  auto emit_cached = [&](const PackedWindow& window, Column* scratch) {
+    if (emit_packed != nullptr && window.Packed(&run)) {
+      (*emit_packed)(run);
+    } else {
+      emit(window.View(scratch, start, end));
+    }
+  };
   // The windows of the range, when they are few. A cache entry is a window
   // as the store held it after the latest flush that wrote it (an empty
   // column: the window has no chunk), so when all are cached the store's
@@ -234,7 +253,7 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
     }
     if (hits.size() == windows.size()) {
       ScratchColumn scratch;
-      for (const auto& c : hits) emit(c->View(scratch.get(), start, end));
+      for (const auto& c : hits) emit_cached(*c, scratch.get());
       return Status::Ok();
     }
   }
@@ -271,7 +290,7 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
     const WindowKey cache_key{series_id, field_id, parts.window_start};
     if (auto cached = window_cache_.Lookup(cache_key)) {
       ScratchColumn scratch;
-      emit(cached->View(scratch.get(), start, end));
+      emit_cached(*cached, scratch.get());
       // Step over the window's parts without reading them.
       const storage::ChunkKeyParts window_parts = parts;
       while (it->Valid()) {

@@ -432,11 +432,17 @@ class Db {
   // (begin < end; a field's runs ascend and do not overlap). Stored windows
   // come from the read cache as it keeps them, or unpacked into a scratch
   // column, never copied per caller; `column` is valid during the call only.
-  // For scans that fold points (aggregates), not keep them.
+  // For scans that fold points (aggregates), not keep them. With `packed`,
+  // a cached window of integers at a steady interval goes to it instead, as
+  // the cache keeps it (points [begin, end) of `run`, which is valid during
+  // the call only), not unpacked: a fold can read the packed bytes.
   using PointRunVisitor =
       std::function<void(size_t field, const Column& column, size_t begin, size_t end)>;
+  using PackedRunVisitor =
+      std::function<void(size_t field, const storage::PackedRun& run, size_t begin, size_t end)>;
   virtual Status ScanSeries(const Series& series, std::span<const std::string> fields,
-                            int64_t start_ns, int64_t end_ns, const PointRunVisitor& fn) = 0;
+                            int64_t start_ns, int64_t end_ns, const PointRunVisitor& fn,
+                            const PackedRunVisitor* packed) = 0;
 
   // Visits the rows of tier `tier` (an index into storage::kTiers) of a
   // series' fields whose buckets start in [start_ns, end_ns): fn(i, rows,

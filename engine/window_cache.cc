@@ -131,10 +131,21 @@ size_t PackedWindow::IndexOf(int64_t t) const {
     return static_cast<size_t>(std::lower_bound(rest_.ts.begin(), rest_.ts.end(), t) -
                                rest_.ts.begin());
   }
-  if (t <= static_cast<int64_t>(first_)) return 0;
-  // Unsigned: t - first may exceed INT64_MAX.
-  const uint64_t d = static_cast<uint64_t>(t) - first_;
-  return static_cast<size_t>(std::min<uint64_t>(size_, d / step_ + (d % step_ != 0 ? 1 : 0)));
+  storage::PackedRun run;
+  Packed(&run);
+  return run.IndexOf(t);
+}
+
+bool PackedWindow::Packed(storage::PackedRun* out) const {
+  if (!steady_) return false;
+  out->type = rest_.type;
+  out->first = first_;
+  out->step = step_;
+  out->base = base_;
+  out->width = width_;
+  out->offsets = narrow_.data();
+  out->size = size_;
+  return true;
 }
 
 const storage::Column& PackedWindow::View(storage::Column* scratch) const {

@@ -59,6 +59,10 @@ class PackedWindow {
   // (an hour of a day's window unpacks an hour).
   const storage::Column& View(storage::Column* scratch, int64_t lo, int64_t hi) const;
 
+  // The window as packed integers at a steady interval, when it is one
+  // (*out views this window's bytes: valid while it lives).
+  bool Packed(storage::PackedRun* out) const;
+
   // Heap bytes held.
   uint64_t bytes() const;
 

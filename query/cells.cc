@@ -1,6 +1,9 @@
 #include "query/cells.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <type_traits>
 
 namespace gpulse::query {
@@ -55,17 +58,78 @@ void TakeMax(Cell& c, T x, int64_t t) {
   }
 }
 
+// Where a run's times and values come from: a Column's vectors (plain
+// pointers), or a PackedRun's steady times and narrow offsets.
+struct SteadyTimes {
+  uint64_t first, step;
+  int64_t operator[](size_t i) const { return static_cast<int64_t>(first + i * step); }
+};
+template <typename T, typename U>
+struct Offsets {
+  const uint8_t* p;
+  uint64_t base;
+  U Offset(size_t i) const {
+    U x;
+    std::memcpy(&x, p + sizeof(U) * i, sizeof(U));
+    return x;
+  }
+  T operator[](size_t i) const { return static_cast<T>(base + Offset(i)); }
+};
+template <typename V>
+constexpr bool kIsOffsets = false;
+template <typename T, typename U>
+constexpr bool kIsOffsets<Offsets<T, U>> = true;
+
+// The first of points [begin, end) at or after x.
+inline size_t FirstAtOrAfter(const int64_t* t, size_t begin, size_t end, int64_t x) {
+  return static_cast<size_t>(std::lower_bound(t + begin, t + end, x) - t);
+}
+inline size_t FirstAtOrAfter(const SteadyTimes& t, size_t begin, size_t end, int64_t x) {
+  storage::PackedRun run;
+  run.first = t.first;
+  run.step = t.step;
+  run.size = end;
+  return std::max(begin, run.IndexOf(x));
+}
+
+// Whether runs of up to n points of the offsets sum exactly in a double,
+// point by point:
+// every partial sum is an integer below 2^53, so adding the points as
+// doubles one by one gives the integer sum itself. (The bound is 2^52, out
+// of reach of this test's own rounding.)
+template <typename T, typename U>
+bool SumsExactly(const Offsets<T, U>& v, size_t n) {
+  constexpr double kExact = 4503599627370496.0;  // 2^52
+  const double top = static_cast<double>(std::numeric_limits<U>::max());
+  const double base = std::is_signed_v<T> ? static_cast<double>(static_cast<int64_t>(v.base))
+                                          : static_cast<double>(v.base);
+  return (std::fabs(base) + top) * static_cast<double>(n) < kExact;
+}
+
 // Folds the run v[i..j) (times t, one bucket) into c, as AggState::AddRange.
 // `timed`: keep the selected point's time (min/max/spread); when it is not
 // asked for, integer extremes fold in a plain loop (the value is the same;
 // only which of equal values was kept differs, and for integers that is
-// not visible).
+// not visible). Packed offsets fold as narrow integers where the answer
+// is the same: extremes by the smallest and largest offset, sums as
+// integers when a double sums them exactly.
 // Inlined: runs are short (5 to 15 points at minute grain), the call cost
 // as much as the fold.
-template <typename T, AggKind K>
-[[gnu::always_inline]] inline void FoldRun(Cell& c, const int64_t* t, const T* v, size_t i,
-                                           size_t j, bool timed) {
+template <typename T, AggKind K, typename Times, typename Values>
+[[gnu::always_inline]] inline void FoldRun(Cell& c, const Times& t, const Values& v, size_t i,
+                                           size_t j, bool timed, bool exact_sums = false) {
   if constexpr (K == AggKind::kSum || K == AggKind::kMean) {
+    if constexpr (kIsOffsets<Values>) {
+      if (exact_sums) {
+        uint64_t offsets = 0;
+        for (size_t k = i; k < j; ++k) offsets += v.Offset(k);
+        const auto sum = static_cast<T>(v.base * (j - i) + offsets);  // wraps as the adds would
+        As<T>(c.sum) = Add<T>(As<T>(c.sum), sum);
+        c.dsum += static_cast<double>(sum);
+        c.n += j - i;
+        return;
+      }
+    }
     T acc = 0;
     double dsum = 0;
     for (size_t k = i; k < j; ++k) {
@@ -84,9 +148,25 @@ template <typename T, AggKind K>
     if constexpr (std::is_integral_v<T>) {
       if (!timed) {
         T lo = As<T>(c.a), hi = As<T>(c.b);
-        for (; k < j; ++k) {
-          if constexpr (K != AggKind::kMax) lo = v[k] < lo ? v[k] : lo;
-          if constexpr (K != AggKind::kMin) hi = v[k] > hi ? v[k] : hi;
+        if constexpr (kIsOffsets<Values>) {
+          // Offsets order as their values do (every value is base or more).
+          if (k < j) {
+            auto olo = v.Offset(k), ohi = olo;
+            for (size_t m = k + 1; m < j; ++m) {
+              const auto o = v.Offset(m);
+              olo = o < olo ? o : olo;
+              ohi = o > ohi ? o : ohi;
+            }
+            const T vlo = static_cast<T>(v.base + olo), vhi = static_cast<T>(v.base + ohi);
+            if constexpr (K != AggKind::kMax) lo = vlo < lo ? vlo : lo;
+            if constexpr (K != AggKind::kMin) hi = vhi > hi ? vhi : hi;
+            k = j;
+          }
+        } else {
+          for (; k < j; ++k) {
+            if constexpr (K != AggKind::kMax) lo = v[k] < lo ? v[k] : lo;
+            if constexpr (K != AggKind::kMin) hi = v[k] > hi ? v[k] : hi;
+          }
         }
         As<T>(c.a) = lo;
         As<T>(c.b) = hi;
@@ -115,17 +195,35 @@ template <typename T, AggKind K>
 // from the last run's length and checked (two comparisons), and the next
 // run's bucket is the next one unless the data skips buckets: no division
 // and no scan per point in the common case.
-template <typename T, AggKind K>
-void FoldBuckets(Cell* cells, size_t nslots, const BucketGrid& grid, const Column& col,
-                 size_t begin, size_t end, bool timed) {
-  const int64_t* t = col.ts.data();
-  const T* v = storage::NumericValues<T>(col).data();
-  size_t i = static_cast<size_t>(std::lower_bound(t + begin, t + end, grid.first) - t);
+template <typename T, AggKind K, typename Times, typename Values>
+void FoldBuckets(Cell* cells, size_t nslots, const BucketGrid& grid, const Times& t,
+                 const Values& v, size_t begin, size_t end, bool timed) {
+  size_t i = FirstAtOrAfter(t, begin, end, grid.first);
   if (i >= end) return;
+  bool exact = false;
+  if constexpr (kIsOffsets<Values>) exact = SumsExactly(v, end - i);
   if (grid.count == 1) {
     // One bucket (or no GROUP BY time): the read range bounds the points.
-    FoldRun<T, K>(cells[0], t, v, i, end, timed);
+    FoldRun<T, K>(cells[0], t, v, i, end, timed, exact);
     return;
+  }
+  if constexpr (std::is_same_v<Times, SteadyTimes>) {
+    if (t.step > 0 && static_cast<uint64_t>(grid.width) % t.step == 0) {
+      // Points at a steady step that divides the bucket width: after the
+      // first bucket, every bucket holds width / step points.
+      const size_t per = static_cast<size_t>(static_cast<uint64_t>(grid.width) / t.step);
+      uint64_t idx = (static_cast<uint64_t>(t[i]) - static_cast<uint64_t>(grid.first)) /
+                     static_cast<uint64_t>(grid.width);
+      const int64_t next = grid.first + static_cast<int64_t>(idx + 1) * grid.width;
+      size_t j = FirstAtOrAfter(t, i, end, next);
+      for (; idx < grid.count; ++idx) {
+        FoldRun<T, K>(cells[idx * nslots], t, v, i, j, timed, exact);
+        if (j == end) return;
+        i = j;
+        j = std::min(end, i + per);
+      }
+      return;
+    }
   }
   // Unsigned: t - first may exceed INT64_MAX.
   auto bucket_of = [&](int64_t ts) {
@@ -141,7 +239,7 @@ void FoldBuckets(Cell* cells, size_t nslots, const BucketGrid& grid, const Colum
       j = i + 1;
       while (j < end && t[j] < next) ++j;
     }
-    FoldRun<T, K>(cells[idx * nslots], t, v, i, j, timed);
+    FoldRun<T, K>(cells[idx * nslots], t, v, i, j, timed, exact);
     if (j == end) return;
     run = j - i;
     i = j;
@@ -274,9 +372,34 @@ void FoldRollupsTyped(AggKind kind, Cell* cells, size_t nslots, const BucketGrid
 template <typename T>
 void FoldTyped(AggKind kind, bool timed, Cell* cells, size_t nslots, const BucketGrid& grid,
                const Column& col, size_t begin, size_t end) {
+  const int64_t* t = col.ts.data();
+  const T* v = storage::NumericValues<T>(col).data();
   WithKind(kind, [&](auto k) {
-    FoldBuckets<T, decltype(k)::value>(cells, nslots, grid, col, begin, end, timed);
+    FoldBuckets<T, decltype(k)::value>(cells, nslots, grid, t, v, begin, end, timed);
   });
+}
+
+template <typename T, typename U>
+void FoldPackedTyped(AggKind kind, bool timed, Cell* cells, size_t nslots, const BucketGrid& grid,
+                     const storage::PackedRun& run, size_t begin, size_t end) {
+  const SteadyTimes t{run.first, run.step};
+  const Offsets<T, U> v{run.offsets, run.base};
+  WithKind(kind, [&](auto k) {
+    FoldBuckets<T, decltype(k)::value>(cells, nslots, grid, t, v, begin, end, timed);
+  });
+}
+
+template <typename T>
+void FoldPackedWidth(AggKind kind, bool timed, Cell* cells, size_t nslots, const BucketGrid& grid,
+                     const storage::PackedRun& run, size_t begin, size_t end) {
+  switch (run.width) {
+    case 1:
+      return FoldPackedTyped<T, uint8_t>(kind, timed, cells, nslots, grid, run, begin, end);
+    case 2:
+      return FoldPackedTyped<T, uint16_t>(kind, timed, cells, nslots, grid, run, begin, end);
+    default:
+      return FoldPackedTyped<T, uint32_t>(kind, timed, cells, nslots, grid, run, begin, end);
+  }
 }
 
 // Folds o into c (same aggregate), as AggState::Merge.
@@ -446,6 +569,24 @@ void Cells::AddRange(const std::vector<AggSpec>& specs, const BucketGrid& grid, 
     case FieldType::kUint:
       return FoldTyped<uint64_t>(spec.kind, spec.need_time, base, specs.size(), grid, c, begin,
                                  end);
+    default:
+      return;
+  }
+}
+
+void Cells::AddPacked(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
+                      const storage::PackedRun& run, size_t begin, size_t end) {
+  const AggSpec& spec = specs[slot];
+  if (begin >= end || grid.count == 0 || run.type != spec.type) return;
+  Allocate(specs.size(), grid);
+  Cell* base = cells_.data() + slot;
+  switch (spec.type) {
+    case FieldType::kInt:
+      return FoldPackedWidth<int64_t>(spec.kind, spec.need_time, base, specs.size(), grid, run,
+                                      begin, end);
+    case FieldType::kUint:
+      return FoldPackedWidth<uint64_t>(spec.kind, spec.need_time, base, specs.size(), grid, run,
+                                       begin, end);
     default:
       return;
   }

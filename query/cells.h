@@ -50,6 +50,11 @@ class Cells {
   void AddRange(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
                 const Column& c, size_t begin, size_t end);
 
+  // AddRange for points [begin, end) of a packed run (Db::ScanSeries's
+  // packed windows): the same cells, without unpacking the run.
+  void AddPacked(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
+                 const storage::PackedRun& run, size_t begin, size_t end);
+
   // Folds tier rows [begin, end) of `rows` (one series, bucket order) into
   // slot `slot`, as AggState::AddRollups: sums and counts add row by row,
   // extremes and first/last compare the rows' own points. Rows outside the

@@ -183,8 +183,8 @@ class DbInput final : public Input {
   }
 
   Status Scan(const InSeries& s, std::span<const std::string> fields, int64_t lo, int64_t hi,
-              const Db::PointRunVisitor& fn) override {
-    Status st = ctx_->db()->ScanSeries(s.series, fields, lo, hi, fn);
+              const Db::PointRunVisitor& fn, const Db::PackedRunVisitor* packed) override {
+    Status st = ctx_->db()->ScanSeries(s.series, fields, lo, hi, fn, packed);
     return st.IsNotFound() ? Status::Ok() : st;  // dropped since it was listed
   }
 
@@ -301,11 +301,11 @@ class ResultInput final : public Input {
 
   // The columns in place, when they have their field's type (no copy).
   Status Scan(const InSeries& in, std::span<const std::string> fields, int64_t lo, int64_t hi,
-              const Db::PointRunVisitor& fn) override {
+              const Db::PointRunVisitor& fn, const Db::PackedRunVisitor* packed) override {
     for (size_t f = 0; f < fields.size(); ++f) {
       FieldType type;
       const Column* col = Find(in, fields[f], &type);
-      if (col != nullptr && col->type != type) return Input::Scan(in, fields, lo, hi, fn);
+      if (col != nullptr && col->type != type) return Input::Scan(in, fields, lo, hi, fn, packed);
     }
     for (size_t f = 0; f < fields.size(); ++f) {
       FieldType type;

@@ -68,9 +68,12 @@ class Input {
   // Thread-safe.
   virtual Status Read(const InSeries& s, std::span<const std::string> fields, int64_t lo,
                       int64_t hi, std::vector<Column>* out) = 0;
-  // Thread-safe. Read's points in runs, as Db::ScanSeries hands them over.
+  // Thread-safe. Read's points in runs, as Db::ScanSeries hands them over
+  // (packed ones to `packed` when given and the input has such).
   virtual Status Scan(const InSeries& s, std::span<const std::string> fields, int64_t lo,
-                      int64_t hi, const Db::PointRunVisitor& fn) {
+                      int64_t hi, const Db::PointRunVisitor& fn,
+                      const Db::PackedRunVisitor* packed) {
+    (void)packed;
     std::vector<Column> cols;
     GPULSE_RETURN_IF_ERROR(Read(s, fields, lo, hi, &cols));
     for (size_t f = 0; f < cols.size(); ++f) {

@@ -1787,16 +1787,27 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
           // place (no copy of a window per series).
           uint64_t points = 0;
           GroupAcc* g = nullptr;
-          GPULSE_RETURN_IF_ERROR(
-              input->Scan(in, fields, plan->lo, plan->hi,
-                          [&](size_t f, const Column& col, size_t begin, size_t end) {
-                            points += end - begin;
-                            if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
-                            for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-                              if (plan->slots[slot].field == static_cast<int>(f))
-                                FoldSlotRange(*plan, g, slot, col, begin, end);
-                            }
-                          }));
+          // Cells fold the read cache's packed windows as they are.
+          const Db::PackedRunVisitor packed = [&](size_t f, const storage::PackedRun& run,
+                                                  size_t begin, size_t end) {
+            points += end - begin;
+            if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
+            for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+              if (plan->slots[slot].field == static_cast<int>(f))
+                g->cells.AddPacked(plan->specs, plan->grid, slot, run, begin, end);
+            }
+          };
+          GPULSE_RETURN_IF_ERROR(input->Scan(
+              in, fields, plan->lo, plan->hi,
+              [&](size_t f, const Column& col, size_t begin, size_t end) {
+                points += end - begin;
+                if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
+                for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                  if (plan->slots[slot].field == static_cast<int>(f))
+                    FoldSlotRange(*plan, g, slot, col, begin, end);
+                }
+              },
+              plan->use_cells ? &packed : nullptr));
           if (points > 0) {
             ctx->series_read.fetch_add(1);
             ctx->CountPoints(points);
@@ -1809,19 +1820,20 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
           uint64_t points = 0;
           GroupAcc* g = nullptr;
           thread_local std::vector<uint32_t> kept;
-          GPULSE_RETURN_IF_ERROR(
-              input->Scan(in, fields, plan->lo, plan->hi,
-                          [&](size_t f, const Column& col, size_t begin, size_t end) {
-                            points += end - begin;
-                            if (static_cast<int>(f) != plan->filter_field) return;
-                            kept.clear();
-                            KeepPassing(col, begin, end, plan->field_tests, &kept);
-                            if (kept.empty()) return;
-                            if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
-                            for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-                              FoldIndexes(*plan, g, slot, col, kept);
-                            }
-                          }));
+          GPULSE_RETURN_IF_ERROR(input->Scan(
+              in, fields, plan->lo, plan->hi,
+              [&](size_t f, const Column& col, size_t begin, size_t end) {
+                points += end - begin;
+                if (static_cast<int>(f) != plan->filter_field) return;
+                kept.clear();
+                KeepPassing(col, begin, end, plan->field_tests, &kept);
+                if (kept.empty()) return;
+                if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
+                for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                  FoldIndexes(*plan, g, slot, col, kept);
+                }
+              },
+              nullptr));
           if (points > 0) {
             ctx->series_read.fetch_add(1);
             ctx->CountPoints(points);

@@ -1,5 +1,7 @@
 #include "storage/column.h"
 
+#include <algorithm>
+
 namespace gpulse::storage {
 
 const char* FieldTypeName(FieldType type) {
@@ -21,6 +23,14 @@ const char* FieldTypeName(FieldType type) {
 bool IsValidFieldType(uint8_t raw) {
   return raw >= static_cast<uint8_t>(FieldType::kFloat) &&
          raw <= static_cast<uint8_t>(FieldType::kString);
+}
+
+size_t PackedRun::IndexOf(int64_t t) const {
+  if (size == 0 || t <= static_cast<int64_t>(first)) return 0;
+  // Unsigned: t - first may exceed INT64_MAX.
+  const uint64_t d = static_cast<uint64_t>(t) - first;
+  if (step == 0) return size;  // one point, before t
+  return static_cast<size_t>(std::min<uint64_t>(size, d / step + (d % step != 0 ? 1 : 0)));
 }
 
 void Column::Clear() {

@@ -39,6 +39,24 @@ struct Column {
   void Clear();
 };
 
+// Integers at a steady interval as the read cache keeps them packed
+// (engine::PackedWindow): point i is at time first + i * step and has the
+// value base + offset i, the offsets `width` bytes each (1, 2 or 4, in host
+// order), times and values computed as uint64 (wrapping as the integers
+// do). Folds read these without unpacking them into a Column.
+struct PackedRun {
+  FieldType type = FieldType::kInt;  // kInt or kUint
+  uint64_t first = 0, step = 0;
+  uint64_t base = 0;
+  uint8_t width = 1;
+  const uint8_t* offsets = nullptr;
+  size_t size = 0;
+
+  int64_t TimeAt(size_t i) const { return static_cast<int64_t>(first + i * step); }
+  // The first point at or after t (size when none).
+  size_t IndexOf(int64_t t) const;
+};
+
 // The value vector of a numeric column by C++ type: double -> floats,
 // int64_t -> ints, uint64_t -> uints.
 template <typename T>

@@ -9,6 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cstring>
 #include <map>
 #include <random>
 #include <string>
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/cells.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
 
@@ -111,6 +115,92 @@ TEST_F(CellsTest, EveryCellAggregateEqualsTheGeneralPathOnRandomSeries) {
             EXPECT_EQ(a[s].values[r], b[s].values[r]) << q << " row " << r;
           }
         }
+      }
+    }
+  }
+}
+
+// Packs integer values as the read cache does: offsets of `width` bytes
+// from the smallest value (engine::PackedWindow).
+template <typename T>
+std::vector<uint8_t> PackOffsets(const std::vector<T>& v, uint8_t width, uint64_t* base) {
+  *base = static_cast<uint64_t>(*std::min_element(v.begin(), v.end()));
+  std::vector<uint8_t> out(v.size() * width);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint64_t off = static_cast<uint64_t>(v[i]) - *base;
+    std::memcpy(out.data() + i * width, &off, width);  // little-endian host
+  }
+  return out;
+}
+
+TEST(CellsPackedTest, APackedRunFoldsToTheCellsItsColumnFoldsTo) {
+  std::mt19937_64 rng(7);
+  for (int trial = 0; trial < 400; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const bool is_uint = trial % 2 == 1;
+    const uint8_t width = std::array<uint8_t, 3>{1, 2, 4}[rng() % 3];
+    const size_t n = 1 + rng() % 300;
+    const uint64_t span = width == 4 ? 0xFFFFFFFFull : (1ull << (8 * width)) - 1;
+    // Bases near zero, far negative, and near the top (sums wrap; means no
+    // longer sum exactly in a double, so the fold goes point by point).
+    const uint64_t bases[] = {0, static_cast<uint64_t>(-1000), uint64_t{1} << 62,
+                              static_cast<uint64_t>(INT64_MIN) + 5, UINT64_MAX - span};
+    uint64_t base = bases[rng() % 5];
+    if (is_uint && base == static_cast<uint64_t>(-1000)) base = 1000;  // no wrap past the top
+    Column col;
+    col.type = is_uint ? FieldType::kUint : FieldType::kInt;
+    const int64_t first = kT0 + static_cast<int64_t>(rng() % 600) * kSecond;
+    const int64_t step = (1 + static_cast<int64_t>(rng() % 90)) * kSecond;
+    const uint64_t few = 1 + rng() % 5;  // few distinct values: ties
+    for (size_t i = 0; i < n; ++i) {
+      col.ts.push_back(first + static_cast<int64_t>(i) * step);
+      const uint64_t v = base + (trial % 3 == 0 ? rng() % few * (span / few) : rng() % (span + 1));
+      if (is_uint) {
+        col.uints.push_back(v);
+      } else {
+        col.ints.push_back(static_cast<int64_t>(v));
+      }
+    }
+    storage::PackedRun run;
+    run.type = col.type;
+    run.first = static_cast<uint64_t>(first);
+    run.step = static_cast<uint64_t>(step);
+    run.width = width;
+    run.size = n;
+    const std::vector<uint8_t> offsets = is_uint ? PackOffsets(col.uints, width, &run.base)
+                                                 : PackOffsets(col.ints, width, &run.base);
+    run.offsets = offsets.data();
+
+    query::BucketGrid grid;
+    grid.width = (1 + static_cast<int64_t>(rng() % 20)) * kMinute;
+    grid.first = first - static_cast<int64_t>(rng() % 3) * grid.width;
+    grid.count = trial % 5 == 0 ? 1 : 1 + rng() % 200;
+    std::vector<query::AggSpec> specs;
+    for (query::AggKind kind : {query::AggKind::kCount, query::AggKind::kSum, query::AggKind::kMean,
+                                query::AggKind::kMin, query::AggKind::kMax, query::AggKind::kSpread,
+                                query::AggKind::kFirst, query::AggKind::kLast}) {
+      query::AggSpec spec;
+      spec.kind = kind;
+      spec.type = col.type;
+      spec.need_time = trial % 4 == 0;
+      specs.push_back(spec);
+    }
+    // Two calls over parts of the run, as windows cut by a range give.
+    const size_t cut = rng() % (n + 1);
+    query::Cells from_column, from_run;
+    for (size_t slot = 0; slot < specs.size(); ++slot) {
+      from_column.AddRange(specs, grid, slot, col, 0, cut);
+      from_column.AddRange(specs, grid, slot, col, cut, n);
+      from_run.AddPacked(specs, grid, slot, run, 0, cut);
+      from_run.AddPacked(specs, grid, slot, run, cut, n);
+    }
+    for (size_t i = 0; i < grid.count; ++i) {
+      for (size_t slot = 0; slot < specs.size(); ++slot) {
+        int64_t ta = 0, tb = 0;
+        EXPECT_EQ(from_run.Result(specs[slot], specs.size(), slot, i, &ta),
+                  from_column.Result(specs[slot], specs.size(), slot, i, &tb))
+            << "bucket " << i << " slot " << slot;
+        EXPECT_EQ(ta, tb) << "bucket " << i << " slot " << slot;
       }
     }
   }

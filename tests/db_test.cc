@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -337,16 +339,33 @@ TEST_F(DbTest, ScanSeriesHandsOverWhatReadSeriesReads) {
   const Series series{"gpu", {{"gpu", "0"}, {"node", "n1"}}};
   const std::vector<std::string> fields = {"util", "no_such_field"};
   // (field, ts, value) in the order handed over; runs must not be empty.
-  const auto scan = [&](int64_t start, int64_t end) {
+  // With `packed`, cached windows of steady integers come packed, and
+  // `packed_runs` counts them.
+  size_t packed_runs = 0;
+  const auto scan = [&](int64_t start, int64_t end, bool packed = false) {
     std::vector<std::tuple<size_t, int64_t, int64_t>> got;
     size_t runs = 0;
-    EXPECT_TRUE(db_->ScanSeries(series, fields, start, end,
-                                [&](size_t f, const Column& c, size_t begin, size_t stop) {
-                                  EXPECT_LT(begin, stop);
-                                  ++runs;
-                                  for (size_t i = begin; i < stop; ++i)
-                                    got.emplace_back(f, c.ts[i], c.ints[i]);
-                                })
+    const Db::PackedRunVisitor take_packed = [&](size_t f, const storage::PackedRun& run,
+                                                 size_t begin, size_t stop) {
+      EXPECT_LT(begin, stop);
+      EXPECT_LE(stop, run.size);
+      ++runs;
+      ++packed_runs;
+      for (size_t i = begin; i < stop; ++i) {
+        uint32_t offset = 0;  // little-endian host: the low bytes
+        std::memcpy(&offset, run.offsets + i * run.width, run.width);
+        got.emplace_back(f, run.TimeAt(i), static_cast<int64_t>(run.base + offset));
+      }
+    };
+    EXPECT_TRUE(db_->ScanSeries(
+                       series, fields, start, end,
+                       [&](size_t f, const Column& c, size_t begin, size_t stop) {
+                         EXPECT_LT(begin, stop);
+                         ++runs;
+                         for (size_t i = begin; i < stop; ++i)
+                           got.emplace_back(f, c.ts[i], c.ints[i]);
+                       },
+                       packed ? &take_packed : nullptr)
                     .ok());
     return std::make_pair(got, runs);
   };
@@ -367,6 +386,13 @@ TEST_F(DbTest, ScanSeriesHandsOverWhatReadSeriesReads) {
     EXPECT_EQ(runs, 5u);  // one a stored window
     EXPECT_EQ(scan(59 * kMinute, 121 * kMinute).first, read(59 * kMinute, 121 * kMinute));
   }
+  // Cached windows of minutely integers are packed: handed over so, the
+  // same points, and ranges that cut windows cut the packed runs too.
+  EXPECT_EQ(scan(INT64_MIN, INT64_MAX, true).first, read(INT64_MIN, INT64_MAX));
+  EXPECT_EQ(packed_runs, 5u);
+  EXPECT_EQ(scan(59 * kMinute, 121 * kMinute, true).first, read(59 * kMinute, 121 * kMinute));
+  EXPECT_EQ(scan(59 * kMinute + 1, 61 * kMinute - 1, true).first,
+            read(59 * kMinute + 1, 61 * kMinute - 1));
   // Unflushed: a newer value for minute 100, and minutes 300-309.
   batch.clear();
   batch.push_back(GpuPoint("n1", 0, 100 * kMinute, int64_t{-1}));
@@ -378,8 +404,11 @@ TEST_F(DbTest, ScanSeriesHandsOverWhatReadSeriesReads) {
   EXPECT_EQ(std::get<2>(all[100]), -1);
   EXPECT_EQ(scan(90 * kMinute, 305 * kMinute).first, read(90 * kMinute, 305 * kMinute));
   EXPECT_EQ(scan(0, 60 * kMinute).first, read(0, 60 * kMinute));
-  EXPECT_TRUE(db_->ScanSeries(Series{"gpu", {{"node", "zz"}}}, fields, 0, kMinute,
-                              [](size_t, const Column&, size_t, size_t) {})
+  EXPECT_EQ(scan(INT64_MIN, INT64_MAX, true).first, read(INT64_MIN, INT64_MAX));
+  EXPECT_EQ(scan(90 * kMinute, 305 * kMinute, true).first, read(90 * kMinute, 305 * kMinute));
+  EXPECT_TRUE(db_->ScanSeries(
+                     Series{"gpu", {{"node", "zz"}}}, fields, 0, kMinute,
+                     [](size_t, const Column&, size_t, size_t) {}, nullptr)
                   .IsNotFound());
 }
 

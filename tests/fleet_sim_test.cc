@@ -21,6 +21,7 @@
 #include "ingest/lp_format.h"
 #include "tests/support/run_gpulse.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/store_fault_env.h"
 #include "tests/support/test_server.h"
 #include "tests/support/time_units.h"
 
@@ -553,16 +554,21 @@ TEST(FleetSimTest, SimulateLoadsADirectoryWithItsTiersAndGroundTruth) {
 }
 
 // --url: line protocol POSTed to a server, the server's 503s (a small
-// head that cannot wait) retried until every point is in.
+// head that cannot wait) retried until every point is in. The first flush
+// stalls on its sync, so the next head fills while it runs: a refusal on
+// every run, not only when the machine happens to be slow.
 TEST(FleetSimTest, SimulateWritesToAServerAndRetriesItsBackPressure) {
   storage::ScratchDir dir;
   server::ServerConfig config;
   test::UseQuietTestDb(&config.db);
   config.db.head_memory_bytes = 4 << 20;  // small enough to refuse some writes
+  test::StoreFaultEnv slow_disk;
+  config.db.store_env = &slow_disk;
   server::ServerMetrics metrics;
   server::SourceRegistry sources;
   test::TestServer srv;
   ASSERT_TRUE(srv.Start(dir.path() + "/srv", config, &metrics, &sources).ok());
+  slow_disk.StallNextSync(std::chrono::milliseconds(2000));  // the first flush's
   const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
   const test::RunOutcome run =
       test::RunGpulse({"simulate", "--url", url, "--nodes", "4", "--days", "1", "--start",

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <memory>
+#include <thread>
 
 namespace gpulse::test {
 
@@ -22,6 +23,7 @@ class FaultFile : public leveldb::WritableFile {
   leveldb::Status Close() override { return file_->Close(); }
   leveldb::Status Flush() override { return file_->Flush(); }
   leveldb::Status Sync() override {
+    env_->MaybeStall();
     if (!env_->Allow()) return leveldb::Status::IOError(name_, "injected sync failure");
     leveldb::Status s = file_->Sync();
     if (s.ok()) env_->Synced(name_);
@@ -35,6 +37,11 @@ class FaultFile : public leveldb::WritableFile {
 };
 
 }  // namespace
+
+void StoreFaultEnv::MaybeStall() {
+  const int64_t ms = stall_ms_.exchange(0);
+  if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
 
 bool StoreFaultEnv::Allow() {
   ++operations_;

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -27,6 +28,9 @@ class StoreFaultEnv : public leveldb::EnvWrapper {
   void FailAfter(int64_t n) { budget_ = n; }
   // Appends and syncs seen so far (failed ones included).
   int64_t operations() const { return operations_; }
+  // The next sync first waits `d` (a slow disk at the worst moment): a
+  // flush then outlasts the writes that fill the next head.
+  void StallNextSync(std::chrono::milliseconds d) { stall_ms_ = d.count(); }
   // Truncates every file written through this env to its synced length.
   leveldb::Status DropUnsyncedData();
 
@@ -38,6 +42,7 @@ class StoreFaultEnv : public leveldb::EnvWrapper {
   // For the file wrapper: whether this operation may go ahead, and the
   // lengths it reached.
   bool Allow();
+  void MaybeStall();
   void Appended(const std::string& name, uint64_t bytes);
   void Synced(const std::string& name);
 
@@ -51,6 +56,7 @@ class StoreFaultEnv : public leveldb::EnvWrapper {
 
   std::atomic<int64_t> budget_{-1};
   std::atomic<int64_t> operations_{0};
+  std::atomic<int64_t> stall_ms_{0};
   std::mutex mu_;
   std::map<std::string, FileState> files_;  // GUARDED_BY(mu_)
 };
