@@ -222,7 +222,9 @@ class DbImpl final : public Db {
   // and releasing one locks LevelDB's mutex twice and allocates). Taking it
   // after the unflushed points were copied is safe: a flush finishing in
   // between leaves a point in both places, which the newest-wins merge
-  // tolerates; it cannot make a point vanish. One thread uses it.
+  // tolerates; it cannot make a point vanish. (A DELETE in between may
+  // leave the copied points from before it with stored ones from after.)
+  // One thread uses it.
   class LazySnapshot {
    public:
     explicit LazySnapshot(leveldb::DB* db) : db_(db) {}
