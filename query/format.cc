@@ -164,8 +164,14 @@ bool IsTimeColumn(const ResultSeries& s, size_t i) { return i == 0 && s.columns[
 
 void AppendRfc3339(int64_t ns, std::string* out) {
   using namespace std::chrono;
-  const int64_t secs = FloorDiv(ns, 1'000'000'000);
-  const int64_t frac = ns - secs * 1'000'000'000;
+  // Seconds and nanoseconds, floored (not ns - secs * 10^9: near INT64_MIN
+  // that product overflows).
+  int64_t secs = ns / 1'000'000'000;
+  int64_t frac = ns % 1'000'000'000;
+  if (frac < 0) {
+    frac += 1'000'000'000;
+    --secs;
+  }
   const int64_t day = FloorDiv(secs, 86'400);
   const int64_t sod = secs - day * 86'400;
   const year_month_day ymd{sys_days{days{day}}};

@@ -471,6 +471,20 @@ TEST(QueryCasesFormat, AGroupByTimeAnswerComesByColumnAndReadsTheSame) {
   EXPECT_GT(runner.answered_by_column(), 0u);
 }
 
+TEST(QueryCasesFormat, Rfc3339TrimsFractionsAndCountsBackBefore1970) {
+  EXPECT_EQ(query::Rfc3339(0), "1970-01-01T00:00:00Z");
+  EXPECT_EQ(query::Rfc3339(1'704'067'200'500'000'000), "2024-01-01T00:00:00.5Z");
+  EXPECT_EQ(query::Rfc3339(1'709'164'799'000'000'001), "2024-02-28T23:59:59.000000001Z");
+  EXPECT_EQ(query::Rfc3339(1'709'251'200'120'000'000), "2024-03-01T00:00:00.12Z");
+  EXPECT_EQ(query::Rfc3339(-1), "1969-12-31T23:59:59.999999999Z");
+  EXPECT_EQ(query::Rfc3339(-86'400'000'000'000), "1969-12-31T00:00:00Z");
+  EXPECT_EQ(query::Rfc3339(INT64_MIN), "1677-09-21T00:12:43.145224192Z");
+  EXPECT_EQ(query::Rfc3339(INT64_MAX), "2262-04-11T23:47:16.854775807Z");
+  std::string out = "t=";
+  query::AppendRfc3339(951'782'400'000'000'000, &out);  // a leap day of a year % 400
+  EXPECT_EQ(out, "t=2000-02-29T00:00:00Z");
+}
+
 TEST(QueryCasesDir, HasCases) { EXPECT_GE(CaseFiles().size(), 8u) << CasesDir().string(); }
 
 // The runner's own rules, on small texts.
