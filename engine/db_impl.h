@@ -45,6 +45,7 @@
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
 #include "storage/env.h"
+#include "storage/function_ref.h"
 #include "storage/wal.h"
 
 namespace gpulse::engine {
@@ -275,10 +276,10 @@ class DbImpl final : public Db {
   // place).
   // `emit_packed`, when given, takes the cached windows that are packed
   // integers at a steady interval (PackedWindow::Packed) instead of `emit`.
-  using WindowEmitter = std::function<void(const Column& window)>;
-  using PackedEmitter = std::function<void(const storage::PackedRun& window)>;
+  using WindowEmitter = storage::FunctionRef<void(const Column& window)>;
+  using PackedEmitter = storage::FunctionRef<void(const storage::PackedRun& window)>;
   Status EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id, FieldType type,
-                    int64_t start, int64_t end, uint64_t epoch, const WindowEmitter& emit,
+                    int64_t start, int64_t end, uint64_t epoch, WindowEmitter emit,
                     const PackedEmitter* emit_packed = nullptr);
   Status CheckOpen() const;
   // Holds off Close until the calling method returns; every public method

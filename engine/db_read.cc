@@ -2,6 +2,8 @@
 // the head, each newer source winning on equal timestamps.
 
 #include <algorithm>
+#include <array>
+#include <span>
 
 #include "engine/chunk_parts.h"
 #include "engine/column_ops.h"
@@ -164,14 +166,12 @@ Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fie
     }
     fresh = std::max(fresh, start_ns);
     if (fresh > start_ns) {
-      PackedEmitter emit_packed;
-      if (packed != nullptr) {
-        emit_packed = [&](const storage::PackedRun& window) {
-          const size_t b = window.IndexOf(start_ns);
-          const size_t e = std::max(b, window.IndexOf(fresh));
-          if (b < e) (*packed)(i, window, b, e);
-        };
-      }
+      auto packed_window = [&](const storage::PackedRun& window) {
+        const size_t b = window.IndexOf(start_ns);
+        const size_t e = std::max(b, window.IndexOf(fresh));
+        if (b < e) (*packed)(i, window, b, e);
+      };
+      const PackedEmitter emit_packed = packed_window;
       GPULSE_RETURN_IF_ERROR(EmitChunks(
           &snap.store, snap.series_id, field.id, field.type, start_ns, fresh, snap.epoch,
           [&](const Column& window) {
@@ -220,7 +220,7 @@ thread_local int ScratchColumn::depth_ = 0;
 
 Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           FieldType type, int64_t start, int64_t end, uint64_t epoch,
-                          const WindowEmitter& emit, const PackedEmitter* emit_packed) {
+                          WindowEmitter emit, const PackedEmitter* emit_packed) {
   // A cached window, packed when it can go so, else as a column.
   storage::PackedRun run;
   auto emit_cached = [&](const PackedWindow& window, Column* scratch) {
@@ -235,25 +235,29 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
   // column: the window has no chunk), so when all are cached the store's
   // iterator (a seek loads the data block that holds the chunks) is not
   // needed. Entries from before a flush are refused (WindowCache::Insert).
-  std::vector<int64_t> windows;
+  // In arrays on the stack: this runs for every series a query reads.
+  std::array<int64_t, kCacheFirstWindows> window_starts;
+  size_t nwindows = 0;
   for (int64_t w = storage::WindowStart(start, window_ns_); w < end;
        w = storage::NextWindowStart(w, window_ns_)) {
-    if (windows.size() == kCacheFirstWindows) {
-      windows.clear();
+    if (nwindows == kCacheFirstWindows) {
+      nwindows = 0;
       break;
     }
-    windows.push_back(w);
+    window_starts[nwindows++] = w;
   }
+  const std::span<const int64_t> windows(window_starts.data(), nwindows);
   if (!windows.empty()) {
-    std::vector<std::shared_ptr<const PackedWindow>> hits;
+    std::array<std::shared_ptr<const PackedWindow>, kCacheFirstWindows> hits;
+    size_t nhits = 0;
     for (int64_t w : windows) {
       auto cached = window_cache_.Lookup(WindowKey{series_id, field_id, w});
       if (!cached) break;
-      hits.push_back(std::move(cached));
+      hits[nhits++] = std::move(cached);
     }
-    if (hits.size() == windows.size()) {
+    if (nhits == windows.size()) {
       ScratchColumn scratch;
-      for (const auto& c : hits) emit_cached(*c, scratch.get());
+      for (size_t h = 0; h < nhits; ++h) emit_cached(*hits[h], scratch.get());
       return Status::Ok();
     }
   }

@@ -1785,32 +1785,43 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
         if (truth && !plan->field_dims) {
           // Fast path: every point of the series counts; fold its runs in
           // place (no copy of a window per series).
-          uint64_t points = 0;
-          GroupAcc* g = nullptr;
+          // The visitors capture one pointer, which std::function keeps
+          // inline: no allocation per series.
+          struct Target {
+            const Plan* plan;
+            GroupMap* groups;
+            const InSeries* in;
+            GroupAcc* g = nullptr;
+            uint64_t points = 0;
+            GroupAcc* Group() {
+              if (g == nullptr) g = &(*groups)[TagKeyOf(*plan, *in)];
+              return g;
+            }
+          } target{plan, &groups, &in};
           // Cells fold the read cache's packed windows as they are.
-          const Db::PackedRunVisitor packed = [&](size_t f, const storage::PackedRun& run,
-                                                  size_t begin, size_t end) {
-            points += end - begin;
-            if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
-            for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-              if (plan->slots[slot].field == static_cast<int>(f))
-                g->cells.AddPacked(plan->specs, plan->grid, slot, run, begin, end);
+          const Db::PackedRunVisitor packed = [t = &target](size_t f, const storage::PackedRun& run,
+                                                            size_t begin, size_t end) {
+            t->points += end - begin;
+            GroupAcc* g = t->Group();
+            for (size_t slot = 0; slot < t->plan->slots.size(); ++slot) {
+              if (t->plan->slots[slot].field == static_cast<int>(f))
+                g->cells.AddPacked(t->plan->specs, t->plan->grid, slot, run, begin, end);
             }
           };
-          GPULSE_RETURN_IF_ERROR(input->Scan(
-              in, fields, plan->lo, plan->hi,
-              [&](size_t f, const Column& col, size_t begin, size_t end) {
-                points += end - begin;
-                if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
-                for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-                  if (plan->slots[slot].field == static_cast<int>(f))
-                    FoldSlotRange(*plan, g, slot, col, begin, end);
-                }
-              },
-              plan->use_cells ? &packed : nullptr));
-          if (points > 0) {
+          const Db::PointRunVisitor runs = [t = &target](size_t f, const Column& col, size_t begin,
+                                                         size_t end) {
+            t->points += end - begin;
+            GroupAcc* g = t->Group();
+            for (size_t slot = 0; slot < t->plan->slots.size(); ++slot) {
+              if (t->plan->slots[slot].field == static_cast<int>(f))
+                FoldSlotRange(*t->plan, g, slot, col, begin, end);
+            }
+          };
+          GPULSE_RETURN_IF_ERROR(input->Scan(in, fields, plan->lo, plan->hi, runs,
+                                             plan->use_cells ? &packed : nullptr));
+          if (target.points > 0) {
             ctx->series_read.fetch_add(1);
-            ctx->CountPoints(points);
+            ctx->CountPoints(target.points);
           }
           return Status::Ok();
         }
