@@ -93,10 +93,9 @@ inline size_t FirstAtOrAfter(const SteadyTimes& t, size_t begin, size_t end, int
 }
 
 // Whether runs of up to n points of the offsets sum exactly in a double,
-// point by point:
-// every partial sum is an integer below 2^53, so adding the points as
-// doubles one by one gives the integer sum itself. (The bound is 2^52, out
-// of reach of this test's own rounding.)
+// point by point: every partial sum is an integer below 2^53, so adding the
+// points as doubles one by one gives the integer sum itself. (The bound is
+// 2^52, out of reach of this test's own rounding.)
 template <typename T, typename U>
 bool SumsExactly(const Offsets<T, U>& v, size_t n) {
   constexpr double kExact = 4503599627370496.0;  // 2^52
