@@ -333,7 +333,17 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
 
 void DbImpl::ApplyLocked(const ResolvedBatch& batch) {
   std::unique_lock<std::shared_mutex> l(mu_);
-  for (const ResolvedBatch::Point& p : batch.points) {
+  // Entries kAhead points ahead, vector ends kAhead / 2: each load has
+  // that many points' appends of time to arrive.
+  constexpr size_t kAhead = 2;
+  const std::vector<ResolvedBatch::Point>& points = batch.points;
+  for (size_t i = 0; i < points.size() && i < kAhead; ++i) {
+    head_->PrefetchEntries(points[i].series_id);
+  }
+  for (size_t i = 0; i < points.size(); ++i) {
+    const ResolvedBatch::Point& p = points[i];
+    if (i + kAhead < points.size()) head_->PrefetchEntries(points[i + kAhead].series_id);
+    if (i + kAhead / 2 < points.size()) head_->PrefetchEnds(points[i + kAhead / 2].series_id);
     SeriesEntry& series = index_.mutable_series(p.series_id);
     if (p.ts > series.max_ts) series.max_ts = p.ts;
     for (uint32_t k = 0; k < p.value_count; ++k) {

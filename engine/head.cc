@@ -113,6 +113,36 @@ void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t
   if (ts > max_ts_) max_ts_ = ts;
 }
 
+void Head::PrefetchEntries(uint32_t series_id) const {
+  if (series_id >= series_.size()) return;
+  const std::vector<Entry>& columns = series_[series_id];
+  const char* first = reinterpret_cast<const char*>(columns.data());
+  const char* last = reinterpret_cast<const char*>(columns.data() + columns.size());
+  for (const char* line = first; line < last; line += 64) __builtin_prefetch(line, 1);
+}
+
+void Head::PrefetchEnds(uint32_t series_id) const {
+  if (series_id >= series_.size()) return;
+  for (const Entry& entry : series_[series_id]) {
+    const Column& column = entry.column;
+    if (column.ts.empty()) continue;
+    __builtin_prefetch(&column.ts.back(), 1);
+    switch (column.type) {
+      case FieldType::kFloat:
+        __builtin_prefetch(column.floats.data() + column.floats.size(), 1);
+        break;
+      case FieldType::kInt:
+        __builtin_prefetch(column.ints.data() + column.ints.size(), 1);
+        break;
+      case FieldType::kUint:
+        __builtin_prefetch(column.uints.data() + column.uints.size(), 1);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
 void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64_t end,
                      Column* out) const {
   const Entry* found = Find(series_id, field_id);

@@ -33,6 +33,16 @@ class Head {
   void Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
               const FieldValueRef& value, size_t position_hint = 0);
 
+  // Ask the CPU to start loading what appends to `series_id` will touch, a
+  // few points before they come: the series' column entries, and (once
+  // those are in) the ends of their vectors. A fleet batch writes every
+  // series once per minute, so between two appends to a column thousands of
+  // others are written and its ends have left the cache; each append then
+  // waited on two misses (perf: 65% of Append's time on one load). Neither
+  // call changes anything.
+  void PrefetchEntries(uint32_t series_id) const;
+  void PrefetchEnds(uint32_t series_id) const;
+
   // Appends the points of (series, field) in [start, end), sorted and
   // de-duplicated, to `out` (which has the field's type).
   void CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64_t end,
