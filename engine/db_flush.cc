@@ -83,9 +83,12 @@ Status DbImpl::WriteChunks(const Head& sealed) {
   // so the iterator's snapshot (taken now) sees everything it needs.
   std::unique_ptr<leveldb::Iterator> existing(store_->NewIterator(leveldb::ReadOptions()));
   std::vector<WindowKey> touched;
+  Column column;  // each entry's points in turn, its vectors reused
   sealed.ForEach([&](const Head::Entry& entry) {
     if (!status.ok()) return;
-    const Column& column = entry.column;
+    column.Clear();
+    column.type = entry.type;
+    sealed.AppendColumn(entry, &column);
     size_t i = 0;
     while (i < column.ts.size() && status.ok()) {
       const int64_t window = storage::WindowStart(column.ts[i], window_ns_);

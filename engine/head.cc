@@ -1,58 +1,115 @@
 #include "engine/head.h"
 
 #include <algorithm>
+#include <bit>
+#include <new>
 
 #include "engine/column_ops.h"
 
 namespace gpulse::engine {
 
+// A run of a column's points, its slots right after this header.
+struct Head::Block {
+  struct Slot {
+    int64_t ts;
+    uint64_t word;
+  };
+  Block* next = nullptr;
+  uint32_t size = 0;
+  uint32_t capacity = 0;
+
+  Slot* slots() { return reinterpret_cast<Slot*>(this + 1); }
+  const Slot* slots() const { return reinterpret_cast<const Slot*>(this + 1); }
+  int64_t last_ts() const { return slots()[size - 1].ts; }
+};
+
 namespace {
 
-// Fixed cost of a column in the head: the entry and its vectors' headers.
-constexpr uint64_t kEntryOverhead = sizeof(Head::Entry) + 64;
+using Slot = Head::Block::Slot;
+static_assert(sizeof(Head::Block) == 16 && sizeof(Slot) == 16);
 
-// Bytes of one slot of a column of `type`: a timestamp and a value.
-uint64_t SlotBytes(FieldType type) {
+// Blocks double from kFirstSlots to kMostSlots: a column of one point takes
+// 80 bytes, and a full one leaves at most 63 slots (1 KiB) unused.
+constexpr uint32_t kFirstSlots = 4;
+constexpr uint32_t kMostSlots = 64;
+// Slabs double from 4 KiB to 256 KiB, so a small head stays small and a
+// full one takes few allocations.
+constexpr size_t kFirstSlabBytes = 4 << 10;
+constexpr size_t kMostSlabBytes = 256 << 10;
+
+// Fixed cost of a column in the head: its entry and the series' share of
+// the entry vector.
+constexpr uint64_t kEntryOverhead = sizeof(Head::Entry) + 16;
+
+// Appends `n` typed values read from slots.
+template <typename Read>
+void AppendTyped(const Slot* slots, uint32_t n, FieldType type, Read&& string_at, Column* out) {
+  for (uint32_t i = 0; i < n; ++i) out->ts.push_back(slots[i].ts);
   switch (type) {
-    case FieldType::kBool:
-      return sizeof(int64_t) + sizeof(uint8_t);
-    case FieldType::kString:
-      return sizeof(int64_t) + sizeof(std::string);
-    default:
-      return 2 * sizeof(int64_t);
-  }
-}
-
-// Grows a full column by a quarter (at least 16 slots) instead of the
-// vector's doubling, which would leave up to half of a large head unused;
-// returns the bytes added. The head is charged for capacity, not size, so
-// its memory bound holds for the memory really taken.
-uint64_t GrowIfFull(Column* column) {
-  const size_t size = column->ts.size();
-  if (size < column->ts.capacity()) return 0;
-  const size_t capacity = size + std::max<size_t>(16, size / 4);
-  column->ts.reserve(capacity);
-  switch (column->type) {
     case FieldType::kFloat:
-      column->floats.reserve(capacity);
+      for (uint32_t i = 0; i < n; ++i) out->floats.push_back(std::bit_cast<double>(slots[i].word));
       break;
     case FieldType::kInt:
-      column->ints.reserve(capacity);
+      for (uint32_t i = 0; i < n; ++i) out->ints.push_back(static_cast<int64_t>(slots[i].word));
       break;
     case FieldType::kUint:
-      column->uints.reserve(capacity);
+      for (uint32_t i = 0; i < n; ++i) out->uints.push_back(slots[i].word);
       break;
     case FieldType::kBool:
-      column->bools.reserve(capacity);
+      for (uint32_t i = 0; i < n; ++i) out->bools.push_back(slots[i].word != 0);
       break;
     case FieldType::kString:
-      column->strings.reserve(capacity);
+      for (uint32_t i = 0; i < n; ++i) out->strings.push_back(string_at(slots[i].word));
       break;
   }
-  return (capacity - size) * SlotBytes(column->type);
 }
 
 }  // namespace
+
+uint64_t Head::Word(const FieldValueRef& value) {
+  switch (value.index()) {
+    case 0:
+      return std::bit_cast<uint64_t>(*std::get_if<double>(&value));
+    case 1:
+      return static_cast<uint64_t>(*std::get_if<int64_t>(&value));
+    case 2:
+      return *std::get_if<uint64_t>(&value);
+    case 3:
+      return *std::get_if<bool>(&value) ? 1 : 0;
+    default: {
+      const std::string_view text = *std::get_if<std::string_view>(&value);
+      strings_.emplace_back(text);
+      // A string longer than the inline buffer also takes its bytes on the heap.
+      bytes_ += sizeof(std::string) + (text.size() > 15 ? text.size() + 1 : 0);
+      return strings_.size() - 1;
+    }
+  }
+}
+
+Head::Block* Head::Grow(Entry* entry) {
+  const uint32_t slots =
+      entry->last == nullptr ? kFirstSlots : std::min(kMostSlots, 2 * entry->last->capacity);
+  const size_t need = sizeof(Block) + slots * sizeof(Slot);
+  if (slab_left_ < need) {
+    slab_size_ = slab_size_ == 0 ? kFirstSlabBytes : std::min(kMostSlabBytes, 2 * slab_size_);
+    // Not value-initialised: a slot is written before it is read.
+    slabs_.push_back(std::make_unique_for_overwrite<std::byte[]>(slab_size_));
+    slab_free_ = slabs_.back().get();
+    slab_left_ = slab_size_;
+    bytes_ += slab_size_;
+  }
+  Block* block = new (slab_free_) Block;
+  block->capacity = slots;
+  slab_free_ += need;
+  slab_left_ -= need;
+  if (entry->last == nullptr) {
+    entry->first = block;
+  } else {
+    entry->last->next = block;
+  }
+  entry->last = block;
+  return block;
+}
 
 void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
                   const FieldValueRef& value, size_t position_hint) {
@@ -73,41 +130,21 @@ void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t
     found = &columns.emplace_back();
     found->series_id = series_id;
     found->field_id = field_id;
-    found->column.type = type;
+    found->type = type;
     bytes_ += kEntryOverhead;
   }
   Entry& entry = *found;
-  std::vector<int64_t>& times = entry.column.ts;
-  if (!times.empty() && times.back() == ts) {
-    ReplaceLastValue(&entry.column, value);
+  if (entry.size > 0 && ts == entry.last_ts) {
+    // The same time written again: the new value replaces the last.
+    entry.last->slots()[entry.last->size - 1].word = Word(value);
     return;
   }
-  if (!times.empty() && ts < times.back()) entry.sorted = false;
-  bytes_ += GrowIfFull(&entry.column);
-  // The hot path of every write: push the value into the vector of its type
-  // directly (the catalog guarantees the type), without AppendValue's visit.
-  Column& column = entry.column;
-  switch (column.type) {
-    case FieldType::kFloat:
-      column.floats.push_back(*std::get_if<double>(&value));
-      column.ts.push_back(ts);
-      break;
-    case FieldType::kInt:
-      column.ints.push_back(*std::get_if<int64_t>(&value));
-      column.ts.push_back(ts);
-      break;
-    case FieldType::kUint:
-      column.uints.push_back(*std::get_if<uint64_t>(&value));
-      column.ts.push_back(ts);
-      break;
-    default:
-      AppendValue(&column, ts, value);
-      break;
-  }
-  // A string longer than the inline buffer also takes its bytes on the heap.
-  if (const auto* text = std::get_if<std::string_view>(&value); text && text->size() > 15) {
-    bytes_ += text->size() + 1;
-  }
+  if (entry.size > 0 && ts < entry.last_ts) entry.sorted = false;
+  Block* block = entry.last;
+  if (block == nullptr || block->size == block->capacity) block = Grow(&entry);
+  block->slots()[block->size++] = Slot{ts, Word(value)};
+  ++entry.size;
+  entry.last_ts = ts;
   ++values_;
   if (ts < min_ts_) min_ts_ = ts;
   if (ts > max_ts_) max_ts_ = ts;
@@ -124,37 +161,43 @@ void Head::PrefetchEntries(uint32_t series_id) const {
 void Head::PrefetchEnds(uint32_t series_id) const {
   if (series_id >= series_.size()) return;
   for (const Entry& entry : series_[series_id]) {
-    const Column& column = entry.column;
-    if (column.ts.empty()) continue;
-    __builtin_prefetch(&column.ts.back(), 1);
-    switch (column.type) {
-      case FieldType::kFloat:
-        __builtin_prefetch(column.floats.data() + column.floats.size(), 1);
-        break;
-      case FieldType::kInt:
-        __builtin_prefetch(column.ints.data() + column.ints.size(), 1);
-        break;
-      case FieldType::kUint:
-        __builtin_prefetch(column.uints.data() + column.uints.size(), 1);
-        break;
-      default:
-        break;
-    }
+    if (entry.last != nullptr) __builtin_prefetch(entry.last->slots() + entry.last->size, 1);
   }
+}
+
+void Head::AppendSlots(const Block& block, uint32_t from, uint32_t to, Column* out) const {
+  if (from >= to) return;
+  AppendTyped(
+      block.slots() + from, to - from, out->type,
+      [this](uint64_t word) -> const std::string& { return strings_[word]; }, out);
+}
+
+void Head::AppendColumn(const Entry& entry, Column* out) const {
+  for (const Block* b = entry.first; b != nullptr; b = b->next) AppendSlots(*b, 0, b->size, out);
 }
 
 void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64_t end,
                      Column* out) const {
   const Entry* found = Find(series_id, field_id);
-  if (found == nullptr) return;
+  if (found == nullptr || found->size == 0) return;
   const Entry& entry = *found;
-  if (entry.sorted) {
-    AppendRange(entry.column, start, end, out);
+  if (!entry.sorted) {
+    Column copy;
+    copy.type = entry.type;
+    AppendColumn(entry, &copy);
+    SortAndDedup(&copy);
+    AppendRange(copy, start, end, out);
     return;
   }
-  Column copy = entry.column;
-  SortAndDedup(&copy);
-  AppendRange(copy, start, end, out);
+  const auto before = [](const Slot& s, int64_t t) { return s.ts < t; };
+  for (const Block* b = entry.first; b != nullptr; b = b->next) {
+    if (b->size == 0 || b->last_ts() < start) continue;
+    const Slot* slots = b->slots();
+    const Slot* from = std::lower_bound(slots, slots + b->size, start, before);
+    const Slot* to = std::lower_bound(from, slots + b->size, end, before);
+    AppendSlots(*b, static_cast<uint32_t>(from - slots), static_cast<uint32_t>(to - slots), out);
+    if (to != slots + b->size) return;  // the rest lies at or after `end`
+  }
 }
 
 const Head::Entry* Head::Find(uint32_t series_id, uint32_t field_id) const {
@@ -167,16 +210,72 @@ const Head::Entry* Head::Find(uint32_t series_id, uint32_t field_id) const {
 
 void Head::Erase(uint32_t series_id, int64_t first, int64_t last) {
   if (series_id >= series_.size()) return;
-  for (Entry& e : series_[series_id]) values_ -= EraseRange(&e.column, first, last);
+  for (Entry& e : series_[series_id]) {
+    if (e.size == 0) continue;
+    // Kept slots move forward along the chain, keeping their order.
+    Block* out = e.first;
+    uint32_t kept_in_out = 0;
+    uint32_t kept = 0;
+    for (Block* b = e.first; b != nullptr; b = b->next) {
+      for (uint32_t i = 0; i < b->size; ++i) {
+        const Slot slot = b->slots()[i];
+        if (slot.ts >= first && slot.ts <= last) continue;
+        if (kept_in_out == out->capacity) {
+          out->size = kept_in_out;
+          out = out->next;
+          kept_in_out = 0;
+        }
+        out->slots()[kept_in_out++] = slot;
+        ++kept;
+      }
+    }
+    out->size = kept_in_out;
+    // The blocks past `out` are empty now: they leave the chain, their slab
+    // room with them, until the head goes.
+    out->next = nullptr;
+    e.last = out;
+    values_ -= e.size - kept;
+    e.size = kept;
+    if (kept == 0) {
+      e.sorted = true;
+    } else {
+      e.last_ts = out->last_ts();
+    }
+  }
 }
 
 void Head::Seal() {
+  std::vector<Slot> slots;
   for (std::vector<Entry>& columns : series_) {
     for (Entry& entry : columns) {
-      if (!entry.sorted) {
-        SortAndDedup(&entry.column);
-        entry.sorted = true;
+      if (entry.sorted) continue;
+      slots.clear();
+      for (const Block* b = entry.first; b != nullptr; b = b->next) {
+        slots.insert(slots.end(), b->slots(), b->slots() + b->size);
       }
+      std::stable_sort(slots.begin(), slots.end(),
+                       [](const Slot& a, const Slot& b) { return a.ts < b.ts; });
+      // Of each run of equal timestamps the last (the latest write) stays;
+      // the survivors fit in the chain they came from, from its first block.
+      Block* out = entry.first;
+      uint32_t in_out = 0, kept = 0;
+      for (size_t i = 0; i < slots.size(); ++i) {
+        if (i + 1 < slots.size() && slots[i + 1].ts == slots[i].ts) continue;
+        if (in_out == out->capacity) {
+          out->size = in_out;
+          out = out->next;
+          in_out = 0;
+        }
+        out->slots()[in_out++] = slots[i];
+        ++kept;
+      }
+      out->size = in_out;
+      out->next = nullptr;
+      entry.last = out;
+      values_ -= entry.size - kept;
+      entry.size = kept;
+      entry.last_ts = out->last_ts();
+      entry.sorted = true;
     }
   }
 }

@@ -1,0 +1,239 @@
+// The head's block chains against a plain column that does the same
+// operations the simple way (append, replace, sort and de-duplicate, erase).
+#include "engine/head.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "engine/column_ops.h"
+
+namespace gpulse::engine {
+namespace {
+
+// What a column of the head must hold: its points in arrival order, the
+// last replaced in place when its timestamp comes again.
+struct Model {
+  Column points;
+  bool sorted = true;
+
+  void Append(int64_t ts, const FieldValueRef& value) {
+    if (!points.ts.empty() && points.ts.back() == ts) {
+      ReplaceLastValue(&points, value);
+      return;
+    }
+    if (!points.ts.empty() && ts < points.ts.back()) sorted = false;
+    AppendValue(&points, ts, value);
+  }
+  Column Range(int64_t start, int64_t end) const {
+    Column copy = points;
+    SortAndDedup(&copy);
+    Column out;
+    out.type = points.type;
+    AppendRange(copy, start, end, &out);
+    return out;
+  }
+};
+
+void ExpectSame(const Column& want, const Column& got, const std::string& where) {
+  ASSERT_EQ(want.type, got.type) << where;
+  EXPECT_EQ(want.ts, got.ts) << where;
+  EXPECT_EQ(want.floats, got.floats) << where;
+  EXPECT_EQ(want.ints, got.ints) << where;
+  EXPECT_EQ(want.uints, got.uints) << where;
+  EXPECT_EQ(want.bools, got.bools) << where;
+  EXPECT_EQ(want.strings, got.strings) << where;
+}
+
+// A value of `type` drawn from `rng`; strings sometimes past the inline
+// buffer of std::string.
+FieldValueRef RandomValue(FieldType type, std::mt19937_64& rng, std::vector<std::string>* texts) {
+  switch (type) {
+    case FieldType::kFloat:
+      return static_cast<double>(rng() % 1000) / 8.0 - 40.0;
+    case FieldType::kInt:
+      return static_cast<int64_t>(rng()) >> (rng() % 64);
+    case FieldType::kUint:
+      return static_cast<uint64_t>(rng());
+    case FieldType::kBool:
+      return rng() % 2 == 0;
+    case FieldType::kString:
+      texts->push_back(std::string(rng() % 40, static_cast<char>('a' + rng() % 26)));
+      return std::string_view(texts->back());
+  }
+  return 0.0;
+}
+
+TEST(HeadTest, RandomAppendsReplacesAndErasesReadAsThePlainColumnDoes) {
+  constexpr FieldType kTypes[] = {FieldType::kFloat, FieldType::kInt, FieldType::kUint,
+                                  FieldType::kBool, FieldType::kString};
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    std::mt19937_64 rng(seed);
+    Head head;
+    // Three series of the five types' fields, written in a fleet's order.
+    std::vector<Model> models(15);
+    for (size_t i = 0; i < models.size(); ++i) models[i].points.type = kTypes[i % 5];
+    std::vector<std::string> texts;
+    texts.reserve(100000);  // the views handed to Append stay valid
+    int64_t clock = 1'000;
+    const int steps = 200 + static_cast<int>(rng() % 800);
+    for (int step = 0; step < steps; ++step) {
+      const uint32_t series = static_cast<uint32_t>(rng() % 3);
+      const uint64_t dice = rng() % 100;
+      if (dice < 3) {
+        const int64_t first = static_cast<int64_t>(rng() % static_cast<uint64_t>(clock + 1));
+        const int64_t last = first + static_cast<int64_t>(rng() % 200);
+        head.Erase(series, first, last);
+        for (size_t f = 0; f < 5; ++f) {
+          Model& m = models[series * 5 + f];
+          EraseRange(&m.points, first, last);
+          if (m.points.ts.empty()) m.sorted = true;
+        }
+        continue;
+      }
+      // Mostly the next minute; sometimes the same time again or a late one.
+      int64_t ts = clock;
+      if (dice < 85) {
+        ts = clock += 60;
+      } else if (dice < 95) {
+        ts = clock - 60 * static_cast<int64_t>(rng() % 20);
+      }
+      for (uint32_t f = 0; f < 5; ++f) {
+        if (rng() % 10 == 0) continue;  // a point without this field
+        Model& m = models[series * 5 + f];
+        const FieldValueRef value = RandomValue(m.points.type, rng, &texts);
+        head.Append(series, f, m.points.type, ts, value, f);
+        m.Append(ts, value);
+      }
+    }
+    const auto check = [&](const std::string& when) {
+      uint64_t values = 0;
+      for (uint32_t series = 0; series < 3; ++series) {
+        for (uint32_t f = 0; f < 5; ++f) {
+          const Model& m = models[series * 5 + f];
+          values += m.points.ts.size();
+          for (int probe = 0; probe < 6; ++probe) {
+            int64_t start = static_cast<int64_t>(rng() % static_cast<uint64_t>(clock + 120));
+            int64_t end = start + static_cast<int64_t>(rng() % 3000);
+            if (probe == 0) start = INT64_MIN, end = INT64_MAX;
+            Column got;
+            got.type = m.points.type;
+            head.CopyRange(series, f, start, end, &got);
+            ExpectSame(m.Range(start, end), got,
+                       when + " seed " + std::to_string(seed) + " series " +
+                           std::to_string(series) + " field " + std::to_string(f) + " [" +
+                           std::to_string(start) + ", " + std::to_string(end) + ")");
+          }
+        }
+      }
+      return values;
+    };
+    EXPECT_EQ(head.values(), check("live"));
+    head.Seal();
+    check("sealed");
+    // Sealed, every column reads whole, sorted and de-duplicated.
+    uint64_t sealed_values = 0;
+    head.ForEach([&](const Head::Entry& entry) {
+      const Model& m = models[entry.series_id * 5 + entry.field_id];
+      Column got;
+      got.type = entry.type;
+      head.AppendColumn(entry, &got);
+      ExpectSame(m.Range(INT64_MIN, INT64_MAX), got, "sealed column, seed " + std::to_string(seed));
+      sealed_values += got.ts.size();
+    });
+    EXPECT_EQ(head.values(), sealed_values) << "seed " << seed;
+  }
+}
+
+TEST(HeadTest, ARangeCutsAnywhereInTheChainOfBlocks) {
+  Head head;
+  for (int64_t t = 0; t < 1000; ++t) head.Append(7, 3, FieldType::kInt, t * 10, t);
+  for (int64_t start = -5; start < 10'010; start += 37) {
+    for (int64_t end : {start, start + 1, start + 10, start + 640, start + 5000}) {
+      Column got;
+      got.type = FieldType::kInt;
+      head.CopyRange(7, 3, start, end, &got);
+      const int64_t first = std::clamp<int64_t>((start + 9) / 10, 0, 1000);
+      const int64_t last = std::clamp<int64_t>((end + 9) / 10, 0, 1000);  // exclusive
+      ASSERT_EQ(static_cast<int64_t>(got.ts.size()), std::max<int64_t>(0, last - first))
+          << start << ".." << end;
+      for (size_t i = 0; i < got.ts.size(); ++i) {
+        ASSERT_EQ(got.ints[i], first + static_cast<int64_t>(i));
+        ASSERT_EQ(got.ts[i], got.ints[i] * 10);
+      }
+    }
+  }
+  Column none;
+  none.type = FieldType::kInt;
+  head.CopyRange(7, 4, INT64_MIN, INT64_MAX, &none);   // no such field
+  head.CopyRange(99, 3, INT64_MIN, INT64_MAX, &none);  // no such series
+  EXPECT_TRUE(none.ts.empty());
+}
+
+TEST(HeadTest, MemoryIsChargedForWhatIsTakenAndAFewPointsTakeLittle) {
+  Head small;
+  small.Append(0, 0, FieldType::kFloat, 1, 1.5);
+  EXPECT_GT(small.bytes(), 0u);
+  EXPECT_LE(small.bytes(), 8u << 10);  // a first slab of a few KiB
+
+  // A fleet minute by minute: 64 series x 10 fields x 600 points.
+  Head full;
+  for (int64_t minute = 0; minute < 600; ++minute) {
+    for (uint32_t series = 0; series < 64; ++series) {
+      for (uint32_t field = 0; field < 10; ++field) {
+        full.Append(series, field, FieldType::kInt, minute * 60'000'000'000, minute, field);
+      }
+    }
+  }
+  const uint64_t values = 64 * 10 * 600;
+  EXPECT_EQ(full.values(), values);
+  EXPECT_GE(full.bytes(), values * 16);  // a timestamp and a word a point
+  // Within 15%: block headers, the unused end of each chain and of the last slab.
+  EXPECT_LE(full.bytes(), values * 16 * 115 / 100);
+
+  // Long strings are charged for their text as well.
+  Head text;
+  const std::string long_text(1000, 'x');
+  text.Append(0, 0, FieldType::kString, 1, std::string_view(long_text));
+  EXPECT_GE(text.bytes(), 1000u);
+}
+
+TEST(HeadTest, TheSameTimeAgainReplacesTheValueOfEveryType) {
+  Head head;
+  const std::string first(30, 'a'), second = "b";
+  head.Append(0, 0, FieldType::kString, 5, std::string_view(first));
+  head.Append(0, 0, FieldType::kString, 5, std::string_view(second));
+  head.Append(0, 1, FieldType::kBool, 5, true);
+  head.Append(0, 1, FieldType::kBool, 5, false);
+  head.Append(0, 2, FieldType::kFloat, 5, -0.0);
+  head.Append(0, 2, FieldType::kFloat, 5, 2.25);
+  EXPECT_EQ(head.values(), 3u);
+  Column s, b, f;
+  s.type = FieldType::kString;
+  b.type = FieldType::kBool;
+  f.type = FieldType::kFloat;
+  head.CopyRange(0, 0, 0, 10, &s);
+  head.CopyRange(0, 1, 0, 10, &b);
+  head.CopyRange(0, 2, 0, 10, &f);
+  EXPECT_EQ(s.strings, std::vector<std::string>{"b"});
+  EXPECT_EQ(b.bools, std::vector<uint8_t>{0});
+  EXPECT_EQ(f.floats, std::vector<double>{2.25});
+}
+
+TEST(HeadTest, AnErasedColumnTakesNewPointsAgain) {
+  Head head;
+  for (int64_t t = 1; t <= 300; ++t) head.Append(0, 0, FieldType::kUint, t, uint64_t(t));
+  head.Erase(0, 0, 1000);
+  EXPECT_EQ(head.values(), 0u);
+  head.Append(0, 0, FieldType::kUint, 50, uint64_t{500});
+  head.Append(0, 0, FieldType::kUint, 40, uint64_t{400});  // earlier: sorted on reading
+  Column got;
+  got.type = FieldType::kUint;
+  head.CopyRange(0, 0, INT64_MIN, INT64_MAX, &got);
+  EXPECT_EQ(got.ts, (std::vector<int64_t>{40, 50}));
+  EXPECT_EQ(got.uints, (std::vector<uint64_t>{400, 500}));
+}
+
+}  // namespace
+}  // namespace gpulse::engine
