@@ -41,8 +41,10 @@ Status DbImpl::FlushLocked() {
     // so every segment below it holds only points of the sealed head (or of
     // chunks already written).
     GPULSE_RETURN_IF_ERROR(wal_->Rotate(&first_live_segment));
+    // The swap is all that writers wait for: the flush sorts each unsorted
+    // column as it reads it, outside the locks (readers of imm_ sort their
+    // copies meanwhile).
     std::unique_lock<std::shared_mutex> l(mu_);
-    head_->Seal();
     imm_ = head_;
     sealed = imm_;
     head_ = std::make_shared<Head>();
@@ -89,6 +91,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
     column.Clear();
     column.type = entry.type;
     sealed.AppendColumn(entry, &column);
+    if (!entry.sorted) SortAndDedup(&column);
     size_t i = 0;
     while (i < column.ts.size() && status.ok()) {
       const int64_t window = storage::WindowStart(column.ts[i], window_ns_);

@@ -121,8 +121,10 @@ struct Options {
   SyncPolicy sync_policy = SyncPolicy::kInterval;
   std::chrono::milliseconds sync_interval{100};
 
-  // The head (unflushed points in memory) is flushed to chunks once it holds
-  // this many bytes. Writers wait while a second head fills up behind a flush
+  // The head (unflushed points in memory, packed: 3 to 4 bytes a value of
+  // minute-grain GPU telemetry) is flushed to chunks once it holds this many
+  // bytes, or once the WAL holds eight times as many (a restart replays at
+  // most that). Writers wait while a second head fills up behind a flush
   // still running, so memory stays near twice this bound.
   uint64_t head_memory_bytes = 64ull << 20;
 

@@ -2,34 +2,50 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <new>
 
 #include "engine/column_ops.h"
+#include "storage/float_codec.h"
 
 namespace gpulse::engine {
 
-// A run of a column's points, its slots right after this header.
+// A (timestamp, value word) pair.
+struct Head::Slot {
+  int64_t ts;
+  uint64_t word;
+};
+
+// The open block of a column: its newest points as slots, right after this
+// header.
 struct Head::Block {
-  struct Slot {
-    int64_t ts;
-    uint64_t word;
-  };
-  Block* next = nullptr;
   uint32_t size = 0;
   uint32_t capacity = 0;
 
   Slot* slots() { return reinterpret_cast<Slot*>(this + 1); }
   const Slot* slots() const { return reinterpret_cast<const Slot*>(this + 1); }
-  int64_t last_ts() const { return slots()[size - 1].ts; }
+};
+
+// A full block packed: its payload bytes right after this header.
+struct Head::Packed {
+  Packed* next = nullptr;
+  int64_t first_ts = 0;  // of its first and last slots: its range when the
+  int64_t last_ts = 0;   // column is sorted
+  uint32_t count = 0;
+  uint32_t bytes = 0;
+
+  const uint8_t* payload() const { return reinterpret_cast<const uint8_t*>(this + 1); }
 };
 
 namespace {
 
-using Slot = Head::Block::Slot;
-static_assert(sizeof(Head::Block) == 16 && sizeof(Slot) == 16);
+using Slot = Head::Slot;
+static_assert(sizeof(Head::Block) == 8 && sizeof(Slot) == 16 && sizeof(Head::Packed) == 32);
 
-// Blocks double from kFirstSlots to kMostSlots: a column of one point takes
-// 80 bytes, and a full one leaves at most 63 slots (1 KiB) unused.
+// A column's first open block has kFirstSlots slots (72 bytes: a column of a
+// few points stays small), its second and later kMostSlots: a busy column
+// packs 64 points at a time. The small blocks that columns outgrow start
+// the head's new columns.
 constexpr uint32_t kFirstSlots = 4;
 constexpr uint32_t kMostSlots = 64;
 // Slabs double from 4 KiB to 256 KiB, so a small head stays small and a
@@ -41,30 +57,361 @@ constexpr size_t kMostSlabBytes = 256 << 10;
 // the entry vector.
 constexpr uint64_t kEntryOverhead = sizeof(Head::Entry) + 16;
 
-// Appends `n` typed values read from slots.
-template <typename Read>
-void AppendTyped(const Slot* slots, uint32_t n, FieldType type, Read&& string_at, Column* out) {
-  for (uint32_t i = 0; i < n; ++i) out->ts.push_back(slots[i].ts);
-  switch (type) {
-    case FieldType::kFloat:
-      for (uint32_t i = 0; i < n; ++i) out->floats.push_back(std::bit_cast<double>(slots[i].word));
-      break;
-    case FieldType::kInt:
-      for (uint32_t i = 0; i < n; ++i) out->ints.push_back(static_cast<int64_t>(slots[i].word));
-      break;
-    case FieldType::kUint:
-      for (uint32_t i = 0; i < n; ++i) out->uints.push_back(slots[i].word);
-      break;
-    case FieldType::kBool:
-      for (uint32_t i = 0; i < n; ++i) out->bools.push_back(slots[i].word != 0);
-      break;
-    case FieldType::kString:
-      for (uint32_t i = 0; i < n; ++i) out->strings.push_back(string_at(slots[i].word));
-      break;
+// Bits needed for x (0 for 0).
+int BitWidth(uint64_t x) { return 64 - std::countl_zero(x); }
+
+// Little-endian bit packing of up to 64 values of one width into a buffer.
+class BitWriter {
+ public:
+  explicit BitWriter(uint8_t* out) : out_(out) {}
+  void Put(uint64_t value, int width) {
+    if (width == 0) return;
+    acc_ |= value << fill_;
+    if (fill_ + width >= 64) {
+      Flush64();
+      acc_ = fill_ + width == 64 ? 0 : value >> (64 - fill_);
+      fill_ = fill_ + width - 64;
+    } else {
+      fill_ += width;
+    }
+  }
+  // Writes what is left; returns the bytes written in all.
+  size_t Finish() {
+    for (int b = 0; b < fill_; b += 8) out_[n_++] = static_cast<uint8_t>(acc_ >> b);
+    return n_;
+  }
+
+ private:
+  void Flush64() {
+    std::memcpy(out_ + n_, &acc_, 8);
+    n_ += 8;
+  }
+  uint8_t* out_;
+  size_t n_ = 0;
+  uint64_t acc_ = 0;
+  int fill_ = 0;
+};
+
+class BitReader {
+ public:
+  explicit BitReader(const uint8_t* in) : in_(in) {}
+  // Past the last byte read from.
+  const uint8_t* end() const { return in_; }
+  uint64_t Get(int width) {
+    if (width == 0) return 0;
+    uint64_t value = 0;
+    int have = 0;
+    while (have < width) {
+      if (left_ == 0) {
+        acc_ = *in_++;
+        left_ = 8;
+      }
+      const int take = std::min(width - have, left_);
+      value |= (acc_ & ((uint64_t{1} << take) - 1)) << have;
+      acc_ >>= take;
+      left_ -= take;
+      have += take;
+    }
+    return value;
+  }
+
+ private:
+  const uint8_t* in_;
+  uint64_t acc_ = 0;
+  int left_ = 0;
+};
+
+void PutU64(uint8_t** p, uint64_t v) {
+  std::memcpy(*p, &v, 8);
+  *p += 8;
+}
+uint64_t GetU64(const uint8_t** p) {
+  uint64_t v;
+  std::memcpy(&v, *p, 8);
+  *p += 8;
+  return v;
+}
+
+// Frame of reference: the least value, a width, and each value's offset
+// from the least in that many bits. `is_signed` orders the words as int64.
+template <typename Get>
+void PackFor(uint32_t n, bool is_signed, Get&& get, uint8_t** p) {
+  if (n == 0) {
+    PutU64(p, 0);
+    *(*p)++ = 0;
+    return;
+  }
+  uint64_t least = get(0), most = least;
+  for (uint32_t i = 1; i < n; ++i) {
+    const uint64_t v = get(i);
+    const bool less = is_signed ? static_cast<int64_t>(v) < static_cast<int64_t>(least) : v < least;
+    const bool more = is_signed ? static_cast<int64_t>(v) > static_cast<int64_t>(most) : v > most;
+    if (less) least = v;
+    if (more) most = v;
+  }
+  const int width = BitWidth(most - least);
+  PutU64(p, least);
+  *(*p)++ = static_cast<uint8_t>(width);
+  BitWriter bits(*p);
+  for (uint32_t i = 0; i < n; ++i) bits.Put(get(i) - least, width);
+  *p += bits.Finish();
+}
+
+template <typename Set>
+void UnpackFor(uint32_t n, const uint8_t** p, Set&& set) {
+  const uint64_t least = GetU64(p);
+  const int width = *(*p)++;
+  BitReader bits(*p);
+  for (uint32_t i = 0; i < n; ++i) set(i, least + bits.Get(width));
+  *p += (static_cast<size_t>(width) * n + 7) / 8;
+}
+
+// The bits that hold the spread of n words (signed: ordered as int64).
+template <typename Get>
+int SpreadWidth(uint32_t n, bool is_signed, Get&& get) {
+  if (n == 0) return 0;
+  uint64_t least = get(0), most = least;
+  for (uint32_t i = 1; i < n; ++i) {
+    const uint64_t v = get(i);
+    if (is_signed ? static_cast<int64_t>(v) < static_cast<int64_t>(least) : v < least) least = v;
+    if (is_signed ? static_cast<int64_t>(v) > static_cast<int64_t>(most) : v > most) most = v;
+  }
+  return BitWidth(most - least);
+}
+
+// Integer words, as the smaller of a frame of reference over the words and
+// one over their steps (a counter's steps are small where its values are
+// not): a byte 0 or 1, then that frame.
+void PackWords(const uint64_t* words, uint32_t n, bool is_signed, uint8_t** p) {
+  const auto word = [&](uint32_t i) { return words[i]; };
+  const auto step = [&](uint32_t i) { return words[i + 1] - words[i]; };
+  const size_t as_words = size_t{1} * SpreadWidth(n, is_signed, word) * n;
+  const size_t as_steps = 64 + size_t{1} * SpreadWidth(n - 1, true, step) * (n - 1);
+  if (as_steps < as_words) {
+    *(*p)++ = 1;
+    PutU64(p, words[0]);
+    PackFor(n - 1, true, step, p);
+  } else {
+    *(*p)++ = 0;
+    PackFor(n, is_signed, word, p);
   }
 }
 
+void UnpackWords(const uint8_t** p, uint32_t n, uint64_t* words) {
+  if (*(*p)++ == 1) {
+    words[0] = GetU64(p);
+    UnpackFor(n - 1, p, [&](uint32_t i, uint64_t step) { words[i + 1] = words[i] + step; });
+  } else {
+    UnpackFor(n, p, [&](uint32_t i, uint64_t word) { words[i] = word; });
+  }
+}
+
+// The most bytes Pack writes for n slots: the timestamps (8 bytes, then at
+// most 71 bits a step), a frame of reference (at most 18 bytes of header
+// and 8 bytes a value) and three method bytes.
+constexpr size_t MaxPackedBytes(uint32_t n) {
+  return 8 + (71 * size_t{n} + 7) / 8 + 18 + 8 * n + 3;
+}
+
+uint64_t ZigZag(uint64_t v) { return (v << 1) ^ (0 - (v >> 63)); }
+uint64_t UnZigZag(uint64_t z) { return (z >> 1) ^ (0 - (z & 1)); }
+
+// Timestamps: the first, then for each step its change from the step before
+// (the first step's from 0): a 0 bit when there is none, else a 1 bit, the
+// change's width less one in 6 bits and the change zigzagged in that many.
+// A steady interval costs a bit a point; a point that came late, two
+// changes (a frame of reference over the steps would widen all 63 of them).
+void PackTimes(const Slot* slots, uint32_t n, uint8_t** p) {
+  PutU64(p, static_cast<uint64_t>(slots[0].ts));
+  BitWriter bits(*p);
+  uint64_t step_before = 0;
+  for (uint32_t i = 1; i < n; ++i) {
+    const uint64_t step =
+        static_cast<uint64_t>(slots[i].ts) - static_cast<uint64_t>(slots[i - 1].ts);
+    const uint64_t change = ZigZag(step - step_before);
+    step_before = step;
+    if (change == 0) {
+      bits.Put(0, 1);
+      continue;
+    }
+    const int width = BitWidth(change);
+    bits.Put(1, 1);
+    bits.Put(static_cast<uint64_t>(width - 1), 6);
+    bits.Put(change, width);
+  }
+  *p += bits.Finish();
+}
+
+void UnpackTimes(const uint8_t** p, uint32_t n, Slot* out) {
+  uint64_t ts = GetU64(p);
+  out[0].ts = static_cast<int64_t>(ts);
+  BitReader bits(*p);
+  uint64_t step = 0;
+  for (uint32_t i = 1; i < n; ++i) {
+    if (bits.Get(1) != 0) {
+      const int width = static_cast<int>(bits.Get(6)) + 1;
+      step += UnZigZag(bits.Get(width));
+    }
+    ts += step;
+    out[i].ts = static_cast<int64_t>(ts);
+  }
+  *p = bits.end();
+}
+
+// Doubles' method byte: their bits XOR the value before, or decimals of
+// kDecimal + k digits.
+constexpr uint8_t kXor = 0;
+constexpr uint8_t kDecimal = 1;
+
+// Packs n >= 1 slots of a column of `type`:
+//   the timestamps (PackTimes);
+//   doubles: when all are decimals of k <= 6 digits (a sensor's 331.9 W),
+//   the integers m = v * 10^k as integer words; else each word XOR the one
+//   before, shifted right by the fewest trailing zeros, as a frame of
+//   reference (a gauge's repeated values share their high bits);
+//   other types: the words as integer words (signed for integers).
+size_t Pack(FieldType type, const Slot* slots, uint32_t n, uint8_t* out) {
+  uint8_t* p = out;
+  PackTimes(slots, n, &p);
+  uint64_t words[kMostSlots];
+  if (type != FieldType::kFloat) {
+    for (uint32_t i = 0; i < n; ++i) words[i] = slots[i].word;
+    PackWords(words, n, type == FieldType::kInt, &p);
+    return static_cast<size_t>(p - out);
+  }
+  int digits = 0;
+  for (uint32_t i = 0; i < n && digits >= 0; ++i) {
+    int64_t m;
+    const double v = std::bit_cast<double>(slots[i].word);
+    while (!storage::ToDecimal(v, digits, &m)) {
+      if (++digits > storage::kMaxDecimalDigits) {
+        digits = -1;
+        break;
+      }
+    }
+  }
+  for (uint32_t i = 0; i < n && digits >= 0; ++i) {
+    int64_t m;
+    // Exact at fewer digits is exact at more while |m| < 2^53; checked all
+    // the same, the unpacker must get every value back.
+    if (!storage::ToDecimal(std::bit_cast<double>(slots[i].word), digits, &m)) digits = -1;
+    words[i] = static_cast<uint64_t>(m);
+  }
+  if (digits >= 0) {
+    *p++ = static_cast<uint8_t>(kDecimal + digits);
+    PackWords(words, n, true, &p);
+    return static_cast<size_t>(p - out);
+  }
+  int shift = 64;
+  for (uint32_t i = 0; i < n; ++i) {
+    words[i] = slots[i].word ^ (i ? slots[i - 1].word : 0);
+    if (words[i] != 0) shift = std::min(shift, std::countr_zero(words[i]));
+  }
+  if (shift == 64) shift = 0;
+  *p++ = kXor;
+  *p++ = static_cast<uint8_t>(shift);
+  PackFor(
+      n, false, [&](uint32_t i) { return words[i] >> shift; }, &p);
+  return static_cast<size_t>(p - out);
+}
+
+void Unpack(FieldType type, const Head::Packed& packed, Slot* out) {
+  const uint32_t n = packed.count;
+  const uint8_t* p = packed.payload();
+  UnpackTimes(&p, n, out);
+  uint64_t words[kMostSlots];
+  if (type != FieldType::kFloat) {
+    UnpackWords(&p, n, words);
+    for (uint32_t i = 0; i < n; ++i) out[i].word = words[i];
+    return;
+  }
+  const uint8_t method = *p++;
+  if (method >= kDecimal) {
+    const int digits = method - kDecimal;
+    UnpackWords(&p, n, words);
+    for (uint32_t i = 0; i < n; ++i) {
+      out[i].word =
+          std::bit_cast<uint64_t>(storage::FromDecimal(static_cast<int64_t>(words[i]), digits));
+    }
+    return;
+  }
+  const int shift = *p++;
+  UnpackFor(n, &p, [&](uint32_t i, uint64_t x) {
+    out[i].word = (x << shift) ^ (i ? out[i - 1].word : 0);
+  });
+}
+
 }  // namespace
+
+Head::Head() = default;
+Head::~Head() = default;
+
+void* Head::Allocate(size_t bytes) {
+  bytes = (bytes + 7) & ~size_t{7};
+  if (slab_left_ < bytes) {
+    slab_size_ = slab_size_ == 0 ? kFirstSlabBytes : std::min(kMostSlabBytes, 2 * slab_size_);
+    // Not value-initialised: everything cut from it is written first.
+    slabs_.push_back(std::make_unique_for_overwrite<std::byte[]>(slab_size_));
+    slab_free_ = slabs_.back().get();
+    slab_left_ = slab_size_;
+    bytes_ += slab_size_;
+  }
+  void* out = slab_free_;
+  slab_free_ += bytes;
+  slab_left_ -= bytes;
+  return out;
+}
+
+Head::Block* Head::NewOpenBlock(uint32_t capacity) {
+  Block* block;
+  if (capacity == kFirstSlots && !spare_open_.empty()) {
+    block = spare_open_.back();
+    spare_open_.pop_back();
+  } else {
+    block = new (Allocate(sizeof(Block) + capacity * sizeof(Slot))) Block;
+    block->capacity = capacity;
+  }
+  block->size = 0;
+  return block;
+}
+
+void Head::PackOpen(Entry* entry) {
+  Block* open = entry->open;
+  thread_local uint8_t scratch[MaxPackedBytes(kMostSlots)];
+  const size_t bytes = Pack(entry->type, open->slots(), open->size, scratch);
+  Packed* packed = new (Allocate(sizeof(Packed) + bytes)) Packed;
+  packed->first_ts = open->slots()[0].ts;
+  packed->last_ts = open->slots()[open->size - 1].ts;
+  packed->count = open->size;
+  packed->bytes = static_cast<uint32_t>(bytes);
+  std::memcpy(packed + 1, scratch, bytes);
+  if (entry->last == nullptr) {
+    entry->first = packed;
+  } else {
+    entry->last->next = packed;
+  }
+  entry->last = packed;
+  if (open->capacity < kMostSlots) {
+    spare_open_.push_back(open);
+    entry->open = NewOpenBlock(kMostSlots);
+  } else {
+    open->size = 0;
+  }
+}
+
+void Head::Push(Entry* entry, const Slot& slot) {
+  if (entry->open == nullptr) {
+    entry->open = NewOpenBlock(kFirstSlots);
+  } else if (entry->open->size == entry->open->capacity) {
+    PackOpen(entry);
+  }
+  // Equal times count as unsorted too: a rebuilt column may hold two points
+  // of one time (written apart, the one between them erased).
+  if (entry->size > 0 && slot.ts <= entry->last_ts) entry->sorted = false;
+  entry->open->slots()[entry->open->size++] = slot;
+  ++entry->size;
+  entry->last_ts = slot.ts;
+}
 
 uint64_t Head::Word(const FieldValueRef& value) {
   switch (value.index()) {
@@ -84,31 +431,6 @@ uint64_t Head::Word(const FieldValueRef& value) {
       return strings_.size() - 1;
     }
   }
-}
-
-Head::Block* Head::Grow(Entry* entry) {
-  const uint32_t slots =
-      entry->last == nullptr ? kFirstSlots : std::min(kMostSlots, 2 * entry->last->capacity);
-  const size_t need = sizeof(Block) + slots * sizeof(Slot);
-  if (slab_left_ < need) {
-    slab_size_ = slab_size_ == 0 ? kFirstSlabBytes : std::min(kMostSlabBytes, 2 * slab_size_);
-    // Not value-initialised: a slot is written before it is read.
-    slabs_.push_back(std::make_unique_for_overwrite<std::byte[]>(slab_size_));
-    slab_free_ = slabs_.back().get();
-    slab_left_ = slab_size_;
-    bytes_ += slab_size_;
-  }
-  Block* block = new (slab_free_) Block;
-  block->capacity = slots;
-  slab_free_ += need;
-  slab_left_ -= need;
-  if (entry->last == nullptr) {
-    entry->first = block;
-  } else {
-    entry->last->next = block;
-  }
-  entry->last = block;
-  return block;
 }
 
 void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
@@ -135,16 +457,13 @@ void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t
   }
   Entry& entry = *found;
   if (entry.size > 0 && ts == entry.last_ts) {
-    // The same time written again: the new value replaces the last.
-    entry.last->slots()[entry.last->size - 1].word = Word(value);
+    // The same time written again: the new value replaces the last, which
+    // is always in the open block (a block is packed only when the next
+    // point comes).
+    entry.open->slots()[entry.open->size - 1].word = Word(value);
     return;
   }
-  if (entry.size > 0 && ts < entry.last_ts) entry.sorted = false;
-  Block* block = entry.last;
-  if (block == nullptr || block->size == block->capacity) block = Grow(&entry);
-  block->slots()[block->size++] = Slot{ts, Word(value)};
-  ++entry.size;
-  entry.last_ts = ts;
+  Push(&entry, Slot{ts, Word(value)});
   ++values_;
   if (ts < min_ts_) min_ts_ = ts;
   if (ts > max_ts_) max_ts_ = ts;
@@ -161,19 +480,43 @@ void Head::PrefetchEntries(uint32_t series_id) const {
 void Head::PrefetchEnds(uint32_t series_id) const {
   if (series_id >= series_.size()) return;
   for (const Entry& entry : series_[series_id]) {
-    if (entry.last != nullptr) __builtin_prefetch(entry.last->slots() + entry.last->size, 1);
+    if (entry.open != nullptr) __builtin_prefetch(entry.open->slots() + entry.open->size, 1);
   }
 }
 
-void Head::AppendSlots(const Block& block, uint32_t from, uint32_t to, Column* out) const {
-  if (from >= to) return;
-  AppendTyped(
-      block.slots() + from, to - from, out->type,
-      [this](uint64_t word) -> const std::string& { return strings_[word]; }, out);
+void Head::AppendSlots(FieldType type, const Slot* slots, uint32_t n, Column* out) const {
+  for (uint32_t i = 0; i < n; ++i) out->ts.push_back(slots[i].ts);
+  switch (type) {
+    case FieldType::kFloat:
+      for (uint32_t i = 0; i < n; ++i) out->floats.push_back(std::bit_cast<double>(slots[i].word));
+      break;
+    case FieldType::kInt:
+      for (uint32_t i = 0; i < n; ++i) out->ints.push_back(static_cast<int64_t>(slots[i].word));
+      break;
+    case FieldType::kUint:
+      for (uint32_t i = 0; i < n; ++i) out->uints.push_back(slots[i].word);
+      break;
+    case FieldType::kBool:
+      for (uint32_t i = 0; i < n; ++i) out->bools.push_back(slots[i].word != 0);
+      break;
+    case FieldType::kString:
+      for (uint32_t i = 0; i < n; ++i) out->strings.push_back(strings_[slots[i].word]);
+      break;
+  }
+}
+
+template <typename Fn>
+void Head::ForEachRun(const Entry& entry, Fn&& fn) const {
+  Slot unpacked[kMostSlots];
+  for (const Packed* p = entry.first; p != nullptr; p = p->next) {
+    Unpack(entry.type, *p, unpacked);
+    fn(unpacked, p->count);
+  }
+  if (entry.open != nullptr && entry.open->size > 0) fn(entry.open->slots(), entry.open->size);
 }
 
 void Head::AppendColumn(const Entry& entry, Column* out) const {
-  for (const Block* b = entry.first; b != nullptr; b = b->next) AppendSlots(*b, 0, b->size, out);
+  ForEachRun(entry, [&](const Slot* slots, uint32_t n) { AppendSlots(entry.type, slots, n, out); });
 }
 
 void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64_t end,
@@ -189,15 +532,22 @@ void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64
     AppendRange(copy, start, end, out);
     return;
   }
-  const auto before = [](const Slot& s, int64_t t) { return s.ts < t; };
-  for (const Block* b = entry.first; b != nullptr; b = b->next) {
-    if (b->size == 0 || b->last_ts() < start) continue;
-    const Slot* slots = b->slots();
-    const Slot* from = std::lower_bound(slots, slots + b->size, start, before);
-    const Slot* to = std::lower_bound(from, slots + b->size, end, before);
-    AppendSlots(*b, static_cast<uint32_t>(from - slots), static_cast<uint32_t>(to - slots), out);
-    if (to != slots + b->size) return;  // the rest lies at or after `end`
+  const auto cut = [&](const Slot* slots, uint32_t n) {
+    const auto before = [](const Slot& s, int64_t t) { return s.ts < t; };
+    const Slot* from = std::lower_bound(slots, slots + n, start, before);
+    const Slot* to = std::lower_bound(from, slots + n, end, before);
+    AppendSlots(entry.type, from, static_cast<uint32_t>(to - from), out);
+  };
+  // Sorted: a packed block's first and last times bound it, so only the
+  // blocks that meet the range are unpacked.
+  Slot unpacked[kMostSlots];
+  for (const Packed* p = entry.first; p != nullptr; p = p->next) {
+    if (p->last_ts < start) continue;
+    if (p->first_ts >= end) return;
+    Unpack(entry.type, *p, unpacked);
+    cut(unpacked, p->count);
   }
+  if (entry.open != nullptr) cut(entry.open->slots(), entry.open->size);
 }
 
 const Head::Entry* Head::Find(uint32_t series_id, uint32_t field_id) const {
@@ -208,75 +558,29 @@ const Head::Entry* Head::Find(uint32_t series_id, uint32_t field_id) const {
   return nullptr;
 }
 
-void Head::Erase(uint32_t series_id, int64_t first, int64_t last) {
-  if (series_id >= series_.size()) return;
-  for (Entry& e : series_[series_id]) {
-    if (e.size == 0) continue;
-    // Kept slots move forward along the chain, keeping their order.
-    Block* out = e.first;
-    uint32_t kept_in_out = 0;
-    uint32_t kept = 0;
-    for (Block* b = e.first; b != nullptr; b = b->next) {
-      for (uint32_t i = 0; i < b->size; ++i) {
-        const Slot slot = b->slots()[i];
-        if (slot.ts >= first && slot.ts <= last) continue;
-        if (kept_in_out == out->capacity) {
-          out->size = kept_in_out;
-          out = out->next;
-          kept_in_out = 0;
-        }
-        out->slots()[kept_in_out++] = slot;
-        ++kept;
-      }
-    }
-    out->size = kept_in_out;
-    // The blocks past `out` are empty now: they leave the chain, their slab
-    // room with them, until the head goes.
-    out->next = nullptr;
-    e.last = out;
-    values_ -= e.size - kept;
-    e.size = kept;
-    if (kept == 0) {
-      e.sorted = true;
-    } else {
-      e.last_ts = out->last_ts();
-    }
-  }
+void Head::Rebuild(Entry* entry, const std::vector<Slot>& slots) {
+  // The old packed blocks stay in their slab, charged, until the head goes.
+  entry->first = entry->last = nullptr;
+  if (entry->open != nullptr) entry->open->size = 0;
+  entry->size = 0;
+  entry->sorted = true;
+  for (const Slot& slot : slots) Push(entry, slot);
 }
 
-void Head::Seal() {
-  std::vector<Slot> slots;
-  for (std::vector<Entry>& columns : series_) {
-    for (Entry& entry : columns) {
-      if (entry.sorted) continue;
-      slots.clear();
-      for (const Block* b = entry.first; b != nullptr; b = b->next) {
-        slots.insert(slots.end(), b->slots(), b->slots() + b->size);
+void Head::Erase(uint32_t series_id, int64_t first, int64_t last) {
+  if (series_id >= series_.size()) return;
+  std::vector<Slot> kept;
+  for (Entry& e : series_[series_id]) {
+    if (e.size == 0) continue;
+    kept.clear();
+    ForEachRun(e, [&](const Slot* slots, uint32_t n) {
+      for (uint32_t i = 0; i < n; ++i) {
+        if (slots[i].ts < first || slots[i].ts > last) kept.push_back(slots[i]);
       }
-      std::stable_sort(slots.begin(), slots.end(),
-                       [](const Slot& a, const Slot& b) { return a.ts < b.ts; });
-      // Of each run of equal timestamps the last (the latest write) stays;
-      // the survivors fit in the chain they came from, from its first block.
-      Block* out = entry.first;
-      uint32_t in_out = 0, kept = 0;
-      for (size_t i = 0; i < slots.size(); ++i) {
-        if (i + 1 < slots.size() && slots[i + 1].ts == slots[i].ts) continue;
-        if (in_out == out->capacity) {
-          out->size = in_out;
-          out = out->next;
-          in_out = 0;
-        }
-        out->slots()[in_out++] = slots[i];
-        ++kept;
-      }
-      out->size = in_out;
-      out->next = nullptr;
-      entry.last = out;
-      values_ -= entry.size - kept;
-      entry.size = kept;
-      entry.last_ts = out->last_ts();
-      entry.sorted = true;
-    }
+    });
+    if (kept.size() == e.size) continue;
+    values_ -= e.size - kept.size();
+    Rebuild(&e, kept);
   }
 }
 

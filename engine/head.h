@@ -1,26 +1,32 @@
-// Head: the points not yet in chunks, per series and field, in memory.
+// Head: the points not yet in chunks, per series and field, in memory,
+// packed.
 //
-// Each (series, field) column is a chain of blocks of (timestamp, value)
-// slots, the blocks cut from slabs the head owns. In-order points (the
-// common case: agents report every minute) are one slot written at the end
-// of the chain; a point that repeats the last timestamp replaces its value;
-// an earlier point is appended and the column is marked unsorted, to be
-// sorted (last write wins) when the head is sealed for a flush or copied out
-// by a reader.
+// Each (series, field) column has an open block of (timestamp, value word)
+// slots for its newest points and a chain of packed blocks before it. In-
+// order points (the common case: agents report every minute) are one slot
+// written in the open block; a point that repeats the last timestamp
+// replaces its value; an earlier point is written too and marks the column
+// unsorted, to be sorted (last write wins) when copied out: by a reader,
+// or by the flush. When the open block is full and the next
+// point comes, its slots are packed into a block of their own: the first
+// timestamp, the steps between timestamps as a frame of reference (least
+// step, bit width, offsets), and the values the same way (doubles XOR the
+// one before, trailing zeros shifted out). A minute-grain gauge packs to a
+// byte or two a value where the slots take 16 bytes, so a head of a given
+// memory bound holds several times the points and flushes that much less.
 //
-// Why blocks and slabs rather than a vector per column: a growing vector
-// copies every value several times as it grows, leaves the unused end of
-// its last growth, and its freed buffers, sized for one column, strand heap
-// memory once the head is gone (perf and malloc_stats on the fleet load:
-// 5% of the server's CPU in the copies and their mallocs, 46 MB of the heap
-// free but held at the end of the load). A slot is written once; a slab is
-// freed whole with its head and is the right size for the next head's.
+// Open blocks have 4 slots, then 64; every block is cut from slabs of
+// 4 KiB to 256 KiB the head owns and frees whole. Nothing is copied to grow,
+// and no freed buffer sized for one column is left in the heap (both cost a
+// vector per column 5% of the server's CPU and 46 MB of held heap on the
+// fleet load). The head is charged for its slabs.
 //
-// A value takes one 8-byte word: a double's bits, an integer, 0 or 1, or
-// for a string the index of its text in the head's string list.
+// A value's word is a double's bits, an integer, 0 or 1, or for a string the
+// index of its text in the head's string list.
 //
 // Thread safety: none inside. DbImpl's state lock guards the mutable head;
-// once sealed (Seal()), a head is immutable and may be read from any thread.
+// once swapped out for a flush, a head is immutable and may be read from
+// any thread.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +40,9 @@ namespace gpulse::engine {
 
 class Head {
  public:
+  struct Slot;
   struct Block;
+  struct Packed;
 
   // One (series, field) column.
   struct Entry {
@@ -42,13 +50,15 @@ class Head {
     uint32_t field_id = 0;
     FieldType type = FieldType::kFloat;
     bool sorted = true;
-    uint32_t size = 0;    // points in the chain
-    int64_t last_ts = 0;  // of the last slot, when size > 0
-    Block* first = nullptr;
-    Block* last = nullptr;
+    uint32_t size = 0;        // points in the column
+    int64_t last_ts = 0;      // of the newest slot, when size > 0
+    Packed* first = nullptr;  // the packed chain, oldest first
+    Packed* last = nullptr;
+    Block* open = nullptr;  // the newest points
   };
 
-  Head() = default;
+  Head();
+  ~Head();
   Head(const Head&) = delete;
   Head& operator=(const Head&) = delete;
 
@@ -74,15 +84,13 @@ class Head {
                  Column* out) const;
 
   // Appends every point of `entry` (one of this head's) to `out`, which has
-  // the entry's type, in the chain's order: sorted once the head is sealed.
+  // the entry's type, in the column's order (sorted and de-duplicated when
+  // entry.sorted, else as written: see SortAndDedup).
   void AppendColumn(const Entry& entry, Column* out) const;
 
   // Removes the points of every field of `series_id` with first <= ts <=
   // last. The memory they took stays charged until the head is flushed.
   void Erase(uint32_t series_id, int64_t first, int64_t last);
-
-  // Sorts every unsorted column; afterwards the head must not change.
-  void Seal();
 
   // Memory taken: slabs, entries and string text.
   uint64_t bytes() const { return bytes_; }
@@ -102,12 +110,23 @@ class Head {
  private:
   // The column of (series, field), or nullptr.
   const Entry* Find(uint32_t series_id, uint32_t field_id) const;
-  // A new block for `entry`'s chain, linked at its end.
-  Block* Grow(Entry* entry);
+  // `bytes` (rounded up to 8) cut from the newest slab, or a new one.
+  void* Allocate(size_t bytes);
+  // An empty open block of `capacity` slots: a spare one, or a new one.
+  Block* NewOpenBlock(uint32_t capacity);
+  // Packs the full open block onto the end of the chain and makes room.
+  void PackOpen(Entry* entry);
+  // Writes `slot` after the column's newest point.
+  void Push(Entry* entry, const Slot& slot);
+  // Replaces the column's points with `slots`, in that order.
+  void Rebuild(Entry* entry, const std::vector<Slot>& slots);
   // The word that stores `value` (a string's text joins strings_).
   uint64_t Word(const FieldValueRef& value);
-  // Appends slots [from, to) of `block` to `out` as typed values.
-  void AppendSlots(const Block& block, uint32_t from, uint32_t to, Column* out) const;
+  // Calls fn(slots, n) for each run of the column's points, in order.
+  template <typename Fn>
+  void ForEachRun(const Entry& entry, Fn&& fn) const;
+  // Appends n slots of a column of `type` to `out` as typed values.
+  void AppendSlots(FieldType type, const Slot* slots, uint32_t n, Column* out) const;
 
   // Indexed by series id (ids are dense); each series holds its few fields'
   // columns, found by a short scan: cheaper than hashing on every value.
@@ -116,6 +135,8 @@ class Head {
   size_t slab_size_ = 0;            // of the newest slab
   std::byte* slab_free_ = nullptr;  // its unused room
   size_t slab_left_ = 0;
+  // First open blocks outgrown by their columns.
+  std::vector<Block*> spare_open_;
   std::vector<std::string> strings_;
   uint64_t bytes_ = 0;
   uint64_t values_ = 0;

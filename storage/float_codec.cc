@@ -13,10 +13,6 @@ namespace {
 constexpr double kPow10[kMaxDecimalDigits + 1] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6};
 constexpr double kMaxExactInteger = 9007199254740992.0;  // 2^53
 
-// The decoder's computation; division by an exact power of ten is correctly
-// rounded, so m / 10^k is the double nearest to the decimal m * 10^-k.
-double FromDecimal(int64_t m, int k) { return static_cast<double>(m) / kPow10[k]; }
-
 // Round half to even, as std::nearbyint in the default rounding mode, but
 // without its library call: adding and removing 2^52 rounds away the
 // fraction of any |x| < 2^52, and larger doubles are integers already.
@@ -24,13 +20,6 @@ double RoundToInteger(double x) {
   constexpr double kTwo52 = 4503599627370496.0;
   if (!(std::fabs(x) < kTwo52)) return x;
   return x >= 0 ? (x + kTwo52) - kTwo52 : (x - kTwo52) + kTwo52;
-}
-
-bool ToDecimal(double v, int k, int64_t* m) {
-  double scaled = v * kPow10[k];
-  if (!(std::fabs(scaled) < kMaxExactInteger)) return false;  // also NaN
-  *m = static_cast<int64_t>(RoundToInteger(scaled));
-  return std::bit_cast<uint64_t>(FromDecimal(*m, k)) == std::bit_cast<uint64_t>(v);
 }
 
 // -0.0 would come back as +0.0, NaN and infinities have no decimal form.
@@ -59,6 +48,17 @@ int FindDecimal(std::span<const double> values, std::vector<uint64_t>* mantissas
 }
 
 }  // namespace
+
+// The decoder's computation; division by an exact power of ten is correctly
+// rounded, so m / 10^k is the double nearest to the decimal m * 10^-k.
+double FromDecimal(int64_t m, int k) { return static_cast<double>(m) / kPow10[k]; }
+
+bool ToDecimal(double v, int k, int64_t* m) {
+  double scaled = v * kPow10[k];
+  if (!(std::fabs(scaled) < kMaxExactInteger)) return false;  // also NaN
+  *m = static_cast<int64_t>(RoundToInteger(scaled));
+  return std::bit_cast<uint64_t>(FromDecimal(*m, k)) == std::bit_cast<uint64_t>(v);
+}
 
 int FindDecimalDigits(std::span<const double> values) {
   std::vector<uint64_t> mantissas;

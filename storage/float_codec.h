@@ -36,6 +36,12 @@ enum class FloatMethod : uint8_t {
 FloatMethod EncodeFloats(std::span<const double> values, std::string* out);
 Status DecodeFloats(uint8_t method, uint32_t count, ByteReader* in, std::vector<double>* values);
 
+// One value's decimal form at k digits (0..kMaxDecimalDigits): the integer m,
+// |m| < 2^53, with FromDecimal(m, k) equal to v bit for bit; false when
+// there is none (NaN, infinities and -0.0 never have one).
+bool ToDecimal(double v, int k, int64_t* m);
+double FromDecimal(int64_t m, int k);
+
 // The smallest k such that every value is exactly m / 10^k, or -1.
 int FindDecimalDigits(std::span<const double> values);
 

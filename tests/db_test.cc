@@ -413,7 +413,7 @@ TEST_F(DbTest, ScanSeriesHandsOverWhatReadSeriesReads) {
 }
 
 TEST_F(DbTest, HeadMemoryBoundTriggersBackgroundFlush) {
-  options_.head_memory_bytes = 8 << 10;  // 200 minutes x 8 GPUs is about 26 KiB
+  options_.head_memory_bytes = 8 << 10;  // 8 columns' open blocks and slabs pass it
   Reopen();
   for (int m = 0; m < 200; ++m) {
     std::vector<Point> batch;
@@ -428,6 +428,28 @@ TEST_F(DbTest, HeadMemoryBoundTriggersBackgroundFlush) {
   EXPECT_GE(db_->GetStats().flushes, 1u);
   EXPECT_LT(db_->GetStats().head_values, 200u * 8);
   for (int g = 0; g < 8; ++g) ASSERT_EQ(ReadInts("n1", g).size(), 200u);
+}
+
+TEST_F(DbTest, TheWalBoundFlushesAHeadThatPacksSmall) {
+  // 40 constant fields with long names: the head packs them to about a byte
+  // a value, the WAL takes about 30. A WAL of 8 x 256 KiB must flush the head
+  // long before the head reaches its own bound.
+  options_.head_memory_bytes = 256 << 10;
+  Reopen();
+  uint64_t most_head = 0;
+  constexpr int kMinutes = 3000;
+  for (int m = 0; m < kMinutes; ++m) {
+    Point p = GpuPoint("n1", 0, m * kMinute, int64_t{0});
+    for (int f = 0; f < 40; ++f) {
+      p.fields.push_back({"a_rather_long_field_name_" + std::to_string(f), int64_t{7}});
+    }
+    ASSERT_TRUE(db_->Write({p}).ok());
+    const DbStats stats = db_->GetStats();
+    most_head = std::max(most_head, stats.head_bytes);
+  }
+  EXPECT_GE(db_->GetStats().flushes, 1u);
+  EXPECT_LT(most_head, options_.head_memory_bytes);
+  ASSERT_EQ(ReadInts("n1", 0).size(), static_cast<size_t>(kMinutes));
 }
 
 TEST_F(DbTest, ConcurrentWritersAndReaders) {
