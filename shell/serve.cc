@@ -41,11 +41,11 @@ int Usage(const char* error) {
 }  // namespace
 
 int RunServe(const std::vector<std::string>& args) {
-  // One malloc arena: glibc otherwise gives each I/O thread its own, and the
-  // head's column vectors, freed after a flush on one thread and grown again
-  // on another, strand memory in all of them (measured on the fleet load:
-  // peak RSS 220 MiB with the default arenas, 123 MiB with one, at the same
-  // ingest rate).
+  // One malloc arena: glibc otherwise gives each I/O thread its own, and
+  // memory freed on one thread and taken again on another (the head's
+  // slabs after a flush, request bodies, flush buffers) strands in all of
+  // them (measured on the fleet load with the earlier vector head: peak RSS
+  // 220 MiB with the default arenas, 123 MiB with one, at the same rate).
   mallopt(M_ARENA_MAX, 1);
   // Queries allocate and free arrays of a few MB (a percentile's values):
   // keep them in the heap rather than mmap/munmap each time, whose page
