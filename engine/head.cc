@@ -4,8 +4,8 @@
 #include <bit>
 #include <cstring>
 #include <new>
+#include <vector>
 
-#include "engine/column_ops.h"
 #include "storage/float_codec.h"
 
 namespace gpulse::engine {
@@ -29,8 +29,8 @@ struct Head::Block {
 // A full block packed: its payload bytes right after this header.
 struct Head::Packed {
   Packed* next = nullptr;
-  int64_t first_ts = 0;  // of its first and last slots: its range when the
-  int64_t last_ts = 0;   // column is sorted
+  int64_t min_ts = 0;  // its slots' range, whatever their order
+  int64_t max_ts = 0;
   uint32_t count = 0;
   uint32_t bytes = 0;
 
@@ -60,7 +60,9 @@ constexpr uint64_t kEntryOverhead = sizeof(Head::Entry) + 16;
 // Bits needed for x (0 for 0).
 int BitWidth(uint64_t x) { return 64 - std::countl_zero(x); }
 
-// Little-endian bit packing of up to 64 values of one width into a buffer.
+// Bit packing of values of up to 64 bits into a buffer, little-endian (the
+// writer's whole words and the reader's loads are in host order).
+static_assert(std::endian::native == std::endian::little);
 class BitWriter {
  public:
   explicit BitWriter(uint8_t* out) : out_(out) {}
@@ -92,31 +94,41 @@ class BitWriter {
   int fill_ = 0;
 };
 
+// Reads what BitWriter wrote, eight bytes a load while eight remain before
+// `end` (the payload's end: nothing past it is read).
 class BitReader {
  public:
-  explicit BitReader(const uint8_t* in) : in_(in) {}
-  // Past the last byte read from.
-  const uint8_t* end() const { return in_; }
+  BitReader(const uint8_t* in, const uint8_t* end) : start_(in), in_(in), end_(end) {}
+  // Past the last byte a Get took bits from.
+  const uint8_t* end() const { return start_ + (consumed_ + 7) / 8; }
   uint64_t Get(int width) {
     if (width == 0) return 0;
-    uint64_t value = 0;
-    int have = 0;
-    while (have < width) {
-      if (left_ == 0) {
-        acc_ = *in_++;
-        left_ = 8;
-      }
-      const int take = std::min(width - have, left_);
-      value |= (acc_ & ((uint64_t{1} << take) - 1)) << have;
-      acc_ >>= take;
-      left_ -= take;
-      have += take;
-    }
-    return value;
+    consumed_ += static_cast<size_t>(width);
+    if (width <= left_) return Take(width);
+    const int have = left_;
+    const uint64_t low = acc_;  // have < width <= 64 bits
+    Refill();
+    return low | (Take(width - have) << have);
   }
 
  private:
+  uint64_t Take(int width) {
+    const uint64_t value = width == 64 ? acc_ : acc_ & ((uint64_t{1} << width) - 1);
+    acc_ = width == 64 ? 0 : acc_ >> width;
+    left_ -= width;
+    return value;
+  }
+  void Refill() {
+    const size_t n = std::min<size_t>(8, static_cast<size_t>(end_ - in_));
+    acc_ = 0;
+    std::memcpy(&acc_, in_, n);
+    in_ += n;
+    left_ = static_cast<int>(8 * n);
+  }
+  const uint8_t* start_;
   const uint8_t* in_;
+  const uint8_t* end_;
+  size_t consumed_ = 0;  // bits
   uint64_t acc_ = 0;
   int left_ = 0;
 };
@@ -158,10 +170,10 @@ void PackFor(uint32_t n, bool is_signed, Get&& get, uint8_t** p) {
 }
 
 template <typename Set>
-void UnpackFor(uint32_t n, const uint8_t** p, Set&& set) {
+void UnpackFor(uint32_t n, const uint8_t** p, const uint8_t* end, Set&& set) {
   const uint64_t least = GetU64(p);
   const int width = *(*p)++;
-  BitReader bits(*p);
+  BitReader bits(*p, end);
   for (uint32_t i = 0; i < n; ++i) set(i, least + bits.Get(width));
   *p += (static_cast<size_t>(width) * n + 7) / 8;
 }
@@ -197,12 +209,12 @@ void PackWords(const uint64_t* words, uint32_t n, bool is_signed, uint8_t** p) {
   }
 }
 
-void UnpackWords(const uint8_t** p, uint32_t n, uint64_t* words) {
+void UnpackWords(const uint8_t** p, const uint8_t* end, uint32_t n, uint64_t* words) {
   if (*(*p)++ == 1) {
     words[0] = GetU64(p);
-    UnpackFor(n - 1, p, [&](uint32_t i, uint64_t step) { words[i + 1] = words[i] + step; });
+    UnpackFor(n - 1, p, end, [&](uint32_t i, uint64_t step) { words[i + 1] = words[i] + step; });
   } else {
-    UnpackFor(n, p, [&](uint32_t i, uint64_t word) { words[i] = word; });
+    UnpackFor(n, p, end, [&](uint32_t i, uint64_t word) { words[i] = word; });
   }
 }
 
@@ -242,10 +254,10 @@ void PackTimes(const Slot* slots, uint32_t n, uint8_t** p) {
   *p += bits.Finish();
 }
 
-void UnpackTimes(const uint8_t** p, uint32_t n, Slot* out) {
+void UnpackTimes(const uint8_t** p, const uint8_t* end, uint32_t n, Slot* out) {
   uint64_t ts = GetU64(p);
   out[0].ts = static_cast<int64_t>(ts);
-  BitReader bits(*p);
+  BitReader bits(*p, end);
   uint64_t step = 0;
   for (uint32_t i = 1; i < n; ++i) {
     if (bits.Get(1) != 0) {
@@ -318,17 +330,18 @@ size_t Pack(FieldType type, const Slot* slots, uint32_t n, uint8_t* out) {
 void Unpack(FieldType type, const Head::Packed& packed, Slot* out) {
   const uint32_t n = packed.count;
   const uint8_t* p = packed.payload();
-  UnpackTimes(&p, n, out);
+  const uint8_t* end = p + packed.bytes;
+  UnpackTimes(&p, end, n, out);
   uint64_t words[kMostSlots];
   if (type != FieldType::kFloat) {
-    UnpackWords(&p, n, words);
+    UnpackWords(&p, end, n, words);
     for (uint32_t i = 0; i < n; ++i) out[i].word = words[i];
     return;
   }
   const uint8_t method = *p++;
   if (method >= kDecimal) {
     const int digits = method - kDecimal;
-    UnpackWords(&p, n, words);
+    UnpackWords(&p, end, n, words);
     for (uint32_t i = 0; i < n; ++i) {
       out[i].word =
           std::bit_cast<uint64_t>(storage::FromDecimal(static_cast<int64_t>(words[i]), digits));
@@ -336,7 +349,7 @@ void Unpack(FieldType type, const Head::Packed& packed, Slot* out) {
     return;
   }
   const int shift = *p++;
-  UnpackFor(n, &p, [&](uint32_t i, uint64_t x) {
+  UnpackFor(n, &p, end, [&](uint32_t i, uint64_t x) {
     out[i].word = (x << shift) ^ (i ? out[i - 1].word : 0);
   });
 }
@@ -380,8 +393,11 @@ void Head::PackOpen(Entry* entry) {
   thread_local uint8_t scratch[MaxPackedBytes(kMostSlots)];
   const size_t bytes = Pack(entry->type, open->slots(), open->size, scratch);
   Packed* packed = new (Allocate(sizeof(Packed) + bytes)) Packed;
-  packed->first_ts = open->slots()[0].ts;
-  packed->last_ts = open->slots()[open->size - 1].ts;
+  packed->min_ts = packed->max_ts = open->slots()[0].ts;
+  for (uint32_t i = 1; i < open->size; ++i) {
+    packed->min_ts = std::min(packed->min_ts, open->slots()[i].ts);
+    packed->max_ts = std::max(packed->max_ts, open->slots()[i].ts);
+  }
   packed->count = open->size;
   packed->bytes = static_cast<uint32_t>(bytes);
   std::memcpy(packed + 1, scratch, bytes);
@@ -524,12 +540,33 @@ void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64
   const Entry* found = Find(series_id, field_id);
   if (found == nullptr || found->size == 0) return;
   const Entry& entry = *found;
+  Slot unpacked[kMostSlots];
   if (!entry.sorted) {
-    Column copy;
-    copy.type = entry.type;
-    AppendColumn(entry, &copy);
-    SortAndDedup(&copy);
-    AppendRange(copy, start, end, out);
+    // The points in range, in the order written, sorted stably: the last
+    // written of each time wins, as in the whole column (a point outside
+    // the range never replaces one inside). Only blocks that meet the
+    // range are unpacked.
+    thread_local std::vector<Slot> hits;
+    hits.clear();
+    const auto keep = [&](const Slot* slots, uint32_t n) {
+      for (uint32_t i = 0; i < n; ++i) {
+        if (slots[i].ts >= start && slots[i].ts < end) hits.push_back(slots[i]);
+      }
+    };
+    for (const Packed* p = entry.first; p != nullptr; p = p->next) {
+      if (p->max_ts < start || p->min_ts >= end) continue;
+      Unpack(entry.type, *p, unpacked);
+      keep(unpacked, p->count);
+    }
+    if (entry.open != nullptr) keep(entry.open->slots(), entry.open->size);
+    std::stable_sort(hits.begin(), hits.end(),
+                     [](const Slot& a, const Slot& b) { return a.ts < b.ts; });
+    size_t kept = 0;
+    for (size_t i = 0; i < hits.size(); ++i) {
+      if (i + 1 < hits.size() && hits[i + 1].ts == hits[i].ts) continue;
+      hits[kept++] = hits[i];
+    }
+    AppendSlots(entry.type, hits.data(), static_cast<uint32_t>(kept), out);
     return;
   }
   const auto cut = [&](const Slot* slots, uint32_t n) {
@@ -538,12 +575,11 @@ void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64
     const Slot* to = std::lower_bound(from, slots + n, end, before);
     AppendSlots(entry.type, from, static_cast<uint32_t>(to - from), out);
   };
-  // Sorted: a packed block's first and last times bound it, so only the
-  // blocks that meet the range are unpacked.
-  Slot unpacked[kMostSlots];
+  // Sorted: only the blocks that meet the range are unpacked, and the first
+  // block past it ends the search.
   for (const Packed* p = entry.first; p != nullptr; p = p->next) {
-    if (p->last_ts < start) continue;
-    if (p->first_ts >= end) return;
+    if (p->max_ts < start) continue;
+    if (p->min_ts >= end) return;
     Unpack(entry.type, *p, unpacked);
     cut(unpacked, p->count);
   }

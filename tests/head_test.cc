@@ -270,6 +270,27 @@ TEST(HeadTest, TheSameTimeAgainReplacesTheValueOfEveryType) {
   EXPECT_EQ(f.floats, std::vector<double>{2.25});
 }
 
+TEST(HeadTest, AnUnsortedColumnReadsEveryRangeEdgeExactly) {
+  // Two writers' batches landing swapped: minutes 100..199, then 0..99, then
+  // 200..299, so packed blocks overlap in time and each range edge falls on
+  // some block's first or last point.
+  Head head;
+  for (int64_t block : {1, 0, 2}) {
+    for (int64_t m = block * 100; m < block * 100 + 100; ++m) {
+      head.Append(0, 0, FieldType::kInt, m * 60, m);
+    }
+  }
+  for (int64_t m = 0; m < 300; ++m) {
+    Column one, rest;
+    one.type = rest.type = FieldType::kInt;
+    head.CopyRange(0, 0, m * 60, m * 60 + 1, &one);
+    ASSERT_EQ(one.ints, std::vector<int64_t>{m}) << "minute " << m;
+    head.CopyRange(0, 0, m * 60, INT64_MAX, &rest);
+    ASSERT_EQ(rest.ts.size(), static_cast<size_t>(300 - m)) << "minute " << m;
+    ASSERT_EQ(rest.ints.front(), m);
+  }
+}
+
 TEST(HeadTest, AnErasedColumnTakesNewPointsAgain) {
   Head head;
   for (int64_t t = 1; t <= 300; ++t) head.Append(0, 0, FieldType::kUint, t, uint64_t(t));
