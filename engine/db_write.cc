@@ -340,8 +340,8 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
 
 void DbImpl::ApplyLocked(const ResolvedBatch& batch) {
   std::unique_lock<std::shared_mutex> l(mu_);
-  // Entries kAhead points ahead, vector ends kAhead / 2: each load has
-  // that many points' appends of time to arrive.
+  // Column entries kAhead points ahead, open-block ends kAhead / 2: each
+  // load has that many points' appends of time to arrive.
   constexpr size_t kAhead = 2;
   const std::vector<ResolvedBatch::Point>& points = batch.points;
   for (size_t i = 0; i < points.size() && i < kAhead; ++i) {

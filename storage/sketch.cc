@@ -22,38 +22,32 @@ constexpr uint64_t kMaxBins = 2 * kMaxIndex + 1;
 // Sorted (index, count) runs of `indexes`, merged into *bins. A gauge's
 // values of one bucket fall in a few neighbouring bins: those are counted in
 // an array, without sorting; a wide spread is sorted.
-void AddIndexes(const std::vector<int32_t>& indexes, Sketch::Bins* bins,
+void AddIndexes(std::vector<int32_t>* indexes, Sketch::Bins* bins,
                 void (*merge)(const Sketch::Bins&, Sketch::Bins*)) {
-  if (indexes.empty()) return;
+  if (indexes->empty()) return;
   constexpr int64_t kCountedSpread = 256;
   thread_local Sketch::Bins runs;
   runs.clear();
-  const auto [lo, hi] = std::minmax_element(indexes.begin(), indexes.end());
+  const auto [lo, hi] = std::minmax_element(indexes->begin(), indexes->end());
   const int32_t least = *lo;
   if (int64_t{*hi} - least < kCountedSpread) {
     uint32_t counts[kCountedSpread];
     const size_t spread = static_cast<size_t>(*hi - least) + 1;
     std::fill_n(counts, spread, 0);
-    for (int32_t index : indexes) ++counts[index - least];
+    for (int32_t index : *indexes) ++counts[index - least];
     for (size_t k = 0; k < spread; ++k) {
       if (counts[k] != 0) runs.emplace_back(least + static_cast<int32_t>(k), counts[k]);
     }
   } else {
-    thread_local std::vector<int32_t> sorted;
-    sorted.assign(indexes.begin(), indexes.end());
-    std::sort(sorted.begin(), sorted.end());
-    for (size_t i = 0; i < sorted.size();) {
+    std::sort(indexes->begin(), indexes->end());
+    for (size_t i = 0; i < indexes->size();) {
       size_t j = i + 1;
-      while (j < sorted.size() && sorted[j] == sorted[i]) ++j;
-      runs.emplace_back(sorted[i], j - i);
+      while (j < indexes->size() && (*indexes)[j] == (*indexes)[i]) ++j;
+      runs.emplace_back((*indexes)[i], j - i);
       i = j;
     }
   }
-  if (bins->empty()) {
-    bins->assign(runs.begin(), runs.end());
-  } else {
-    merge(runs, bins);
-  }
+  merge(runs, bins);
 }
 
 }  // namespace
@@ -94,8 +88,8 @@ void Sketch::AddValues(const T* v, size_t n) {
     }
     (x > 0 ? pos : neg).push_back(last_index);
   }
-  AddIndexes(pos, &pos_, &MergeBins);
-  AddIndexes(neg, &neg_, &MergeBins);
+  AddIndexes(&pos, &pos_, &MergeBins);
+  AddIndexes(&neg, &neg_, &MergeBins);
 }
 
 template void Sketch::AddValues<double>(const double*, size_t);
