@@ -275,14 +275,18 @@ struct ResultSeries {
   std::vector<std::string> columns;             // "time" first for SELECT
   std::vector<std::vector<QueryValue>> values;  // rows, each columns.size() long
   // Only with QueryOptions::answers_by_column, and then instead of `values`
-  // (which is empty): the rows column by column, by_column[column][row].
-  std::vector<std::vector<QueryValue>> by_column;
+  // (which is empty): the first column, `time`, as the rows' times, strictly
+  // increasing; and for each column after it, its non-null values, typed, in
+  // row order, each at its row's time (Column::ts). A row whose cell is null
+  // has no point in that column.
+  std::vector<int64_t> row_times;
+  std::vector<Column> by_column;
 
   // The rows either way.
-  size_t RowCount() const { return by_column.empty() ? values.size() : by_column[0].size(); }
-  const QueryValue& At(size_t row, size_t column) const {
-    return by_column.empty() ? values[row][column] : by_column[column][row];
-  }
+  size_t RowCount() const { return by_column.empty() ? values.size() : row_times.size(); }
+  // A cell either way: a copy, and for a series by column a binary search;
+  // the formatters walk the columns instead.
+  QueryValue At(size_t row, size_t column) const;
 };
 
 // The answer to one statement: its series, or the error that stopped it.
@@ -322,11 +326,11 @@ struct QueryOptions {
   // Answers SHOW ALERTS with the rules' states (the server sets it). Unset,
   // SHOW ALERTS lists the stored rules, none evaluated.
   std::function<void(ResultSeries* out)> show_alerts;
-  // Lets a SELECT's answer come in ResultSeries::by_column instead of rows
-  // (a row is an allocation of its own, and in a wide answer the rows cost
-  // more than computing them). For callers that read answers through
-  // RowCount() and At(), as the formatters in query/format.h do; a series
-  // may still come in rows.
+  // Lets a SELECT's answer come in ResultSeries::row_times and by_column
+  // instead of rows (a row of QueryValues is an allocation of its own, and in
+  // a wide answer the rows cost more than computing them). For callers that
+  // read both shapes, as the formatters in query/format.h do; a series may
+  // still come in rows.
   bool answers_by_column = false;
 };
 

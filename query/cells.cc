@@ -477,52 +477,67 @@ QueryValue ResultOf(AggKind kind, const Cell& c, int64_t* selected) {
   }
 }
 
+// Appends to `out` the answer of slot `slot` in bucket i at time t, typed as
+// ResultOf's value, when it is not null (a count is 0, not null, in a bucket
+// where another slot saw a point). True when it appended.
+template <typename T>
+bool AppendCell(AggKind kind, const Cell* cells, size_t ns, size_t slot, size_t i, int64_t t,
+                Column* out) {
+  const Cell& c = cells[i * ns + slot];
+  if (c.n == 0) {
+    if (kind != AggKind::kCount) return false;
+    bool present = false;
+    for (size_t k = 0; k < ns && !present; ++k) present = cells[i * ns + k].n > 0;
+    if (!present) return false;  // no row
+  }
+  switch (kind) {
+    case AggKind::kCount:
+      out->ints.push_back(static_cast<int64_t>(c.n));
+      break;
+    case AggKind::kMean:
+      out->floats.push_back(c.dsum / static_cast<double>(c.n));
+      break;
+    case AggKind::kSum:
+      storage::NumericValues<T>(*out).push_back(As<T>(c.sum));
+      break;
+    case AggKind::kMin:
+    case AggKind::kFirst:
+      storage::NumericValues<T>(*out).push_back(As<T>(c.a));
+      break;
+    case AggKind::kMax:
+    case AggKind::kLast:
+      storage::NumericValues<T>(*out).push_back(As<T>(c.b));
+      break;
+    case AggKind::kSpread: {
+      int64_t selected;
+      const QueryValue v = ResultOf<T>(kind, c, &selected);
+      storage::NumericValues<T>(*out).push_back(std::get<T>(v));
+      break;
+    }
+    default:
+      return false;
+  }
+  out->ts.push_back(t);
+  return true;
+}
+
 // Cells::AppendResults for a field of type T: ResultOf's values without a
 // QueryValue each, for the buckets where any slot saw a point.
 template <typename T>
 void AppendTyped(AggKind kind, const Cell* cells, size_t ns, size_t slot, const BucketGrid& grid,
                  Column* out) {
-  auto present = [&](size_t i) {
-    for (size_t k = 0; k < ns; ++k) {
-      if (cells[i * ns + k].n > 0) return true;
-    }
-    return false;
-  };
   for (size_t i = 0; i < grid.count; ++i) {
-    const Cell& c = cells[i * ns + slot];
-    if (c.n == 0 && (kind != AggKind::kCount || !present(i))) continue;  // null, or no row
-    switch (kind) {
-      case AggKind::kCount:
-        out->ints.push_back(static_cast<int64_t>(c.n));
-        break;
-      case AggKind::kMean:
-        out->floats.push_back(c.dsum / static_cast<double>(c.n));
-        break;
-      case AggKind::kSum:
-        storage::NumericValues<T>(*out).push_back(As<T>(c.sum));
-        break;
-      case AggKind::kMin:
-      case AggKind::kFirst:
-        storage::NumericValues<T>(*out).push_back(As<T>(c.a));
-        break;
-      case AggKind::kMax:
-      case AggKind::kLast:
-        storage::NumericValues<T>(*out).push_back(As<T>(c.b));
-        break;
-      case AggKind::kSpread: {
-        int64_t selected;
-        const QueryValue v = ResultOf<T>(kind, c, &selected);
-        storage::NumericValues<T>(*out).push_back(std::get<T>(v));
-        break;
-      }
-      default:
-        continue;
-    }
-    out->ts.push_back(grid.first + static_cast<int64_t>(i) * grid.width);
+    AppendCell<T>(kind, cells, ns, slot, i, grid.first + static_cast<int64_t>(i) * grid.width, out);
   }
 }
 
 }  // namespace
+
+FieldType CellAnswerType(const AggSpec& spec) {
+  return spec.kind == AggKind::kCount  ? FieldType::kInt
+         : spec.kind == AggKind::kMean ? FieldType::kFloat
+                                       : spec.type;
+}
 
 bool IsCellAggregate(const AggSpec& spec) {
   switch (spec.type) {
@@ -639,9 +654,7 @@ void Cells::Merge(const std::vector<AggSpec>& specs, const BucketGrid& grid, Cel
 void Cells::AppendResults(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
                           Column* out) const {
   const AggSpec& spec = specs[slot];
-  out->type = spec.kind == AggKind::kCount  ? FieldType::kInt
-              : spec.kind == AggKind::kMean ? FieldType::kFloat
-                                            : spec.type;
+  out->type = CellAnswerType(spec);
   if (cells_.empty()) return;
   // Room for every bucket at once: growing by doubling reallocates about
   // eight times on the way to a day of 15-minute buckets, and over a fleet's
@@ -667,6 +680,22 @@ void Cells::AppendResults(const std::vector<AggSpec>& specs, const BucketGrid& g
       return AppendTyped<uint64_t>(spec.kind, cells_.data(), specs.size(), slot, grid, out);
     default:
       return;
+  }
+}
+
+bool Cells::AppendResult(const AggSpec& spec, size_t nslots, size_t slot, size_t i, int64_t t,
+                         Column* out) const {
+  if (cells_.empty()) return false;
+  if (out->ts.empty()) out->type = CellAnswerType(spec);
+  switch (spec.type) {
+    case FieldType::kFloat:
+      return AppendCell<double>(spec.kind, cells_.data(), nslots, slot, i, t, out);
+    case FieldType::kInt:
+      return AppendCell<int64_t>(spec.kind, cells_.data(), nslots, slot, i, t, out);
+    case FieldType::kUint:
+      return AppendCell<uint64_t>(spec.kind, cells_.data(), nslots, slot, i, t, out);
+    default:
+      return false;
   }
 }
 

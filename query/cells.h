@@ -31,6 +31,10 @@ namespace gpulse::query {
 // Whether an aggregate folds into a cell.
 bool IsCellAggregate(const AggSpec& spec);
 
+// The type of a cell aggregate's answers: integer for count, float for mean,
+// else the field's.
+FieldType CellAnswerType(const AggSpec& spec);
+
 // The bucket grid: bucket i covers [first + i * width, first + (i + 1) *
 // width), i < count.
 struct BucketGrid {
@@ -88,6 +92,12 @@ class Cells {
   // type: integer for count, float for mean, else the field's.
   void AppendResults(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
                      Column* out) const;
+
+  // AppendResults for one bucket: appends the answer of slot `slot` in
+  // bucket i at time t when it is not null, and says whether it did. `out`
+  // is of CellAnswerType(spec).
+  bool AppendResult(const AggSpec& spec, size_t nslots, size_t slot, size_t i, int64_t t,
+                    Column* out) const;
 
   // What the cell record holds; `a`/`b` are min/max, or first/last.
   union Num {

@@ -1,5 +1,6 @@
 #include "query/format.h"
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cmath>
@@ -39,6 +40,27 @@ int64_t FloorDiv(int64_t a, int64_t b) {
   return q;
 }
 
+template <typename T>
+void AppendInt(T v, std::string* out) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out->append(buf, r.ptr);
+}
+
+// A finite double's shortest text at p, which has room for kDoubleChars;
+// returns its end.
+constexpr size_t kDoubleChars = 32;
+char* PutFinite(double v, char* p) {
+  // A whole number under 10^5 prints as to_chars would print it (its fixed
+  // form is never longer than its exponent form), without the shortest-form
+  // search: means of integer fields are mostly such numbers. -0 keeps its sign.
+  if (v > -1e5 && v < 1e5 && v == static_cast<double>(static_cast<int32_t>(v)) &&
+      !(v == 0 && std::signbit(v))) {
+    return std::to_chars(p, p + kDoubleChars, static_cast<int32_t>(v)).ptr;
+  }
+  return std::to_chars(p, p + kDoubleChars, v).ptr;
+}
+
 void AppendDouble(double v, std::string* out) {
   if (std::isnan(v)) {
     out->append("NaN");
@@ -48,16 +70,8 @@ void AppendDouble(double v, std::string* out) {
     out->append(v > 0 ? "+Inf" : "-Inf");
     return;
   }
-  char buf[32];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out->append(buf, r.ptr);
-}
-
-template <typename T>
-void AppendInt(T v, std::string* out) {
-  char buf[24];
-  auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out->append(buf, r.ptr);
+  char buf[kDoubleChars];
+  out->append(buf, PutFinite(v, buf));
 }
 
 void AppendJsonString(std::string_view s, std::string* out) {
@@ -159,6 +173,124 @@ void AppendCsvField(std::string_view s, std::string* out) {
 }
 
 bool IsTimeColumn(const ResultSeries& s, size_t i) { return i == 0 && s.columns[0] == "time"; }
+
+// Reads a series by column (ResultSeries::by_column) row by row, in order:
+// where each column's next point is.
+class ColumnCursor {
+ public:
+  explicit ColumnCursor(const ResultSeries& s) : s_(s), next_(s.by_column.size(), 0) {}
+
+  // The index in column k of the value of the row at `row_time`, or
+  // SIZE_MAX when that cell is null. Rows are asked for in order.
+  size_t Take(size_t k, int64_t row_time) {
+    size_t& i = next_[k];
+    const Column& c = s_.by_column[k];
+    if (i < c.ts.size() && c.ts[i] == row_time) return i++;
+    return SIZE_MAX;
+  }
+
+ private:
+  const ResultSeries& s_;
+  std::vector<size_t> next_;
+};
+
+// A column's i-th value as JSON (AppendJsonValue's text for its type).
+void AppendJsonCell(const Column& c, size_t i, std::string* out) {
+  switch (c.type) {
+    case FieldType::kFloat:
+      if (std::isfinite(c.floats[i])) {
+        AppendDouble(c.floats[i], out);
+      } else {
+        out->append("null");
+      }
+      break;
+    case FieldType::kInt:
+      AppendInt(c.ints[i], out);
+      break;
+    case FieldType::kUint:
+      AppendInt(c.uints[i], out);
+      break;
+    case FieldType::kBool:
+      out->append(c.bools[i] ? "true" : "false");
+      break;
+    case FieldType::kString:
+      AppendJsonString(c.strings[i], out);
+      break;
+  }
+}
+
+// The longest text of a number cell, a comma before it (an int64 is 20
+// bytes; PutFinite's longest, "-2.2250738585072014e-308", 24).
+constexpr size_t kCellChars = 1 + kDoubleChars;
+
+// A series by column whose rows FormatJson writes a row at a time through a
+// buffer (no string column to escape, times as integers, a bounded width).
+bool NarrowRows(const ResultSeries& s, TimeFormat time_format) {
+  if (time_format == TimeFormat::kRfc3339 || s.by_column.size() > 16) return false;
+  return std::none_of(s.by_column.begin(), s.by_column.end(),
+                      [](const Column& c) { return c.type == FieldType::kString; });
+}
+
+// A NarrowRows series' rows as JSON arrays, each after a comma but the first.
+void AppendNarrowJsonRows(const ResultSeries& s, TimeFormat time_format, std::string* out) {
+  ColumnCursor cursor(s);
+  const int64_t unit = UnitNanos(time_format);
+  char row[2 + kCellChars * 17 + 2];
+  for (size_t r = 0; r < s.row_times.size(); ++r) {
+    char* p = row;
+    if (r) *p++ = ',';
+    *p++ = '[';
+    p = std::to_chars(p, p + kCellChars, FloorDiv(s.row_times[r], unit)).ptr;
+    for (size_t k = 0; k < s.by_column.size(); ++k) {
+      *p++ = ',';
+      const size_t i = cursor.Take(k, s.row_times[r]);
+      const Column& c = s.by_column[k];
+      if (i == SIZE_MAX || (c.type == FieldType::kFloat && !std::isfinite(c.floats[i]))) {
+        p = std::copy_n("null", 4, p);
+        continue;
+      }
+      switch (c.type) {
+        case FieldType::kFloat:
+          p = PutFinite(c.floats[i], p);
+          break;
+        case FieldType::kInt:
+          p = std::to_chars(p, p + kCellChars, c.ints[i]).ptr;
+          break;
+        case FieldType::kUint:
+          p = std::to_chars(p, p + kCellChars, c.uints[i]).ptr;
+          break;
+        case FieldType::kBool:
+          p = c.bools[i] ? std::copy_n("true", 4, p) : std::copy_n("false", 5, p);
+          break;
+        case FieldType::kString:
+          break;  // not in a NarrowRows series
+      }
+    }
+    *p++ = ']';
+    out->append(row, p);
+  }
+}
+
+// A column's i-th value as a CSV field (AppendCsvValue's text for its type).
+void AppendCsvCell(const Column& c, size_t i, std::string* out) {
+  switch (c.type) {
+    case FieldType::kFloat:
+      AppendDouble(c.floats[i], out);
+      break;
+    case FieldType::kInt:
+      AppendInt(c.ints[i], out);
+      break;
+    case FieldType::kUint:
+      AppendInt(c.uints[i], out);
+      break;
+    case FieldType::kBool:
+      out->append(c.bools[i] ? "true" : "false");
+      break;
+    case FieldType::kString:
+      AppendCsvField(c.strings[i], out);
+      break;
+  }
+}
 
 }  // namespace
 
@@ -335,17 +467,36 @@ std::string FormatJson(const QueryResult& result, TimeFormat time_format, bool p
           AppendJsonString(s.columns[c], &out);
         }
         out.append("],\"values\":[");
-        const size_t rows = s.RowCount();
         const bool timed = !s.columns.empty() && IsTimeColumn(s, 0);
-        for (size_t r = 0; r < rows; ++r) {
-          if (r) out.push_back(',');
-          out.push_back('[');
-          const size_t width = s.by_column.empty() ? s.values[r].size() : s.by_column.size();
-          for (size_t c = 0; c < width; ++c) {
-            if (c) out.push_back(',');
-            AppendJsonValue(s.At(r, c), c == 0 && timed, time_format, &out);
+        if (s.by_column.empty()) {
+          for (size_t r = 0; r < s.values.size(); ++r) {
+            if (r) out.push_back(',');
+            out.push_back('[');
+            for (size_t c = 0; c < s.values[r].size(); ++c) {
+              if (c) out.push_back(',');
+              AppendJsonValue(s.values[r][c], c == 0 && timed, time_format, &out);
+            }
+            out.push_back(']');
           }
-          out.push_back(']');
+        } else if (NarrowRows(s, time_format)) {
+          AppendNarrowJsonRows(s, time_format, &out);
+        } else {
+          ColumnCursor cursor(s);
+          for (size_t r = 0; r < s.row_times.size(); ++r) {
+            if (r) out.push_back(',');
+            out.push_back('[');
+            AppendTime(s.row_times[r], time_format, true, &out);
+            for (size_t k = 0; k < s.by_column.size(); ++k) {
+              out.push_back(',');
+              const size_t i = cursor.Take(k, s.row_times[r]);
+              if (i == SIZE_MAX) {
+                out.append("null");
+              } else {
+                AppendJsonCell(s.by_column[k], i, &out);
+              }
+            }
+            out.push_back(']');
+          }
         }
         out.append("]}");
       }
@@ -400,16 +551,25 @@ std::string FormatCsv(const QueryResult& result, TimeFormat time_format) {
         tags.push_back('=');
         tags += s.tags[t].value;
       }
-      const size_t rows = s.RowCount();
       const bool timed = !s.columns.empty() && IsTimeColumn(s, 0);
-      for (size_t r = 0; r < rows; ++r) {
+      ColumnCursor cursor(s);
+      for (size_t r = 0; r < s.RowCount(); ++r) {
         AppendCsvField(s.name, &out);
         out.push_back(',');
         AppendCsvField(tags, &out);
-        const size_t width = s.by_column.empty() ? s.values[r].size() : s.by_column.size();
-        for (size_t c = 0; c < width; ++c) {
+        if (s.by_column.empty()) {
+          for (size_t c = 0; c < s.values[r].size(); ++c) {
+            out.push_back(',');
+            AppendCsvValue(s.values[r][c], c == 0 && timed, time_format, &out);
+          }
+        } else {
           out.push_back(',');
-          AppendCsvValue(s.At(r, c), c == 0 && timed, time_format, &out);
+          AppendTime(s.row_times[r], time_format, false, &out);
+          for (size_t k = 0; k < s.by_column.size(); ++k) {
+            out.push_back(',');
+            const size_t i = cursor.Take(k, s.row_times[r]);
+            if (i != SIZE_MAX) AppendCsvCell(s.by_column[k], i, &out);
+          }
         }
         out.push_back('\n');
       }

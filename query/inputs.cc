@@ -100,6 +100,16 @@ Column AnswerColumn(const std::vector<int64_t>& times, const std::vector<QueryVa
   return col;
 }
 
+bool OfOneType(const std::vector<QueryValue>& values) {
+  size_t kind = 0;
+  for (const QueryValue& v : values) {
+    if (v.index() == 0) continue;
+    if (kind != 0 && v.index() != kind) return false;
+    kind = v.index();
+  }
+  return true;
+}
+
 ColumnSeries ToColumns(ResultSeries&& rs) {
   ColumnSeries c;
   c.name = std::move(rs.name);

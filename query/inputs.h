@@ -44,6 +44,10 @@ struct ColumnSeries {
 // column of last(state)), the numbers then left out.
 Column AnswerColumn(const std::vector<int64_t>& times, const std::vector<QueryValue>& values);
 
+// True when the non-null values are all of one type: AnswerColumn then keeps
+// every one of them as it is.
+bool OfOneType(const std::vector<QueryValue>& values);
+
 // An answer in rows as columns (rows whose time is not an integer are left
 // out).
 ColumnSeries ToColumns(ResultSeries&& rs);

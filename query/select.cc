@@ -34,9 +34,15 @@ ExecContext::ExecContext(Db* db, const QueryOptions& options, int64_t now_ns)
 
 Status ExecContext::Poll() {
   if (stopped()) return stop_status();
-  if (options_.cancelled && options_.cancelled()) {
+  const auto now = std::chrono::steady_clock::now();
+  bool cancelled = false;
+  if (options_.cancelled && now >= next_cancel_check_) {
+    next_cancel_check_ = now + kCancelCheckInterval;
+    cancelled = options_.cancelled();
+  }
+  if (cancelled) {
     Stop(Status::Cancelled("query cancelled"));
-  } else if (std::chrono::steady_clock::now() > deadline_) {
+  } else if (now > deadline_) {
     Stop(Status::ResourceExhausted("query ran past its time limit (timeout " +
                                    std::to_string(options_.limits.timeout.count()) + " ms)"));
   }
@@ -1378,6 +1384,61 @@ bool CellColumns(const SelectStatement& s, const Plan& plan, const GroupKey& key
   return true;
 }
 
+// AnswerGroup into ResultSeries::by_column straight from the cells, when
+// CellColumns' conditions hold: the general path's rows (every bucket of the
+// range with FILL(null), those with a value with FILL(none)) without a
+// QueryValue per cell, which cost more than the fold in an answer of many
+// rows. False when the answer is not of that kind.
+bool CellAnswerByColumn(const SelectStatement& s, const Plan& plan, const GroupKey& key,
+                        GroupAcc& acc, const std::vector<int64_t>& all_buckets, GroupAnswer* out) {
+  const bool reorders =
+      s.order == SortOrder::kDesc || s.offset.value_or(0) > 0 || (s.limit && *s.limit > 0);
+  if (!plan.use_cells || !plan.bucketer || plan.multirow || plan.transformed || reorders ||
+      (plan.fill != FillKind::kNull && plan.fill != FillKind::kNone)) {
+    return false;
+  }
+  std::vector<size_t> slots;
+  for (const OutExpr& o : plan.outputs) {
+    auto it = plan.slot_of.find(o.expr);
+    if (it == plan.slot_of.end()) return false;
+    slots.push_back(static_cast<size_t>(it->second));
+  }
+  if (acc.cells.empty()) return true;  // no point: no rows
+  const size_t ns = plan.slots.size();
+  ResultSeries rs;
+  rs.by_column.resize(slots.size());
+  for (size_t k = 0; k < slots.size(); ++k) {
+    Column& c = rs.by_column[k];
+    c.type = CellAnswerType(plan.specs[slots[k]]);
+    c.ts.reserve(all_buckets.size());
+    if (c.type == FieldType::kFloat) c.floats.reserve(all_buckets.size());
+    if (c.type == FieldType::kInt) c.ints.reserve(all_buckets.size());
+    if (c.type == FieldType::kUint) c.uints.reserve(all_buckets.size());
+  }
+  rs.row_times.reserve(all_buckets.size());
+  bool any = false;
+  for (const int64_t b : all_buckets) {
+    const size_t i = plan.BucketIndex(b);
+    const bool present = i < plan.grid.count && acc.cells.Present(ns, i);
+    any = any || present;
+    bool value = false;
+    for (size_t k = 0; k < slots.size() && present; ++k) {
+      value = acc.cells.AppendResult(plan.specs[slots[k]], ns, slots[k], i, b, &rs.by_column[k]) ||
+              value;
+    }
+    if (value || plan.fill == FillKind::kNull) rs.row_times.push_back(b);
+  }
+  if (!any || rs.row_times.empty()) return true;
+  rs.name = plan.measurement;
+  rs.tags = TagsOf(plan, key);
+  rs.columns.reserve(plan.outputs.size() + 1);
+  rs.columns.push_back("time");
+  for (const OutExpr& o : plan.outputs) rs.columns.push_back(o.name);
+  out->rows = rs.row_times.size();
+  out->series = std::move(rs);
+  return true;
+}
+
 // One group's rows: as typed columns for an outer query (`as_columns`), in
 // ResultSeries::by_column when the caller reads them so (`by_column`), else
 // in rows.
@@ -1385,6 +1446,7 @@ Status AnswerGroup(const SelectStatement& s, const Plan& plan, const GroupKey& k
                    const std::vector<int64_t>& all_buckets, bool as_columns, bool by_column,
                    GroupAnswer* out) {
   if (as_columns && CellColumns(s, plan, key, acc, out)) return Status::Ok();
+  if (by_column && CellAnswerByColumn(s, plan, key, acc, all_buckets, out)) return Status::Ok();
   bool any = false;
   std::vector<int64_t> with_states;
   acc.ForEach(plan, [&](int64_t b, GroupAcc::States states) {
@@ -1530,36 +1592,25 @@ Status AnswerGroup(const SelectStatement& s, const Plan& plan, const GroupKey& k
       out->columns = std::move(cs);
       return Status::Ok();
     }
-    if (by_column && !reorders) {
-      // The columns as they are (ResultSeries::by_column), without the
-      // rows whose outputs are all null.
-      std::vector<char> keep(nb, 1);
-      size_t kept = nb;
-      for (size_t bi = 0; bi < nb && drop_empty; ++bi) {
-        if (std::all_of(cols.begin(), cols.end(),
-                        [&](const auto& c) { return c[bi].index() == 0; })) {
-          keep[bi] = 0;
-          --kept;
-        }
-      }
-      if (kept == 0) return Status::Ok();
-      auto kept_only = [&](std::vector<QueryValue>&& all) {
-        if (kept == nb) return std::move(all);
-        std::vector<QueryValue> some;
-        some.reserve(kept);
-        for (size_t bi = 0; bi < nb; ++bi) {
-          if (keep[bi]) some.push_back(std::move(all[bi]));
-        }
-        return some;
-      };
-      rs.by_column.reserve(cols.size() + 1);
-      std::vector<QueryValue>& time_column = rs.by_column.emplace_back();
-      time_column.reserve(kept);
+    const bool strictly_increasing =
+        std::adjacent_find(times.begin(), times.end(), std::greater_equal<int64_t>()) ==
+        times.end();
+    if (by_column && !reorders && strictly_increasing &&
+        std::all_of(cols.begin(), cols.end(), OfOneType)) {
+      // Typed columns (ResultSeries::by_column), without the rows whose
+      // outputs are all null; a column whose values mix types (FILL(0) among
+      // means) keeps the rows.
+      rs.row_times.reserve(nb);
       for (size_t bi = 0; bi < nb; ++bi) {
-        if (keep[bi]) time_column.emplace_back(times[bi]);
+        if (!drop_empty || std::any_of(cols.begin(), cols.end(),
+                                       [&](const auto& c) { return c[bi].index() != 0; })) {
+          rs.row_times.push_back(times[bi]);
+        }
       }
-      for (auto& c : cols) rs.by_column.push_back(kept_only(std::move(c)));
-      out->rows = kept;
+      if (rs.row_times.empty()) return Status::Ok();
+      rs.by_column.reserve(cols.size());
+      for (const auto& c : cols) rs.by_column.push_back(AnswerColumn(times, c));
+      out->rows = rs.row_times.size();
       out->series = std::move(rs);
       return Status::Ok();
     }

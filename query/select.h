@@ -26,8 +26,10 @@ class ExecContext {
   int64_t now_ns() const { return now_ns_; }
 
   // Called by the statement's own thread: cancellation and the deadline.
-  // Returns the reason to stop, or OK.
+  // Returns the reason to stop, or OK. QueryOptions::cancelled is asked at
+  // most every kCancelCheckInterval (the server's asks with a system call).
   Status Poll();
+  static constexpr std::chrono::milliseconds kCancelCheckInterval{5};
   // Any thread: stop the statement for `why` (the first reason wins).
   void Stop(Status why);
   bool stopped() const { return stopped_.load(std::memory_order_relaxed); }
@@ -53,6 +55,7 @@ class ExecContext {
   const QueryOptions& options_;
   int64_t now_ns_;
   std::chrono::steady_clock::time_point deadline_;
+  std::chrono::steady_clock::time_point next_cancel_check_{};  // the first Poll asks
   std::atomic<bool> stopped_{false};
   std::mutex mu_;
   Status stop_status_;  // GUARDED_BY(mu_)

@@ -1,9 +1,10 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <boost/asio/ip/address.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <chrono>
@@ -73,12 +74,28 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
-  // Cancels the socket's operation in flight when the deadline passes.
+  // Gives the operation about to start (reading a request, writing a
+  // response) read_timeout to finish; past that the socket is cancelled.
+  // The timer is not set per operation (two timerfd calls a request): once
+  // armed it fires at the deadline it was set for, and re-arms itself for a
+  // later one.
   void ArmTimer() {
     timed_out_ = false;
-    timer_.expires_after(server_->options_.read_timeout);
+    in_flight_ = true;
+    deadline_ = std::chrono::steady_clock::now() + server_->options_.read_timeout;
+    if (!timer_armed_) WaitForDeadline();
+  }
+
+  // The operation in flight finished.
+  void DisarmTimer() { in_flight_ = false; }
+
+  void WaitForDeadline() {
+    timer_armed_ = true;
+    timer_.expires_at(deadline_);
     timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
-      if (ec) return;  // cancelled: the operation finished first
+      self->timer_armed_ = false;
+      if (ec || !self->in_flight_) return;  // closed, or nothing to time
+      if (std::chrono::steady_clock::now() < self->deadline_) return self->WaitForDeadline();
       self->timed_out_ = true;
       beast::error_code ignored;
       self->socket_.cancel(ignored);
@@ -132,7 +149,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void OnRead(beast::error_code ec) {
-    timer_.cancel();
+    DisarmTimer();
     if (ec == http::error::end_of_stream || ec == asio::error::operation_aborted || timed_out_) {
       return Close();  // the client left, we stop, or it stalled past the read timeout
     }
@@ -158,7 +175,7 @@ class Session : public std::enable_shared_from_this<Session> {
     ArmTimer();
     http::async_write(socket_, response_,
                       [self = shared_from_this()](beast::error_code ec, size_t) {
-                        self->timer_.cancel();
+                        self->DisarmTimer();
                         self->busy_ = false;
                         if (ec || !self->response_.keep_alive()) return self->Close();
                         self->Read();
@@ -181,10 +198,29 @@ class Session : public std::enable_shared_from_this<Session> {
   RequestContext context_;
   bool busy_ = false;       // between a request read and its response written
   bool timed_out_ = false;  // the timer fired for the operation in flight
+  bool in_flight_ = false;  // a read or write is under way, timed to deadline_
+  bool timer_armed_ = false;
+  std::chrono::steady_clock::time_point deadline_;
 };
 
+namespace {
+
+std::vector<std::unique_ptr<asio::io_context>> MakeLoops(int threads) {
+  std::vector<std::unique_ptr<asio::io_context>> loops;
+  // Concurrency hint 1: each loop is run by one thread, and never wakes
+  // another for its handlers.
+  for (int i = 0; i < std::max(threads, 1); ++i)
+    loops.push_back(std::make_unique<asio::io_context>(1));
+  return loops;
+}
+
+}  // namespace
+
 HttpServer::HttpServer(HttpServerOptions options, Handler handler)
-    : options_(std::move(options)), handler_(std::move(handler)), acceptor_(io_) {}
+    : options_(std::move(options)),
+      handler_(std::move(handler)),
+      loops_(MakeLoops(options_.threads)),
+      acceptor_(*loops_.front()) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -201,12 +237,17 @@ Status HttpServer::Start() {
   if (ec) return Status::IOError("listen on " + where + ": " + ec.message());
   port_ = acceptor_.local_endpoint().port();
   Accept();
-  for (int i = 0; i < options_.threads; ++i) threads_.emplace_back([this] { io_.run(); });
+  for (auto& loop : loops_) {
+    keep_running_.emplace_back(loop->get_executor());
+    threads_.emplace_back([io = loop.get()] { io->run(); });
+  }
   return Status::Ok();
 }
 
 void HttpServer::Accept() {
-  acceptor_.async_accept(asio::make_strand(io_), [this](beast::error_code ec, tcp::socket socket) {
+  asio::io_context& loop = *loops_[next_loop_];
+  next_loop_ = (next_loop_ + 1) % loops_.size();
+  acceptor_.async_accept(loop, [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
       if (!stopping_ && ec != asio::error::operation_aborted) Accept();
       return;
@@ -233,7 +274,7 @@ void HttpServer::Stop() {
   if (stopped_ || threads_.empty()) return;
   stopped_ = true;
   stopping_ = true;
-  asio::post(io_, [this] {
+  asio::post(*loops_.front(), [this] {
     beast::error_code ec;
     acceptor_.close(ec);
   });
@@ -254,7 +295,8 @@ void HttpServer::Stop() {
     std::unique_lock<std::mutex> l(sessions_mu_);
     sessions_cv_.wait_for(l, options_.drain_timeout, [this] { return sessions_.empty(); });
   }
-  io_.stop();
+  keep_running_.clear();
+  for (auto& loop : loops_) loop->stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }

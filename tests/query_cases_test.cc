@@ -401,11 +401,24 @@ class CaseRunner {
       EXPECT_EQ(query::FormatCsv(columns, query::TimeFormat::kRfc3339),
                 query::FormatCsv(result, query::TimeFormat::kRfc3339))
           << "by column: " << q.text;
-      EXPECT_EQ(query::FormatJson(columns, query::TimeFormat::kMs, false),
-                query::FormatJson(result, query::TimeFormat::kMs, false))
-          << "by column: " << q.text;
-      for (const StatementResult& st : columns.statements) {
-        for (const ResultSeries& rs : st.series) answered_by_column_ += !rs.by_column.empty();
+      for (const query::TimeFormat f : {query::TimeFormat::kMs, query::TimeFormat::kRfc3339}) {
+        EXPECT_EQ(query::FormatJson(columns, f, false), query::FormatJson(result, f, false))
+            << "by column: " << q.text;
+      }
+      for (size_t i = 0; i < columns.statements.size(); ++i) {
+        const auto& by_col = columns.statements[i].series;
+        for (size_t j = 0; j < by_col.size(); ++j) {
+          answered_by_column_ += !by_col[j].by_column.empty();
+          // Every cell through ResultSeries::At, either way.
+          const ResultSeries& rows = result.statements[i].series.at(j);
+          ASSERT_EQ(by_col[j].RowCount(), rows.RowCount()) << q.text;
+          for (size_t r = 0; r < rows.RowCount(); ++r) {
+            for (size_t c = 0; c < rows.columns.size(); ++c) {
+              EXPECT_EQ(by_col[j].At(r, c), rows.At(r, c))
+                  << q.text << " row " << r << " col " << c;
+            }
+          }
+        }
       }
     }
     std::vector<std::string> actual;

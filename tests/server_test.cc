@@ -293,6 +293,39 @@ TEST_F(ServerTest, StalledClientTimesOut) {
   EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
 }
 
+// The read timeout is for each request and response, not the connection:
+// one connection busy for three times the timeout stays open, and once it
+// falls silent the server closes it after about the timeout. (The timer is
+// armed once and moves with the deadline.)
+TEST_F(ServerTest, TheReadTimeoutMovesWithEachRequest) {
+  Stop();
+  read_timeout_ = std::chrono::milliseconds(300);
+  Start();
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::socket socket(io);
+  socket.connect({asio::ip::make_address("127.0.0.1"), server_.port()});
+  const auto started = std::chrono::steady_clock::now();
+  int answered = 0;
+  while (std::chrono::steady_clock::now() - started < std::chrono::milliseconds(900)) {
+    asio::write(socket, asio::buffer(std::string("GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")));
+    std::string reply;
+    asio::read_until(socket, asio::dynamic_buffer(reply), "\r\n\r\n");
+    ASSERT_EQ(reply.rfind("HTTP/1.1 204", 0), 0u) << reply;
+    ++answered;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_GE(answered, 6);
+  const auto silent = std::chrono::steady_clock::now();
+  char byte;
+  boost::system::error_code ec;
+  socket.read_some(asio::buffer(&byte, 1), ec);  // returns when the server hangs up
+  EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset) << ec.message();
+  const auto waited = std::chrono::steady_clock::now() - silent;
+  EXPECT_GE(waited, std::chrono::milliseconds(250));
+  EXPECT_LT(waited, std::chrono::seconds(3));
+}
+
 TEST_F(ServerTest, TokensAreCheckedWithScopes) {
   Stop();
   config_.tokens = {{"writer", "secret-write-token", {"*"}, {"fleet"}},
