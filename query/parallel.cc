@@ -89,37 +89,36 @@ Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
   // What the threads share; a worker that starts after the work is all
   // claimed touches only this (it outlives the call), never fn or ctx.
   struct Shared {
-    std::atomic<size_t> next{0};  // kDynamic: the first index not claimed
+    std::atomic<size_t> next{0};  // the first block (kBlocks) or index not claimed
     std::atomic<size_t> busy{0};  // threads that may still call fn
     std::mutex mu;
     std::condition_variable cv;
   };
   auto shared = std::make_shared<Shared>();
   const size_t batch = 4;
-  // Runs what worker w takes; false when fn failed or the query stopped.
+  // Claims and runs work until none is left: under kBlocks whole blocks,
+  // fn's `worker` being the block; under kDynamic a few indices at a time,
+  // fn's `worker` being w, the thread. Only the calling thread polls.
   auto run = [ctx, &fn, n, workers, split, batch](Shared& sh, size_t w) {
-    auto call = [&](size_t i) {
+    auto call = [&](size_t slot, size_t i) {
       if (w == 0 && i % 16 == 0 && !ctx->Poll().ok()) return false;
-      Status st = fn(w, i);
+      Status st = fn(slot, i);
       if (!st.ok()) {
         ctx->Stop(std::move(st));
         return false;
       }
       return !ctx->stopped();
     };
-    if (split == Split::kBlocks) {
-      const size_t begin = n * w / workers, end = n * (w + 1) / workers;
-      for (size_t i = begin; i < end; ++i) {
-        if (!call(i)) return;
-      }
-      return;
-    }
+    const size_t limit = split == Split::kBlocks ? workers : n;
     while (true) {
-      const size_t begin = sh.next.fetch_add(batch);
-      if (begin >= n) return;
-      for (size_t i = begin; i < std::min(n, begin + batch); ++i) {
-        if (!call(i)) {
-          sh.next.store(n);  // the others stop claiming
+      const size_t claimed = sh.next.fetch_add(split == Split::kBlocks ? 1 : batch);
+      if (claimed >= limit) return;
+      const size_t begin = split == Split::kBlocks ? n * claimed / workers : claimed;
+      const size_t end =
+          split == Split::kBlocks ? n * (claimed + 1) / workers : std::min(n, claimed + batch);
+      for (size_t i = begin; i < end; ++i) {
+        if (!call(split == Split::kBlocks ? claimed : w, i)) {
+          sh.next.store(limit);  // the others stop claiming
           return;
         }
       }
@@ -130,16 +129,14 @@ Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
     sh.busy.fetch_sub(1);
     sh.cv.notify_all();
   };
-  if (split == Split::kBlocks) shared->busy.store(workers - 1);
+  const size_t limit = split == Split::kBlocks ? workers : n;
   for (size_t w = 1; w < workers; ++w) {
-    WorkerPool::Get().Submit([shared, run, finish, split, n, w] {
+    WorkerPool::Get().Submit([shared, run, finish, limit, w] {
       Shared& sh = *shared;
-      if (split == Split::kDynamic) {
-        // Counted busy before claiming: the caller, having seen every index
-        // claimed and no thread busy, may return.
-        sh.busy.fetch_add(1);
-        if (sh.next.load() >= n) return finish(sh);
-      }
+      // Counted busy before claiming: the caller, having seen all the work
+      // claimed and no thread busy, may return.
+      sh.busy.fetch_add(1);
+      if (sh.next.load() >= limit) return finish(sh);
       run(sh, w);
       finish(sh);
     });

@@ -17,9 +17,12 @@ size_t HardwareThreads();
 
 // How ParallelFor hands out the indices.
 enum class Split {
-  // Worker w takes the w-th contiguous block, so per-worker results merge in
-  // index (series) order: for answers that depend on the order of folding
-  // (float sums, ties between series).
+  // The indices in as many contiguous blocks as threads take part, fn's
+  // `worker` being the block: per-block results merge in index (series)
+  // order, for answers that depend on the order of folding (float sums, ties
+  // between series). Threads claim whole blocks as they come free: a worker
+  // woken late (a halted CPU takes a few hundred microseconds to wake on a
+  // VM) finds the blocks taken rather than holding up the answer.
   kBlocks,
   // Threads claim a few indices at a time as they come free, and the calling
   // thread does not wait for a worker that has not started: on a busy
@@ -31,8 +34,8 @@ enum class Split {
 
 // Runs fn(worker, i) for i in [0, n) on up to two worker threads (more on
 // machines with more cores) and the calling thread; polls for cancellation
-// meanwhile.
-// workers_out: how many threads took part (fn's `worker` is below it).
+// meanwhile. fn(w, i) calls with the same w never overlap.
+// workers_out: how many threads may take part (fn's `worker` is below it).
 Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
                    const std::function<Status(size_t worker, size_t i)>& fn,
                    size_t min_per_worker = 8, Split split = Split::kBlocks);

@@ -1,8 +1,8 @@
 #include "server/http_server.h"
 
 #include <algorithm>
-#include <boost/asio/ip/address.hpp>
 #include <boost/asio/dispatch.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
@@ -135,6 +135,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void ReadBody() {
+    // A request without a body (a GET, a HEAD) is whole once its header is:
+    // answered now, rather than after a read that has nothing to read but
+    // goes round the event loop (60 us of a small query's 450 on a CPU whose
+    // caches another process has emptied, the harness's case).
+    if (parser_->is_done()) return OnRead({});
     // Beast reads into the buffer's spare capacity, at least 512 bytes and at
     // most 64 KiB a call. A buffer left small by the header would take a
     // 230 KiB write body in 450 reads of 512 bytes: 0.44 M recv and 0.23 M

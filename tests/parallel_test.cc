@@ -100,67 +100,77 @@ TEST(ParallelForTest, ACancelledQueryStops) {
   EXPECT_LT(ran.load(), 20000u);
 }
 
-// Every pool thread is held by another statement's blocks; a kDynamic run
-// on this thread claims every index itself and returns instead of waiting
-// for them.
-TEST(ParallelForTest, DynamicDoesNotWaitForWorkersBusyElsewhere) {
+// Every pool thread is held by another statement's blocks; a run of either
+// split on this thread does all the work itself and returns instead of
+// waiting for them (a kBlocks run takes every block, in order).
+TEST(ParallelForTest, NeitherSplitWaitsForWorkersBusyElsewhere) {
   if (HardwareThreads() < 2) GTEST_SKIP() << "no worker threads on one core";
-  std::mutex mu;
-  std::condition_variable cv;
-  bool release = false;
-  std::atomic<size_t> held{0};
-  const QueryOptions options;
-  // The other statement: its worker blocks wait until released.
-  ExecContext other_ctx(nullptr, options, 0);
-  auto other = std::async(std::launch::async, [&] {
-    size_t workers = 0;
-    return ParallelFor(&other_ctx, 1000, &workers, [&](size_t w, size_t) {
-      if (w == 0) return Status::Ok();
-      held.fetch_add(1);
-      std::unique_lock<std::mutex> l(mu);
-      cv.wait(l, [&] { return release; });
-      return Status::Ok();
+  for (const Split split : {Split::kDynamic, Split::kBlocks}) {
+    SCOPED_TRACE(split == Split::kDynamic ? "kDynamic" : "kBlocks");
+    std::mutex mu;
+    std::condition_variable cv;
+    bool release = false;
+    std::atomic<size_t> held{0};
+    const QueryOptions options;
+    // The other statement: each of its blocks waits until released, so its
+    // calling thread and every pool thread stay in one.
+    const size_t threads = std::min<size_t>(HardwareThreads(), 8);
+    ExecContext other_ctx(nullptr, options, 0);
+    size_t other_blocks = 0;
+    auto other = std::async(std::launch::async, [&] {
+      return ParallelFor(&other_ctx, 1000, &other_blocks, [&](size_t w, size_t i) {
+        if (i != 1000 * w / threads) return Status::Ok();  // the first index of block w
+        held.fetch_add(1);
+        std::unique_lock<std::mutex> l(mu);
+        cv.wait(l, [&] { return release; });
+        return Status::Ok();
+      });
     });
-  });
-  // Released however the test ends (before `other` is waited for).
-  struct Release {
-    std::mutex& mu;
-    std::condition_variable& cv;
-    bool& release;
-    void Now() {
-      {
-        std::lock_guard<std::mutex> l(mu);
-        release = true;
+    // Released however the test ends (before `other` is waited for).
+    struct Release {
+      std::mutex& mu;
+      std::condition_variable& cv;
+      bool& release;
+      void Now() {
+        {
+          std::lock_guard<std::mutex> l(mu);
+          release = true;
+        }
+        cv.notify_all();
       }
-      cv.notify_all();
+      ~Release() { Now(); }
+    } release_all{mu, cv, release};
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (held.load() < threads && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    ~Release() { Now(); }
-  } release_all{mu, cv, release};
-  const size_t pool = std::min<size_t>(HardwareThreads(), 8) - 1;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (held.load() < pool && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  ASSERT_EQ(held.load(), pool) << "the pool's threads never took the other statement's blocks";
+    ASSERT_EQ(held.load(), threads) << "the pool's thread never took the other statement's block";
 
-  ExecContext ctx(nullptr, options, 0);
-  std::atomic<size_t> done{0};
-  auto mine = std::async(std::launch::async, [&] {
-    size_t workers = 0;
-    return ParallelFor(
-        &ctx, 1000, &workers,
-        [&](size_t, size_t) {
-          done.fetch_add(1);
-          return Status::Ok();
-        },
-        8, Split::kDynamic);
-  });
-  const bool returned = mine.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
-  release_all.Now();
-  EXPECT_TRUE(returned) << "the caller waited for a busy worker";
-  EXPECT_TRUE(mine.get().ok());
-  EXPECT_EQ(done.load(), 1000u);
-  EXPECT_TRUE(other.get().ok());
+    ExecContext ctx(nullptr, options, 0);
+    std::vector<size_t> block_of(1000, SIZE_MAX);
+    std::atomic<size_t> done{0};
+    size_t blocks = 0;
+    auto mine = std::async(std::launch::async, [&] {
+      return ParallelFor(
+          &ctx, 1000, &blocks,
+          [&](size_t w, size_t i) {
+            block_of[i] = w;
+            done.fetch_add(1);
+            return Status::Ok();
+          },
+          8, split);
+    });
+    const bool returned = mine.wait_for(std::chrono::seconds(5)) == std::future_status::ready;
+    release_all.Now();
+    EXPECT_TRUE(returned) << "the caller waited for a busy worker";
+    EXPECT_TRUE(mine.get().ok());
+    EXPECT_EQ(done.load(), 1000u);
+    if (split == Split::kBlocks) {
+      for (size_t i = 1; i < block_of.size(); ++i) EXPECT_LE(block_of[i - 1], block_of[i]) << i;
+      EXPECT_EQ(block_of.back(), blocks - 1);
+    }
+    EXPECT_TRUE(other.get().ok());
+  }
 }
 
 }  // namespace
