@@ -481,8 +481,8 @@ QueryValue ResultOf(AggKind kind, const Cell& c, int64_t* selected) {
 // ResultOf's value, when it is not null (a count is 0, not null, in a bucket
 // where another slot saw a point). True when it appended.
 template <typename T>
-bool AppendCell(AggKind kind, const Cell* cells, size_t ns, size_t slot, size_t i, int64_t t,
-                Column* out) {
+[[gnu::always_inline]] inline bool AppendCell(AggKind kind, const Cell* cells, size_t ns,
+                                              size_t slot, size_t i, int64_t t, Column* out) {
   const Cell& c = cells[i * ns + slot];
   if (c.n == 0) {
     if (kind != AggKind::kCount) return false;
