@@ -15,6 +15,7 @@
 #include "query/decompose.h"
 #include "query/delete.h"
 #include "query/format.h"
+#include "query/inputs.h"
 #include "query/kpis.h"
 #include "query/northstar.h"
 #include "query/select.h"
@@ -38,20 +39,7 @@ QueryValue ResultSeries::At(size_t row, size_t column) const {
   const Column& c = by_column[column - 1];
   const auto it = std::lower_bound(c.ts.begin(), c.ts.end(), row_times[row]);
   if (it == c.ts.end() || *it != row_times[row]) return QueryValue();
-  const size_t i = static_cast<size_t>(it - c.ts.begin());
-  switch (c.type) {
-    case FieldType::kFloat:
-      return c.floats[i];
-    case FieldType::kInt:
-      return c.ints[i];
-    case FieldType::kUint:
-      return c.uints[i];
-    case FieldType::kBool:
-      return c.bools[i] != 0;
-    case FieldType::kString:
-      return c.strings[i];
-  }
-  return QueryValue();
+  return query::CellOf(c, static_cast<size_t>(it - c.ts.begin()));
 }
 
 namespace query {

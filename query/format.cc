@@ -194,14 +194,19 @@ class ColumnCursor {
   std::vector<size_t> next_;
 };
 
-// A column's i-th value as JSON (AppendJsonValue's text for its type).
-void AppendJsonCell(const Column& c, size_t i, std::string* out) {
+// How a cell is written: as FormatJson does (null for NaN and infinities,
+// strings quoted and escaped) or as FormatCsv does (strings quoted when they
+// must be).
+enum class Dialect { kJson, kCsv };
+
+// A column's i-th value (AppendJsonValue's or AppendCsvValue's text).
+void AppendCell(const Column& c, size_t i, Dialect dialect, std::string* out) {
   switch (c.type) {
     case FieldType::kFloat:
-      if (std::isfinite(c.floats[i])) {
-        AppendDouble(c.floats[i], out);
-      } else {
+      if (dialect == Dialect::kJson && !std::isfinite(c.floats[i])) {
         out->append("null");
+      } else {
+        AppendDouble(c.floats[i], out);
       }
       break;
     case FieldType::kInt:
@@ -214,7 +219,11 @@ void AppendJsonCell(const Column& c, size_t i, std::string* out) {
       out->append(c.bools[i] ? "true" : "false");
       break;
     case FieldType::kString:
-      AppendJsonString(c.strings[i], out);
+      if (dialect == Dialect::kJson) {
+        AppendJsonString(c.strings[i], out);
+      } else {
+        AppendCsvField(c.strings[i], out);
+      }
       break;
   }
 }
@@ -268,27 +277,6 @@ void AppendNarrowJsonRows(const ResultSeries& s, TimeFormat time_format, std::st
     }
     *p++ = ']';
     out->append(row, p);
-  }
-}
-
-// A column's i-th value as a CSV field (AppendCsvValue's text for its type).
-void AppendCsvCell(const Column& c, size_t i, std::string* out) {
-  switch (c.type) {
-    case FieldType::kFloat:
-      AppendDouble(c.floats[i], out);
-      break;
-    case FieldType::kInt:
-      AppendInt(c.ints[i], out);
-      break;
-    case FieldType::kUint:
-      AppendInt(c.uints[i], out);
-      break;
-    case FieldType::kBool:
-      out->append(c.bools[i] ? "true" : "false");
-      break;
-    case FieldType::kString:
-      AppendCsvField(c.strings[i], out);
-      break;
   }
 }
 
@@ -492,7 +480,7 @@ std::string FormatJson(const QueryResult& result, TimeFormat time_format, bool p
               if (i == SIZE_MAX) {
                 out.append("null");
               } else {
-                AppendJsonCell(s.by_column[k], i, &out);
+                AppendCell(s.by_column[k], i, Dialect::kJson, &out);
               }
             }
             out.push_back(']');
@@ -568,7 +556,7 @@ std::string FormatCsv(const QueryResult& result, TimeFormat time_format) {
           for (size_t k = 0; k < s.by_column.size(); ++k) {
             out.push_back(',');
             const size_t i = cursor.Take(k, s.row_times[r]);
-            if (i != SIZE_MAX) AppendCsvCell(s.by_column[k], i, &out);
+            if (i != SIZE_MAX) AppendCell(s.by_column[k], i, Dialect::kCsv, &out);
           }
         }
         out.push_back('\n');

@@ -100,6 +100,22 @@ Column AnswerColumn(const std::vector<int64_t>& times, const std::vector<QueryVa
   return col;
 }
 
+QueryValue CellOf(const Column& c, size_t i) {
+  switch (c.type) {
+    case FieldType::kFloat:
+      return c.floats[i];
+    case FieldType::kInt:
+      return c.ints[i];
+    case FieldType::kUint:
+      return c.uints[i];
+    case FieldType::kBool:
+      return c.bools[i] != 0;
+    case FieldType::kString:
+      return c.strings[i];
+  }
+  return std::monostate{};
+}
+
 bool OfOneType(const std::vector<QueryValue>& values) {
   size_t kind = 0;
   for (const QueryValue& v : values) {

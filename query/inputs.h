@@ -44,6 +44,9 @@ struct ColumnSeries {
 // column of last(state)), the numbers then left out.
 Column AnswerColumn(const std::vector<int64_t>& times, const std::vector<QueryValue>& values);
 
+// Value i of a column as a QueryValue.
+QueryValue CellOf(const Column& c, size_t i);
+
 // True when the non-null values are all of one type: AnswerColumn then keeps
 // every one of them as it is.
 bool OfOneType(const std::vector<QueryValue>& values);

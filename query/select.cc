@@ -75,22 +75,6 @@ namespace {
 // ---------------------------------------------------------------------------
 // Small helpers
 
-QueryValue CellOf(const Column& c, size_t i) {
-  switch (c.type) {
-    case FieldType::kFloat:
-      return c.floats[i];
-    case FieldType::kInt:
-      return c.ints[i];
-    case FieldType::kUint:
-      return c.uints[i];
-    case FieldType::kBool:
-      return c.bools[i] != 0;
-    case FieldType::kString:
-      return c.strings[i];
-  }
-  return std::monostate{};
-}
-
 FunctionKind KindOf(const Expr& call) {
   const FunctionInfo* f = LookupFunction(call.text);
   return f ? f->kind : FunctionKind::kMath;
@@ -1343,6 +1327,24 @@ struct GroupAnswer {
   ColumnSeries columns;
 };
 
+// Whether a group's answer can be read straight from its cells: every
+// output a cell aggregate alone, over the plan's bucket grid, with FILL(null)
+// or FILL(none) and rows in time order. Then `slots` holds each output's slot.
+bool CellOutputs(const SelectStatement& s, const Plan& plan, std::vector<size_t>* slots) {
+  const bool reorders =
+      s.order == SortOrder::kDesc || s.offset.value_or(0) > 0 || (s.limit && *s.limit > 0);
+  if (!plan.use_cells || !plan.bucketer || plan.multirow || plan.transformed || reorders ||
+      (plan.fill != FillKind::kNull && plan.fill != FillKind::kNone)) {
+    return false;
+  }
+  for (const OutExpr& o : plan.outputs) {
+    auto it = plan.slot_of.find(o.expr);
+    if (it == plan.slot_of.end()) return false;
+    slots->push_back(static_cast<size_t>(it->second));
+  }
+  return true;
+}
+
 // AnswerGroup for a subquery whose outputs are cell aggregates alone, over
 // the plan's bucket grid with FILL(null) or FILL(none) and rows in time
 // order: typed columns straight from the cells (a fleet's day at 15-minute
@@ -1351,18 +1353,8 @@ struct GroupAnswer {
 // them; the row count is that of the general path.
 bool CellColumns(const SelectStatement& s, const Plan& plan, const GroupKey& key, GroupAcc& acc,
                  GroupAnswer* out) {
-  const bool reorders =
-      s.order == SortOrder::kDesc || s.offset.value_or(0) > 0 || (s.limit && *s.limit > 0);
-  if (!plan.use_cells || !plan.bucketer || plan.multirow || plan.transformed || reorders ||
-      (plan.fill != FillKind::kNull && plan.fill != FillKind::kNone)) {
-    return false;
-  }
   std::vector<size_t> slots;
-  for (const OutExpr& o : plan.outputs) {
-    auto it = plan.slot_of.find(o.expr);
-    if (it == plan.slot_of.end()) return false;
-    slots.push_back(static_cast<size_t>(it->second));
-  }
+  if (!CellOutputs(s, plan, &slots)) return false;
   if (acc.cells.empty()) return true;  // no point: no rows
   const size_t ns = plan.slots.size(), nb = plan.grid.count;
   ColumnSeries cs;
@@ -1385,24 +1377,14 @@ bool CellColumns(const SelectStatement& s, const Plan& plan, const GroupKey& key
 }
 
 // AnswerGroup into ResultSeries::by_column straight from the cells, when
-// CellColumns' conditions hold: the general path's rows (every bucket of the
+// CellOutputs holds: the general path's rows (every bucket of the
 // range with FILL(null), those with a value with FILL(none)) without a
 // QueryValue per cell, which cost more than the fold in an answer of many
 // rows. False when the answer is not of that kind.
 bool CellAnswerByColumn(const SelectStatement& s, const Plan& plan, const GroupKey& key,
                         GroupAcc& acc, const std::vector<int64_t>& all_buckets, GroupAnswer* out) {
-  const bool reorders =
-      s.order == SortOrder::kDesc || s.offset.value_or(0) > 0 || (s.limit && *s.limit > 0);
-  if (!plan.use_cells || !plan.bucketer || plan.multirow || plan.transformed || reorders ||
-      (plan.fill != FillKind::kNull && plan.fill != FillKind::kNone)) {
-    return false;
-  }
   std::vector<size_t> slots;
-  for (const OutExpr& o : plan.outputs) {
-    auto it = plan.slot_of.find(o.expr);
-    if (it == plan.slot_of.end()) return false;
-    slots.push_back(static_cast<size_t>(it->second));
-  }
+  if (!CellOutputs(s, plan, &slots)) return false;
   if (acc.cells.empty()) return true;  // no point: no rows
   const size_t ns = plan.slots.size();
   ResultSeries rs;

@@ -276,6 +276,17 @@ TEST_F(ServerTest, ExpectContinueGetsA100BeforeTheBody) {
   EXPECT_EQ(Ints("n9"), std::vector<int64_t>{5});
 }
 
+// How long until the server hangs up on `socket`, which sends nothing more.
+std::chrono::steady_clock::duration TimeToHangUp(boost::asio::ip::tcp::socket& socket) {
+  const auto started = std::chrono::steady_clock::now();
+  char byte;
+  boost::system::error_code ec;
+  socket.read_some(boost::asio::buffer(&byte, 1), ec);  // returns when the server hangs up
+  EXPECT_TRUE(ec == boost::asio::error::eof || ec == boost::asio::error::connection_reset)
+      << ec.message();
+  return std::chrono::steady_clock::now() - started;
+}
+
 TEST_F(ServerTest, StalledClientTimesOut) {
   Stop();
   read_timeout_ = std::chrono::milliseconds(300);
@@ -285,12 +296,7 @@ TEST_F(ServerTest, StalledClientTimesOut) {
   asio::ip::tcp::socket socket(io);
   socket.connect({asio::ip::make_address("127.0.0.1"), server_.port()});
   asio::write(socket, asio::buffer(std::string("POST /write HTTP/1.1\r\nHost: x\r\n")));
-  const auto started = std::chrono::steady_clock::now();
-  char byte;
-  boost::system::error_code ec;
-  socket.read_some(asio::buffer(&byte, 1), ec);  // returns when the server hangs up
-  EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset) << ec.message();
-  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(5));
+  EXPECT_LT(TimeToHangUp(socket), std::chrono::seconds(5));
 }
 
 // The read timeout is for each request and response, not the connection:
@@ -301,10 +307,10 @@ TEST_F(ServerTest, TheReadTimeoutMovesWithEachRequest) {
   Stop();
   read_timeout_ = std::chrono::milliseconds(300);
   Start();
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), server_.port()});
   namespace asio = boost::asio;
-  asio::io_context io;
-  asio::ip::tcp::socket socket(io);
-  socket.connect({asio::ip::make_address("127.0.0.1"), server_.port()});
   const auto started = std::chrono::steady_clock::now();
   int answered = 0;
   while (std::chrono::steady_clock::now() - started < std::chrono::milliseconds(900)) {
@@ -316,12 +322,7 @@ TEST_F(ServerTest, TheReadTimeoutMovesWithEachRequest) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   EXPECT_GE(answered, 6);
-  const auto silent = std::chrono::steady_clock::now();
-  char byte;
-  boost::system::error_code ec;
-  socket.read_some(asio::buffer(&byte, 1), ec);  // returns when the server hangs up
-  EXPECT_TRUE(ec == asio::error::eof || ec == asio::error::connection_reset) << ec.message();
-  const auto waited = std::chrono::steady_clock::now() - silent;
+  const auto waited = TimeToHangUp(socket);
   EXPECT_GE(waited, std::chrono::milliseconds(250));
   EXPECT_LT(waited, std::chrono::seconds(3));
 }
