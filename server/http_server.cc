@@ -89,13 +89,21 @@ class Session : public std::enable_shared_from_this<Session> {
   // The operation in flight finished.
   void DisarmTimer() { in_flight_ = false; }
 
+  // A timer that runs late ran on a loop another connection's request held
+  // up: the client had no chance to be read from meanwhile, so it gets a
+  // new read_timeout from now rather than being cut off for the server's
+  // delay.
+  static constexpr std::chrono::milliseconds kLate{250};
+
   void WaitForDeadline() {
     timer_armed_ = true;
     timer_.expires_at(deadline_);
-    timer_.async_wait([self = shared_from_this()](beast::error_code ec) {
+    timer_.async_wait([self = shared_from_this(), due = deadline_](beast::error_code ec) {
       self->timer_armed_ = false;
       if (ec || !self->in_flight_) return;  // closed, or nothing to time
-      if (std::chrono::steady_clock::now() < self->deadline_) return self->WaitForDeadline();
+      const auto now = std::chrono::steady_clock::now();
+      if (now - due > kLate) self->deadline_ = now + self->server_->options_.read_timeout;
+      if (now < self->deadline_) return self->WaitForDeadline();
       self->timed_out_ = true;
       beast::error_code ignored;
       self->socket_.cancel(ignored);
@@ -225,7 +233,8 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler)
     : options_(std::move(options)),
       handler_(std::move(handler)),
       loops_(MakeLoops(options_.threads)),
-      acceptor_(*loops_.front()) {}
+      accept_loop_(1),
+      acceptor_(accept_loop_) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -246,6 +255,7 @@ Status HttpServer::Start() {
     keep_running_.emplace_back(loop->get_executor());
     threads_.emplace_back([io = loop.get()] { io->run(); });
   }
+  threads_.emplace_back([this] { accept_loop_.run(); });
   return Status::Ok();
 }
 
@@ -279,7 +289,7 @@ void HttpServer::Stop() {
   if (stopped_ || threads_.empty()) return;
   stopped_ = true;
   stopping_ = true;
-  asio::post(*loops_.front(), [this] {
+  asio::post(accept_loop_, [this] {
     beast::error_code ec;
     acceptor_.close(ec);
   });
@@ -302,6 +312,7 @@ void HttpServer::Stop() {
   }
   keep_running_.clear();
   for (auto& loop : loops_) loop->stop();
+  accept_loop_.stop();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
 }

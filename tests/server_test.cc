@@ -11,6 +11,7 @@
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
 #include <fstream>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -324,6 +325,94 @@ TEST_F(ServerTest, TheReadTimeoutMovesWithEachRequest) {
   EXPECT_GE(answered, 6);
   const auto waited = TimeToHangUp(socket);
   EXPECT_GE(waited, std::chrono::milliseconds(250));
+  EXPECT_LT(waited, std::chrono::seconds(3));
+}
+
+// An HttpServer whose /slow requests hold their I/O thread for `hold`
+// (a long query, as the loop sees it); everything else is a 204.
+class SlowServer {
+ public:
+  SlowServer(int threads, std::chrono::milliseconds read_timeout, std::chrono::milliseconds hold)
+      : server_(Options(threads, read_timeout), [hold](const Request& r, const RequestContext&) {
+          if (r.target() == "/slow") std::this_thread::sleep_for(hold);
+          Response res{http::status::no_content, r.version()};
+          res.keep_alive(r.keep_alive());
+          res.prepare_payload();
+          return res;
+        }) {
+    EXPECT_TRUE(server_.Start().ok());
+  }
+
+  // A connection; the server deals them to its loops in turn, the first to
+  // loop 0.
+  std::unique_ptr<boost::asio::ip::tcp::socket> Connect() {
+    auto socket = std::make_unique<boost::asio::ip::tcp::socket>(io_);
+    socket->connect({boost::asio::ip::make_address("127.0.0.1"), server_.port()});
+    return socket;
+  }
+
+  // Sends a GET of `target` on `socket` and returns the status line.
+  static std::string Get(boost::asio::ip::tcp::socket& socket, const std::string& target) {
+    boost::asio::write(socket,
+                       boost::asio::buffer("GET " + target + " HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::string reply;
+    boost::system::error_code ec;
+    boost::asio::read_until(socket, boost::asio::dynamic_buffer(reply), "\r\n\r\n", ec);
+    return ec ? "error: " + ec.message() : reply.substr(0, reply.find("\r\n"));
+  }
+
+ private:
+  static HttpServerOptions Options(int threads, std::chrono::milliseconds read_timeout) {
+    HttpServerOptions o;
+    o.port = 0;
+    o.threads = threads;
+    o.read_timeout = read_timeout;
+    return o;
+  }
+
+  boost::asio::io_context io_;
+  HttpServer server_;
+};
+
+// While a long request holds the first I/O thread, a new connection is still
+// accepted and answered (by the other thread): accepting has a thread of its
+// own.
+TEST(HttpServerLoopsTest, ALongRequestDoesNotHoldUpNewConnections) {
+  SlowServer server(2, std::chrono::milliseconds(30000), std::chrono::milliseconds(3000));
+  auto busy = server.Connect();  // loop 0
+  auto slow = std::async(std::launch::async, [&] { return SlowServer::Get(*busy, "/slow"); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // /slow is running
+  const auto started = std::chrono::steady_clock::now();
+  auto other = server.Connect();  // loop 1
+  EXPECT_EQ(SlowServer::Get(*other, "/ping"), "HTTP/1.1 204 No Content");
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(1500));
+  EXPECT_EQ(slow.get(), "HTTP/1.1 204 No Content");
+}
+
+// A client whose request waits on a loop that another request holds for
+// longer than the read timeout is not cut off for the server's delay: it
+// gets the timeout again from when the loop is free.
+TEST(HttpServerLoopsTest, TimeALoopWasHeldDoesNotCountAgainstItsClients) {
+  SlowServer server(1, std::chrono::milliseconds(300), std::chrono::milliseconds(1000));
+  auto waiting = server.Connect();
+  auto holder = server.Connect();
+  // Half a request: the server is reading it, timed, when the loop is taken.
+  boost::asio::write(
+      *waiting, boost::asio::buffer(
+                    std::string("POST /write HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n\r\nab")));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto slow = std::async(std::launch::async, [&] { return SlowServer::Get(*holder, "/slow"); });
+  EXPECT_EQ(slow.get(), "HTTP/1.1 204 No Content");  // the loop held 1 s, past 300 ms
+  // The rest, at once: the request completes.
+  boost::asio::write(*waiting, boost::asio::buffer(std::string("cd")));
+  std::string reply;
+  boost::system::error_code ec;
+  boost::asio::read_until(*waiting, boost::asio::dynamic_buffer(reply), "\r\n\r\n", ec);
+  EXPECT_FALSE(ec) << "the server closed a client it had kept waiting: " << ec.message();
+  EXPECT_EQ(reply.rfind("HTTP/1.1 204", 0), 0u) << reply;
+  // A client that then stays silent is still closed after about the timeout.
+  boost::asio::write(*waiting, boost::asio::buffer(std::string("POST /write HTTP/1.1\r\n")));
+  const auto waited = TimeToHangUp(*waiting);
   EXPECT_LT(waited, std::chrono::seconds(3));
 }
 
