@@ -77,10 +77,9 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
 
 Status DbImpl::TakeSeriesSnapshot(const Series& series, std::span<const std::string> fields,
                                   int64_t start_ns, int64_t end_ns, SeriesSnapshot* out) {
-  size_t key_size = series.measurement.size();
-  for (const Tag& t : series.tags) key_size += t.key.size() + t.value.size() + 2;
-  std::string key;
-  key.reserve(key_size);
+  // The key is built in a buffer each thread keeps: a query reads hundreds
+  // of series, and a key of a GPU's tags is past the small-string size.
+  thread_local std::string key;
   key = series.measurement;
   for (const Tag& t : series.tags) storage::AppendSeriesKeyTag(&key, t.key, t.value);
   out->fields.resize(fields.size());

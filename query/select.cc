@@ -1351,11 +1351,9 @@ bool CellOutputs(const SelectStatement& s, const Plan& plan, std::vector<size_t>
 // grain is tens of thousands of rows, and per-bucket vectors of values cost
 // more than the fold). Null answers are in no column, as AnswerColumn leaves
 // them; the row count is that of the general path.
-bool CellColumns(const SelectStatement& s, const Plan& plan, const GroupKey& key, GroupAcc& acc,
-                 GroupAnswer* out) {
-  std::vector<size_t> slots;
-  if (!CellOutputs(s, plan, &slots)) return false;
-  if (acc.cells.empty()) return true;  // no point: no rows
+void CellColumns(const Plan& plan, const GroupKey& key, GroupAcc& acc,
+                 const std::vector<size_t>& slots, GroupAnswer* out) {
+  if (acc.cells.empty()) return;  // no point: no rows
   const size_t ns = plan.slots.size(), nb = plan.grid.count;
   ColumnSeries cs;
   cs.name = plan.measurement;
@@ -1373,19 +1371,17 @@ bool CellColumns(const SelectStatement& s, const Plan& plan, const GroupKey& key
   }
   out->rows = present;
   if (out->rows > 0) out->columns = std::move(cs);
-  return true;
 }
 
 // AnswerGroup into ResultSeries::by_column straight from the cells, when
-// CellOutputs holds: the general path's rows (every bucket of the
-// range with FILL(null), those with a value with FILL(none)) without a
-// QueryValue per cell, which cost more than the fold in an answer of many
-// rows. False when the answer is not of that kind.
-bool CellAnswerByColumn(const SelectStatement& s, const Plan& plan, const GroupKey& key,
-                        GroupAcc& acc, const std::vector<int64_t>& all_buckets, GroupAnswer* out) {
-  std::vector<size_t> slots;
-  if (!CellOutputs(s, plan, &slots)) return false;
-  if (acc.cells.empty()) return true;  // no point: no rows
+// CellOutputs holds (`slots` is what it gave): the general path's rows (every
+// bucket of the range with FILL(null), those with a value with FILL(none))
+// without a QueryValue per cell, which cost more than the fold in an answer
+// of many rows.
+void CellAnswerByColumn(const Plan& plan, const GroupKey& key, GroupAcc& acc,
+                        const std::vector<int64_t>& all_buckets, const std::vector<size_t>& slots,
+                        GroupAnswer* out) {
+  if (acc.cells.empty()) return;  // no point: no rows
   const size_t ns = plan.slots.size();
   ResultSeries rs;
   rs.by_column.resize(slots.size());
@@ -1410,7 +1406,7 @@ bool CellAnswerByColumn(const SelectStatement& s, const Plan& plan, const GroupK
     }
     if (value || plan.fill == FillKind::kNull) rs.row_times.push_back(b);
   }
-  if (!any || rs.row_times.empty()) return true;
+  if (!any || rs.row_times.empty()) return;
   rs.name = plan.measurement;
   rs.tags = TagsOf(plan, key);
   rs.columns.reserve(plan.outputs.size() + 1);
@@ -1418,17 +1414,31 @@ bool CellAnswerByColumn(const SelectStatement& s, const Plan& plan, const GroupK
   for (const OutExpr& o : plan.outputs) rs.columns.push_back(o.name);
   out->rows = rs.row_times.size();
   out->series = std::move(rs);
-  return true;
 }
 
-// One group's rows: as typed columns for an outer query (`as_columns`), in
-// ResultSeries::by_column when the caller reads them so (`by_column`), else
-// in rows.
+// How a statement's groups are answered: the same for every group, so
+// worked out once.
+struct AnswerShape {
+  bool as_columns = false;         // typed columns, for an outer query
+  bool by_column = false;          // in ResultSeries::by_column, for a caller that reads them so
+  bool from_cells = false;         // CellOutputs holds: straight from the cells
+  std::vector<size_t> cell_slots;  // then, each output's slot
+};
+
+// One group's rows: as typed columns for an outer query, in
+// ResultSeries::by_column when the caller reads them so, else in rows.
 Status AnswerGroup(const SelectStatement& s, const Plan& plan, const GroupKey& key, GroupAcc& acc,
-                   const std::vector<int64_t>& all_buckets, bool as_columns, bool by_column,
+                   const std::vector<int64_t>& all_buckets, const AnswerShape& shape,
                    GroupAnswer* out) {
-  if (as_columns && CellColumns(s, plan, key, acc, out)) return Status::Ok();
-  if (by_column && CellAnswerByColumn(s, plan, key, acc, all_buckets, out)) return Status::Ok();
+  const bool as_columns = shape.as_columns, by_column = shape.by_column;
+  if (as_columns && shape.from_cells) {
+    CellColumns(plan, key, acc, shape.cell_slots, out);
+    return Status::Ok();
+  }
+  if (by_column && shape.from_cells) {
+    CellAnswerByColumn(plan, key, acc, all_buckets, shape.cell_slots, out);
+    return Status::Ok();
+  }
   bool any = false;
   std::vector<int64_t> with_states;
   acc.ForEach(plan, [&](int64_t b, GroupAcc::States states) {
@@ -2015,7 +2025,11 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     const AggKind k = slot.spec.kind;
     return k == AggKind::kMedian || k == AggKind::kMode || k == AggKind::kPercentile;
   });
-  const bool by_column = columns == nullptr && ctx->answers_by_column;
+  AnswerShape shape;
+  shape.as_columns = columns != nullptr;
+  shape.by_column = columns == nullptr && ctx->answers_by_column;
+  shape.from_cells =
+      (shape.as_columns || shape.by_column) && CellOutputs(s, *plan, &shape.cell_slots);
   std::vector<std::pair<const GroupKey*, GroupAcc*>> order;
   order.reserve(groups.size());
   for (auto& [key, acc] : groups) order.emplace_back(&key, &acc);
@@ -2040,8 +2054,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   if (!costly) {
     for (const auto& [key, acc] : order) {
       GroupAnswer a;
-      GPULSE_RETURN_IF_ERROR(
-          AnswerGroup(s, *plan, *key, *acc, all_buckets, columns != nullptr, by_column, &a));
+      GPULSE_RETURN_IF_ERROR(AnswerGroup(s, *plan, *key, *acc, all_buckets, shape, &a));
       GPULSE_RETURN_IF_ERROR(take(a));
     }
     return Status::Ok();
@@ -2050,8 +2063,8 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   GPULSE_RETURN_IF_ERROR(ParallelFor(
       ctx, order.size(), &workers,
       [&](size_t, size_t i) -> Status {
-        return AnswerGroup(s, *plan, *order[i].first, *order[i].second, all_buckets,
-                           columns != nullptr, by_column, &answers[i]);
+        return AnswerGroup(s, *plan, *order[i].first, *order[i].second, all_buckets, shape,
+                           &answers[i]);
       },
       /*min_per_worker=*/1, Split::kDynamic));
   for (GroupAnswer& a : answers) GPULSE_RETURN_IF_ERROR(take(a));
