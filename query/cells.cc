@@ -686,7 +686,6 @@ void Cells::AppendResults(const std::vector<AggSpec>& specs, const BucketGrid& g
 bool Cells::AppendResult(const AggSpec& spec, size_t nslots, size_t slot, size_t i, int64_t t,
                          Column* out) const {
   if (cells_.empty()) return false;
-  if (out->ts.empty()) out->type = CellAnswerType(spec);
   switch (spec.type) {
     case FieldType::kFloat:
       return AppendCell<double>(spec.kind, cells_.data(), nslots, slot, i, t, out);

@@ -199,38 +199,43 @@ class ColumnCursor {
 // must be).
 enum class Dialect { kJson, kCsv };
 
-// A column's i-th value (AppendJsonValue's or AppendCsvValue's text).
-void AppendCell(const Column& c, size_t i, Dialect dialect, std::string* out) {
-  switch (c.type) {
-    case FieldType::kFloat:
-      if (dialect == Dialect::kJson && !std::isfinite(c.floats[i])) {
-        out->append("null");
-      } else {
-        AppendDouble(c.floats[i], out);
-      }
-      break;
-    case FieldType::kInt:
-      AppendInt(c.ints[i], out);
-      break;
-    case FieldType::kUint:
-      AppendInt(c.uints[i], out);
-      break;
-    case FieldType::kBool:
-      out->append(c.bools[i] ? "true" : "false");
-      break;
-    case FieldType::kString:
-      if (dialect == Dialect::kJson) {
-        AppendJsonString(c.strings[i], out);
-      } else {
-        AppendCsvField(c.strings[i], out);
-      }
-      break;
-  }
-}
-
 // The longest text of a number cell, a comma before it (an int64 is 20
 // bytes; PutFinite's longest, "-2.2250738585072014e-308", 24).
 constexpr size_t kCellChars = 1 + kDoubleChars;
+
+// A non-string column's i-th value as JSON at p (room for kCellChars);
+// returns its end. NaN and infinities are null.
+char* PutJsonNumber(const Column& c, size_t i, char* p) {
+  switch (c.type) {
+    case FieldType::kFloat:
+      return std::isfinite(c.floats[i]) ? PutFinite(c.floats[i], p) : std::copy_n("null", 4, p);
+    case FieldType::kInt:
+      return std::to_chars(p, p + kCellChars, c.ints[i]).ptr;
+    case FieldType::kUint:
+      return std::to_chars(p, p + kCellChars, c.uints[i]).ptr;
+    case FieldType::kBool:
+      return c.bools[i] ? std::copy_n("true", 4, p) : std::copy_n("false", 5, p);
+    case FieldType::kString:
+      break;
+  }
+  return p;
+}
+
+// A column's i-th value (AppendJsonValue's or AppendCsvValue's text).
+void AppendCell(const Column& c, size_t i, Dialect dialect, std::string* out) {
+  if (c.type == FieldType::kString) {
+    if (dialect == Dialect::kJson) {
+      AppendJsonString(c.strings[i], out);
+    } else {
+      AppendCsvField(c.strings[i], out);
+    }
+  } else if (dialect == Dialect::kCsv && c.type == FieldType::kFloat) {
+    AppendDouble(c.floats[i], out);  // NaN and infinities as text
+  } else {
+    char buf[kCellChars];
+    out->append(buf, PutJsonNumber(c, i, buf));
+  }
+}
 
 // A series by column whose rows FormatJson writes a row at a time through a
 // buffer (no string column to escape, times as integers, a bounded width).
@@ -253,27 +258,7 @@ void AppendNarrowJsonRows(const ResultSeries& s, TimeFormat time_format, std::st
     for (size_t k = 0; k < s.by_column.size(); ++k) {
       *p++ = ',';
       const size_t i = cursor.Take(k, s.row_times[r]);
-      const Column& c = s.by_column[k];
-      if (i == SIZE_MAX || (c.type == FieldType::kFloat && !std::isfinite(c.floats[i]))) {
-        p = std::copy_n("null", 4, p);
-        continue;
-      }
-      switch (c.type) {
-        case FieldType::kFloat:
-          p = PutFinite(c.floats[i], p);
-          break;
-        case FieldType::kInt:
-          p = std::to_chars(p, p + kCellChars, c.ints[i]).ptr;
-          break;
-        case FieldType::kUint:
-          p = std::to_chars(p, p + kCellChars, c.uints[i]).ptr;
-          break;
-        case FieldType::kBool:
-          p = c.bools[i] ? std::copy_n("true", 4, p) : std::copy_n("false", 5, p);
-          break;
-        case FieldType::kString:
-          break;  // not in a NarrowRows series
-      }
+      p = i == SIZE_MAX ? std::copy_n("null", 4, p) : PutJsonNumber(s.by_column[k], i, p);
     }
     *p++ = ']';
     out->append(row, p);
