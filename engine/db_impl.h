@@ -76,6 +76,9 @@ class DbImpl final : public Db {
   Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, uint32_t parts,
                      const RollupVisitor& fn) override;
+  Status ScanRollups(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                     size_t tier, int64_t start_ns, int64_t end_ns, uint32_t parts,
+                     const SeriesRollupVisitor& fn) override;
   Status ScanTallies(const Series& series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) override;
   uint32_t KeptTiers() const override { return tier_mask_; }
@@ -85,8 +88,9 @@ class DbImpl final : public Db {
   Status ListDefinitions(std::string_view kind,
                          std::vector<std::pair<std::string, std::string>>* out) override;
   Status ListMeasurements(std::vector<std::string>* out) override;
+  using Db::ListSeries;
   Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
-                    std::vector<Series>* out) override;
+                    std::vector<Series>* out, std::vector<SeriesId>* ids) override;
   Status ListTagKeys(std::string_view measurement, std::vector<std::string>* out) override;
   Status ListTagValues(std::string_view measurement, std::string_view key,
                        std::vector<std::string>* out) override;
@@ -192,10 +196,11 @@ class DbImpl final : public Db {
   template <typename Kind>
   Status UpdateTierRows(uint32_t series_id, uint32_t field_id, const Column& fresh, uint32_t mask,
                         leveldb::WriteBatch* batch, std::vector<WindowKey>* touched);
-  // ScanRollups and ScanTallies.
+  // ScanRollups and ScanTallies: fn(s, field, rows, begin, end) for series
+  // ids[s].
   template <typename Kind, typename Visitor>
-  Status ScanTierRows(const Series& series, std::span<const std::string> fields, size_t tier,
-                      int64_t start_ns, int64_t end_ns, const Visitor& fn);
+  Status ScanTierRows(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                      size_t tier, int64_t start_ns, int64_t end_ns, const Visitor& fn);
   // Builds every tier from the raw chunks and then writes the current
   // format version (opening a version 2 store, which had no tiers).
   Status BuildTiersFromRaw();
@@ -246,7 +251,7 @@ class DbImpl final : public Db {
   // What a read of one series sees: per field its id and type and the
   // unflushed points in range (sealed head and head, copied under mu_), the
   // window cache's epoch read then, and the store as of a snapshot taken when
-  // first needed (LazySnapshot).
+  // first needed (LazySnapshot, which the series read together share).
   struct SeriesSnapshot {
     struct Field {
       uint32_t id = kNoId;  // kNoId: the measurement has no such field
@@ -254,15 +259,26 @@ class DbImpl final : public Db {
       Column sealed;
       Column head;
     };
-    explicit SeriesSnapshot(leveldb::DB* db) : store(db) {}
-    mutable LazySnapshot store;
+    explicit SeriesSnapshot(LazySnapshot* s) : store(s) {}
+    LazySnapshot* store;
     uint64_t epoch = 0;
     uint32_t series_id = kNoId;
     std::vector<Field> fields;
   };
+  // The id of `series` (its key built in a buffer each thread keeps), or
+  // kNoId. REQUIRES: mu_ held (shared is enough).
+  uint32_t FindSeriesIdLocked(const Series& series) const;
+  // The id of `series`; NotFound (naming it) when it does not exist.
+  Status FindSeriesId(const Series& series, SeriesId* id);
   // NotFound (naming the series) when it does not exist.
   Status TakeSeriesSnapshot(const Series& series, std::span<const std::string> fields,
                             int64_t start_ns, int64_t end_ns, SeriesSnapshot* out);
+  // The snapshot's fields of series out->series_id (which exists), but the
+  // epoch. Unflushed points are copied only when the head (or the sealed
+  // head) may hold some in [start, end). REQUIRES: mu_ held (shared is
+  // enough).
+  void SnapshotFieldsLocked(std::span<const std::string> fields, int64_t start_ns, int64_t end_ns,
+                            SeriesSnapshot* out) const;
   // The stored points of [start, end) merged with the snapshot's unflushed
   // ones of field `f`, newest winning.
   Status ReadMerged(const SeriesSnapshot& snap, size_t f, int64_t start, int64_t end, Column* out);

@@ -75,26 +75,48 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
   return Status::Ok();
 }
 
-Status DbImpl::TakeSeriesSnapshot(const Series& series, std::span<const std::string> fields,
-                                  int64_t start_ns, int64_t end_ns, SeriesSnapshot* out) {
+uint32_t DbImpl::FindSeriesIdLocked(const Series& series) const {
   // The key is built in a buffer each thread keeps: a query reads hundreds
   // of series, and a key of a GPU's tags is past the small-string size.
   thread_local std::string key;
   key = series.measurement;
   for (const Tag& t : series.tags) storage::AppendSeriesKeyTag(&key, t.key, t.value);
+  return index_.FindSeries(key);
+}
+
+void DbImpl::SnapshotFieldsLocked(std::span<const std::string> fields, int64_t start_ns,
+                                  int64_t end_ns, SeriesSnapshot* out) const {
+  // Whether a head's points can fall in the range at all: most reads are of
+  // flushed time, and the check saves finding each column in the head.
+  const auto may_hold = [&](const Head& h) {
+    return !h.empty() && h.min_ts() < end_ns && h.max_ts() >= start_ns;
+  };
+  const bool sealed = imm_ && may_hold(*imm_);
+  const bool head = may_hold(*head_);
+  const std::string& measurement = index_.series(out->series_id).series.measurement;
   out->fields.resize(fields.size());
-  std::shared_lock<std::shared_mutex> l(mu_);
-  out->series_id = index_.FindSeries(key);
-  if (out->series_id == kNoId) return Status::NotFound("no series " + SeriesName(series));
   for (size_t i = 0; i < fields.size(); ++i) {
-    const FieldEntry* field = index_.FindField(series.measurement, fields[i]);
-    if (!field) continue;
     SeriesSnapshot::Field& f = out->fields[i];
+    const FieldEntry* field = index_.FindField(measurement, fields[i]);
+    if (!field) {
+      f.id = kNoId;
+      continue;
+    }
     f.id = field->id;
     f.type = f.sealed.type = f.head.type = field->type;
-    if (imm_) imm_->CopyRange(out->series_id, field->id, start_ns, end_ns, &f.sealed);
-    head_->CopyRange(out->series_id, field->id, start_ns, end_ns, &f.head);
+    f.sealed.Clear();
+    f.head.Clear();
+    if (sealed) imm_->CopyRange(out->series_id, field->id, start_ns, end_ns, &f.sealed);
+    if (head) head_->CopyRange(out->series_id, field->id, start_ns, end_ns, &f.head);
   }
+}
+
+Status DbImpl::TakeSeriesSnapshot(const Series& series, std::span<const std::string> fields,
+                                  int64_t start_ns, int64_t end_ns, SeriesSnapshot* out) {
+  std::shared_lock<std::shared_mutex> l(mu_);
+  out->series_id = FindSeriesIdLocked(series);
+  if (out->series_id == kNoId) return Status::NotFound("no series " + SeriesName(series));
+  SnapshotFieldsLocked(fields, start_ns, end_ns, out);
   out->epoch = window_cache_.epoch();
   return Status::Ok();
 }
@@ -105,7 +127,7 @@ Status DbImpl::ReadMerged(const SeriesSnapshot& snap, size_t f, int64_t start, i
   out->Clear();
   out->type = field.type;
   GPULSE_RETURN_IF_ERROR(
-      ReadChunks(&snap.store, snap.series_id, field.id, start, end, snap.epoch, out));
+      ReadChunks(snap.store, snap.series_id, field.id, start, end, snap.epoch, out));
   for (const Column* c : {&field.sealed, &field.head}) {
     if (c->ts.empty()) continue;
     if (c->ts.front() >= start && c->ts.back() < end) {
@@ -126,7 +148,8 @@ Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fie
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   out->assign(fields.size(), Column{});
   if (start_ns >= end_ns) return Status::Ok();
-  SeriesSnapshot snap(store_.get());
+  LazySnapshot store(store_.get());
+  SeriesSnapshot snap(&store);
   GPULSE_RETURN_IF_ERROR(TakeSeriesSnapshot(series, fields, start_ns, end_ns, &snap));
   for (size_t i = 0; i < fields.size(); ++i) {
     if (snap.fields[i].id == kNoId) continue;
@@ -151,7 +174,8 @@ Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fie
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   if (start_ns >= end_ns) return Status::Ok();
-  SeriesSnapshot snap(store_.get());
+  LazySnapshot store(store_.get());
+  SeriesSnapshot snap(&store);
   GPULSE_RETURN_IF_ERROR(TakeSeriesSnapshot(series, fields, start_ns, end_ns, &snap));
   for (size_t i = 0; i < fields.size(); ++i) {
     const SeriesSnapshot::Field& field = snap.fields[i];
@@ -172,7 +196,7 @@ Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fie
       };
       const PackedEmitter emit_packed = packed_window;
       GPULSE_RETURN_IF_ERROR(EmitChunks(
-          &snap.store, snap.series_id, field.id, field.type, start_ns, fresh, snap.epoch,
+          snap.store, snap.series_id, field.id, field.type, start_ns, fresh, snap.epoch,
           [&](const Column& window) {
             const auto b = std::lower_bound(window.ts.begin(), window.ts.end(), start_ns);
             const auto e = std::lower_bound(b, window.ts.end(), fresh);
@@ -325,7 +349,7 @@ Status DbImpl::ListMeasurements(std::vector<std::string>* out) {
 }
 
 Status DbImpl::ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
-                          std::vector<Series>* out) {
+                          std::vector<Series>* out, std::vector<SeriesId>* ids_out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::shared_lock<std::shared_mutex> l(mu_);
@@ -337,6 +361,7 @@ Status DbImpl::ListSeries(std::string_view measurement, const std::vector<TagMat
   });
   out->reserve(out->size() + ids.size());
   for (uint32_t id : ids) out->push_back(index_.series(id).series);
+  if (ids_out) ids_out->insert(ids_out->end(), ids.begin(), ids.end());
   return Status::Ok();
 }
 

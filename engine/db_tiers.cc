@@ -353,17 +353,41 @@ Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fi
                            int64_t start_ns, int64_t end_ns, uint32_t parts,
                            const RollupVisitor& fn) {
   (void)parts;  // every part is decoded: blocks are cached whole
-  return ScanTierRows<RollupKind>(series, fields, tier, start_ns, end_ns, fn);
+  SeriesId id = kNoId;
+  GPULSE_RETURN_IF_ERROR(FindSeriesId(series, &id));
+  return ScanTierRows<RollupKind>(std::span<const SeriesId>(&id, 1), fields, tier, start_ns, end_ns,
+                                  [&](size_t, size_t f, const storage::RollupColumn& rows, size_t b,
+                                      size_t e) { fn(f, rows, b, e); });
+}
+
+Status DbImpl::ScanRollups(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                           size_t tier, int64_t start_ns, int64_t end_ns, uint32_t parts,
+                           const SeriesRollupVisitor& fn) {
+  (void)parts;
+  return ScanTierRows<RollupKind>(ids, fields, tier, start_ns, end_ns, fn);
 }
 
 Status DbImpl::ScanTallies(const Series& series, std::span<const std::string> fields, size_t tier,
                            int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) {
-  return ScanTierRows<TallyKind>(series, fields, tier, start_ns, end_ns, fn);
+  SeriesId id = kNoId;
+  GPULSE_RETURN_IF_ERROR(FindSeriesId(series, &id));
+  return ScanTierRows<TallyKind>(std::span<const SeriesId>(&id, 1), fields, tier, start_ns, end_ns,
+                                 [&](size_t, size_t f, const storage::TallyColumn& rows, size_t b,
+                                     size_t e) { fn(f, rows, b, e); });
+}
+
+Status DbImpl::FindSeriesId(const Series& series, SeriesId* id) {
+  const auto open = HoldOpen();
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::shared_lock<std::shared_mutex> l(mu_);
+  *id = FindSeriesIdLocked(series);
+  if (*id == kNoId) return Status::NotFound("no series " + SeriesName(series));
+  return Status::Ok();
 }
 
 template <typename Kind, typename Visitor>
-Status DbImpl::ScanTierRows(const Series& series, std::span<const std::string> fields, size_t tier,
-                            int64_t start_ns, int64_t end_ns, const Visitor& fn) {
+Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                            size_t tier, int64_t start_ns, int64_t end_ns, const Visitor& fn) {
   using Rows = typename Kind::Rows;
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
@@ -372,115 +396,173 @@ Status DbImpl::ScanTierRows(const Series& series, std::span<const std::string> f
                                    " is not kept (Options::tiers)");
   }
   const storage::Tier& t = storage::kTiers[tier];
-  if (start_ns >= end_ns) return Status::Ok();
+  if (start_ns >= end_ns || ids.empty()) return Status::Ok();
   // Unflushed points of whole buckets: the last bucket may end past end_ns.
   const int64_t snap_end =
       storage::NextWindowStart(storage::WindowStart(end_ns - 1, t.width_ns), t.width_ns);
-  SeriesSnapshot snap(store_.get());
-  GPULSE_RETURN_IF_ERROR(TakeSeriesSnapshot(series, fields, start_ns, snap_end, &snap));
+  const int64_t span = storage::BlockSpan(t);
+  const int64_t first_block = storage::WindowStart(start_ns, span);
+  // The blocks [start_ns, end_ns) overlaps, when few enough to look up in
+  // the cache all at once (a range of years of 5m rows is looked up block by
+  // block, skipping the gaps between stored blocks).
+  constexpr size_t kLookUpFirst = 16;
+  size_t blocks = 0;
+  for (int64_t b = first_block; b < end_ns && blocks <= kLookUpFirst;
+       b = storage::NextWindowStart(b, span)) {
+    ++blocks;
+    if (b > INT64_MAX - span) break;
+  }
+  const bool looked_up = blocks <= kLookUpFirst;
+
+  // Under one hold of the state lock: each series' fields and unflushed
+  // points; under one of the cache's: every block's cached rows.
+  LazySnapshot store(store_.get());
+  std::vector<SeriesSnapshot> snaps(ids.size(), SeriesSnapshot(&store));
+  uint64_t epoch = 0;
+  {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    for (size_t s = 0; s < ids.size(); ++s) {
+      if (ids[s] >= index_.series_count()) {
+        return Status::InvalidArgument("no series with id " + std::to_string(ids[s]));
+      }
+      snaps[s].series_id = ids[s];
+      SnapshotFieldsLocked(fields, start_ns, snap_end, &snaps[s]);
+    }
+    epoch = window_cache_.epoch();
+  }
+  std::vector<std::shared_ptr<const Rows>> cached;
+  if (looked_up) {
+    std::vector<WindowKey> keys;
+    keys.reserve(ids.size() * fields.size() * blocks);
+    for (const SeriesSnapshot& snap : snaps) {
+      for (const SeriesSnapshot::Field& p : snap.fields) {
+        for (size_t j = 0; j < blocks; ++j) {
+          keys.push_back(
+              {snap.series_id, p.id, first_block + static_cast<int64_t>(j) * span, t.id});
+        }
+      }
+    }
+    cached.resize(keys.size());
+    Kind::LookupMany(&window_cache_, keys, cached.data());
+  }
+  const auto name_of = [&](SeriesId id) {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    return SeriesName(index_.series(id).series);
+  };
+
   std::unique_ptr<leveldb::Iterator> it;
-
-  for (size_t i = 0; i < fields.size(); ++i) {
-    const SeriesSnapshot::Field& p = snap.fields[i];
-    if (p.id == kNoId || !Kind::For(p.type)) continue;
-    // Buckets with unflushed points: computed below from all their raw
-    // points; the stored rows of those buckets are skipped.
-    std::vector<int64_t> touched;
-    for (const Column* c : {&p.sealed, &p.head}) {
-      for (int64_t ts : c->ts) {
-        const int64_t b = storage::WindowStart(ts, t.width_ns);
-        if (b >= start_ns && b < end_ns && (touched.empty() || touched.back() != b)) {
-          touched.push_back(b);
-        }
-      }
-    }
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    // Emits rows [lo, hi) of a block, minus the touched buckets.
-    auto emit = [&](const Rows& rows, size_t lo, size_t hi) {
-      if (touched.empty()) return fn(i, rows, lo, hi);
-      size_t a = lo;
-      for (size_t r = lo; r < hi; ++r) {
-        if (!std::binary_search(touched.begin(), touched.end(), rows.bucket[r])) continue;
-        if (a < r) fn(i, rows, a, r);
-        a = r + 1;
-      }
-      if (a < hi) fn(i, rows, a, hi);
-    };
-
-    const int64_t span = storage::BlockSpan(t);
-    int64_t block = storage::WindowStart(start_ns, span);
-    while (block < end_ns) {
-      const WindowKey cache_key{snap.series_id, p.id, block, t.id};
-      std::shared_ptr<const Rows> rows = Kind::Lookup(&window_cache_, cache_key);
-      if (!rows) {
-        // The first stored block at or after `block` (blocks may be missing).
-        if (!it) {
-          leveldb::ReadOptions options;
-          options.snapshot = snap.store.get();
-          it.reset(store_->NewIterator(options));
-        }
-        it->Seek(storage::ChunkKey(t.id, snap.series_id, p.id, block));
-        storage::ChunkKeyParts k;
-        bool found = false;
-        if (it->Valid()) {
-          const leveldb::Slice raw_key = it->key();
-          found = storage::ParseChunkKey(std::string_view(raw_key.data(), raw_key.size()), &k) &&
-                  k.tier == t.id && k.series_id == snap.series_id && k.field_id == p.id;
-        }
-        if (!found || k.window_start != block) {
-          // `block` has no rows stored: remembered as an empty entry, so
-          // that the next query over it (the last block of a range that
-          // reaches past the data) does not seek the store again. A flush
-          // that writes the block drops the entry.
-          if (it->status().ok()) {
-            auto none = std::make_shared<Rows>();
-            Kind::Reset(p.type, none.get());
-            Kind::Insert(&window_cache_, cache_key, std::move(none), snap.epoch);
+  for (size_t s = 0; s < snaps.size(); ++s) {
+    SeriesSnapshot& snap = snaps[s];
+    snap.epoch = epoch;
+    for (size_t i = 0; i < fields.size(); ++i) {
+      const SeriesSnapshot::Field& p = snap.fields[i];
+      if (p.id == kNoId || !Kind::For(p.type)) continue;
+      // Buckets with unflushed points: computed below from all their raw
+      // points; the stored rows of those buckets are skipped.
+      std::vector<int64_t> touched;
+      for (const Column* c : {&p.sealed, &p.head}) {
+        for (int64_t ts : c->ts) {
+          const int64_t b = storage::WindowStart(ts, t.width_ns);
+          if (b >= start_ns && b < end_ns && (touched.empty() || touched.back() != b)) {
+            touched.push_back(b);
           }
-          if (!found || k.window_start >= end_ns) break;
-          block = k.window_start;  // past a gap: that block may be cached
-          continue;
         }
-        Rows decoded;
-        const leveldb::Slice v = it->value();
-        const Status d = Kind::Decode(std::string_view(v.data(), v.size()), &decoded);
-        if (!d.ok()) {
-          return Status::Corruption("tier " + std::string(t.name) + " of " + SeriesName(series) +
-                                    ": " + d.message());
-        }
-        if (!Kind::TypeIs(decoded, p.type)) {
-          return Status::Corruption("tier " + std::string(t.name) + " of " + SeriesName(series) +
-                                    ": type differs from the field's");
-        }
-        auto shared = std::make_shared<const Rows>(std::move(decoded));
-        Kind::Insert(&window_cache_, cache_key, shared, snap.epoch);
-        rows = std::move(shared);
       }
-      const auto lo =
-          static_cast<size_t>(std::lower_bound(rows->bucket.begin(), rows->bucket.end(), start_ns) -
-                              rows->bucket.begin());
-      const auto hi =
-          static_cast<size_t>(std::lower_bound(rows->bucket.begin(), rows->bucket.end(), end_ns) -
-                              rows->bucket.begin());
-      if (lo < hi) emit(*rows, lo, hi);
-      if (block > INT64_MAX - span) break;
-      block = storage::NextWindowStart(block, span);
-    }
-    if (it && !it->status().ok()) {
-      return Status::IOError("read tier rows: " + it->status().ToString());
-    }
+      std::sort(touched.begin(), touched.end());
+      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+      // Emits rows [lo, hi) of a block, minus the touched buckets.
+      auto emit = [&](const Rows& rows, size_t lo, size_t hi) {
+        if (touched.empty()) return fn(s, i, rows, lo, hi);
+        size_t a = lo;
+        for (size_t r = lo; r < hi; ++r) {
+          if (!std::binary_search(touched.begin(), touched.end(), rows.bucket[r])) continue;
+          if (a < r) fn(s, i, rows, a, r);
+          a = r + 1;
+        }
+        if (a < hi) fn(s, i, rows, a, hi);
+      };
 
-    if (touched.empty()) continue;
-    Rows fixed;
-    Kind::Reset(p.type, &fixed);
-    for (int64_t b : touched) {
-      const int64_t b_end = storage::NextWindowStart(b, t.width_ns);
-      Column raw;
-      GPULSE_RETURN_IF_ERROR(ReadMerged(snap, i, b, b_end, &raw));
-      Kind::Build(raw, t.width_ns, &fixed);
+      int64_t block = first_block;
+      while (block < end_ns) {
+        const WindowKey cache_key{snap.series_id, p.id, block, t.id};
+        std::shared_ptr<const Rows> rows;
+        if (looked_up) {
+          const uint64_t j = (static_cast<uint64_t>(block) - static_cast<uint64_t>(first_block)) /
+                             static_cast<uint64_t>(span);
+          rows = std::move(cached[(s * fields.size() + i) * blocks + j]);
+        } else {
+          rows = Kind::Lookup(&window_cache_, cache_key);
+        }
+        if (!rows) {
+          // The first stored block at or after `block` (blocks may be
+          // missing).
+          if (!it) {
+            leveldb::ReadOptions options;
+            options.snapshot = store.get();
+            it.reset(store_->NewIterator(options));
+          }
+          it->Seek(storage::ChunkKey(t.id, snap.series_id, p.id, block));
+          storage::ChunkKeyParts k;
+          bool found = false;
+          if (it->Valid()) {
+            const leveldb::Slice raw_key = it->key();
+            found = storage::ParseChunkKey(std::string_view(raw_key.data(), raw_key.size()), &k) &&
+                    k.tier == t.id && k.series_id == snap.series_id && k.field_id == p.id;
+          }
+          if (!found || k.window_start != block) {
+            // `block` has no rows stored: remembered as an empty entry, so
+            // that the next query over it (the last block of a range that
+            // reaches past the data) does not seek the store again. A flush
+            // that writes the block drops the entry.
+            if (it->status().ok()) {
+              auto none = std::make_shared<Rows>();
+              Kind::Reset(p.type, none.get());
+              Kind::Insert(&window_cache_, cache_key, std::move(none), epoch);
+            }
+            if (!found || k.window_start >= end_ns) break;
+            block = k.window_start;  // past a gap: that block may be cached
+            continue;
+          }
+          Rows decoded;
+          const leveldb::Slice v = it->value();
+          const Status d = Kind::Decode(std::string_view(v.data(), v.size()), &decoded);
+          if (!d.ok()) {
+            return Status::Corruption("tier " + std::string(t.name) + " of " +
+                                      name_of(snap.series_id) + ": " + d.message());
+          }
+          if (!Kind::TypeIs(decoded, p.type)) {
+            return Status::Corruption("tier " + std::string(t.name) + " of " +
+                                      name_of(snap.series_id) + ": type differs from the field's");
+          }
+          auto shared = std::make_shared<const Rows>(std::move(decoded));
+          Kind::Insert(&window_cache_, cache_key, shared, epoch);
+          rows = std::move(shared);
+        }
+        const auto lo = static_cast<size_t>(
+            std::lower_bound(rows->bucket.begin(), rows->bucket.end(), start_ns) -
+            rows->bucket.begin());
+        const auto hi =
+            static_cast<size_t>(std::lower_bound(rows->bucket.begin(), rows->bucket.end(), end_ns) -
+                                rows->bucket.begin());
+        if (lo < hi) emit(*rows, lo, hi);
+        if (block > INT64_MAX - span) break;
+        block = storage::NextWindowStart(block, span);
+      }
+      if (it && !it->status().ok()) {
+        return Status::IOError("read tier rows: " + it->status().ToString());
+      }
+
+      if (touched.empty()) continue;
+      Rows fixed;
+      Kind::Reset(p.type, &fixed);
+      for (int64_t b : touched) {
+        const int64_t b_end = storage::NextWindowStart(b, t.width_ns);
+        Column raw;
+        GPULSE_RETURN_IF_ERROR(ReadMerged(snap, i, b, b_end, &raw));
+        Kind::Build(raw, t.width_ns, &fixed);
+      }
+      if (fixed.size() > 0) fn(s, i, fixed, 0, fixed.size());
     }
-    if (fixed.size() > 0) fn(i, fixed, 0, fixed.size());
   }
   return Status::Ok();
 }

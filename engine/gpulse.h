@@ -106,6 +106,13 @@ struct Series {
   friend bool operator==(const Series&, const Series&) = default;
 };
 
+// A series' number in the catalog: given when the series is first written
+// and never given to another (a dropped series keeps it), so it names the
+// same series for the life of the data directory. Db::ListSeries gives
+// them; reads by id skip finding the series by its key.
+using SeriesId = uint32_t;
+inline constexpr SeriesId kNoSeriesId = UINT32_MAX;  // not known
+
 enum class SyncPolicy {
   kEveryBatch,  // fsync the WAL before Write returns (group commit across threads)
   kInterval,    // Write returns once the batch is in the OS; a background fsync runs every
@@ -370,8 +377,14 @@ class Db {
   virtual Status ListMeasurements(std::vector<std::string>* out) = 0;
   // Series of `measurement` (every measurement when empty) matching `tags`,
   // sorted by measurement, then tag by tag (key, then value), bytewise.
+  // When `ids` is given, each series' SeriesId is appended to it, in the
+  // same order.
   virtual Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
-                            std::vector<Series>* out) = 0;
+                            std::vector<Series>* out, std::vector<SeriesId>* ids) = 0;
+  Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
+                    std::vector<Series>* out) {
+    return ListSeries(measurement, tags, out, nullptr);
+  }
   // Sorted distinct tag keys of the measurement's series.
   virtual Status ListTagKeys(std::string_view measurement, std::vector<std::string>* out) = 0;
   // Sorted distinct values of tag `key` among the measurement's series.
@@ -466,6 +479,18 @@ class Db {
   virtual Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
                              int64_t start_ns, int64_t end_ns, uint32_t parts,
                              const RollupVisitor& fn) = 0;
+  // ScanRollups of many series at once, by the ids ListSeries gave:
+  // fn(s, field, rows, begin, end) hands over rows of fields[field] of
+  // series ids[s], the series in the order of `ids`. The same rows as one
+  // ScanRollups a series, for one look at the catalog, the unflushed points
+  // and the window cache a call instead of one a series (a fleet-wide fold
+  // over a tier reads hundreds of series). InvalidArgument for an id the
+  // catalog never gave.
+  using SeriesRollupVisitor = std::function<void(size_t s, size_t field, const RollupColumn& rows,
+                                                 size_t begin, size_t end)>;
+  virtual Status ScanRollups(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                             size_t tier, int64_t start_ns, int64_t end_ns, uint32_t parts,
+                             const SeriesRollupVisitor& fn) = 0;
   // The same for string fields: tally rows (storage/tally.h: samples per
   // value per bucket), unflushed points counted likewise.
   using TallyVisitor =

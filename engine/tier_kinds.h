@@ -48,6 +48,10 @@ struct RollupKind {
   static std::shared_ptr<const Rows> Lookup(WindowCache* c, const WindowKey& k) {
     return c->LookupRollups(k);
   }
+  static void LookupMany(WindowCache* c, std::span<const WindowKey> k,
+                         std::shared_ptr<const Rows>* out) {
+    c->LookupRollups(k, out);
+  }
   static void Insert(WindowCache* c, const WindowKey& k, std::shared_ptr<const Rows> r,
                      uint64_t epoch) {
     c->InsertRollups(k, std::move(r), epoch);
@@ -82,6 +86,10 @@ struct TallyKind {
   static FieldType TypeOf(const Rows&) { return FieldType::kString; }
   static std::shared_ptr<const Rows> Lookup(WindowCache* c, const WindowKey& k) {
     return c->LookupTallies(k);
+  }
+  static void LookupMany(WindowCache* c, std::span<const WindowKey> k,
+                         std::shared_ptr<const Rows>* out) {
+    c->LookupTallies(k, out);
   }
   static void Insert(WindowCache* c, const WindowKey& k, std::shared_ptr<const Rows> r,
                      uint64_t epoch) {

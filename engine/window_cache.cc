@@ -205,6 +205,35 @@ std::shared_ptr<const storage::TallyColumn> WindowCache::LookupTallies(const Win
   return std::static_pointer_cast<const storage::TallyColumn>(Find(key));
 }
 
+template <typename Fn>
+void WindowCache::FindMany(std::span<const WindowKey> keys, Fn&& put) {
+  std::lock_guard<std::mutex> l(mu_);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const size_t i = IndexLocked(keys[k]);
+    if (i == SIZE_MAX) {
+      ++misses_;
+      continue;
+    }
+    ++hits_;
+    slots_[i].referenced = true;
+    put(k, slots_[i].value);
+  }
+}
+
+void WindowCache::LookupRollups(std::span<const WindowKey> keys,
+                                std::shared_ptr<const storage::RollupColumn>* out) {
+  FindMany(keys, [&](size_t k, const std::shared_ptr<const void>& v) {
+    out[k] = std::static_pointer_cast<const storage::RollupColumn>(v);
+  });
+}
+
+void WindowCache::LookupTallies(std::span<const WindowKey> keys,
+                                std::shared_ptr<const storage::TallyColumn>* out) {
+  FindMany(keys, [&](size_t k, const std::shared_ptr<const void>& v) {
+    out[k] = std::static_pointer_cast<const storage::TallyColumn>(v);
+  });
+}
+
 std::shared_ptr<const void> WindowCache::Find(const WindowKey& key) {
   std::lock_guard<std::mutex> l(mu_);
   const size_t i = IndexLocked(key);

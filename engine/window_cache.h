@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <vector>
 
 #include "storage/column.h"
@@ -93,6 +94,11 @@ class WindowCache {
   std::shared_ptr<const storage::RollupColumn> LookupRollups(const WindowKey& key);
   // A tally block (a string field's tier rows) under the same keys.
   std::shared_ptr<const storage::TallyColumn> LookupTallies(const WindowKey& key);
+  // The same for many keys under one hold of the lock: out[i] for keys[i].
+  void LookupRollups(std::span<const WindowKey> keys,
+                     std::shared_ptr<const storage::RollupColumn>* out);
+  void LookupTallies(std::span<const WindowKey> keys,
+                     std::shared_ptr<const storage::TallyColumn>* out);
 
   // Keeps `column` unless an invalidation happened since `epoch`, or it is
   // larger than an eighth of the capacity (one scan must not flush it all).
@@ -137,6 +143,9 @@ class WindowCache {
     std::shared_ptr<const void> value;
   };
   std::shared_ptr<const void> Find(const WindowKey& key);
+  // Calls put(i, value) for each key found.
+  template <typename Fn>
+  void FindMany(std::span<const WindowKey> keys, Fn&& put);
   void Put(const WindowKey& key, std::shared_ptr<const void> value, uint64_t bytes, uint64_t epoch);
   // The slot holding key, or SIZE_MAX.
   size_t IndexLocked(const WindowKey& key) const;

@@ -277,9 +277,11 @@ struct RollupRows {
 // sums in the same order).
 template <typename T, AggKind K>
 inline void FoldRollupRow(Cell& c, const RollupRows<T>& rows, size_t r) {
-  if constexpr (K == AggKind::kSum || K == AggKind::kMean) {
+  if constexpr (K == AggKind::kSum) {
     As<T>(c.sum) = Add<T>(As<T>(c.sum), rows.sum[r]);
     c.dsum += rows.dsum[r];
+  } else if constexpr (K == AggKind::kMean) {
+    c.dsum += rows.dsum[r];  // a mean is dsum / n: the typed sum is not read
   } else if constexpr (K == AggKind::kMin || K == AggKind::kMax || K == AggKind::kSpread) {
     if (c.n == 0) {
       As<T>(c.a) = rows.min[r];
@@ -307,7 +309,8 @@ inline void FoldRollupRow(Cell& c, const RollupRows<T>& rows, size_t r) {
 // Folds tier rows [begin, end) into their grid buckets' cells.
 template <typename T, AggKind K>
 void FoldRollupBuckets(Cell* cells, size_t nslots, const BucketGrid& grid,
-                       const storage::RollupColumn& rows, size_t begin, size_t end) {
+                       const storage::RollupColumn& rows, size_t begin, size_t end,
+                       int64_t row_width) {
   const int64_t* b = rows.bucket.data();
   size_t r = static_cast<size_t>(std::lower_bound(b + begin, b + end, grid.first) - b);
   if (r == end) return;
@@ -317,10 +320,24 @@ void FoldRollupBuckets(Cell* cells, size_t nslots, const BucketGrid& grid,
     for (; r < end; ++r) FoldRollupRow<T, K>(cells[0], parts, r);
     return;
   }
-  // Rows come in bucket order, mostly one a bucket and the next in the
-  // next bucket: a division only where rows skip a bucket.
   const auto first = static_cast<uint64_t>(grid.first);
   const auto width = static_cast<uint64_t>(grid.width);
+  if (row_width == grid.width && (static_cast<uint64_t>(b[r]) - first) % width == 0) {
+    // Rows of the grid's own buckets, ascending, each a bucket of its own:
+    // when the first and last are as far apart as their count says, they
+    // are every bucket between, and row r + j folds into cell idx + j (the
+    // common dashboard case: a fleet's mean per hour from the 1h tier).
+    const uint64_t idx = (static_cast<uint64_t>(b[r]) - first) / width;
+    const size_t m = end - r;
+    const uint64_t apart = static_cast<uint64_t>(b[end - 1]) - static_cast<uint64_t>(b[r]);
+    if (apart / width == m - 1 && idx < grid.count && m <= grid.count - idx) {
+      Cell* c = cells + idx * nslots;
+      for (size_t j = 0; j < m; ++j, c += nslots) FoldRollupRow<T, K>(*c, parts, r + j);
+      return;
+    }
+  }
+  // Rows come in bucket order, mostly one a bucket and the next in the
+  // next bucket: a division only where rows skip a bucket.
   uint64_t idx = (static_cast<uint64_t>(b[r]) - first) / width;
   uint64_t next = first + (idx + 1) * width;  // where bucket idx ends
   for (; r < end; ++r) {
@@ -362,9 +379,10 @@ void WithKind(AggKind kind, Fn&& fn) {
 
 template <typename T>
 void FoldRollupsTyped(AggKind kind, Cell* cells, size_t nslots, const BucketGrid& grid,
-                      const storage::RollupColumn& rows, size_t begin, size_t end) {
+                      const storage::RollupColumn& rows, size_t begin, size_t end,
+                      int64_t row_width) {
   WithKind(kind, [&](auto k) {
-    FoldRollupBuckets<T, decltype(k)::value>(cells, nslots, grid, rows, begin, end);
+    FoldRollupBuckets<T, decltype(k)::value>(cells, nslots, grid, rows, begin, end, row_width);
   });
 }
 
@@ -607,18 +625,22 @@ void Cells::AddPacked(const std::vector<AggSpec>& specs, const BucketGrid& grid,
 }
 
 void Cells::AddRollups(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
-                       const storage::RollupColumn& rows, size_t begin, size_t end) {
+                       const storage::RollupColumn& rows, size_t begin, size_t end,
+                       int64_t row_width) {
   const AggSpec& spec = specs[slot];
   if (begin >= end || grid.count == 0 || rows.type != spec.type) return;
   Allocate(specs.size(), grid);
   Cell* base = cells_.data() + slot;
   switch (spec.type) {
     case FieldType::kFloat:
-      return FoldRollupsTyped<double>(spec.kind, base, specs.size(), grid, rows, begin, end);
+      return FoldRollupsTyped<double>(spec.kind, base, specs.size(), grid, rows, begin, end,
+                                      row_width);
     case FieldType::kInt:
-      return FoldRollupsTyped<int64_t>(spec.kind, base, specs.size(), grid, rows, begin, end);
+      return FoldRollupsTyped<int64_t>(spec.kind, base, specs.size(), grid, rows, begin, end,
+                                       row_width);
     case FieldType::kUint:
-      return FoldRollupsTyped<uint64_t>(spec.kind, base, specs.size(), grid, rows, begin, end);
+      return FoldRollupsTyped<uint64_t>(spec.kind, base, specs.size(), grid, rows, begin, end,
+                                        row_width);
     default:
       return;
   }

@@ -62,9 +62,11 @@ class Cells {
   // Folds tier rows [begin, end) of `rows` (one series, bucket order) into
   // slot `slot`, as AggState::AddRollups: sums and counts add row by row,
   // extremes and first/last compare the rows' own points. Rows outside the
-  // grid are skipped.
+  // grid are skipped. `row_width`: the width of the rows' tier buckets (when
+  // it is the grid's, a run of rows without gaps folds with no look at
+  // their bucket times).
   void AddRollups(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
-                  const storage::RollupColumn& rows, size_t begin, size_t end);
+                  const storage::RollupColumn& rows, size_t begin, size_t end, int64_t row_width);
 
   // Folds `other` (same specs and grid) into this; `other` is left empty.
   void Merge(const std::vector<AggSpec>& specs, const BucketGrid& grid, Cells* other);

@@ -169,10 +169,13 @@ class DbInput final : public Input {
     // In key order (Db::ListSeries), whatever order they were first written
     // in: ties in time then break the same way on every run.
     std::vector<Series> found;
-    GPULSE_RETURN_IF_ERROR(ctx_->db()->ListSeries(measurement, matchers, &found));
+    std::vector<SeriesId> ids;
+    GPULSE_RETURN_IF_ERROR(ctx_->db()->ListSeries(measurement, matchers, &found, &ids));
     out->reserve(found.size());
-    for (Series& s : found) {
+    for (size_t i = 0; i < found.size(); ++i) {
+      Series& s = found[i];
       InSeries in;
+      in.id = ids[i];
       in.tags.reserve(s.tags.size());
       for (const Tag& t : s.tags) {
         if (database_.empty() || t.key != "db") in.tags.push_back(t);
@@ -219,6 +222,17 @@ class DbInput final : public Input {
                      int64_t lo, int64_t hi, uint32_t parts, const Db::RollupVisitor& fn) override {
     Status st = ctx_->db()->ScanRollups(s.series, fields, tier, lo, hi, parts, fn);
     return st.IsNotFound() ? Status::Ok() : st;  // dropped since it was listed
+  }
+  using Input::ScanRollups;
+  Status ScanRollups(std::span<const InSeries* const> series, std::span<const std::string> fields,
+                     size_t tier, int64_t lo, int64_t hi, uint32_t parts,
+                     const Db::SeriesRollupVisitor& fn) override {
+    std::vector<SeriesId> ids(series.size());
+    for (size_t s = 0; s < series.size(); ++s) {
+      ids[s] = series[s]->id;
+      if (ids[s] == kNoSeriesId) return Input::ScanRollups(series, fields, tier, lo, hi, parts, fn);
+    }
+    return ctx_->db()->ScanRollups(ids, fields, tier, lo, hi, parts, fn);
   }
   Status ScanTallies(const InSeries& s, std::span<const std::string> fields, size_t tier,
                      int64_t lo, int64_t hi, const Db::TallyVisitor& fn) override {

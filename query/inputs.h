@@ -57,9 +57,10 @@ ColumnSeries ToColumns(ResultSeries&& rs);
 
 // A series as an Input lists it.
 struct InSeries {
-  Series series;          // DbSeriesInput: as stored, what Read needs
-  std::vector<Tag> tags;  // as the query sees them (no `db` under a database)
-  size_t source = 0;      // AnswerInput: the position of the answer's series
+  Series series;              // DbSeriesInput: as stored, what Read needs
+  SeriesId id = kNoSeriesId;  // DbSeriesInput: its catalog id
+  std::vector<Tag> tags;      // as the query sees them (no `db` under a database)
+  size_t source = 0;          // AnswerInput: the position of the answer's series
 };
 
 // Where a SELECT's series come from.
@@ -96,6 +97,19 @@ class Input {
                              int64_t lo, int64_t hi, uint32_t parts, const Db::RollupVisitor& fn) {
     (void)s, (void)fields, (void)tier, (void)lo, (void)hi, (void)parts, (void)fn;
     return Status::InvalidArgument("this input has no tiers");
+  }
+  // Thread-safe. ScanRollups of several series at once, fn's first
+  // argument the position in `series` (Db::ScanRollups of many: the Db's
+  // input reads them in one pass over its catalog and cache).
+  virtual Status ScanRollups(std::span<const InSeries* const> series,
+                             std::span<const std::string> fields, size_t tier, int64_t lo,
+                             int64_t hi, uint32_t parts, const Db::SeriesRollupVisitor& fn) {
+    for (size_t s = 0; s < series.size(); ++s) {
+      GPULSE_RETURN_IF_ERROR(ScanRollups(*series[s], fields, tier, lo, hi, parts,
+                                         [&](size_t f, const RollupColumn& rows, size_t begin,
+                                             size_t end) { fn(s, f, rows, begin, end); }));
+    }
+    return Status::Ok();
   }
   // Thread-safe. Db::ScanTallies.
   virtual Status ScanTallies(const InSeries& s, std::span<const std::string> fields, size_t tier,

@@ -72,6 +72,9 @@ void ExecContext::CountPoints(uint64_t n) {
 
 namespace {
 
+// Series a rollup plan reads in one Input::ScanRollups call.
+constexpr size_t kTierChunk = 16;
+
 // ---------------------------------------------------------------------------
 // Small helpers
 
@@ -1711,237 +1714,273 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                            spec.kind == AggKind::kSpread || spec.kind == AggKind::kSum;
         return integer && exact && !spec.need_time;
       });
-  Status st = ParallelFor(
-      ctx, series.size(), &workers,
-      [&](size_t w, size_t i) -> Status {
-        const InSeries& in = series[i];
-        std::optional<bool> truth = true;
-        if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
-        if (truth && !*truth) return Status::Ok();
-        if (plan->tally) {
-          // Each value's count in each tier bucket goes to the group of that
-          // value; counts past a bucket's top values (`other`) go to none.
-          const std::string& field = fields[static_cast<size_t>(plan->slots[0].field)];
-          const GroupKey base = TagKeyOf(*plan, in);
-          uint64_t rows = 0;
-          GPULSE_RETURN_IF_ERROR(input->ScanTallies(
-              in, std::span<const std::string>(&field, 1), static_cast<size_t>(plan->tier),
-              plan->lo, plan->hi,
-              [&](size_t, const storage::TallyColumn& r, size_t begin, size_t end) {
-                rows += end - begin;
-                for (size_t i = begin; i < end; ++i) {
-                  const int64_t b = plan->bucketer ? plan->bucketer->Start(r.bucket[i]) : INT64_MIN;
-                  for (uint32_t v = r.begin[i]; v < r.begin[i + 1]; ++v) {
-                    GroupKey key = base;
-                    key[plan->tally_dim] = r.values[v];
-                    GroupAcc::States states = partial[w][key].Get(*plan, b);
-                    for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-                      states[slot]->AddCount(r.value_count[v]);
-                    }
-                  }
-                  untallied.fetch_add(r.other[i], std::memory_order_relaxed);
-                }
-              }));
-          if (rows > 0) {
-            ctx->series_read.fetch_add(1);
-            ctx->CountPoints(rows);
-          }
-          return Status::Ok();
+  // Folds tier rows [begin, end) of slot_fields[k] into g.
+  const auto fold_rollups = [&](GroupAcc* g, size_t k, const RollupColumn& r, size_t begin,
+                                size_t end) {
+    if (plan->use_cells) {
+      for (size_t slot : slots_of_field[k]) {
+        g->cells.AddRollups(plan->specs, plan->grid, slot, r, begin, end,
+                            storage::kTiers[plan->tier].width_ns);
+      }
+      return;
+    }
+    if (fixed_dense) {
+      // Bucket numbers by one division, no Start/Next per row (tier rows
+      // are often one a bucket).
+      const int64_t first = plan->dense_buckets.front();
+      const int64_t width = plan->bucketer->Width();
+      size_t i0 = begin;
+      while (i0 < end) {
+        const int64_t d = r.bucket[i0] - first;
+        const int64_t idx = d >= 0 ? d / width : -1;
+        const int64_t next = first + (idx + 1) * width;
+        size_t i1 = i0 + 1;
+        while (i1 < end && r.bucket[i1] < next) ++i1;
+        if (idx >= 0 && static_cast<size_t>(idx) < plan->dense_buckets.size()) {
+          GroupAcc::States states = g->GetDense(*plan, static_cast<size_t>(idx));
+          for (size_t slot : slots_of_field[k]) states[slot]->AddRollups(r, i0, i1);
         }
-        if (plan->tier >= 0) {
-          // Whole tier buckets: fold rollup rows; the range's ends before the
-          // first and after the last whole tier bucket: raw points.
-          const int64_t tw = storage::kTiers[plan->tier].width_ns;
-          const int64_t lo_t =
-              FloorMod(plan->lo, tw) == 0
-                  ? plan->lo
-                  : storage::NextWindowStart(storage::WindowStart(plan->lo, tw), tw);
-          const int64_t hi_t = storage::WindowStart(plan->hi, tw);
-          GroupAcc* g = nullptr;
-          uint64_t n = 0;
-          for (const auto& [a, z] :
-               lo_t < hi_t
-                   ? std::vector<std::pair<int64_t, int64_t>>{{plan->lo, lo_t}, {hi_t, plan->hi}}
-                   : std::vector<std::pair<int64_t, int64_t>>{{plan->lo, plan->hi}}) {
-            if (a >= z) continue;
-            std::vector<Column> edge;
-            GPULSE_RETURN_IF_ERROR(input->Read(in, fields, a, z, &edge));
-            for (const Column& c : edge) n += c.size();
-            if (!g) g = &partial[w][TagKeyOf(*plan, in)];
-            FoldColumns(*plan, g, edge);
-          }
-          if (lo_t < hi_t)
-            GPULSE_RETURN_IF_ERROR(input->ScanRollups(
-                in, slot_fields, static_cast<size_t>(plan->tier), lo_t, hi_t, rollup_parts,
-                [&](size_t k, const RollupColumn& r, size_t begin, size_t end) {
-                  if (!g) g = &partial[w][TagKeyOf(*plan, in)];
-                  n += end - begin;
-                  if (plan->use_cells) {
-                    for (size_t slot : slots_of_field[k]) {
-                      g->cells.AddRollups(plan->specs, plan->grid, slot, r, begin, end);
-                    }
-                    return;
-                  }
-                  if (fixed_dense) {
-                    // Bucket numbers by one division, no Start/Next per row
-                    // (tier rows are often one a bucket).
-                    const int64_t first = plan->dense_buckets.front();
-                    const int64_t width = plan->bucketer->Width();
-                    size_t i0 = begin;
-                    while (i0 < end) {
-                      const int64_t d = r.bucket[i0] - first;
-                      const int64_t idx = d >= 0 ? d / width : -1;
-                      const int64_t next = first + (idx + 1) * width;
-                      size_t i1 = i0 + 1;
-                      while (i1 < end && r.bucket[i1] < next) ++i1;
-                      if (idx >= 0 && static_cast<size_t>(idx) < plan->dense_buckets.size()) {
-                        GroupAcc::States states = g->GetDense(*plan, static_cast<size_t>(idx));
-                        for (size_t slot : slots_of_field[k]) states[slot]->AddRollups(r, i0, i1);
+        i0 = i1;
+      }
+      return;
+    }
+    for (size_t slot : slots_of_field[k]) {
+      size_t i0 = begin;
+      while (i0 < end) {
+        int64_t b = INT64_MIN;
+        size_t i1 = end;
+        if (plan->bucketer) {
+          b = plan->bucketer->Start(r.bucket[i0]);
+          const int64_t next = plan->bucketer->Next(b);
+          i1 = i0 + 1;
+          while (i1 < end && r.bucket[i1] < next) ++i1;
+        }
+        g->Get(*plan, b)[slot]->AddRollups(r, i0, i1);
+        i0 = i1;
+      }
+    }
+  };
+  // A rollup plan: whole tier buckets fold rollup rows, read for a chunk of
+  // series at a time (one pass over the catalog and the window cache a
+  // chunk, where one a series costs each series a lookup by key); the
+  // range's ends before the first and after the last whole tier bucket
+  // fold raw points, a series at a time.
+  const auto fold_tier = [&](size_t w, size_t c) -> Status {
+    constexpr size_t kChunk = kTierChunk;
+    const int64_t tw = storage::kTiers[plan->tier].width_ns;
+    const int64_t lo_t = FloorMod(plan->lo, tw) == 0
+                             ? plan->lo
+                             : storage::NextWindowStart(storage::WindowStart(plan->lo, tw), tw);
+    const int64_t hi_t = storage::WindowStart(plan->hi, tw);
+    // Raw points: before and after the whole buckets, or all when none is.
+    const std::array<std::pair<int64_t, int64_t>, 2> edges =
+        lo_t < hi_t
+            ? std::array<std::pair<int64_t, int64_t>, 2>{{{plan->lo, lo_t}, {hi_t, plan->hi}}}
+            : std::array<std::pair<int64_t, int64_t>, 2>{{{plan->lo, plan->hi}, {0, 0}}};
+    std::array<const InSeries*, kChunk> chosen{};
+    std::array<GroupAcc*, kChunk> group{};
+    std::array<uint64_t, kChunk> points{};
+    size_t n = 0;
+    for (size_t i = c * kChunk; i < std::min(series.size(), (c + 1) * kChunk); ++i) {
+      const InSeries& in = series[i];
+      if (plan->condition) {
+        const std::optional<bool> truth = TagTruth(*plan->condition, *plan, in);
+        if (truth && !*truth) continue;
+      }
+      for (const auto& [a, z] : edges) {
+        if (a >= z) continue;
+        std::vector<Column> edge;
+        GPULSE_RETURN_IF_ERROR(input->Read(in, fields, a, z, &edge));
+        for (const Column& col : edge) points[n] += col.size();
+        if (!group[n]) group[n] = &partial[w][TagKeyOf(*plan, in)];
+        FoldColumns(*plan, group[n], edge);
+      }
+      chosen[n++] = &in;
+    }
+    if (lo_t < hi_t && n > 0) {
+      GPULSE_RETURN_IF_ERROR(input->ScanRollups(
+          std::span<const InSeries* const>(chosen.data(), n), slot_fields,
+          static_cast<size_t>(plan->tier), lo_t, hi_t, rollup_parts,
+          [&](size_t s, size_t k, const RollupColumn& r, size_t begin, size_t end) {
+            if (!group[s]) group[s] = &partial[w][TagKeyOf(*plan, *chosen[s])];
+            points[s] += end - begin;
+            fold_rollups(group[s], k, r, begin, end);
+          }));
+    }
+    uint64_t read = 0, total = 0;
+    for (size_t s = 0; s < n; ++s) {
+      read += points[s] > 0;
+      total += points[s];
+    }
+    if (total > 0) {
+      ctx->series_read.fetch_add(read);
+      ctx->CountPoints(total);
+    }
+    return Status::Ok();
+  };
+  const bool rollups = plan->tier >= 0 && !plan->tally;
+  Status st;
+  if (rollups) {
+    st = ParallelFor(ctx, (series.size() + kTierChunk - 1) / kTierChunk, &workers, fold_tier,
+                     /*min_per_worker=*/1, any_order ? Split::kDynamic : Split::kBlocks);
+  } else {
+    st = ParallelFor(
+        ctx, series.size(), &workers,
+        [&](size_t w, size_t i) -> Status {
+          const InSeries& in = series[i];
+          std::optional<bool> truth = true;
+          if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
+          if (truth && !*truth) return Status::Ok();
+          if (plan->tally) {
+            // Each value's count in each tier bucket goes to the group of that
+            // value; counts past a bucket's top values (`other`) go to none.
+            const std::string& field = fields[static_cast<size_t>(plan->slots[0].field)];
+            const GroupKey base = TagKeyOf(*plan, in);
+            uint64_t rows = 0;
+            GPULSE_RETURN_IF_ERROR(input->ScanTallies(
+                in, std::span<const std::string>(&field, 1), static_cast<size_t>(plan->tier),
+                plan->lo, plan->hi,
+                [&](size_t, const storage::TallyColumn& r, size_t begin, size_t end) {
+                  rows += end - begin;
+                  for (size_t i = begin; i < end; ++i) {
+                    const int64_t b =
+                        plan->bucketer ? plan->bucketer->Start(r.bucket[i]) : INT64_MIN;
+                    for (uint32_t v = r.begin[i]; v < r.begin[i + 1]; ++v) {
+                      GroupKey key = base;
+                      key[plan->tally_dim] = r.values[v];
+                      GroupAcc::States states = partial[w][key].Get(*plan, b);
+                      for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                        states[slot]->AddCount(r.value_count[v]);
                       }
-                      i0 = i1;
                     }
-                    return;
-                  }
-                  for (size_t slot : slots_of_field[k]) {
-                    size_t i0 = begin;
-                    while (i0 < end) {
-                      int64_t b = INT64_MIN;
-                      size_t i1 = end;
-                      if (plan->bucketer) {
-                        b = plan->bucketer->Start(r.bucket[i0]);
-                        const int64_t next = plan->bucketer->Next(b);
-                        i1 = i0 + 1;
-                        while (i1 < end && r.bucket[i1] < next) ++i1;
-                      }
-                      g->Get(*plan, b)[slot]->AddRollups(r, i0, i1);
-                      i0 = i1;
-                    }
+                    untallied.fetch_add(r.other[i], std::memory_order_relaxed);
                   }
                 }));
-          if (n > 0) {
-            ctx->series_read.fetch_add(1);
-            ctx->CountPoints(n);
+            if (rows > 0) {
+              ctx->series_read.fetch_add(1);
+              ctx->CountPoints(rows);
+            }
+            return Status::Ok();
           }
-          return Status::Ok();
-        }
-        GroupMap& groups = partial[w];
-        if (truth && !plan->field_dims) {
-          // Fast path: every point of the series counts; fold its runs in
-          // place (no copy of a window per series).
-          // The visitors capture one pointer, which std::function keeps
-          // inline: no allocation per series.
-          struct Target {
-            const Plan* plan;
-            GroupMap* groups;
-            const InSeries* in;
-            GroupAcc* g = nullptr;
+          GroupMap& groups = partial[w];
+          if (truth && !plan->field_dims) {
+            // Fast path: every point of the series counts; fold its runs in
+            // place (no copy of a window per series).
+            // The visitors capture one pointer, which std::function keeps
+            // inline: no allocation per series.
+            struct Target {
+              const Plan* plan;
+              GroupMap* groups;
+              const InSeries* in;
+              GroupAcc* g = nullptr;
+              uint64_t points = 0;
+              GroupAcc* Group() {
+                if (g == nullptr) g = &(*groups)[TagKeyOf(*plan, *in)];
+                return g;
+              }
+            } target{plan, &groups, &in};
+            // Cells fold the read cache's packed windows as they are.
+            const Db::PackedRunVisitor packed =
+                [t = &target](size_t f, const storage::PackedRun& run, size_t begin, size_t end) {
+                  t->points += end - begin;
+                  GroupAcc* g = t->Group();
+                  for (size_t slot = 0; slot < t->plan->slots.size(); ++slot) {
+                    if (t->plan->slots[slot].field == static_cast<int>(f))
+                      g->cells.AddPacked(t->plan->specs, t->plan->grid, slot, run, begin, end);
+                  }
+                };
+            const Db::PointRunVisitor runs = [t = &target](size_t f, const Column& col,
+                                                           size_t begin, size_t end) {
+              t->points += end - begin;
+              GroupAcc* g = t->Group();
+              for (size_t slot = 0; slot < t->plan->slots.size(); ++slot) {
+                if (t->plan->slots[slot].field == static_cast<int>(f))
+                  FoldSlotRange(*t->plan, g, slot, col, begin, end);
+              }
+            };
+            GPULSE_RETURN_IF_ERROR(input->Scan(in, fields, plan->lo, plan->hi, runs,
+                                               plan->use_cells ? &packed : nullptr));
+            if (target.points > 0) {
+              ctx->series_read.fetch_add(1);
+              ctx->CountPoints(target.points);
+            }
+            return Status::Ok();
+          }
+          if (!truth && plan->filter_field >= 0) {
+            // The tags pass; the points of the one field that pass its
+            // comparisons fold, read in place.
             uint64_t points = 0;
-            GroupAcc* Group() {
-              if (g == nullptr) g = &(*groups)[TagKeyOf(*plan, *in)];
-              return g;
+            GroupAcc* g = nullptr;
+            thread_local std::vector<uint32_t> kept;
+            GPULSE_RETURN_IF_ERROR(input->Scan(
+                in, fields, plan->lo, plan->hi,
+                [&](size_t f, const Column& col, size_t begin, size_t end) {
+                  points += end - begin;
+                  if (static_cast<int>(f) != plan->filter_field) return;
+                  kept.clear();
+                  KeepPassing(col, begin, end, plan->field_tests, &kept);
+                  if (kept.empty()) return;
+                  if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
+                  for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                    FoldIndexes(*plan, g, slot, col, kept);
+                  }
+                },
+                nullptr));
+            if (points > 0) {
+              ctx->series_read.fetch_add(1);
+              ctx->CountPoints(points);
             }
-          } target{plan, &groups, &in};
-          // Cells fold the read cache's packed windows as they are.
-          const Db::PackedRunVisitor packed = [t = &target](size_t f, const storage::PackedRun& run,
-                                                            size_t begin, size_t end) {
-            t->points += end - begin;
-            GroupAcc* g = t->Group();
-            for (size_t slot = 0; slot < t->plan->slots.size(); ++slot) {
-              if (t->plan->slots[slot].field == static_cast<int>(f))
-                g->cells.AddPacked(t->plan->specs, t->plan->grid, slot, run, begin, end);
-            }
-          };
-          const Db::PointRunVisitor runs = [t = &target](size_t f, const Column& col, size_t begin,
-                                                         size_t end) {
-            t->points += end - begin;
-            GroupAcc* g = t->Group();
-            for (size_t slot = 0; slot < t->plan->slots.size(); ++slot) {
-              if (t->plan->slots[slot].field == static_cast<int>(f))
-                FoldSlotRange(*t->plan, g, slot, col, begin, end);
-            }
-          };
-          GPULSE_RETURN_IF_ERROR(input->Scan(in, fields, plan->lo, plan->hi, runs,
-                                             plan->use_cells ? &packed : nullptr));
-          if (target.points > 0) {
-            ctx->series_read.fetch_add(1);
-            ctx->CountPoints(target.points);
+            return Status::Ok();
           }
-          return Status::Ok();
-        }
-        if (!truth && plan->filter_field >= 0) {
-          // The tags pass; the points of the one field that pass its
-          // comparisons fold, read in place.
+
+          std::vector<Column> cols;
+          GPULSE_RETURN_IF_ERROR(input->Read(in, fields, plan->lo, plan->hi, &cols));
           uint64_t points = 0;
-          GroupAcc* g = nullptr;
-          thread_local std::vector<uint32_t> kept;
-          GPULSE_RETURN_IF_ERROR(input->Scan(
-              in, fields, plan->lo, plan->hi,
-              [&](size_t f, const Column& col, size_t begin, size_t end) {
-                points += end - begin;
-                if (static_cast<int>(f) != plan->filter_field) return;
-                kept.clear();
-                KeepPassing(col, begin, end, plan->field_tests, &kept);
-                if (kept.empty()) return;
-                if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
-                for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-                  FoldIndexes(*plan, g, slot, col, kept);
-                }
-              },
-              nullptr));
-          if (points > 0) {
-            ctx->series_read.fetch_add(1);
-            ctx->CountPoints(points);
-          }
-          return Status::Ok();
-        }
+          for (const Column& c : cols) points += c.size();
+          if (points == 0) return Status::Ok();
+          ctx->series_read.fetch_add(1);
+          ctx->CountPoints(points);
 
-        std::vector<Column> cols;
-        GPULSE_RETURN_IF_ERROR(input->Read(in, fields, plan->lo, plan->hi, &cols));
-        uint64_t points = 0;
-        for (const Column& c : cols) points += c.size();
-        if (points == 0) return Status::Ok();
-        ctx->series_read.fetch_add(1);
-        ctx->CountPoints(points);
-
-        // Rows: the condition on fields, and string-field groups, per row.
-        std::vector<int64_t> ts;
-        std::vector<std::vector<int32_t>> pos;
-        Join(cols, &ts, &pos);
-        const GroupKey base = TagKeyOf(*plan, in);
-        std::map<GroupKey, std::vector<std::vector<uint32_t>>>
-            picked;  // group -> slot -> positions
-        for (size_t r = 0; r < ts.size(); ++r) {
-          RowRef row{&in, &cols, &pos, r};
-          if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
-          GroupKey key = base;
-          for (size_t d = 0; d < plan->dims.size(); ++d) {
-            const int f = plan->dim_field[d];
-            if (f < 0) continue;
-            const int32_t p = pos[static_cast<size_t>(f)][r];
-            key[d] = p < 0 ? std::string()
-                           : cols[static_cast<size_t>(f)].strings[static_cast<size_t>(p)];
-          }
-          auto& lists = picked[key];
-          lists.resize(plan->slots.size());
-          for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-            const int f = plan->slots[slot].field;
-            if (f < 0) continue;
-            const int32_t p = pos[static_cast<size_t>(f)][r];
-            if (p >= 0) lists[slot].push_back(static_cast<uint32_t>(p));
-          }
-        }
-        for (auto& [key, lists] : picked) {
-          GroupAcc& g = groups[key];
-          for (size_t slot = 0; slot < lists.size(); ++slot) {
-            const int f = plan->slots[slot].field;
-            if (f >= 0 && !lists[slot].empty()) {
-              FoldIndexes(*plan, &g, slot, cols[static_cast<size_t>(f)], lists[slot]);
+          // Rows: the condition on fields, and string-field groups, per row.
+          std::vector<int64_t> ts;
+          std::vector<std::vector<int32_t>> pos;
+          Join(cols, &ts, &pos);
+          const GroupKey base = TagKeyOf(*plan, in);
+          std::map<GroupKey, std::vector<std::vector<uint32_t>>>
+              picked;  // group -> slot -> positions
+          for (size_t r = 0; r < ts.size(); ++r) {
+            RowRef row{&in, &cols, &pos, r};
+            if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
+            GroupKey key = base;
+            for (size_t d = 0; d < plan->dims.size(); ++d) {
+              const int f = plan->dim_field[d];
+              if (f < 0) continue;
+              const int32_t p = pos[static_cast<size_t>(f)][r];
+              key[d] = p < 0 ? std::string()
+                             : cols[static_cast<size_t>(f)].strings[static_cast<size_t>(p)];
+            }
+            auto& lists = picked[key];
+            lists.resize(plan->slots.size());
+            for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+              const int f = plan->slots[slot].field;
+              if (f < 0) continue;
+              const int32_t p = pos[static_cast<size_t>(f)][r];
+              if (p >= 0) lists[slot].push_back(static_cast<uint32_t>(p));
             }
           }
-        }
-        return Status::Ok();
-      },
-      /*min_per_worker=*/8, any_order ? Split::kDynamic : Split::kBlocks);
+          for (auto& [key, lists] : picked) {
+            GroupAcc& g = groups[key];
+            for (size_t slot = 0; slot < lists.size(); ++slot) {
+              const int f = plan->slots[slot].field;
+              if (f >= 0 && !lists[slot].empty()) {
+                FoldIndexes(*plan, &g, slot, cols[static_cast<size_t>(f)], lists[slot]);
+              }
+            }
+          }
+          return Status::Ok();
+        },
+        /*min_per_worker=*/8, any_order ? Split::kDynamic : Split::kBlocks);
+  }
   GPULSE_RETURN_IF_ERROR(st);
   if (untallied > 0) {
     ctx->notes.push_back(std::to_string(untallied.load()) + " samples of values beyond the " +
