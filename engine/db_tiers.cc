@@ -349,6 +349,28 @@ Status DbImpl::BuildTiers(uint32_t mask, bool strings_only) {
   return Status::Ok();
 }
 
+namespace {
+
+// The position of the first of a block's rows (bucket starts of width
+// `width`, ascending) at or after t: by arithmetic when the block has no
+// gaps (its first and last rows as far apart as their count says), so that
+// a read of hundreds of series does not search each one's rows twice.
+size_t FirstRowAtOrAfter(const std::vector<int64_t>& bucket, int64_t t, int64_t width) {
+  const size_t n = bucket.size();
+  if (n == 0 || t <= bucket.front()) return 0;
+  if (t > bucket.back()) return n;
+  const auto w = static_cast<uint64_t>(width);
+  const uint64_t apart =
+      static_cast<uint64_t>(bucket.back()) - static_cast<uint64_t>(bucket.front());
+  if (n <= static_cast<size_t>(storage::kRollupBlockRows) && apart == (n - 1) * w) {
+    return static_cast<size_t>(
+        (static_cast<uint64_t>(t) - static_cast<uint64_t>(bucket.front()) + w - 1) / w);
+  }
+  return static_cast<size_t>(std::lower_bound(bucket.begin(), bucket.end(), t) - bucket.begin());
+}
+
+}  // namespace
+
 Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
                            int64_t start_ns, int64_t end_ns, uint32_t parts,
                            const RollupVisitor& fn) {
@@ -416,29 +438,61 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
 
   // Under one hold of the state lock: each series' fields and unflushed
   // points; under one of the cache's: every block's cached rows.
+  // Per series and field (parts[s * nf + f]): the field's id and type, and
+  // its unflushed points in range, copied only when the head or the sealed
+  // head may hold some there (most reads are of flushed time: then a series
+  // costs no look in either).
+  const size_t nf = fields.size();
+  struct Part {
+    uint32_t id = kNoId;
+    FieldType type = FieldType::kFloat;
+  };
+  std::vector<Part> parts(ids.size() * nf);
+  std::vector<SeriesSnapshot::Field> unflushed;  // the same positions, when copied
   LazySnapshot store(store_.get());
-  std::vector<SeriesSnapshot> snaps(ids.size(), SeriesSnapshot(&store));
   uint64_t epoch = 0;
   {
     std::shared_lock<std::shared_mutex> l(mu_);
+    const auto may_hold = [&](const Head& h) {
+      return !h.empty() && h.min_ts() < snap_end && h.max_ts() >= start_ns;
+    };
+    const bool sealed = imm_ && may_hold(*imm_);
+    const bool head = may_hold(*head_);
+    if (sealed || head) unflushed.resize(parts.size());
+    // The fields by name, found again only when the measurement changes.
+    const std::string* measurement = nullptr;
+    std::vector<const FieldEntry*> found(nf);
     for (size_t s = 0; s < ids.size(); ++s) {
       if (ids[s] >= index_.series_count()) {
         return Status::InvalidArgument("no series with id " + std::to_string(ids[s]));
       }
-      snaps[s].series_id = ids[s];
-      SnapshotFieldsLocked(fields, start_ns, snap_end, &snaps[s]);
+      const std::string& m = index_.series(ids[s]).series.measurement;
+      if (measurement == nullptr || *measurement != m) {
+        measurement = &m;
+        for (size_t i = 0; i < nf; ++i) found[i] = index_.FindField(m, fields[i]);
+      }
+      for (size_t i = 0; i < nf; ++i) {
+        if (!found[i]) continue;
+        parts[s * nf + i] = {found[i]->id, found[i]->type};
+        if (unflushed.empty()) continue;
+        SeriesSnapshot::Field& f = unflushed[s * nf + i];
+        f.id = found[i]->id;
+        f.type = f.sealed.type = f.head.type = found[i]->type;
+        if (sealed) imm_->CopyRange(ids[s], f.id, start_ns, snap_end, &f.sealed);
+        if (head) head_->CopyRange(ids[s], f.id, start_ns, snap_end, &f.head);
+      }
     }
     epoch = window_cache_.epoch();
   }
   std::vector<std::shared_ptr<const Rows>> cached;
   if (looked_up) {
     std::vector<WindowKey> keys;
-    keys.reserve(ids.size() * fields.size() * blocks);
-    for (const SeriesSnapshot& snap : snaps) {
-      for (const SeriesSnapshot::Field& p : snap.fields) {
+    keys.reserve(parts.size() * blocks);
+    for (size_t s = 0; s < ids.size(); ++s) {
+      for (size_t i = 0; i < nf; ++i) {
         for (size_t j = 0; j < blocks; ++j) {
           keys.push_back(
-              {snap.series_id, p.id, first_block + static_cast<int64_t>(j) * span, t.id});
+              {ids[s], parts[s * nf + i].id, first_block + static_cast<int64_t>(j) * span, t.id});
         }
       }
     }
@@ -451,17 +505,16 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
   };
 
   std::unique_ptr<leveldb::Iterator> it;
-  for (size_t s = 0; s < snaps.size(); ++s) {
-    SeriesSnapshot& snap = snaps[s];
-    snap.epoch = epoch;
-    for (size_t i = 0; i < fields.size(); ++i) {
-      const SeriesSnapshot::Field& p = snap.fields[i];
+  for (size_t s = 0; s < ids.size(); ++s) {
+    for (size_t i = 0; i < nf; ++i) {
+      const Part& p = parts[s * nf + i];
       if (p.id == kNoId || !Kind::For(p.type)) continue;
       // Buckets with unflushed points: computed below from all their raw
       // points; the stored rows of those buckets are skipped.
       std::vector<int64_t> touched;
-      for (const Column* c : {&p.sealed, &p.head}) {
-        for (int64_t ts : c->ts) {
+      for (size_t copy = 0; copy < (unflushed.empty() ? 0 : 2); ++copy) {
+        const SeriesSnapshot::Field& u = unflushed[s * nf + i];
+        for (int64_t ts : (copy == 0 ? u.sealed : u.head).ts) {
           const int64_t b = storage::WindowStart(ts, t.width_ns);
           if (b >= start_ns && b < end_ns && (touched.empty() || touched.back() != b)) {
             touched.push_back(b);
@@ -484,12 +537,12 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
 
       int64_t block = first_block;
       while (block < end_ns) {
-        const WindowKey cache_key{snap.series_id, p.id, block, t.id};
+        const WindowKey cache_key{ids[s], p.id, block, t.id};
         std::shared_ptr<const Rows> rows;
         if (looked_up) {
           const uint64_t j = (static_cast<uint64_t>(block) - static_cast<uint64_t>(first_block)) /
                              static_cast<uint64_t>(span);
-          rows = std::move(cached[(s * fields.size() + i) * blocks + j]);
+          rows = std::move(cached[(s * nf + i) * blocks + j]);
         } else {
           rows = Kind::Lookup(&window_cache_, cache_key);
         }
@@ -501,13 +554,13 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
             options.snapshot = store.get();
             it.reset(store_->NewIterator(options));
           }
-          it->Seek(storage::ChunkKey(t.id, snap.series_id, p.id, block));
+          it->Seek(storage::ChunkKey(t.id, ids[s], p.id, block));
           storage::ChunkKeyParts k;
           bool found = false;
           if (it->Valid()) {
             const leveldb::Slice raw_key = it->key();
             found = storage::ParseChunkKey(std::string_view(raw_key.data(), raw_key.size()), &k) &&
-                    k.tier == t.id && k.series_id == snap.series_id && k.field_id == p.id;
+                    k.tier == t.id && k.series_id == ids[s] && k.field_id == p.id;
           }
           if (!found || k.window_start != block) {
             // `block` has no rows stored: remembered as an empty entry, so
@@ -527,23 +580,19 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
           const leveldb::Slice v = it->value();
           const Status d = Kind::Decode(std::string_view(v.data(), v.size()), &decoded);
           if (!d.ok()) {
-            return Status::Corruption("tier " + std::string(t.name) + " of " +
-                                      name_of(snap.series_id) + ": " + d.message());
+            return Status::Corruption("tier " + std::string(t.name) + " of " + name_of(ids[s]) +
+                                      ": " + d.message());
           }
           if (!Kind::TypeIs(decoded, p.type)) {
-            return Status::Corruption("tier " + std::string(t.name) + " of " +
-                                      name_of(snap.series_id) + ": type differs from the field's");
+            return Status::Corruption("tier " + std::string(t.name) + " of " + name_of(ids[s]) +
+                                      ": type differs from the field's");
           }
           auto shared = std::make_shared<const Rows>(std::move(decoded));
           Kind::Insert(&window_cache_, cache_key, shared, epoch);
           rows = std::move(shared);
         }
-        const auto lo = static_cast<size_t>(
-            std::lower_bound(rows->bucket.begin(), rows->bucket.end(), start_ns) -
-            rows->bucket.begin());
-        const auto hi =
-            static_cast<size_t>(std::lower_bound(rows->bucket.begin(), rows->bucket.end(), end_ns) -
-                                rows->bucket.begin());
+        const size_t lo = FirstRowAtOrAfter(rows->bucket, start_ns, t.width_ns);
+        const size_t hi = FirstRowAtOrAfter(rows->bucket, end_ns, t.width_ns);
         if (lo < hi) emit(*rows, lo, hi);
         if (block > INT64_MAX - span) break;
         block = storage::NextWindowStart(block, span);
@@ -553,12 +602,17 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
       }
 
       if (touched.empty()) continue;
+      // The series' snapshot as ReadMerged takes it: this field's points.
+      SeriesSnapshot snap(&store);
+      snap.series_id = ids[s];
+      snap.epoch = epoch;
+      snap.fields.push_back(std::move(unflushed[s * nf + i]));
       Rows fixed;
       Kind::Reset(p.type, &fixed);
       for (int64_t b : touched) {
         const int64_t b_end = storage::NextWindowStart(b, t.width_ns);
         Column raw;
-        GPULSE_RETURN_IF_ERROR(ReadMerged(snap, i, b, b_end, &raw));
+        GPULSE_RETURN_IF_ERROR(ReadMerged(snap, 0, b, b_end, &raw));
         Kind::Build(raw, t.width_ns, &fixed);
       }
       if (fixed.size() > 0) fn(s, i, fixed, 0, fixed.size());

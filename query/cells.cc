@@ -312,7 +312,9 @@ void FoldRollupBuckets(Cell* cells, size_t nslots, const BucketGrid& grid,
                        const storage::RollupColumn& rows, size_t begin, size_t end,
                        int64_t row_width) {
   const int64_t* b = rows.bucket.data();
-  size_t r = static_cast<size_t>(std::lower_bound(b + begin, b + end, grid.first) - b);
+  size_t r = b[begin] >= grid.first
+                 ? begin
+                 : static_cast<size_t>(std::lower_bound(b + begin, b + end, grid.first) - b);
   if (r == end) return;
   const RollupRows<T> parts(rows);
   if (grid.count == 1) {
