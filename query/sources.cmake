@@ -8,6 +8,7 @@ set(GPULSE_QUERY_SOURCES
   query/functions.cc
   query/time_literal.cc
   query/parser.cc
+  query/parse_cache.cc
   query/aggregate.cc
   query/alert_rule.cc
   query/baseline.cc

@@ -259,15 +259,19 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
     options.show_alerts = [this](ResultSeries* out) { alerts_->ShowAlerts(out); };
   }
   ++metrics_->queries;
-  Result<query::StatementList> statements = query::ParseQuery(text);
-  if (!statements.ok()) {
+  bool parsed_before = false;
+  Result<std::shared_ptr<const query::StatementList>> parsed =
+      parse_cache_.Parse(text, nullptr, &parsed_before);
+  if (parsed_before) ++metrics_->query_parse_hits;
+  if (!parsed.ok()) {
     ++metrics_->query_errors;
     return Error(http::status::bad_request, request.version(),
-                 "error parsing query: " + statements.status().message());
+                 "error parsing query: " + parsed.status().message());
   }
+  const query::StatementList& statements = **parsed;
   // Statements that change data (DELETE, DROP, CREATE ALERT) come by POST,
   // as InfluxDB 1.x asks, and need the right to write to the database.
-  const bool changes = std::any_of(statements->begin(), statements->end(), [](const auto& st) {
+  const bool changes = std::any_of(statements.begin(), statements.end(), [](const auto& st) {
     return st->kind == query::StatementKind::kDelete ||
            st->kind == query::StatementKind::kCreateAlert ||
            st->kind == query::StatementKind::kCreateSeason ||
@@ -282,7 +286,7 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
     // Without db= a delete reaches every database: only a token that may
     // write to all of them ("*") may send one. Rules and seasons read every
     // database whatever db= says, so they always need "*".
-    const bool global = std::any_of(statements->begin(), statements->end(), [](const auto& st) {
+    const bool global = std::any_of(statements.begin(), statements.end(), [](const auto& st) {
       return st->kind != query::StatementKind::kDelete;
     });
     if (auto denied = Authorize(request, params, database.empty() || global ? "*" : database,
@@ -291,7 +295,7 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
     }
   }
   QueryResult result;
-  query::Execute(db_, *statements, options, &result);
+  query::Execute(db_, statements, options, &result);
   for (const StatementResult& st : result.statements) {
     if (!st.status.ok()) ++metrics_->query_errors;
   }

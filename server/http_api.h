@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "engine/gpulse.h"
+#include "query/parse_cache.h"
 #include "server/alerts.h"
 #include "server/auth.h"
 #include "server/config.h"
@@ -68,6 +69,7 @@ class HttpApi {
   ServerMetrics* const metrics_;
   SourceRegistry* const sources_;
   AlertManager* const alerts_;
+  query::ParseCache parse_cache_;
 };
 
 }  // namespace gpulse::server

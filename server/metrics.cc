@@ -52,6 +52,9 @@ std::string ServerMetrics::Render(const DbStats& db) const {
   Line(&out, "gpulse_queries_total", "counter", "Requests to /query.", queries);
   Line(&out, "gpulse_query_errors_total", "counter",
        "Statements that failed, and queries that did not parse.", query_errors);
+  Line(&out, "gpulse_query_parse_cache_hits_total", "counter",
+       "Queries whose text was among the recently parsed ones, so not parsed again.",
+       query_parse_hits);
 
   out.append("# HELP gpulse_http_responses_total HTTP responses by status class.\n");
   out.append("# TYPE gpulse_http_responses_total counter\n");

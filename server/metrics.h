@@ -33,7 +33,8 @@ class ServerMetrics {
   std::atomic<uint64_t> scrapes_failed{0};
   std::atomic<uint64_t> scrape_samples{0};
   std::atomic<uint64_t> queries{0};
-  std::atomic<uint64_t> query_errors{0};  // failed statements, and queries that did not parse
+  std::atomic<uint64_t> query_errors{0};      // failed statements, and queries that did not parse
+  std::atomic<uint64_t> query_parse_hits{0};  // queries whose text was parsed before (ParseCache)
 
   // The exposition text: these metrics and `db` statistics.
   std::string Render(const DbStats& db) const;

@@ -341,6 +341,14 @@ TEST_F(ServerQueryTest, MetricsCountQueriesAndErrors) {
   EXPECT_EQ(Get("SELEC x", "db=bench").status, 400);
   EXPECT_EQ(Metric("gpulse_queries_total"), queries + 3);
   EXPECT_EQ(Metric("gpulse_query_errors_total"), errors + 1);
+  // A text asked before is not parsed again, and answers the same; a bad
+  // one fails every time.
+  const double hits = Metric("gpulse_query_parse_cache_hits_total");
+  ASSERT_GE(hits, 0) << "gpulse_query_parse_cache_hits_total is missing from /metrics";
+  EXPECT_EQ(Query(kMeanBy15m), Query(kMeanBy15m));
+  EXPECT_EQ(Get("SELEC x", "db=bench").status, 400);
+  EXPECT_EQ(Metric("gpulse_query_parse_cache_hits_total"), hits + 2);
+  EXPECT_EQ(Metric("gpulse_query_errors_total"), errors + 2);
 }
 
 TEST_F(ServerQueryTest, AClientThatHangsUpCancelsItsQuery) {
