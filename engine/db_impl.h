@@ -68,18 +68,18 @@ class DbImpl final : public Db {
   using Db::Write;
   Status Write(std::span<const PointRef> points, WriteResult* result) override;
   Status Read(const ReadRequest& request, std::vector<SeriesColumn>* out) override;
-  Status ReadSeries(const Series& series, std::span<const std::string> fields, int64_t start_ns,
+  Status ReadSeries(SeriesRef series, std::span<const std::string> fields, int64_t start_ns,
                     int64_t end_ns, std::vector<Column>* out) override;
-  Status ScanSeries(const Series& series, std::span<const std::string> fields, int64_t start_ns,
+  Status ScanSeries(SeriesRef series, std::span<const std::string> fields, int64_t start_ns,
                     int64_t end_ns, const PointRunVisitor& fn,
                     const PackedRunVisitor* packed) override;
-  Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
+  Status ScanRollups(SeriesRef series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, uint32_t parts,
                      const RollupVisitor& fn) override;
   Status ScanRollups(std::span<const SeriesId> ids, std::span<const std::string> fields,
                      size_t tier, int64_t start_ns, int64_t end_ns, uint32_t parts,
                      const SeriesRollupVisitor& fn) override;
-  Status ScanTallies(const Series& series, std::span<const std::string> fields, size_t tier,
+  Status ScanTallies(SeriesRef series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) override;
   uint32_t KeptTiers() const override { return tier_mask_; }
   Status PutDefinition(std::string_view kind, std::string_view name,
@@ -265,14 +265,17 @@ class DbImpl final : public Db {
     uint32_t series_id = kNoId;
     std::vector<Field> fields;
   };
-  // The id of `series` (its key built in a buffer each thread keeps), or
-  // kNoId. REQUIRES: mu_ held (shared is enough).
-  uint32_t FindSeriesIdLocked(const Series& series) const;
+  // The id of `series` (its key built in a buffer each thread keeps; an id
+  // checked against the catalog), or kNoId. REQUIRES: mu_ held (shared is
+  // enough).
+  uint32_t FindSeriesIdLocked(SeriesRef series) const;
+  // "no series gpu,node=a" or "no series with id 7".
+  static std::string NoSeries(SeriesRef series);
   // The id of `series`; NotFound (naming it) when it does not exist.
-  Status FindSeriesId(const Series& series, SeriesId* id);
+  Status FindSeriesId(SeriesRef series, SeriesId* id);
   // NotFound (naming the series) when it does not exist.
-  Status TakeSeriesSnapshot(const Series& series, std::span<const std::string> fields,
-                            int64_t start_ns, int64_t end_ns, SeriesSnapshot* out);
+  Status TakeSeriesSnapshot(SeriesRef series, std::span<const std::string> fields, int64_t start_ns,
+                            int64_t end_ns, SeriesSnapshot* out);
   // The snapshot's fields of series out->series_id (which exists), but the
   // epoch. Unflushed points are copied only when the head (or the sealed
   // head) may hold some in [start, end). REQUIRES: mu_ held (shared is

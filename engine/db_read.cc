@@ -75,13 +75,19 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
   return Status::Ok();
 }
 
-uint32_t DbImpl::FindSeriesIdLocked(const Series& series) const {
+uint32_t DbImpl::FindSeriesIdLocked(SeriesRef series) const {
+  if (series.series == nullptr) return series.id < index_.series_count() ? series.id : kNoId;
   // The key is built in a buffer each thread keeps: a query reads hundreds
   // of series, and a key of a GPU's tags is past the small-string size.
   thread_local std::string key;
-  key = series.measurement;
-  for (const Tag& t : series.tags) storage::AppendSeriesKeyTag(&key, t.key, t.value);
+  key = series.series->measurement;
+  for (const Tag& t : series.series->tags) storage::AppendSeriesKeyTag(&key, t.key, t.value);
   return index_.FindSeries(key);
+}
+
+std::string DbImpl::NoSeries(SeriesRef series) {
+  if (series.series == nullptr) return "no series with id " + std::to_string(series.id);
+  return "no series " + SeriesName(*series.series);
 }
 
 void DbImpl::SnapshotFieldsLocked(std::span<const std::string> fields, int64_t start_ns,
@@ -111,11 +117,11 @@ void DbImpl::SnapshotFieldsLocked(std::span<const std::string> fields, int64_t s
   }
 }
 
-Status DbImpl::TakeSeriesSnapshot(const Series& series, std::span<const std::string> fields,
+Status DbImpl::TakeSeriesSnapshot(SeriesRef series, std::span<const std::string> fields,
                                   int64_t start_ns, int64_t end_ns, SeriesSnapshot* out) {
   std::shared_lock<std::shared_mutex> l(mu_);
   out->series_id = FindSeriesIdLocked(series);
-  if (out->series_id == kNoId) return Status::NotFound("no series " + SeriesName(series));
+  if (out->series_id == kNoId) return Status::NotFound(NoSeries(series));
   SnapshotFieldsLocked(fields, start_ns, end_ns, out);
   out->epoch = window_cache_.epoch();
   return Status::Ok();
@@ -142,8 +148,8 @@ Status DbImpl::ReadMerged(const SeriesSnapshot& snap, size_t f, int64_t start, i
   return Status::Ok();
 }
 
-Status DbImpl::ReadSeries(const Series& series, std::span<const std::string> fields,
-                          int64_t start_ns, int64_t end_ns, std::vector<Column>* out) {
+Status DbImpl::ReadSeries(SeriesRef series, std::span<const std::string> fields, int64_t start_ns,
+                          int64_t end_ns, std::vector<Column>* out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   out->assign(fields.size(), Column{});
@@ -168,8 +174,8 @@ Status DbImpl::ReadChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
                     [&](const Column& window) { AppendRange(window, start, end, out); });
 }
 
-Status DbImpl::ScanSeries(const Series& series, std::span<const std::string> fields,
-                          int64_t start_ns, int64_t end_ns, const PointRunVisitor& fn,
+Status DbImpl::ScanSeries(SeriesRef series, std::span<const std::string> fields, int64_t start_ns,
+                          int64_t end_ns, const PointRunVisitor& fn,
                           const PackedRunVisitor* packed) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
@@ -356,9 +362,7 @@ Status DbImpl::ListSeries(std::string_view measurement, const std::vector<TagMat
   std::vector<uint32_t> ids = index_.Match(measurement, tags);
   // Key order: the canonical key separates names by a zero byte, so
   // comparing keys compares measurement, then tags in turn.
-  std::sort(ids.begin(), ids.end(), [&](uint32_t a, uint32_t b) {
-    return index_.series(a).canonical_key < index_.series(b).canonical_key;
-  });
+  index_.SortByKey(&ids);
   out->reserve(out->size() + ids.size());
   for (uint32_t id : ids) out->push_back(index_.series(id).series);
   if (ids_out) ids_out->insert(ids_out->end(), ids.begin(), ids.end());

@@ -371,7 +371,7 @@ size_t FirstRowAtOrAfter(const std::vector<int64_t>& bucket, int64_t t, int64_t 
 
 }  // namespace
 
-Status DbImpl::ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
+Status DbImpl::ScanRollups(SeriesRef series, std::span<const std::string> fields, size_t tier,
                            int64_t start_ns, int64_t end_ns, uint32_t parts,
                            const RollupVisitor& fn) {
   (void)parts;  // every part is decoded: blocks are cached whole
@@ -389,7 +389,7 @@ Status DbImpl::ScanRollups(std::span<const SeriesId> ids, std::span<const std::s
   return ScanTierRows<RollupKind>(ids, fields, tier, start_ns, end_ns, fn);
 }
 
-Status DbImpl::ScanTallies(const Series& series, std::span<const std::string> fields, size_t tier,
+Status DbImpl::ScanTallies(SeriesRef series, std::span<const std::string> fields, size_t tier,
                            int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) {
   SeriesId id = kNoId;
   GPULSE_RETURN_IF_ERROR(FindSeriesId(series, &id));
@@ -398,12 +398,12 @@ Status DbImpl::ScanTallies(const Series& series, std::span<const std::string> fi
                                      size_t e) { fn(f, rows, b, e); });
 }
 
-Status DbImpl::FindSeriesId(const Series& series, SeriesId* id) {
+Status DbImpl::FindSeriesId(SeriesRef series, SeriesId* id) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::shared_lock<std::shared_mutex> l(mu_);
   *id = FindSeriesIdLocked(series);
-  if (*id == kNoId) return Status::NotFound("no series " + SeriesName(series));
+  if (*id == kNoId) return Status::NotFound(NoSeries(series));
   return Status::Ok();
 }
 

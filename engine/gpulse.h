@@ -113,6 +113,16 @@ struct Series {
 using SeriesId = uint32_t;
 inline constexpr SeriesId kNoSeriesId = UINT32_MAX;  // not known
 
+// Which series a read is of: the series itself (found by its key) or its
+// SeriesId (found without building and hashing the key: a query reading
+// hundreds of series passes the ids ListSeries gave).
+struct SeriesRef {
+  SeriesRef(const Series& s) : series(&s) {}  // NOLINT: implicit by design
+  SeriesRef(SeriesId i) : id(i) {}            // NOLINT: implicit by design
+  const Series* series = nullptr;
+  SeriesId id = kNoSeriesId;
+};
+
 enum class SyncPolicy {
   kEveryBatch,  // fsync the WAL before Write returns (group commit across threads)
   kInterval,    // Write returns once the batch is in the OS; a background fsync runs every
@@ -442,9 +452,10 @@ class Db {
 
   // Reads `fields` of the one series `series` over [start_ns, end_ns):
   // (*out)[i] is fields[i]'s points, empty when the series has none (or has
-  // no such field). NotFound when the series does not exist.
-  virtual Status ReadSeries(const Series& series, std::span<const std::string> fields,
-                            int64_t start_ns, int64_t end_ns, std::vector<Column>* out) = 0;
+  // no such field). NotFound when the series does not exist (or the id was
+  // never given).
+  virtual Status ReadSeries(SeriesRef series, std::span<const std::string> fields, int64_t start_ns,
+                            int64_t end_ns, std::vector<Column>* out) = 0;
 
   // What ReadSeries reads, handed over in place: fn(i, column, begin, end)
   // gets points [begin, end) of `column`, a run of fields[i]'s points
@@ -459,8 +470,8 @@ class Db {
       std::function<void(size_t field, const Column& column, size_t begin, size_t end)>;
   using PackedRunVisitor =
       std::function<void(size_t field, const storage::PackedRun& run, size_t begin, size_t end)>;
-  virtual Status ScanSeries(const Series& series, std::span<const std::string> fields,
-                            int64_t start_ns, int64_t end_ns, const PointRunVisitor& fn,
+  virtual Status ScanSeries(SeriesRef series, std::span<const std::string> fields, int64_t start_ns,
+                            int64_t end_ns, const PointRunVisitor& fn,
                             const PackedRunVisitor* packed) = 0;
 
   // Visits the rows of tier `tier` (an index into storage::kTiers) of a
@@ -476,7 +487,7 @@ class Db {
   virtual uint32_t KeptTiers() const = 0;
   using RollupVisitor =
       std::function<void(size_t field, const RollupColumn& rows, size_t begin, size_t end)>;
-  virtual Status ScanRollups(const Series& series, std::span<const std::string> fields, size_t tier,
+  virtual Status ScanRollups(SeriesRef series, std::span<const std::string> fields, size_t tier,
                              int64_t start_ns, int64_t end_ns, uint32_t parts,
                              const RollupVisitor& fn) = 0;
   // ScanRollups of many series at once, by the ids ListSeries gave:
@@ -495,7 +506,7 @@ class Db {
   // value per bucket), unflushed points counted likewise.
   using TallyVisitor =
       std::function<void(size_t field, const TallyColumn& rows, size_t begin, size_t end)>;
-  virtual Status ScanTallies(const Series& series, std::span<const std::string> fields, size_t tier,
+  virtual Status ScanTallies(SeriesRef series, std::span<const std::string> fields, size_t tier,
                              int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) = 0;
 
   // Definitions: small named texts the database keeps beside its data, such

@@ -203,6 +203,26 @@ void SeriesIndex::InsertField(FieldEntry entry) {
   fields_.push_back(std::move(entry));
 }
 
+void SeriesIndex::SortByKey(std::vector<uint32_t>* ids) const {
+  std::lock_guard<std::mutex> l(order_mu_);
+  if (by_key_.size() < series_.size()) {
+    const auto by_key = [&](uint32_t a, uint32_t b) {
+      return series_[a].canonical_key < series_[b].canonical_key;
+    };
+    std::vector<uint32_t> added(series_.size() - by_key_.size());
+    for (size_t i = 0; i < added.size(); ++i) added[i] = static_cast<uint32_t>(by_key_.size() + i);
+    std::sort(added.begin(), added.end(), by_key);
+    std::vector<uint32_t> merged;
+    merged.reserve(series_.size());
+    std::merge(by_key_.begin(), by_key_.end(), added.begin(), added.end(),
+               std::back_inserter(merged), by_key);
+    by_key_.swap(merged);
+    rank_.resize(by_key_.size());
+    for (size_t i = 0; i < by_key_.size(); ++i) rank_[by_key_[i]] = static_cast<uint32_t>(i);
+  }
+  std::sort(ids->begin(), ids->end(), [&](uint32_t a, uint32_t b) { return rank_[a] < rank_[b]; });
+}
+
 std::vector<uint32_t> SeriesIndex::Match(std::string_view measurement,
                                          const std::vector<TagMatcher>& matchers) const {
   std::vector<uint32_t> out;

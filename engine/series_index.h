@@ -6,14 +6,17 @@
 // looked up in hash maps on every write. New entries are assigned the next
 // id and their LevelDB records are appended to the caller's batch.
 //
-// Thread safety: none inside. DbImpl guards it: writers mutate it holding
-// both the write mutex and the exclusive state lock; readers hold the state
-// lock shared. The per-series field cache (SeriesEntry::fields) is only
-// touched by writers, under the write mutex.
+// Thread safety: none inside, but for SortByKey. DbImpl guards it: writers
+// mutate it holding both the write mutex and the exclusive state lock;
+// readers hold the state lock shared. The per-series field cache
+// (SeriesEntry::fields) is only touched by writers, under the write mutex.
+// SortByKey may be called by several readers at once (it guards the order
+// it keeps with its own mutex).
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -96,6 +99,13 @@ class SeriesIndex {
   std::vector<uint32_t> Match(std::string_view measurement,
                               const std::vector<TagMatcher>& matchers) const;
 
+  // Sorts `ids` by their series' canonical keys (bytewise: measurement,
+  // then tag by tag). The order of every series is kept, and brought up to
+  // date with the series added since (merged in: they are few), so a
+  // listing sorts by comparing numbers, not keys: a fleet's 640 series took
+  // 370 k instructions to sort by key.
+  void SortByKey(std::vector<uint32_t>* ids) const;
+
   std::vector<std::string> Measurements() const;
   std::vector<std::string> TagKeys(std::string_view measurement) const;
   std::vector<std::string> TagValues(std::string_view measurement, std::string_view key) const;
@@ -126,6 +136,10 @@ class SeriesIndex {
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> series_by_key_;
   std::vector<FieldEntry> fields_;  // by id
   std::map<std::string, MeasurementPostings, std::less<>> measurements_;
+
+  mutable std::mutex order_mu_;
+  mutable std::vector<uint32_t> by_key_;  // GUARDED_BY(order_mu_): ids [0, size) in key order
+  mutable std::vector<uint32_t> rank_;    // GUARDED_BY(order_mu_): rank_[id]: its place in by_key_
 };
 
 }  // namespace gpulse::engine

@@ -172,16 +172,15 @@ class DbInput final : public Input {
     std::vector<SeriesId> ids;
     GPULSE_RETURN_IF_ERROR(ctx_->db()->ListSeries(measurement, matchers, &found, &ids));
     out->reserve(found.size());
+    // The reads go by id: the tags are only what the query sees, moved
+    // out of the listing.
     for (size_t i = 0; i < found.size(); ++i) {
-      Series& s = found[i];
-      InSeries in;
+      InSeries& in = out->emplace_back();
       in.id = ids[i];
-      in.tags.reserve(s.tags.size());
-      for (const Tag& t : s.tags) {
-        if (database_.empty() || t.key != "db") in.tags.push_back(t);
+      in.tags = std::move(found[i].tags);
+      if (!database_.empty()) {
+        std::erase_if(in.tags, [](const Tag& t) { return t.key == "db"; });
       }
-      in.series = std::move(s);
-      out->push_back(std::move(in));
     }
     return Status::Ok();
   }
@@ -203,7 +202,7 @@ class DbInput final : public Input {
 
   Status Read(const InSeries& s, std::span<const std::string> fields, int64_t lo, int64_t hi,
               std::vector<Column>* out) override {
-    Status st = ctx_->db()->ReadSeries(s.series, fields, lo, hi, out);
+    Status st = ctx_->db()->ReadSeries(s.id, fields, lo, hi, out);
     if (st.IsNotFound()) {  // dropped since it was listed: nothing to read
       out->assign(fields.size(), Column{});
       return Status::Ok();
@@ -213,14 +212,14 @@ class DbInput final : public Input {
 
   Status Scan(const InSeries& s, std::span<const std::string> fields, int64_t lo, int64_t hi,
               const Db::PointRunVisitor& fn, const Db::PackedRunVisitor* packed) override {
-    Status st = ctx_->db()->ScanSeries(s.series, fields, lo, hi, fn, packed);
+    Status st = ctx_->db()->ScanSeries(s.id, fields, lo, hi, fn, packed);
     return st.IsNotFound() ? Status::Ok() : st;  // dropped since it was listed
   }
 
   uint32_t Tiers() const override { return ctx_->db()->KeptTiers(); }
   Status ScanRollups(const InSeries& s, std::span<const std::string> fields, size_t tier,
                      int64_t lo, int64_t hi, uint32_t parts, const Db::RollupVisitor& fn) override {
-    Status st = ctx_->db()->ScanRollups(s.series, fields, tier, lo, hi, parts, fn);
+    Status st = ctx_->db()->ScanRollups(s.id, fields, tier, lo, hi, parts, fn);
     return st.IsNotFound() ? Status::Ok() : st;  // dropped since it was listed
   }
   using Input::ScanRollups;
@@ -236,7 +235,7 @@ class DbInput final : public Input {
   }
   Status ScanTallies(const InSeries& s, std::span<const std::string> fields, size_t tier,
                      int64_t lo, int64_t hi, const Db::TallyVisitor& fn) override {
-    Status st = ctx_->db()->ScanTallies(s.series, fields, tier, lo, hi, fn);
+    Status st = ctx_->db()->ScanTallies(s.id, fields, tier, lo, hi, fn);
     return st.IsNotFound() ? Status::Ok() : st;
   }
 

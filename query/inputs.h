@@ -57,8 +57,7 @@ ColumnSeries ToColumns(ResultSeries&& rs);
 
 // A series as an Input lists it.
 struct InSeries {
-  Series series;              // DbSeriesInput: as stored, what Read needs
-  SeriesId id = kNoSeriesId;  // DbSeriesInput: its catalog id
+  SeriesId id = kNoSeriesId;  // DbSeriesInput: its catalog id, what Read needs
   std::vector<Tag> tags;      // as the query sees them (no `db` under a database)
   size_t source = 0;          // AnswerInput: the position of the answer's series
 };

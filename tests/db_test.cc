@@ -268,6 +268,89 @@ TEST_F(DbTest, SeriesAreListedInKeyOrderWhateverOrderTheyWereWrittenIn) {
   }
 }
 
+TEST_F(DbTest, SeriesAddedAfterAListingJoinTheKeyOrderAndKeepTheirIds) {
+  // The catalog keeps its key order between listings and merges new series
+  // into it: series written after a listing must land before, between and
+  // after the ones listed.
+  std::mt19937_64 rng(3);
+  std::vector<std::string> nodes;
+  for (int i = 0; i < 60; ++i) nodes.push_back("n" + std::to_string(rng() % 1000));
+  // The canonical key's order: tag by tag, key then value, bytewise.
+  const auto key_of = [](const Series& x) {
+    std::string k = x.measurement;
+    for (const Tag& t : x.tags) k += std::string(1, '\0') + t.key + '\0' + t.value;
+    return k;
+  };
+  std::vector<SeriesId> first_ids;
+  std::vector<Series> first;
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < 20; ++i) {
+      ASSERT_TRUE(db_->Write({GpuPoint(nodes[round * 20 + i], i % 3, 0, int64_t{1})}).ok());
+    }
+    std::vector<Series> series;
+    std::vector<SeriesId> ids;
+    ASSERT_TRUE(db_->ListSeries("gpu", {}, &series, &ids).ok());
+    ASSERT_EQ(series.size(), ids.size());
+    ASSERT_GE(series.size(), 20u * (round + 1) - 5);  // nodes may repeat
+    for (size_t i = 1; i < series.size(); ++i) {
+      EXPECT_LT(key_of(series[i - 1]), key_of(series[i])) << "round " << round << " at " << i;
+    }
+    // A series keeps its id, and the id is the one its key finds.
+    for (size_t i = 0; i < first.size(); ++i) {
+      const auto at = std::find(series.begin(), series.end(), first[i]) - series.begin();
+      ASSERT_LT(static_cast<size_t>(at), series.size());
+      EXPECT_EQ(ids[static_cast<size_t>(at)], first_ids[i]);
+    }
+    if (round == 0) {
+      first = series;
+      first_ids = ids;
+    }
+    std::vector<Series> filtered;
+    ASSERT_TRUE(db_->ListSeries("gpu", {{"gpu", "1"}}, &filtered).ok());
+    ASSERT_FALSE(filtered.empty());
+    for (size_t i = 1; i < filtered.size(); ++i) {
+      EXPECT_LT(key_of(filtered[i - 1]), key_of(filtered[i]));
+    }
+  }
+}
+
+TEST_F(DbTest, AReadByIdIsTheReadByKey) {
+  for (int64_t t = 0; t < 50; ++t) {
+    ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, t * 1000, int64_t{t}),
+                            GpuPoint("n2", 1, t * 1000, int64_t{100 - t})})
+                    .ok());
+    if (t == 30) {
+      ASSERT_TRUE(db_->Flush().ok());  // stored points and unflushed ones
+    }
+  }
+  std::vector<Series> series;
+  std::vector<SeriesId> ids;
+  ASSERT_TRUE(db_->ListSeries("gpu", {}, &series, &ids).ok());
+  ASSERT_EQ(ids.size(), 2u);
+  const std::vector<std::string> fields = {"util"};
+  for (size_t i = 0; i < ids.size(); ++i) {
+    std::vector<Column> by_key, by_id;
+    ASSERT_TRUE(db_->ReadSeries(series[i], fields, 10'000, 45'000, &by_key).ok());
+    ASSERT_TRUE(db_->ReadSeries(ids[i], fields, 10'000, 45'000, &by_id).ok());
+    ASSERT_EQ(by_id.size(), 1u);
+    EXPECT_EQ(by_id[0].size(), 35u);
+    EXPECT_EQ(by_id[0].ts, by_key[0].ts);
+    EXPECT_EQ(by_id[0].ints, by_key[0].ints);
+    size_t scanned = 0;
+    ASSERT_TRUE(db_->ScanSeries(
+                       ids[i], fields, 10'000, 45'000,
+                       [&](size_t, const Column&, size_t b, size_t e) { scanned += e - b; },
+                       nullptr)
+                    .ok());
+    EXPECT_EQ(scanned, 35u);
+  }
+  std::vector<Column> none;
+  const Status missing = db_->ReadSeries(SeriesId{77}, fields, 0, 50'000, &none);
+  EXPECT_TRUE(missing.IsNotFound()) << missing.ToString();
+  EXPECT_NE(missing.message().find("no series with id 77"), std::string::npos)
+      << missing.ToString();
+}
+
 TEST_F(DbTest, SecondOpenOfTheSameDirectoryIsBusy) {
   std::unique_ptr<Db> second;
   const Status s = Db::Open(options_, dir_.path(), &second);
