@@ -10,6 +10,7 @@
 
 #include "engine/gpulse.h"
 #include "query/executor.h"
+#include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"
 
 namespace gpulse::query {
@@ -77,11 +78,8 @@ TEST(ParseCacheTest, TheLeastRecentlyUsedTextGoesFirstAndLongTextsAreNotKept) {
 // that later moment.
 TEST(ParseCacheTest, AKeptTreeReadsNowWhenItRuns) {
   storage::ScratchDir dir;
-  Options options;
-  options.sync_policy = SyncPolicy::kNone;
-  options.info_log = [](std::string_view) {};
-  std::unique_ptr<Db> db;
-  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  const std::unique_ptr<Db> db = test::OpenQuietDb(dir.path());
+  ASSERT_NE(db, nullptr);
   constexpr int64_t kHour = 3'600'000'000'000;
   constexpr int64_t kT0 = 1'704'067'200'000'000'000;
   for (int64_t h = 0; h < 4; ++h) {

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "engine/gpulse.h"
+#include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"
 
 namespace gpulse {
@@ -253,11 +254,8 @@ TEST(WindowCacheTest, StaysWithinItsBytesKeepingWhatIsLookedUp) {
 
 TEST(WindowCacheTest, ANewPartFlushedIntoACachedWindowIsSeen) {
   storage::ScratchDir dir;
-  Options options;
-  options.sync_policy = SyncPolicy::kNone;
-  options.info_log = [](std::string_view) {};
-  std::unique_ptr<Db> db;
-  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  const std::unique_ptr<Db> db = test::OpenQuietDb(dir.path());
+  ASSERT_NE(db, nullptr);
   const int64_t day = 1704067200'000'000'000;
   const int64_t minute = 60'000'000'000;
   auto write = [&](int from, int to) {
