@@ -8,7 +8,9 @@ caches the other server has just filled; a full harness run takes minutes and
 its ratios swing by 20% from run to run. This script keeps both servers
 loaded, and in every round asks VictoriaMetrics and then builds A and B in
 turn (the order of A and B flipping too), so both builds see the same machine
-at the same moments. It prints, per query, each build's median milliseconds
+at the same moments. The build asked second then runs on code the first just
+warmed, which flatters small queries; --each-after-vm asks VictoriaMetrics
+before each build instead (VM A VM B: the harness's own position, for both). It prints, per query, each build's median milliseconds
 and its median ratio to VictoriaMetrics' time in the same round.
 
 The queries are the harness's, for the data set given: its query texts
@@ -58,6 +60,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=41, help="timed rounds (one untimed first)")
     ap.add_argument("--queries", default="Q1,Q2,Q3,Q4,Q5,Q6")
     ap.add_argument("--cpu", default="", help="PID_A,PID_B: also CPU time per query")
+    ap.add_argument("--each-after-vm", action="store_true",
+                    help="ask VictoriaMetrics before each build (VM A VM B), so that neither "
+                         "build runs on code the other just warmed: for small queries")
     args = ap.parse_args()
 
     ds = workload.Dataset.load(args.dataset)
@@ -92,16 +97,22 @@ def main():
             cpu_start = [cpu_seconds(p) for p in pids]
         builds = ["A", "B"] if rnd % 2 == 0 else ["B", "A"]
         for spec in specs:
-            got = {}
-            order = ["vm"] + builds if (rnd // 2) % 2 == 0 else builds + ["vm"]
-            for name in order:
-                got[name] = ask(name, spec.qid)
+            got, vm_before = {}, {}
+            if args.each_after_vm:
+                for name in builds:
+                    vm_before[name] = ask("vm", spec.qid)
+                    got[name] = ask(name, spec.qid)
+                got["vm"] = statistics.mean(vm_before.values())
+            else:
+                order = ["vm"] + builds if (rnd // 2) % 2 == 0 else builds + ["vm"]
+                for name in order:
+                    got[name] = ask(name, spec.qid)
             if rnd == 0:
                 continue  # untimed: every window decoded once
             for name, dt in got.items():
                 times[(spec.qid, name)].append(dt)
             for name in ("A", "B"):
-                ratios[(spec.qid, name)].append(got[name] / got["vm"])
+                ratios[(spec.qid, name)].append(got[name] / vm_before.get(name, got["vm"]))
 
     cpu_used = [cpu_seconds(p) - c for p, c in zip(pids, cpu_start)]
     print("query   VM ms    A ms  A/VM    B ms  B/VM")
