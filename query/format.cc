@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <nlohmann/json.hpp>
 
@@ -245,16 +246,41 @@ bool NarrowRows(const ResultSeries& s, TimeFormat time_format) {
                       [](const Column& c) { return c.type == FieldType::kString; });
 }
 
+}  // namespace
+
+char* EpochDigits::Put(int64_t v, char* p) {
+  if (v < 10'000) return std::to_chars(p, p + 20, v).ptr;  // negative or short: no prefix
+  const int64_t high = v / 10'000;
+  auto low = static_cast<unsigned>(v % 10'000);
+  if (high != high_) {
+    high_ = high;
+    prefix_len_ =
+        static_cast<size_t>(std::to_chars(prefix_, prefix_ + sizeof prefix_, high).ptr - prefix_);
+  }
+  std::memcpy(p, prefix_, prefix_len_);
+  p += prefix_len_;
+  p[3] = static_cast<char>('0' + low % 10);
+  low /= 10;
+  p[2] = static_cast<char>('0' + low % 10);
+  low /= 10;
+  p[1] = static_cast<char>('0' + low % 10);
+  p[0] = static_cast<char>('0' + low / 10);
+  return p + 4;
+}
+
+namespace {
+
 // A NarrowRows series' rows as JSON arrays, each after a comma but the first.
 void AppendNarrowJsonRows(const ResultSeries& s, TimeFormat time_format, std::string* out) {
   ColumnCursor cursor(s);
   const int64_t unit = UnitNanos(time_format);
+  EpochDigits times;
   char row[2 + kCellChars * 17 + 2];
   for (size_t r = 0; r < s.row_times.size(); ++r) {
     char* p = row;
     if (r) *p++ = ',';
     *p++ = '[';
-    p = std::to_chars(p, p + kCellChars, FloorDiv(s.row_times[r], unit)).ptr;
+    p = times.Put(FloorDiv(s.row_times[r], unit), p);
     for (size_t k = 0; k < s.by_column.size(); ++k) {
       *p++ = ',';
       const size_t i = cursor.Take(k, s.row_times[r]);

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,28 @@ namespace {
 std::string ToChars(double v) {
   char buf[64];
   return std::string(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
+}
+
+// Row times print as std::to_chars prints them, whatever came before: the
+// digits above the last four are kept from the previous time.
+TEST(FormatValueTest, EpochDigitsPrintEveryTimeAsToCharsDoes) {
+  std::vector<int64_t> times;
+  for (int64_t t = 1'704'067'200 - 30'000; t < 1'704'067'200 + 30'000; t += 7) times.push_back(t);
+  for (int64_t t = -20'000; t <= 20'000; ++t) times.push_back(t);  // and back down, and negative
+  for (int64_t t :
+       {int64_t{0}, int64_t{9'999}, int64_t{10'000}, int64_t{99'999'999}, int64_t{100'000'000},
+        int64_t{1'704'067'200'000'000'000}, std::numeric_limits<int64_t>::max(),
+        std::numeric_limits<int64_t>::min(), int64_t{10'000}, int64_t{19'999}, int64_t{20'000}}) {
+    times.push_back(t);
+  }
+  std::mt19937_64 rng(5);
+  for (int i = 0; i < 20'000; ++i) times.push_back(static_cast<int64_t>(rng()));
+  query::EpochDigits digits;
+  for (int64_t t : times) {
+    char want[24], got[24];
+    const std::string w(want, std::to_chars(want, want + sizeof want, t).ptr);
+    EXPECT_EQ(std::string(got, digits.Put(t, got)), w);
+  }
 }
 
 // Whole numbers below 10^5 take a short path; every one of them, and the
