@@ -276,6 +276,18 @@ class DbImpl final : public Db {
   // NotFound (naming the series) when it does not exist.
   Status TakeSeriesSnapshot(SeriesRef series, std::span<const std::string> fields, int64_t start_ns,
                             int64_t end_ns, SeriesSnapshot* out);
+  // Which of the sealed head and the head may hold points in [start, end):
+  // a check of their time bounds, so that a read of flushed time (most
+  // reads) looks for no column in either. REQUIRES: mu_ held (shared).
+  struct Unflushed {
+    bool sealed = false, head = false;
+  };
+  Unflushed UnflushedInLocked(int64_t start_ns, int64_t end_ns) const;
+  // *f as a snapshot of `field` of series `series_id` sees it: id, type, and
+  // the unflushed points in [start, end) of the heads `in` names.
+  // REQUIRES: mu_ held (shared).
+  void SnapshotFieldLocked(uint32_t series_id, const FieldEntry& field, int64_t start_ns,
+                           int64_t end_ns, Unflushed in, SeriesSnapshot::Field* f) const;
   // The snapshot's fields of series out->series_id (which exists), but the
   // epoch. Unflushed points are copied only when the head (or the sealed
   // head) may hold some in [start, end). REQUIRES: mu_ held (shared is

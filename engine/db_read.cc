@@ -90,30 +90,35 @@ std::string DbImpl::NoSeries(SeriesRef series) {
   return "no series " + SeriesName(*series.series);
 }
 
-void DbImpl::SnapshotFieldsLocked(std::span<const std::string> fields, int64_t start_ns,
-                                  int64_t end_ns, SeriesSnapshot* out) const {
-  // Whether a head's points can fall in the range at all: most reads are of
-  // flushed time, and the check saves finding each column in the head.
+DbImpl::Unflushed DbImpl::UnflushedInLocked(int64_t start_ns, int64_t end_ns) const {
   const auto may_hold = [&](const Head& h) {
     return !h.empty() && h.min_ts() < end_ns && h.max_ts() >= start_ns;
   };
-  const bool sealed = imm_ && may_hold(*imm_);
-  const bool head = may_hold(*head_);
+  return {imm_ && may_hold(*imm_), may_hold(*head_)};
+}
+
+void DbImpl::SnapshotFieldLocked(uint32_t series_id, const FieldEntry& field, int64_t start_ns,
+                                 int64_t end_ns, Unflushed in, SeriesSnapshot::Field* f) const {
+  f->id = field.id;
+  f->type = f->sealed.type = f->head.type = field.type;
+  f->sealed.Clear();
+  f->head.Clear();
+  if (in.sealed) imm_->CopyRange(series_id, field.id, start_ns, end_ns, &f->sealed);
+  if (in.head) head_->CopyRange(series_id, field.id, start_ns, end_ns, &f->head);
+}
+
+void DbImpl::SnapshotFieldsLocked(std::span<const std::string> fields, int64_t start_ns,
+                                  int64_t end_ns, SeriesSnapshot* out) const {
+  const Unflushed in = UnflushedInLocked(start_ns, end_ns);
   const std::string& measurement = index_.series(out->series_id).series.measurement;
   out->fields.resize(fields.size());
   for (size_t i = 0; i < fields.size(); ++i) {
-    SeriesSnapshot::Field& f = out->fields[i];
     const FieldEntry* field = index_.FindField(measurement, fields[i]);
-    if (!field) {
-      f.id = kNoId;
-      continue;
+    if (field) {
+      SnapshotFieldLocked(out->series_id, *field, start_ns, end_ns, in, &out->fields[i]);
+    } else {
+      out->fields[i].id = kNoId;
     }
-    f.id = field->id;
-    f.type = f.sealed.type = f.head.type = field->type;
-    f.sealed.Clear();
-    f.head.Clear();
-    if (sealed) imm_->CopyRange(out->series_id, field->id, start_ns, end_ns, &f.sealed);
-    if (head) head_->CopyRange(out->series_id, field->id, start_ns, end_ns, &f.head);
   }
 }
 

@@ -453,12 +453,8 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
   uint64_t epoch = 0;
   {
     std::shared_lock<std::shared_mutex> l(mu_);
-    const auto may_hold = [&](const Head& h) {
-      return !h.empty() && h.min_ts() < snap_end && h.max_ts() >= start_ns;
-    };
-    const bool sealed = imm_ && may_hold(*imm_);
-    const bool head = may_hold(*head_);
-    if (sealed || head) unflushed.resize(parts.size());
+    const Unflushed in = UnflushedInLocked(start_ns, snap_end);
+    if (in.sealed || in.head) unflushed.resize(parts.size());
     // The fields by name, found again only when the measurement changes.
     const std::string* measurement = nullptr;
     std::vector<const FieldEntry*> found(nf);
@@ -474,12 +470,9 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
       for (size_t i = 0; i < nf; ++i) {
         if (!found[i]) continue;
         parts[s * nf + i] = {found[i]->id, found[i]->type};
-        if (unflushed.empty()) continue;
-        SeriesSnapshot::Field& f = unflushed[s * nf + i];
-        f.id = found[i]->id;
-        f.type = f.sealed.type = f.head.type = found[i]->type;
-        if (sealed) imm_->CopyRange(ids[s], f.id, start_ns, snap_end, &f.sealed);
-        if (head) head_->CopyRange(ids[s], f.id, start_ns, snap_end, &f.head);
+        if (!unflushed.empty()) {
+          SnapshotFieldLocked(ids[s], *found[i], start_ns, snap_end, in, &unflushed[s * nf + i]);
+        }
       }
     }
     epoch = window_cache_.epoch();

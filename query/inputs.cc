@@ -200,43 +200,34 @@ class DbInput final : public Input {
     return ctx_->db()->ListFields(measurement, out);
   }
 
+  // Reads go by the ids ListSeries gave, which stay valid for the life of
+  // the data directory: a series dropped since it was listed reads as
+  // having no points.
   Status Read(const InSeries& s, std::span<const std::string> fields, int64_t lo, int64_t hi,
               std::vector<Column>* out) override {
-    Status st = ctx_->db()->ReadSeries(s.id, fields, lo, hi, out);
-    if (st.IsNotFound()) {  // dropped since it was listed: nothing to read
-      out->assign(fields.size(), Column{});
-      return Status::Ok();
-    }
-    return st;
+    return ctx_->db()->ReadSeries(s.id, fields, lo, hi, out);
   }
 
   Status Scan(const InSeries& s, std::span<const std::string> fields, int64_t lo, int64_t hi,
               const Db::PointRunVisitor& fn, const Db::PackedRunVisitor* packed) override {
-    Status st = ctx_->db()->ScanSeries(s.id, fields, lo, hi, fn, packed);
-    return st.IsNotFound() ? Status::Ok() : st;  // dropped since it was listed
+    return ctx_->db()->ScanSeries(s.id, fields, lo, hi, fn, packed);
   }
 
   uint32_t Tiers() const override { return ctx_->db()->KeptTiers(); }
   Status ScanRollups(const InSeries& s, std::span<const std::string> fields, size_t tier,
                      int64_t lo, int64_t hi, uint32_t parts, const Db::RollupVisitor& fn) override {
-    Status st = ctx_->db()->ScanRollups(s.id, fields, tier, lo, hi, parts, fn);
-    return st.IsNotFound() ? Status::Ok() : st;  // dropped since it was listed
+    return ctx_->db()->ScanRollups(s.id, fields, tier, lo, hi, parts, fn);
   }
-  using Input::ScanRollups;
   Status ScanRollups(std::span<const InSeries* const> series, std::span<const std::string> fields,
                      size_t tier, int64_t lo, int64_t hi, uint32_t parts,
                      const Db::SeriesRollupVisitor& fn) override {
     std::vector<SeriesId> ids(series.size());
-    for (size_t s = 0; s < series.size(); ++s) {
-      ids[s] = series[s]->id;
-      if (ids[s] == kNoSeriesId) return Input::ScanRollups(series, fields, tier, lo, hi, parts, fn);
-    }
+    for (size_t s = 0; s < series.size(); ++s) ids[s] = series[s]->id;
     return ctx_->db()->ScanRollups(ids, fields, tier, lo, hi, parts, fn);
   }
   Status ScanTallies(const InSeries& s, std::span<const std::string> fields, size_t tier,
                      int64_t lo, int64_t hi, const Db::TallyVisitor& fn) override {
-    Status st = ctx_->db()->ScanTallies(s.id, fields, tier, lo, hi, fn);
-    return st.IsNotFound() ? Status::Ok() : st;
+    return ctx_->db()->ScanTallies(s.id, fields, tier, lo, hi, fn);
   }
 
  private:

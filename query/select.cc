@@ -1765,18 +1765,23 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   // chunk, where one a series costs each series a lookup by key); the
   // range's ends before the first and after the last whole tier bucket
   // fold raw points, a series at a time.
+  const bool rollups = plan->tier >= 0 && !plan->tally;
+  // The whole tier buckets [lo_t, hi_t); raw points before and after them,
+  // or all of them when no bucket is whole.
+  int64_t lo_t = 0, hi_t = 0;
+  std::array<std::pair<int64_t, int64_t>, 2> edges{};
+  if (rollups) {
+    const int64_t tw = storage::kTiers[plan->tier].width_ns;
+    lo_t = FloorMod(plan->lo, tw) == 0
+               ? plan->lo
+               : storage::NextWindowStart(storage::WindowStart(plan->lo, tw), tw);
+    hi_t = storage::WindowStart(plan->hi, tw);
+    edges = lo_t < hi_t
+                ? std::array<std::pair<int64_t, int64_t>, 2>{{{plan->lo, lo_t}, {hi_t, plan->hi}}}
+                : std::array<std::pair<int64_t, int64_t>, 2>{{{plan->lo, plan->hi}, {0, 0}}};
+  }
   const auto fold_tier = [&](size_t w, size_t c) -> Status {
     constexpr size_t kChunk = kTierChunk;
-    const int64_t tw = storage::kTiers[plan->tier].width_ns;
-    const int64_t lo_t = FloorMod(plan->lo, tw) == 0
-                             ? plan->lo
-                             : storage::NextWindowStart(storage::WindowStart(plan->lo, tw), tw);
-    const int64_t hi_t = storage::WindowStart(plan->hi, tw);
-    // Raw points: before and after the whole buckets, or all when none is.
-    const std::array<std::pair<int64_t, int64_t>, 2> edges =
-        lo_t < hi_t
-            ? std::array<std::pair<int64_t, int64_t>, 2>{{{plan->lo, lo_t}, {hi_t, plan->hi}}}
-            : std::array<std::pair<int64_t, int64_t>, 2>{{{plan->lo, plan->hi}, {0, 0}}};
     std::array<const InSeries*, kChunk> chosen{};
     std::array<GroupAcc*, kChunk> group{};
     std::array<uint64_t, kChunk> points{};
@@ -1818,7 +1823,6 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     }
     return Status::Ok();
   };
-  const bool rollups = plan->tier >= 0 && !plan->tally;
   Status st;
   if (rollups) {
     st = ParallelFor(ctx, (series.size() + kTierChunk - 1) / kTierChunk, &workers, fold_tier,
