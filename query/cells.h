@@ -95,12 +95,6 @@ class Cells {
   void AppendResults(const std::vector<AggSpec>& specs, const BucketGrid& grid, size_t slot,
                      Column* out) const;
 
-  // AppendResults for one bucket: appends the answer of slot `slot` in
-  // bucket i at time t when it is not null, and says whether it did. `out`
-  // is of CellAnswerType(spec).
-  bool AppendResult(const AggSpec& spec, size_t nslots, size_t slot, size_t i, int64_t t,
-                    Column* out) const;
-
   // What the cell record holds; `a`/`b` are min/max, or first/last.
   union Num {
     double d;

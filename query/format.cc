@@ -51,13 +51,33 @@ void AppendInt(T v, std::string* out) {
 // A finite double's shortest text at p, which has room for kDoubleChars;
 // returns its end.
 constexpr size_t kDoubleChars = 32;
+// "00" to "99": two digits at a time.
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+// v < 100 as one or two digits at p; returns the end.
+inline char* PutBelow100(unsigned v, char* p) {
+  if (v < 10) {
+    *p = static_cast<char>('0' + v);
+    return p + 1;
+  }
+  std::memcpy(p, kDigitPairs + 2 * v, 2);
+  return p + 2;
+}
+
 char* PutFinite(double v, char* p) {
   // A whole number under 10^5 prints as to_chars would print it (its fixed
   // form is never longer than its exponent form), without the shortest-form
-  // search: means of integer fields are mostly such numbers. -0 keeps its sign.
-  if (v > -1e5 && v < 1e5 && v == static_cast<double>(static_cast<int32_t>(v)) &&
-      !(v == 0 && std::signbit(v))) {
-    return std::to_chars(p, p + kDoubleChars, static_cast<int32_t>(v)).ptr;
+  // search: means of integer fields are mostly such numbers, percentages
+  // mostly under 100. -0 keeps its sign.
+  if (v > -1e5 && v < 1e5) {
+    const auto i = static_cast<int32_t>(v);
+    if (v == static_cast<double>(i) && !(i == 0 && std::signbit(v))) {
+      if (static_cast<uint32_t>(i) < 100) return PutBelow100(static_cast<unsigned>(i), p);
+      return std::to_chars(p, p + kDoubleChars, i).ptr;
+    }
   }
   return std::to_chars(p, p + kDoubleChars, v).ptr;
 }
@@ -211,8 +231,12 @@ char* PutJsonNumber(const Column& c, size_t i, char* p) {
     case FieldType::kFloat:
       return std::isfinite(c.floats[i]) ? PutFinite(c.floats[i], p) : std::copy_n("null", 4, p);
     case FieldType::kInt:
+      if (static_cast<uint64_t>(c.ints[i]) < 100) {
+        return PutBelow100(static_cast<unsigned>(c.ints[i]), p);
+      }
       return std::to_chars(p, p + kCellChars, c.ints[i]).ptr;
     case FieldType::kUint:
+      if (c.uints[i] < 100) return PutBelow100(static_cast<unsigned>(c.uints[i]), p);
       return std::to_chars(p, p + kCellChars, c.uints[i]).ptr;
     case FieldType::kBool:
       return c.bools[i] ? std::copy_n("true", 4, p) : std::copy_n("false", 5, p);
@@ -251,33 +275,38 @@ bool NarrowRows(const ResultSeries& s, TimeFormat time_format) {
 char* EpochDigits::Put(int64_t v, char* p) {
   if (v < 10'000) return std::to_chars(p, p + 20, v).ptr;  // negative or short: no prefix
   const int64_t high = v / 10'000;
-  auto low = static_cast<unsigned>(v % 10'000);
+  const auto low = static_cast<unsigned>(v - high * 10'000);
   if (high != high_) {
     high_ = high;
     prefix_len_ =
         static_cast<size_t>(std::to_chars(prefix_, prefix_ + sizeof prefix_, high).ptr - prefix_);
   }
-  std::memcpy(p, prefix_, prefix_len_);
+  // A fixed 16 bytes (at most 15 are digits, those of INT64_MAX / 10^4): a
+  // copy of constant size is two moves, one of the prefix's length a call.
+  std::memcpy(p, prefix_, 16);
   p += prefix_len_;
-  p[3] = static_cast<char>('0' + low % 10);
-  low /= 10;
-  p[2] = static_cast<char>('0' + low % 10);
-  low /= 10;
-  p[1] = static_cast<char>('0' + low % 10);
-  p[0] = static_cast<char>('0' + low / 10);
+  std::memcpy(p, kDigitPairs + 2 * (low / 100), 2);
+  std::memcpy(p + 2, kDigitPairs + 2 * (low % 100), 2);
   return p + 4;
 }
 
 namespace {
 
-// A NarrowRows series' rows as JSON arrays, each after a comma but the first.
+// A NarrowRows series' rows as JSON arrays, each after a comma but the first,
+// gathered in a buffer on the stack and appended to *out a block at a time
+// (a row has a bounded length).
 void AppendNarrowJsonRows(const ResultSeries& s, TimeFormat time_format, std::string* out) {
   ColumnCursor cursor(s);
   const int64_t unit = UnitNanos(time_format);
   EpochDigits times;
-  char row[2 + kCellChars * 17 + 2];
+  const size_t row_chars = 2 + 20 + s.by_column.size() * kCellChars + 1;
+  char block[8192];  // room for a row of 16 number columns, and many of one
+  char* p = block;
   for (size_t r = 0; r < s.row_times.size(); ++r) {
-    char* p = row;
+    if (static_cast<size_t>(block + sizeof block - p) < row_chars) {
+      out->append(block, p);
+      p = block;
+    }
     if (r) *p++ = ',';
     *p++ = '[';
     p = times.Put(FloorDiv(s.row_times[r], unit), p);
@@ -287,8 +316,8 @@ void AppendNarrowJsonRows(const ResultSeries& s, TimeFormat time_format, std::st
       p = i == SIZE_MAX ? std::copy_n("null", 4, p) : PutJsonNumber(s.by_column[k], i, p);
     }
     *p++ = ']';
-    out->append(row, p);
   }
+  out->append(block, p);
 }
 
 }  // namespace

@@ -38,7 +38,7 @@ class EpochDigits {
 
  private:
   int64_t high_ = -1;  // v / 10^4 whose digits prefix_ holds
-  char prefix_[20];
+  char prefix_[20] = {};
   size_t prefix_len_ = 0;
 };
 

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cmath>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -1385,31 +1386,32 @@ void CellAnswerByColumn(const Plan& plan, const GroupKey& key, GroupAcc& acc,
                         const std::vector<int64_t>& all_buckets, const std::vector<size_t>& slots,
                         GroupAnswer* out) {
   if (acc.cells.empty()) return;  // no point: no rows
-  const size_t ns = plan.slots.size();
+  // Each output's column over the whole grid at once. all_buckets is the
+  // grid itself with FILL(null) (both come from the range's first and last
+  // buckets), and with FILL(none) a superset of this group's buckets with a
+  // point; a present cell gives a value in at least one column.
   ResultSeries rs;
   rs.by_column.resize(slots.size());
-  for (size_t k = 0; k < slots.size(); ++k) {
-    Column& c = rs.by_column[k];
-    c.type = CellAnswerType(plan.specs[slots[k]]);
-    c.ts.reserve(all_buckets.size());
-    if (c.type == FieldType::kFloat) c.floats.reserve(all_buckets.size());
-    if (c.type == FieldType::kInt) c.ints.reserve(all_buckets.size());
-    if (c.type == FieldType::kUint) c.uints.reserve(all_buckets.size());
-  }
-  rs.row_times.reserve(all_buckets.size());
   bool any = false;
-  for (const int64_t b : all_buckets) {
-    const size_t i = plan.BucketIndex(b);
-    const bool present = i < plan.grid.count && acc.cells.Present(ns, i);
-    any = any || present;
-    bool value = false;
-    for (size_t k = 0; k < slots.size() && present; ++k) {
-      value = acc.cells.AppendResult(plan.specs[slots[k]], ns, slots[k], i, b, &rs.by_column[k]) ||
-              value;
-    }
-    if (value || plan.fill == FillKind::kNull) rs.row_times.push_back(b);
+  for (size_t k = 0; k < slots.size(); ++k) {
+    acc.cells.AppendResults(plan.specs, plan.grid, slots[k], &rs.by_column[k]);
+    any = any || !rs.by_column[k].ts.empty();
   }
-  if (!any || rs.row_times.empty()) return;
+  if (!any) return;
+  if (plan.fill == FillKind::kNull) {
+    rs.row_times = all_buckets;
+  } else if (rs.by_column.size() == 1) {
+    rs.row_times = rs.by_column[0].ts;
+  } else {
+    // FILL(none): the buckets where any column has a value.
+    std::vector<int64_t> merged;
+    for (const Column& c : rs.by_column) {
+      merged.clear();
+      std::set_union(rs.row_times.begin(), rs.row_times.end(), c.ts.begin(), c.ts.end(),
+                     std::back_inserter(merged));
+      rs.row_times.swap(merged);
+    }
+  }
   rs.name = plan.measurement;
   rs.tags = TagsOf(plan, key);
   rs.columns.reserve(plan.outputs.size() + 1);
