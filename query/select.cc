@@ -546,6 +546,24 @@ std::unique_ptr<Expr> MakeRef(const std::string& name, Position pos, VarType typ
   return r;
 }
 
+// The starts of buckets first..last (both bucket starts, first <= last):
+// fixed widths by arithmetic into a vector sized once, calendar buckets
+// one Next() at a time.
+void AppendBucketStarts(const Bucketer& bucketer, int64_t first, int64_t last,
+                        std::vector<int64_t>* out) {
+  if (bucketer.Fixed()) {
+    const int64_t width = bucketer.Width();
+    const auto n =
+        static_cast<size_t>((static_cast<uint64_t>(last) - static_cast<uint64_t>(first)) /
+                            static_cast<uint64_t>(width)) +
+        1;
+    out->reserve(out->size() + n);
+    for (size_t i = 0; i < n; ++i) out->push_back(first + static_cast<int64_t>(i) * width);
+    return;
+  }
+  for (int64_t b = first; b <= last; b = bucketer.Next(b)) out->push_back(b);
+}
+
 Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
                  const std::string& measurement, Plan* plan) {
   plan->measurement = measurement;
@@ -1651,9 +1669,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                                 static_cast<double>(plan->bucketer->MinWidth()) +
                             1;
     if (estimate <= static_cast<double>(ctx->options().limits.max_rows)) {
-      for (int64_t b = first; b <= last; b = plan->bucketer->Next(b)) {
-        plan->dense_buckets.push_back(b);
-      }
+      AppendBucketStarts(*plan->bucketer, first, last, &plan->dense_buckets);
     }
   }
 
@@ -2041,7 +2057,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
             std::to_string(ctx->options().limits.max_rows) +
             " rows (limit max_rows); narrow the time range or widen the interval");
       }
-      for (int64_t b = first; b <= last; b = plan->bucketer->Next(b)) all_buckets.push_back(b);
+      AppendBucketStarts(*plan->bucketer, first, last, &all_buckets);
     } else if (first <= last) {
       for (auto& [key, acc] : groups) {
         acc.ForEach(*plan, [&](int64_t b, GroupAcc::States) {

@@ -36,19 +36,23 @@ int HexValue(char c) {
 }
 
 std::string PercentDecode(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
+  // Written through a pointer (the text only shrinks): push_back's
+  // capacity check a character was most of a query string's decoding.
+  std::string out(s.size(), '\0');
+  char* p = out.data();
   for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out.push_back(' ');
-    } else if (s[i] == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 &&
+    const char c = s[i];
+    if (c == '+') {
+      *p++ = ' ';
+    } else if (c == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 &&
                HexValue(s[i + 2]) >= 0) {
-      out.push_back(static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2])));
+      *p++ = static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
       i += 2;
     } else {
-      out.push_back(s[i]);
+      *p++ = c;
     }
   }
+  out.resize(static_cast<size_t>(p - out.data()));
   return out;
 }
 

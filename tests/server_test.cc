@@ -593,5 +593,14 @@ TEST(QueryStringTest, DecodesPercentAndPlus) {
   EXPECT_EQ(params.at("flag"), "");
 }
 
+TEST(QueryStringTest, KeepsMalformedEscapesAsWrittenAndDecodesBytes) {
+  const auto params = ParseQueryString("/query?epoch=%C2%B5&a=%G1x&b=50%&c=%4&d=%2b%2B%25");
+  EXPECT_EQ(params.at("epoch"), "\xC2\xB5");  // µ, two bytes
+  EXPECT_EQ(params.at("a"), "%G1x");
+  EXPECT_EQ(params.at("b"), "50%");
+  EXPECT_EQ(params.at("c"), "%4");
+  EXPECT_EQ(params.at("d"), "++%");
+}
+
 }  // namespace
 }  // namespace gpulse::server
