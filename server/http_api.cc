@@ -44,8 +44,7 @@ std::string PercentDecode(std::string_view s) {
     const char c = s[i];
     if (c == '+') {
       *p++ = ' ';
-    } else if (c == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 &&
-               HexValue(s[i + 2]) >= 0) {
+    } else if (c == '%' && i + 2 < s.size() && HexValue(s[i + 1]) >= 0 && HexValue(s[i + 2]) >= 0) {
       *p++ = static_cast<char>(HexValue(s[i + 1]) * 16 + HexValue(s[i + 2]));
       i += 2;
     } else {
