@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -312,6 +313,68 @@ TEST_F(DbTest, SeriesAddedAfterAListingJoinTheKeyOrderAndKeepTheirIds) {
       EXPECT_LT(key_of(filtered[i - 1]), key_of(filtered[i]));
     }
   }
+}
+
+TEST_F(DbTest, TagMatchersSelectWhatAFilterOfEverySeriesSelects) {
+  // 6 nodes x 4 GPUs in two racks, plus another measurement with the same tags.
+  std::vector<Point> batch;
+  for (int n = 0; n < 6; ++n) {
+    for (int g = 0; g < 4; ++g) {
+      Point p = GpuPoint("n" + std::to_string(n), g, 0, int64_t{1});
+      p.tags.push_back({"rack", n < 3 ? "r1" : "r2"});
+      batch.push_back(p);
+      p.measurement = "power";
+      batch.push_back(p);
+    }
+  }
+  ASSERT_TRUE(db_->Write(batch).ok());
+  const auto expected = [&](const std::vector<TagMatcher>& matchers) {
+    std::vector<Series> all, out;
+    EXPECT_TRUE(db_->ListSeries("gpu", {}, &all).ok());
+    for (const Series& x : all) {
+      const bool all_match = std::all_of(matchers.begin(), matchers.end(), [&](const auto& m) {
+        return std::any_of(x.tags.begin(), x.tags.end(),
+                           [&](const Tag& t) { return t.key == m.key && t.value == m.value; });
+      });
+      if (all_match) out.push_back(x);
+    }
+    return out;
+  };
+  const std::vector<std::vector<TagMatcher>> cases = {
+      {},
+      {{"node", "n1"}},
+      {{"rack", "r2"}, {"gpu", "3"}},
+      {{"gpu", "0"}, {"rack", "r1"}, {"node", "n2"}},
+      {{"gpu", "0"}, {"node", "n4"}, {"rack", "r1"}},  // no series has all three
+      {{"node", "n9"}},                                // no such value
+      {{"zone", "a"}},                                 // no such key
+  };
+  const auto check = [&](const std::string& when) {
+    for (const auto& matchers : cases) {
+      std::vector<Series> got;
+      ASSERT_TRUE(db_->ListSeries("gpu", matchers, &got).ok());
+      EXPECT_EQ(got, expected(matchers)) << when << ", " << matchers.size() << " matchers";
+    }
+  };
+  check("written");
+  std::vector<Series> n1_gpu0;
+  ASSERT_TRUE(db_->ListSeries("gpu", {{"node", "n1"}, {"gpu", "0"}}, &n1_gpu0).ok());
+  ASSERT_EQ(n1_gpu0.size(), 1u);
+  ASSERT_TRUE(db_->DropSeries(n1_gpu0).ok());
+  check("after a drop");
+  std::vector<Series> got;
+  ASSERT_TRUE(db_->ListSeries("gpu", {{"node", "n1"}}, &got).ok());
+  EXPECT_EQ(got.size(), 3u);  // the dropped series is in no matcher's answer
+  Reopen();
+  check("reopened");
+  Point again = GpuPoint("n1", 0, kMinute, int64_t{2});
+  again.tags.push_back({"rack", "r1"});
+  ASSERT_TRUE(db_->Write({again}).ok());  // written again: back in every answer
+
+  check("written again");
+  got.clear();  // ListSeries appends
+  ASSERT_TRUE(db_->ListSeries("gpu", {{"node", "n1"}}, &got).ok());
+  EXPECT_EQ(got.size(), 4u);
 }
 
 TEST_F(DbTest, AReadByIdIsTheReadByKey) {
