@@ -91,9 +91,15 @@ class DbImpl final : public Db {
   using Db::ListSeries;
   Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
                     std::vector<Series>* out, std::vector<SeriesId>* ids) override;
-  Status ListTagKeys(std::string_view measurement, std::vector<std::string>* out) override;
+  using Db::ListTagKeys;
+  Status ListTagKeys(std::string_view measurement, const std::vector<TagMatcher>& scope,
+                     std::vector<std::string>* out) override;
+  using Db::ListTagValues;
   Status ListTagValues(std::string_view measurement, std::string_view key,
+                       const std::vector<TagMatcher>& scope,
                        std::vector<std::string>* out) override;
+  Status CountSeries(std::string_view measurement, const std::vector<TagMatcher>& scope,
+                     uint64_t* count) override;
   Status ListFields(std::string_view measurement, std::vector<FieldInfo>* out) override;
   Status Delete(std::span<const Series> series, int64_t start_ns, int64_t end_ns) override;
   Status DropSeries(std::span<const Series> series) override;

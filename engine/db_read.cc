@@ -374,20 +374,30 @@ Status DbImpl::ListSeries(std::string_view measurement, const std::vector<TagMat
   return Status::Ok();
 }
 
-Status DbImpl::ListTagKeys(std::string_view measurement, std::vector<std::string>* out) {
+Status DbImpl::ListTagKeys(std::string_view measurement, const std::vector<TagMatcher>& scope,
+                           std::vector<std::string>* out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::shared_lock<std::shared_mutex> l(mu_);
-  *out = index_.TagKeys(measurement);
+  *out = index_.TagKeysWithin(measurement, scope);
   return Status::Ok();
 }
 
 Status DbImpl::ListTagValues(std::string_view measurement, std::string_view key,
-                             std::vector<std::string>* out) {
+                             const std::vector<TagMatcher>& scope, std::vector<std::string>* out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::shared_lock<std::shared_mutex> l(mu_);
-  *out = index_.TagValues(measurement, key);
+  *out = index_.TagValuesWithin(measurement, key, scope);
+  return Status::Ok();
+}
+
+Status DbImpl::CountSeries(std::string_view measurement, const std::vector<TagMatcher>& scope,
+                           uint64_t* count) {
+  const auto open = HoldOpen();
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::shared_lock<std::shared_mutex> l(mu_);
+  *count = index_.CountWithin(measurement, scope);
   return Status::Ok();
 }
 

@@ -395,11 +395,27 @@ class Db {
                     std::vector<Series>* out) {
     return ListSeries(measurement, tags, out, nullptr);
   }
-  // Sorted distinct tag keys of the measurement's series.
-  virtual Status ListTagKeys(std::string_view measurement, std::vector<std::string>* out) = 0;
-  // Sorted distinct values of tag `key` among the measurement's series.
+  // Sorted distinct tag keys of the measurement's series that match every
+  // one of `scope` (all of them when it is empty), from the tag index: no
+  // series is listed, so a fleet's `SHOW TAG KEYS` costs its tag values,
+  // not its series.
+  virtual Status ListTagKeys(std::string_view measurement, const std::vector<TagMatcher>& scope,
+                             std::vector<std::string>* out) = 0;
+  Status ListTagKeys(std::string_view measurement, std::vector<std::string>* out) {
+    return ListTagKeys(measurement, {}, out);
+  }
+  // Sorted distinct values of tag `key` among the measurement's series that
+  // match every one of `scope`, as ListTagKeys.
   virtual Status ListTagValues(std::string_view measurement, std::string_view key,
+                               const std::vector<TagMatcher>& scope,
                                std::vector<std::string>* out) = 0;
+  Status ListTagValues(std::string_view measurement, std::string_view key,
+                       std::vector<std::string>* out) {
+    return ListTagValues(measurement, key, {}, out);
+  }
+  // How many of the measurement's series match every one of `scope`.
+  virtual Status CountSeries(std::string_view measurement, const std::vector<TagMatcher>& scope,
+                             uint64_t* count) = 0;
   // The measurement's fields, by name.
   virtual Status ListFields(std::string_view measurement, std::vector<FieldInfo>* out) = 0;
 

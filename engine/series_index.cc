@@ -264,6 +264,68 @@ std::vector<std::string> SeriesIndex::Measurements() const {
   return out;
 }
 
+namespace {
+
+// Whether sorted id lists a and b share an id: each id of the shorter
+// looked up in the longer (a tag value's few series against a database's
+// many).
+bool Meet(const std::vector<uint32_t>& a, const std::vector<uint32_t>& b) {
+  const auto& small = a.size() <= b.size() ? a : b;
+  const auto& large = a.size() <= b.size() ? b : a;
+  auto from = large.begin();
+  for (uint32_t id : small) {
+    from = std::lower_bound(from, large.end(), id);
+    if (from == large.end()) return false;
+    if (*from == id) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<std::string> SeriesIndex::TagKeysWithin(std::string_view measurement,
+                                                    const std::vector<TagMatcher>& scope) const {
+  if (scope.empty()) return TagKeys(measurement);
+  const auto m = measurements_.find(measurement);
+  if (m == measurements_.end()) return {};
+  const std::vector<uint32_t> in = Match(measurement, scope);
+  const bool all = in.size() == m->second.series.size();
+  std::vector<std::string> out;
+  for (const auto& [key, values] : m->second.tags) {
+    for (const auto& [value, ids] : values) {
+      if (all || Meet(ids, in)) {
+        out.push_back(key);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> SeriesIndex::TagValuesWithin(std::string_view measurement,
+                                                      std::string_view key,
+                                                      const std::vector<TagMatcher>& scope) const {
+  if (scope.empty()) return TagValues(measurement, key);
+  const auto m = measurements_.find(measurement);
+  if (m == measurements_.end()) return {};
+  const auto k = m->second.tags.find(key);
+  if (k == m->second.tags.end()) return {};
+  const std::vector<uint32_t> in = Match(measurement, scope);
+  const bool all = in.size() == m->second.series.size();
+  std::vector<std::string> out;
+  for (const auto& [value, ids] : k->second) {
+    if (all || Meet(ids, in)) out.push_back(value);
+  }
+  return out;
+}
+
+size_t SeriesIndex::CountWithin(std::string_view measurement,
+                                const std::vector<TagMatcher>& scope) const {
+  const auto m = measurements_.find(measurement);
+  if (m == measurements_.end()) return 0;
+  return scope.empty() ? m->second.series.size() : Match(measurement, scope).size();
+}
+
 std::vector<std::string> SeriesIndex::TagKeys(std::string_view measurement) const {
   std::vector<std::string> out;
   const auto m = measurements_.find(measurement);

@@ -109,6 +109,17 @@ class SeriesIndex {
   std::vector<std::string> Measurements() const;
   std::vector<std::string> TagKeys(std::string_view measurement) const;
   std::vector<std::string> TagValues(std::string_view measurement, std::string_view key) const;
+
+  // The same among the measurement's series that match every one of
+  // `scope` (a query's database), from the postings: a value is kept when
+  // its postings meet the scope's, without listing a series. An empty
+  // scope is every series.
+  std::vector<std::string> TagKeysWithin(std::string_view measurement,
+                                         const std::vector<TagMatcher>& scope) const;
+  std::vector<std::string> TagValuesWithin(std::string_view measurement, std::string_view key,
+                                           const std::vector<TagMatcher>& scope) const;
+  // How many of the measurement's series match every one of `scope`.
+  size_t CountWithin(std::string_view measurement, const std::vector<TagMatcher>& scope) const;
   std::vector<FieldInfo> Fields(std::string_view measurement) const;
 
  private:

@@ -112,11 +112,17 @@ class ShowRunner {
       }
       case ShowKind::kTagKeys:
         for (const std::string& m : measurements) {
-          std::vector<Series> series;
-          GPULSE_RETURN_IF_ERROR(Series_(m, &series));
           std::set<std::string> keys;
-          for (const Series& x : series) {
-            for (const Tag& t : x.tags) keys.insert(t.key);
+          if (!s.condition) {
+            std::vector<std::string> indexed;
+            GPULSE_RETURN_IF_ERROR(IndexedTagKeys(m, &indexed));
+            keys.insert(indexed.begin(), indexed.end());
+          } else {
+            std::vector<Series> series;
+            GPULSE_RETURN_IF_ERROR(Series_(m, &series));
+            for (const Series& x : series) {
+              for (const Tag& t : x.tags) keys.insert(t.key);
+            }
           }
           ResultSeries rs;
           rs.name = m;
@@ -128,13 +134,24 @@ class ShowRunner {
         return Status::Ok();
       case ShowKind::kTagValues:
         for (const std::string& m : measurements) {
-          std::vector<Series> series;
-          GPULSE_RETURN_IF_ERROR(Series_(m, &series));
           std::set<std::pair<std::string, std::string>> pairs;
           std::optional<std::regex> re;
-          for (const Series& x : series) {
-            for (const Tag& t : x.tags) {
-              if (MatchesWith(s.with_key, t.key, &re)) pairs.insert({t.key, t.value});
+          if (!s.condition) {
+            std::vector<std::string> keys;
+            GPULSE_RETURN_IF_ERROR(IndexedTagKeys(m, &keys));
+            for (const std::string& key : keys) {
+              if (!MatchesWith(s.with_key, key, &re)) continue;
+              std::vector<std::string> values;
+              GPULSE_RETURN_IF_ERROR(db_->ListTagValues(m, key, Scope(), &values));
+              for (std::string& v : values) pairs.insert({key, std::move(v)});
+            }
+          } else {
+            std::vector<Series> series;
+            GPULSE_RETURN_IF_ERROR(Series_(m, &series));
+            for (const Series& x : series) {
+              for (const Tag& t : x.tags) {
+                if (MatchesWith(s.with_key, t.key, &re)) pairs.insert({t.key, t.value});
+              }
             }
           }
           ResultSeries rs;
@@ -165,6 +182,12 @@ class ShowRunner {
         rs.columns = {s.what == ShowKind::kSeries ? "key" : "count"};
         int64_t count = 0;
         for (const std::string& m : measurements) {
+          if (s.what == ShowKind::kSeriesCardinality && !s.condition) {
+            uint64_t n = 0;
+            GPULSE_RETURN_IF_ERROR(db_->CountSeries(m, Scope(), &n));
+            count += static_cast<int64_t>(n);
+            continue;
+          }
           std::vector<Series> series;
           GPULSE_RETURN_IF_ERROR(Series_(m, &series));
           for (const Series& x : series) {
@@ -246,11 +269,13 @@ class ShowRunner {
     if (options_.database.empty()) {
       GPULSE_RETURN_IF_ERROR(db_->ListMeasurements(&all));
     } else {
-      std::vector<Series> series;
-      GPULSE_RETURN_IF_ERROR(db_->ListSeries("", {{"db", options_.database}}, &series));
-      std::set<std::string> names;
-      for (const Series& x : series) names.insert(x.measurement);
-      all.assign(names.begin(), names.end());
+      std::vector<std::string> every;
+      GPULSE_RETURN_IF_ERROR(db_->ListMeasurements(&every));
+      for (std::string& m : every) {
+        uint64_t n = 0;
+        GPULSE_RETURN_IF_ERROR(db_->CountSeries(m, Scope(), &n));
+        if (n > 0) all.push_back(std::move(m));
+      }
     }
     std::optional<std::regex> with_re;
     for (const std::string& m : all) {
@@ -262,6 +287,20 @@ class ShowRunner {
       }
       out->push_back(m);
     }
+    return Status::Ok();
+  }
+
+  // The query's database as tag matchers (none without one).
+  std::vector<TagMatcher> Scope() const {
+    if (options_.database.empty()) return {};
+    return {{"db", options_.database}};
+  }
+
+  // The tag keys of the measurement's series under the database scope,
+  // from the tag index, `db` hidden under a scope (as Series_ hides it).
+  Status IndexedTagKeys(const std::string& m, std::vector<std::string>* out) {
+    GPULSE_RETURN_IF_ERROR(db_->ListTagKeys(m, Scope(), out));
+    if (!options_.database.empty()) std::erase(*out, std::string("db"));
     return Status::Ok();
   }
 

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 #include <tuple>
 
@@ -375,6 +376,59 @@ TEST_F(DbTest, TagMatchersSelectWhatAFilterOfEverySeriesSelects) {
   got.clear();  // ListSeries appends
   ASSERT_TRUE(db_->ListSeries("gpu", {{"node", "n1"}}, &got).ok());
   EXPECT_EQ(got.size(), 4u);
+}
+
+TEST_F(DbTest, TagKeysValuesAndCountsWithinAScopeAreThoseOfTheScopedSeries) {
+  std::mt19937 rng(11);
+  std::vector<Point> batch;
+  for (int i = 0; i < 300; ++i) {
+    Point p;
+    p.measurement = i % 7 == 0 ? "cpu" : "gpu";
+    p.tags = {{"node", "n" + std::to_string(rng() % 60)}};
+    if (rng() % 3 != 0) p.tags.push_back({"gpu", std::to_string(rng() % 8)});
+    if (rng() % 5 == 0) p.tags.push_back({"rack", "r" + std::to_string(rng() % 4)});
+    const int db = static_cast<int>(rng() % 3);  // a, b, or no database
+    if (db < 2) p.tags.push_back({"db", db == 0 ? "a" : "b"});
+    p.fields = {{"util", int64_t{1}}};
+    p.timestamp_ns = i;
+    batch.push_back(std::move(p));
+  }
+  ASSERT_TRUE(db_->Write(batch).ok());
+  // Drop a few series, so that postings lose ids.
+  std::vector<Series> some;
+  ASSERT_TRUE(db_->ListSeries("gpu", {{"node", "n3"}}, &some).ok());
+  ASSERT_TRUE(db_->DropSeries(some).ok());
+  const std::vector<std::vector<TagMatcher>> scopes = {
+      {}, {{"db", "a"}}, {{"db", "b"}}, {{"db", "zz"}}, {{"db", "a"}, {"rack", "r1"}}};
+  for (const std::string m : {"gpu", "cpu", "nothing"}) {
+    for (const auto& scope : scopes) {
+      SCOPED_TRACE(m + " within " + std::to_string(scope.size()) + " matchers" +
+                   (scope.empty() ? "" : ", db=" + scope[0].value));
+      std::vector<Series> series;
+      ASSERT_TRUE(db_->ListSeries(m, scope, &series).ok());
+      std::map<std::string, std::set<std::string>> expected;
+      for (const Series& x : series) {
+        for (const Tag& t : x.tags) expected[t.key].insert(t.value);
+      }
+      uint64_t count = 99;
+      ASSERT_TRUE(db_->CountSeries(m, scope, &count).ok());
+      EXPECT_EQ(count, series.size());
+      std::vector<std::string> keys;
+      ASSERT_TRUE(db_->ListTagKeys(m, scope, &keys).ok());
+      std::vector<std::string> expected_keys;
+      for (const auto& [k, _] : expected) expected_keys.push_back(k);
+      EXPECT_EQ(keys, expected_keys);
+      for (const std::string key : {"node", "gpu", "rack", "db", "absent"}) {
+        std::vector<std::string> values;
+        ASSERT_TRUE(db_->ListTagValues(m, key, scope, &values).ok());
+        const auto it = expected.find(key);
+        const std::vector<std::string> want =
+            it == expected.end() ? std::vector<std::string>()
+                                 : std::vector<std::string>(it->second.begin(), it->second.end());
+        EXPECT_EQ(values, want) << key;
+      }
+    }
+  }
 }
 
 TEST_F(DbTest, AReadByIdIsTheReadByKey) {
