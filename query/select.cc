@@ -1407,13 +1407,18 @@ void CellAnswerByColumn(const Plan& plan, const GroupKey& key, GroupAcc& acc,
   // Each output's column over the whole grid at once. all_buckets is the
   // grid itself with FILL(null) (both come from the range's first and last
   // buckets), and with FILL(none) a superset of this group's buckets with a
-  // point; a present cell gives a value in at least one column.
+  // point.
   ResultSeries rs;
   rs.by_column.resize(slots.size());
   bool any = false;
   for (size_t k = 0; k < slots.size(); ++k) {
     acc.cells.AppendResults(plan.specs, plan.grid, slots[k], &rs.by_column[k]);
     any = any || !rs.by_column[k].ts.empty();
+  }
+  // Without a value in any column, a bucket may still have points (of a
+  // slot no output shows): FILL(null) gives it a row of nulls.
+  for (size_t i = 0; i < plan.grid.count && !any; ++i) {
+    any = acc.cells.Present(plan.slots.size(), i);
   }
   if (!any) return;
   if (plan.fill == FillKind::kNull) {
@@ -1430,6 +1435,7 @@ void CellAnswerByColumn(const Plan& plan, const GroupKey& key, GroupAcc& acc,
       rs.row_times.swap(merged);
     }
   }
+  if (rs.row_times.empty()) return;
   rs.name = plan.measurement;
   rs.tags = TagsOf(plan, key);
   rs.columns.reserve(plan.outputs.size() + 1);
