@@ -613,9 +613,8 @@ void AppendTypedKind(const Cell* cells, size_t ns, size_t slot, const BucketGrid
 template <typename T>
 void AppendTyped(AggKind kind, const Cell* cells, size_t ns, size_t slot, const BucketGrid& grid,
                  Column* out) {
-  WithKind(kind, [&](auto k) {
-    AppendTypedKind<T, decltype(k)::value>(cells, ns, slot, grid, out);
-  });
+  WithKind(kind,
+           [&](auto k) { AppendTypedKind<T, decltype(k)::value>(cells, ns, slot, grid, out); });
 }
 
 }  // namespace
