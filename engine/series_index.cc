@@ -133,6 +133,7 @@ const FieldEntry* SeriesIndex::FindSeriesField(uint32_t series_id, std::string_v
 
 uint32_t SeriesIndex::AddSeries(std::string canonical_key, leveldb::WriteBatch* batch) {
   const uint32_t id = static_cast<uint32_t>(series_.size());
+  Changed();
   std::string measurement;
   std::vector<std::pair<std::string, std::string>> tags;
   storage::ParseCanonicalSeriesKey(canonical_key, &measurement, &tags);
@@ -152,6 +153,7 @@ void SeriesIndex::Drop(uint32_t id, leveldb::WriteBatch* batch) {
   SeriesEntry& entry = series_[id];
   batch->Put(storage::DroppedSeriesKey(id), leveldb::Slice());
   if (entry.dropped) return;
+  Changed();
   entry.dropped = true;
   entry.max_ts = INT64_MIN;
   ++dropped_;
@@ -161,6 +163,7 @@ void SeriesIndex::Drop(uint32_t id, leveldb::WriteBatch* batch) {
 void SeriesIndex::Revive(uint32_t id, leveldb::WriteBatch* batch) {
   SeriesEntry& entry = series_[id];
   if (!entry.dropped) return;
+  Changed();
   batch->Delete(storage::DroppedSeriesKey(id));
   entry.dropped = false;
   --dropped_;
@@ -186,6 +189,7 @@ void SeriesIndex::Unpost(const SeriesEntry& entry) {
 uint32_t SeriesIndex::AddField(std::string_view measurement, std::string_view name, FieldType type,
                                leveldb::WriteBatch* batch) {
   const uint32_t id = static_cast<uint32_t>(fields_.size());
+  Changed();
   batch->Put(storage::FieldKey(id),
              storage::FieldValueBytes(static_cast<uint8_t>(type), measurement, name));
   InsertField(FieldEntry{id, type, std::string(measurement), std::string(name)});

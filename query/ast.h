@@ -3,12 +3,16 @@
 // identifiers quoted only where needed, parentheses only where precedence
 // needs them, so that parse(ToString(parse(q))) is the same tree.
 //
-// Thread safety: nodes are plain values with no hidden state; a tree nobody
-// mutates may be read from any number of threads.
+// Thread safety: nodes are plain values, but for one memo: a SELECT keeps the
+// executor's plans of it (under a mutex of its own), so that a tree run again
+// (ParseCache hands one tree to every request with the same text) is not
+// planned again. A tree nobody mutates may be read and run from any number of
+// threads.
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -110,6 +114,7 @@ struct Statement {
 };
 
 struct SelectStatement;
+struct SelectPlans;  // query/select.cc
 
 // db.rp.measurement as InfluxQL writes it (db..m leaves the policy empty), or
 // a regex over measurement names.
@@ -151,6 +156,11 @@ struct SelectStatement : Statement {
   SortOrder order = SortOrder::kUnset;
   std::optional<int64_t> limit, offset, slimit, soffset;
   std::optional<std::string> timezone;  // tz('Europe/Paris')
+
+  // The executor's plans of this statement, for its next run: opaque here,
+  // query/select.cc's business. Not part of the tree (ToString, equality).
+  mutable std::mutex plans_mu;
+  mutable std::shared_ptr<SelectPlans> plans;  // GUARDED_BY(plans_mu)
 };
 
 enum class ShowKind : unsigned char {

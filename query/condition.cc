@@ -42,6 +42,14 @@ bool MentionsTime(const Expr& e) {
   return false;
 }
 
+bool CallsNow(const Expr& e) {
+  if (e.kind == ExprKind::kCall && e.text == "now") return true;
+  for (const auto& c : e.children) {
+    if (CallsNow(*c)) return true;
+  }
+  return false;
+}
+
 bool NamedBySources(const std::vector<Source>& sources, const std::string& m) {
   if (sources.empty()) return true;
   for (const Source& src : sources) {
@@ -63,8 +71,9 @@ std::string TagValue(const std::vector<Tag>& tags, std::string_view key) {
 Status ExtractTime(const Expr& e, int64_t now_ns, TimeRange* range, std::unique_ptr<Expr>* rest) {
   if (e.kind == ExprKind::kBinary && e.binary_op == BinaryOp::kAnd) {
     std::unique_ptr<Expr> left, right;
-    GPULSE_RETURN_IF_ERROR(ExtractTime(*e.children[0], now_ns, range, &left));
-    GPULSE_RETURN_IF_ERROR(ExtractTime(*e.children[1], now_ns, range, &right));
+    GPULSE_RETURN_IF_ERROR(ExtractTime(*e.children[0], now_ns, range, rest ? &left : nullptr));
+    GPULSE_RETURN_IF_ERROR(ExtractTime(*e.children[1], now_ns, range, rest ? &right : nullptr));
+    if (rest == nullptr) return Status::Ok();
     if (left && right) {
       auto both = std::make_unique<Expr>();
       both->kind = ExprKind::kBinary;
@@ -129,7 +138,7 @@ Status ExtractTime(const Expr& e, int64_t now_ns, TimeRange* range, std::unique_
   if (MentionsTime(e)) {
     return ErrorAt(e, "conditions on time must be joined to the rest with AND, not OR or NOT");
   }
-  *rest = Clone(e);
+  if (rest != nullptr) *rest = Clone(e);
   return Status::Ok();
 }
 

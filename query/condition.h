@@ -29,7 +29,8 @@ struct TimeRange {
 
 // Splits the time terms out of a condition: the top-level AND terms that
 // compare `time` narrow *range; what remains is returned in *rest (null when
-// nothing). A time term under OR or NOT, or a != on time, is an error.
+// nothing; when `rest` is null only the range is computed, with nothing
+// copied). A time term under OR or NOT, or a != on time, is an error.
 Status ExtractTime(const Expr& e, int64_t now_ns, TimeRange* range, std::unique_ptr<Expr>* rest);
 
 // Whether FROM `sources` (measurements and regexes; none: all) names
@@ -42,6 +43,8 @@ std::unique_ptr<Expr> Clone(const Expr& e);
 bool IsTimeRef(const Expr& e);
 bool IsComparison(BinaryOp op);
 bool MentionsTime(const Expr& e);
+// Whether now() is called anywhere in `e`.
+bool CallsNow(const Expr& e);
 // The value of tag `key`, empty when the tags have none.
 std::string TagValue(const std::vector<Tag>& tags, std::string_view key);
 

@@ -144,12 +144,18 @@ struct OutExpr {
   std::string name;
 };
 
+//
+// BuildPlan's part (all but the time range and the members RunAggregate
+// sets) depends only on the statement and the catalog, and is kept in the
+// statement for its next run (KeepPlan): a run copies it, so the members are
+// values or pointers to what nobody changes.
 struct Plan {
   std::string measurement;
   std::vector<std::string> fields;  // read from each series
   std::vector<FieldType> field_types;
-  std::map<std::string, FieldType> all_fields;  // of the measurement
-  std::set<std::string> tag_keys;               // seen on the measurement's series
+  // Of the measurement, shared with the kept plan's copies.
+  std::shared_ptr<const std::map<std::string, FieldType>> all_fields;
+  std::set<std::string> tag_keys;  // seen on the measurement's series; BuildPlan's only
 
   bool aggregate = false;
   bool lone_selector = false;
@@ -158,7 +164,7 @@ struct Plan {
   std::vector<AggSlot> slots;
   std::map<const Expr*, int> slot_of;  // aggregate call -> slot
   std::vector<OutExpr> outputs;
-  std::vector<std::unique_ptr<Expr>> owned;  // expansions of * and /regex/
+  std::vector<std::shared_ptr<const Expr>> owned;  // expansions of * and /regex/
 
   std::vector<std::string> dims;  // GROUP BY names, sorted
   std::vector<int> dim_field;     // per dim: field index of a string field, or -1 (a tag)
@@ -186,7 +192,7 @@ struct Plan {
   int64_t lo = INT64_MIN, hi = INT64_MAX;  // [lo, hi)
   bool has_lo = false, has_hi = false;
   const Expr* condition = nullptr;  // without its time terms; null when none
-  std::unique_ptr<Expr> owned_condition;
+  std::shared_ptr<const Expr> owned_condition;
   // The condition is tag terms and comparisons of one field with constants,
   // all ANDed, and every aggregate is of that field (count(x) WHERE x > 0):
   // a series whose tags pass keeps the points of the field that pass each
@@ -218,14 +224,14 @@ struct Plan {
     for (size_t i = 0; i < fields.size(); ++i) {
       if (fields[i] == name) return static_cast<int>(i);
     }
-    auto it = all_fields.find(name);
-    if (it == all_fields.end()) return -1;
+    auto it = all_fields->find(name);
+    if (it == all_fields->end()) return -1;
     fields.push_back(name);
     field_types.push_back(it->second);
     return static_cast<int>(fields.size() - 1);
   }
   bool IsField(const Expr& ref) const {
-    return ref.var_type != VarType::kTag && all_fields.count(ref.text) > 0;
+    return ref.var_type != VarType::kTag && all_fields->count(ref.text) > 0;
   }
 };
 
@@ -247,7 +253,7 @@ Status CompileRegexes(const Expr& e, Plan* plan) {
   if (e.kind == ExprKind::kBinary &&
       (e.binary_op == BinaryOp::kEqRegex || e.binary_op == BinaryOp::kNeqRegex) &&
       e.children[0]->kind == ExprKind::kVarRef && plan->IsField(*e.children[0])) {
-    const FieldType t = plan->all_fields[e.children[0]->text];
+    const FieldType t = plan->all_fields->at(e.children[0]->text);
     if (t != FieldType::kString) {
       const std::string type = storage::FieldTypeName(t);
       return ErrorAt(e, "'" + e.children[0]->text +
@@ -433,8 +439,9 @@ Status CheckAggregateArgs(const Expr& call, Plan* plan, const std::string& field
     return ErrorAt(call, call.text + "() is not available yet");
   }
   spec->percentile = pct;
-  spec->type = plan->all_fields.count(field) ? plan->all_fields[field] : FieldType::kFloat;
-  if (plan->all_fields.count(field) && !AcceptsType(spec->kind, spec->type)) {
+  const auto known = plan->all_fields->find(field);
+  spec->type = known != plan->all_fields->end() ? known->second : FieldType::kFloat;
+  if (known != plan->all_fields->end() && !AcceptsType(spec->kind, spec->type)) {
     return ErrorAt(call, call.text + "() cannot take the " + storage::FieldTypeName(spec->type) +
                              " field '" + field + "'");
   }
@@ -564,12 +571,21 @@ void AppendBucketStarts(const Bucketer& bucketer, int64_t first, int64_t last,
   for (int64_t b = first; b <= last; b = bucketer.Next(b)) out->push_back(b);
 }
 
+void SetRange(const TimeRange& range, Plan* plan) {
+  plan->lo = range.lo;
+  plan->hi = range.hi;
+  plan->has_lo = range.has_lo;
+  plan->has_hi = range.has_hi;
+}
+
 Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
                  const std::string& measurement, Plan* plan) {
   plan->measurement = measurement;
   std::vector<FieldInfo> fields;
   GPULSE_RETURN_IF_ERROR(input->Fields(measurement, &fields));
-  for (const FieldInfo& f : fields) plan->all_fields[f.name] = f.type;
+  auto all_fields = std::make_shared<std::map<std::string, FieldType>>();
+  for (const FieldInfo& f : fields) (*all_fields)[f.name] = f.type;
+  plan->all_fields = std::move(all_fields);
   GPULSE_RETURN_IF_ERROR(input->TagKeys(measurement, &plan->tag_keys));
 
   // Output expressions, with * and /regex/ expanded.
@@ -581,7 +597,7 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
       if (e.kind == ExprKind::kRegex) re.emplace(e.text);
       std::set<std::pair<std::string, VarType>> names;
       if (e.var_type != VarType::kTag) {
-        for (const auto& [name, _] : plan->all_fields) names.insert({name, VarType::kField});
+        for (const auto& [name, _] : *plan->all_fields) names.insert({name, VarType::kField});
       }
       if (e.var_type != VarType::kField) {
         for (const std::string& k : plan->tag_keys) names.insert({k, VarType::kTag});
@@ -600,7 +616,7 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
       AggKind kind;
       double pct;
       const bool agg = LookupAggregate(e.text, &kind, &pct);
-      for (const auto& [name, type] : plan->all_fields) {
+      for (const auto& [name, type] : *plan->all_fields) {
         if (re && !std::regex_search(name, *re)) continue;
         if (agg && !AcceptsType(kind, type)) continue;
         auto c = Clone(e);
@@ -646,12 +662,10 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
   // WHERE.
   if (s.condition) {
     TimeRange range;
-    GPULSE_RETURN_IF_ERROR(
-        ExtractTime(*s.condition, ctx->now_ns(), &range, &plan->owned_condition));
-    plan->lo = range.lo;
-    plan->hi = range.hi;
-    plan->has_lo = range.has_lo;
-    plan->has_hi = range.has_hi;
+    std::unique_ptr<Expr> rest;
+    GPULSE_RETURN_IF_ERROR(ExtractTime(*s.condition, ctx->now_ns(), &range, &rest));
+    SetRange(range, plan);
+    plan->owned_condition = std::move(rest);
     if (plan->owned_condition) {
       plan->condition = plan->owned_condition.get();
       GPULSE_RETURN_IF_ERROR(CompileRegexes(*plan->condition, plan));
@@ -694,8 +708,9 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
   plan->dims.assign(dims.begin(), dims.end());
   for (const std::string& d : plan->dims) {
     int f = -1;
-    if (!plan->tag_keys.count(d) && plan->all_fields.count(d)) {
-      if (plan->all_fields[d] != FieldType::kString) {
+    const auto field = plan->all_fields->find(d);
+    if (!plan->tag_keys.count(d) && field != plan->all_fields->end()) {
+      if (field->second != FieldType::kString) {
         return Status::InvalidArgument("GROUP BY " + d +
                                        ": only tags and string fields can group a query");
       }
@@ -2271,8 +2286,87 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
 }
 
 // The answer goes to `out`, or as columns to `columns` when it is not null.
+// A plan of a statement over one measurement, kept for the statement's next
+// run: BuildPlan's work and the series list, both read from the catalog at
+// catalog_version (read before either). A fleet query planned afresh
+// spends more on this than on its points when its range is short (a node's
+// hour: 50 of 74 k instructions), and more still on a CPU whose caches hold
+// other work (docs/performance.md, session 15).
+struct KeptPlan {
+  std::string measurement, database;
+  uint64_t catalog_version = 0;
+  std::shared_ptr<const Plan> plan;  // forced_tier set
+  // The WHERE calls no now(): the plan's time range holds for every run.
+  bool fixed_range = false;
+  // Null when the list is longer than kMaxKeptSeries.
+  std::shared_ptr<const std::vector<InSeries>> series;
+};
+
+// A statement keeps plans for this many measurements (FROM /regex/ or a
+// list), the last used.
+constexpr size_t kMaxKeptPlans = 8;
+// Longer series lists are listed again each run: the tree may be kept by a
+// ParseCache of 256 texts, and listing is then a small part of the query.
+constexpr size_t kMaxKeptSeries = 1024;
+
+}  // namespace
+
+struct SelectPlans {
+  std::vector<KeptPlan> kept;  // the most recently used last
+};
+
+namespace {
+
+// The kept plan of `s` for this measurement, retention policy and database
+// when the catalog is still at `version`; else an empty one.
+KeptPlan FindKeptPlan(const SelectStatement& s, const std::string& measurement,
+                      const std::string& retention_policy, const std::string& database,
+                      uint64_t version) {
+  std::lock_guard<std::mutex> l(s.plans_mu);
+  if (!s.plans) return {};
+  std::vector<KeptPlan>& kept = s.plans->kept;
+  for (auto it = kept.begin(); it != kept.end(); ++it) {
+    if (it->measurement != measurement || it->database != database ||
+        it->plan->forced_tier != retention_policy) {
+      continue;
+    }
+    if (it->catalog_version != version) {
+      kept.erase(it);
+      return {};
+    }
+    std::rotate(it, it + 1, kept.end());
+    return kept.back();
+  }
+  return {};
+}
+
+void KeepPlan(const SelectStatement& s, const std::string& measurement, const std::string& database,
+              uint64_t version, const Plan& plan,
+              const std::shared_ptr<const std::vector<InSeries>>& series) {
+  auto copy = std::make_shared<Plan>(plan);
+  copy->tag_keys.clear();
+  KeptPlan k{measurement,
+             database,
+             version,
+             std::move(copy),
+             !s.condition || !CallsNow(*s.condition),
+             series->size() <= kMaxKeptSeries ? series : nullptr};
+  std::lock_guard<std::mutex> l(s.plans_mu);
+  if (!s.plans) s.plans = std::make_shared<SelectPlans>();
+  std::vector<KeptPlan>& kept = s.plans->kept;
+  std::erase_if(kept, [&](const KeptPlan& old) {
+    return old.measurement == measurement && old.database == database &&
+           old.plan->forced_tier == plan.forced_tier;
+  });
+  if (kept.size() >= kMaxKeptPlans) kept.erase(kept.begin());
+  kept.push_back(std::move(k));
+}
+
+// Runs `s` over the measurements `from` names in `input`. With keep_plans
+// (the input is the Db's), plans are kept in `s` and reused.
 Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, const Measurement& from,
-                  std::vector<ResultSeries>* out, std::vector<ColumnSeries>* columns) {
+                  bool keep_plans, std::vector<ResultSeries>* out,
+                  std::vector<ColumnSeries>* columns) {
   std::vector<std::string> names;
   if (from.regex) {
     std::vector<std::string> all;
@@ -2290,11 +2384,34 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
     names.push_back(from.name);
   }
   for (const std::string& m : names) {
+    // A kept plan of this statement answers when the catalog is as it was
+    // when the plan was made; else the plan is made, and kept.
+    const uint64_t version = keep_plans ? ctx->db()->CatalogVersion() : 0;
+    const KeptPlan kept =
+        keep_plans ? FindKeptPlan(s, m, from.retention_policy, ctx->options().database, version)
+                   : KeptPlan();
     Plan plan;
-    plan.forced_tier = from.retention_policy;
-    GPULSE_RETURN_IF_ERROR(BuildPlan(ctx, s, input, m, &plan));
-    std::vector<InSeries> series;
-    GPULSE_RETURN_IF_ERROR(input->ListSeries(m, plan.eq, &series));
+    if (kept.plan) {
+      plan = *kept.plan;
+      if (!kept.fixed_range) {  // now() moved
+        TimeRange range;
+        GPULSE_RETURN_IF_ERROR(ExtractTime(*s.condition, ctx->now_ns(), &range, nullptr));
+        SetRange(range, &plan);
+      }
+    } else {
+      plan.forced_tier = from.retention_policy;
+      GPULSE_RETURN_IF_ERROR(BuildPlan(ctx, s, input, m, &plan));
+    }
+    std::shared_ptr<const std::vector<InSeries>> listed = kept.series;
+    if (!listed) {
+      auto fresh = std::make_shared<std::vector<InSeries>>();
+      GPULSE_RETURN_IF_ERROR(input->ListSeries(m, plan.eq, fresh.get()));
+      listed = std::move(fresh);
+    }
+    if (keep_plans && !kept.plan) {
+      KeepPlan(s, m, ctx->options().database, version, plan, listed);
+    }
+    const std::vector<InSeries>& series = *listed;
     if (series.size() > ctx->options().limits.max_series) {
       return Status::ResourceExhausted("the query matches " + std::to_string(series.size()) +
                                        " series of " + m + ", more than " +
@@ -2367,11 +2484,12 @@ Status RunSelectInto(ExecContext* ctx, const SelectStatement& s, std::vector<Res
       for (const std::string& n : names) {
         Measurement m;
         m.name = n;
-        GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, input.get(), m, &series, into));
+        GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, input.get(), m, false, &series, into));
       }
     } else {
       const std::unique_ptr<Input> input = DbSeriesInput(ctx);
-      GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, input.get(), src.measurement, &series, into));
+      GPULSE_RETURN_IF_ERROR(
+          RunOnInput(ctx, s, input.get(), src.measurement, !ctx->explain, &series, into));
     }
   }
   if (columns != nullptr) {
