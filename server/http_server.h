@@ -61,6 +61,11 @@ struct HttpServerOptions {
 
 using Handler = std::function<Response(const Request&, const RequestContext&)>;
 
+// Appends the status line and header of `response` as HTTP/1.x sends them,
+// through the blank line that ends the header: its fields in their order,
+// as set (the handler sets Content-Length; a HEAD answer's, with no body).
+void AppendHeader(const Response& response, std::string* out);
+
 class Session;
 
 class HttpServer {

@@ -51,6 +51,45 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
+// The header the server prints itself is the one Beast's serializer would
+// send: status line, every field in order, the blank line.
+TEST(AppendHeaderTest, PrintsWhatBeastsSerializerPrints) {
+  std::vector<Response> responses;
+  Response ok{http::status::ok, 11};
+  ok.set(http::field::content_type, "application/json");
+  ok.set("X-Influxdb-Version", "1.8.10");
+  ok.body() = "{}";
+  ok.prepare_payload();
+  responses.push_back(ok);
+  Response none{http::status::no_content, 11};
+  none.prepare_payload();
+  responses.push_back(none);
+  Response old{http::status::not_found, 10};
+  old.keep_alive(true);
+  old.body() = "no";
+  old.prepare_payload();
+  responses.push_back(old);
+  Response closing{http::status::payload_too_large, 11};
+  closing.keep_alive(false);
+  closing.set(http::field::www_authenticate, "Token realm=\"gpulse\"");
+  closing.prepare_payload();
+  responses.push_back(closing);
+  Response custom{http::status::service_unavailable, 11};
+  custom.reason("Busy Flushing");
+  custom.set("Retry-After", "1");
+  responses.push_back(custom);
+  for (const Response& r : responses) {
+    std::ostringstream beast;
+    beast << r.base();  // Beast's own printing of a header
+    std::string ours;
+    AppendHeader(r, &ours);
+    EXPECT_EQ(ours, beast.str());
+  }
+  std::string ours;
+  AppendHeader(custom, &ours);
+  EXPECT_TRUE(ours.starts_with("HTTP/1.1 503 Busy Flushing\r\nRetry-After: 1\r\n")) << ours;
+}
+
 // A running server on an embedded Db in a scratch directory.
 class ServerTest : public ::testing::Test {
  protected:
