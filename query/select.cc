@@ -2292,14 +2292,27 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
 // spends more on this than on its points when its range is short (a node's
 // hour: 50 of 74 k instructions), and more still on a CPU whose caches hold
 // other work (docs/performance.md, session 15).
+// Series held in kept lists, all statements together, and what a kept list
+// holds of that count (given back when the last copy of the list goes).
+std::atomic<size_t> kept_series_total{0};
+struct SeriesCharge {
+  explicit SeriesCharge(size_t n) : n(n) {}
+  ~SeriesCharge() { kept_series_total.fetch_sub(n, std::memory_order_relaxed); }
+  SeriesCharge(const SeriesCharge&) = delete;
+  SeriesCharge& operator=(const SeriesCharge&) = delete;
+  const size_t n;
+};
+
 struct KeptPlan {
   std::string measurement, database;
   uint64_t catalog_version = 0;
   std::shared_ptr<const Plan> plan;  // forced_tier set
   // The WHERE calls no now(): the plan's time range holds for every run.
   bool fixed_range = false;
-  // Null when the list is longer than kMaxKeptSeries.
+  // Null when the list is longer than kMaxKeptSeries, or kept lists hold
+  // kMaxKeptSeriesTotal already.
   std::shared_ptr<const std::vector<InSeries>> series;
+  std::shared_ptr<const SeriesCharge> charge;  // series' share of kept_series_total
 };
 
 // A statement keeps plans for this many measurements (FROM /regex/ or a
@@ -2308,6 +2321,9 @@ constexpr size_t kMaxKeptPlans = 8;
 // Longer series lists are listed again each run: the tree may be kept by a
 // ParseCache of 256 texts, and listing is then a small part of the query.
 constexpr size_t kMaxKeptSeries = 1024;
+// And all kept lists together hold at most this many series (about 25 MB
+// of tags at a fleet's five tags a series).
+constexpr size_t kMaxKeptSeriesTotal = 64 * 1024;
 
 }  // namespace
 
@@ -2345,12 +2361,18 @@ void KeepPlan(const SelectStatement& s, const std::string& measurement, const st
               const std::shared_ptr<const std::vector<InSeries>>& series) {
   auto copy = std::make_shared<Plan>(plan);
   copy->tag_keys.clear();
-  KeptPlan k{measurement,
-             database,
-             version,
-             std::move(copy),
-             !s.condition || !CallsNow(*s.condition),
-             series->size() <= kMaxKeptSeries ? series : nullptr};
+  KeptPlan k{
+      measurement, database, version, std::move(copy), !s.condition || !CallsNow(*s.condition),
+      nullptr,     nullptr};
+  const size_t n = series->size();
+  if (n <= kMaxKeptSeries) {
+    if (kept_series_total.fetch_add(n, std::memory_order_relaxed) + n <= kMaxKeptSeriesTotal) {
+      k.series = series;
+      k.charge = std::make_shared<const SeriesCharge>(n);
+    } else {
+      kept_series_total.fetch_sub(n, std::memory_order_relaxed);  // full: listed each run
+    }
+  }
   std::lock_guard<std::mutex> l(s.plans_mu);
   if (!s.plans) s.plans = std::make_shared<SelectPlans>();
   std::vector<KeptPlan>& kept = s.plans->kept;
@@ -2508,5 +2530,7 @@ Status RunSelect(ExecContext* ctx, const SelectStatement& s, std::vector<ResultS
                  std::vector<std::string>* notes) {
   return RunSelectInto(ctx, s, out, nullptr, notes);
 }
+
+size_t KeptPlanSeries() { return kept_series_total.load(std::memory_order_relaxed); }
 
 }  // namespace gpulse::query

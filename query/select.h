@@ -65,4 +65,9 @@ class ExecContext {
 Status RunSelect(ExecContext* ctx, const SelectStatement& s, std::vector<ResultSeries>* out,
                  std::vector<std::string>* notes);
 
+// Series held in the series lists of kept plans (SelectStatement::plans),
+// every statement of the process together: at most 65,536 (a list that
+// would pass that is listed again at each run instead).
+size_t KeptPlanSeries();
+
 }  // namespace gpulse::query

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "query/select.h"
+
 namespace gpulse::server {
 
 namespace {
@@ -81,6 +83,9 @@ std::string ServerMetrics::Render(const DbStats& db) const {
   out.append("gpulse_http_request_duration_seconds_count " + std::to_string(latency_count_) + "\n");
 
   Line(&out, "gpulse_series", "gauge", "Series in the catalog.", static_cast<double>(db.series));
+  Line(&out, "gpulse_query_kept_plan_series", "gauge",
+       "Series held in the series lists of kept query plans (at most 65,536).",
+       static_cast<double>(query::KeptPlanSeries()));
   Line(&out, "gpulse_head_bytes", "gauge", "Memory held by unflushed points.",
        static_cast<double>(db.head_bytes));
   Line(&out, "gpulse_head_values", "gauge", "Unflushed field values.",

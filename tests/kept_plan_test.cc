@@ -17,6 +17,7 @@
 #include "query/executor.h"
 #include "query/format.h"
 #include "query/parser.h"
+#include "query/select.h"
 #include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"
 
@@ -202,6 +203,26 @@ TEST_F(KeptPlanTest, LongSeriesListsAreListedEachRun) {
   EXPECT_NE(Both(text).find(",1100]"), std::string::npos);
   Write("gpu", "a", "late", {{"util", 1.0}}, 2);
   EXPECT_NE(Both(text).find(",1101]"), std::string::npos);
+}
+
+// The series kept lists hold are counted, and given back with the tree.
+TEST_F(KeptPlanTest, KeptSeriesAreCountedAndGivenBackWithTheTree) {
+  for (int n = 0; n < 5; ++n) Write("gpu", "a", "n" + std::to_string(n), {{"util", 1.0}}, 1);
+  const size_t before = KeptPlanSeries();
+  {
+    Result<StatementList> tree = ParseQuery(kByNode);
+    ASSERT_TRUE(tree.ok());
+    Run(db_.get(), *tree, "a");
+    EXPECT_EQ(KeptPlanSeries(), before + 5);
+    Run(db_.get(), *tree, "a");  // the same list, counted once
+    EXPECT_EQ(KeptPlanSeries(), before + 5);
+    Run(db_.get(), *tree, "b");  // another database's list (none of its series)
+    EXPECT_EQ(KeptPlanSeries(), before + 5);
+    Write("gpu", "a", "n5", {{"util", 1.0}}, 1);
+    Run(db_.get(), *tree, "a");  // the new catalog's list replaces the old
+    EXPECT_EQ(KeptPlanSeries(), before + 6);
+  }
+  EXPECT_EQ(KeptPlanSeries(), before);
 }
 
 // Threads run one tree while series are added: each sees a catalog no
