@@ -418,11 +418,12 @@ class Db {
                              uint64_t* count) = 0;
   // The measurement's fields, by name.
   virtual Status ListFields(std::string_view measurement, std::vector<FieldInfo>* out) = 0;
-  // Grows whenever a series or field is added, a series dropped, or a
+  // Changes whenever a series or field is added, a series dropped, or a
   // dropped one written again: what the listings above answer can have
-  // changed only when it has. A caller may keep what it derived from them
-  // (the query layer keeps its plans) while it stays the same, if it read
-  // the version before it listed.
+  // changed only when it has. Each value is new to the process (two Dbs,
+  // or one closed and opened again, never share one). A caller may keep
+  // what it derived from the listings (the query layer keeps its plans)
+  // while it stays the same, if it read the version before it listed.
   virtual uint64_t CatalogVersion() const = 0;
 
   // Deletes the points of each of `series` whose timestamps lie in

@@ -131,6 +131,11 @@ const FieldEntry* SeriesIndex::FindSeriesField(uint32_t series_id, std::string_v
   return field;
 }
 
+uint64_t SeriesIndex::NewVersion() {
+  static std::atomic<uint64_t> last{0};
+  return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
 uint32_t SeriesIndex::AddSeries(std::string canonical_key, leveldb::WriteBatch* batch) {
   const uint32_t id = static_cast<uint32_t>(series_.size());
   Changed();

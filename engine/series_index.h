@@ -123,14 +123,17 @@ class SeriesIndex {
   size_t CountWithin(std::string_view measurement, const std::vector<TagMatcher>& scope) const;
   std::vector<FieldInfo> Fields(std::string_view measurement) const;
 
-  // Grows with every series or field added, dropped or revived (Db::
-  // CatalogVersion). Readable without the state lock: a reader that loads
-  // it before reading the catalog may keep what it read for as long as the
-  // version stays the same.
+  // Changes with every series or field added, dropped or revived (Db::
+  // CatalogVersion), to a value no catalog of this process had before (so
+  // what was kept of one Db is never taken for another's). Readable without
+  // the state lock: a reader that loads it before reading the catalog may
+  // keep what it read for as long as the version stays the same.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
  private:
-  void Changed() { version_.fetch_add(1, std::memory_order_acq_rel); }
+  // A version no catalog of the process has had.
+  static uint64_t NewVersion();
+  void Changed() { version_.store(NewVersion(), std::memory_order_release); }
 
   struct MeasurementPostings {
     std::vector<uint32_t> series;  // ascending
@@ -151,7 +154,7 @@ class SeriesIndex {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
 
-  std::atomic<uint64_t> version_{0};
+  std::atomic<uint64_t> version_{NewVersion()};
   std::vector<SeriesEntry> series_;  // by id
   size_t dropped_ = 0;               // entries with dropped set
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> series_by_key_;

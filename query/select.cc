@@ -144,11 +144,10 @@ struct OutExpr {
   std::string name;
 };
 
-//
-// BuildPlan's part (all but the time range and the members RunAggregate
-// sets) depends only on the statement and the catalog, and is kept in the
-// statement for its next run (KeepPlan): a run copies it, so the members are
-// values or pointers to what nobody changes.
+// BuildPlan's part of a plan (all but the time range and the members
+// RunAggregate sets) depends only on the statement and the catalog, and is
+// kept in the statement for its next run (KeepPlan): a run copies it, so the
+// members are values or pointers to what nobody changes.
 struct Plan {
   std::string measurement;
   std::vector<std::string> fields;  // read from each series
@@ -2285,13 +2284,6 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
   return Status::Ok();
 }
 
-// The answer goes to `out`, or as columns to `columns` when it is not null.
-// A plan of a statement over one measurement, kept for the statement's next
-// run: BuildPlan's work and the series list, both read from the catalog at
-// catalog_version (read before either). A fleet query planned afresh
-// spends more on this than on its points when its range is short (a node's
-// hour: 50 of 74 k instructions), and more still on a CPU whose caches hold
-// other work (docs/performance.md, session 15).
 // Series held in kept lists, all statements together, and what a kept list
 // holds of that count (given back when the last copy of the list goes).
 std::atomic<size_t> kept_series_total{0};
@@ -2303,6 +2295,11 @@ struct SeriesCharge {
   const size_t n;
 };
 
+// A plan of a statement over one measurement, kept for the statement's next
+// run: BuildPlan's work and the series list, both read from the catalog at
+// catalog_version (read before either). Planning and listing afresh cost a
+// query for a node's hour 30 of its 74 k server instructions, and more on a
+// CPU whose caches hold other work (docs/performance.md, session 15).
 struct KeptPlan {
   std::string measurement, database;
   uint64_t catalog_version = 0;
@@ -2361,9 +2358,12 @@ void KeepPlan(const SelectStatement& s, const std::string& measurement, const st
               const std::shared_ptr<const std::vector<InSeries>>& series) {
   auto copy = std::make_shared<Plan>(plan);
   copy->tag_keys.clear();
-  KeptPlan k{
-      measurement, database, version, std::move(copy), !s.condition || !CallsNow(*s.condition),
-      nullptr,     nullptr};
+  KeptPlan k;
+  k.measurement = measurement;
+  k.database = database;
+  k.catalog_version = version;
+  k.plan = std::move(copy);
+  k.fixed_range = !s.condition || !CallsNow(*s.condition);
   const size_t n = series->size();
   if (n <= kMaxKeptSeries) {
     if (kept_series_total.fetch_add(n, std::memory_order_relaxed) + n <= kMaxKeptSeriesTotal) {
@@ -2385,7 +2385,8 @@ void KeepPlan(const SelectStatement& s, const std::string& measurement, const st
 }
 
 // Runs `s` over the measurements `from` names in `input`. With keep_plans
-// (the input is the Db's), plans are kept in `s` and reused.
+// (the input is the Db's), plans are kept in `s` and reused. The answer goes
+// to `out`, or as columns to `columns` when it is not null.
 Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, const Measurement& from,
                   bool keep_plans, std::vector<ResultSeries>* out,
                   std::vector<ColumnSeries>* columns) {

@@ -205,6 +205,27 @@ TEST_F(KeptPlanTest, LongSeriesListsAreListedEachRun) {
   EXPECT_NE(Both(text).find(",1101]"), std::string::npos);
 }
 
+// A tree run on one Db and then on another never takes the first's plan for
+// the second's, however alike their catalogs' histories.
+TEST_F(KeptPlanTest, AnotherDbIsPlannedAfresh) {
+  Write("gpu", "a", "first", {{"util", 10.0}}, 1);
+  Result<StatementList> tree = ParseQuery(kByNode);
+  ASSERT_TRUE(tree.ok());
+  EXPECT_NE(Run(db_.get(), *tree, "a").find("\"first\""), std::string::npos);
+  storage::ScratchDir other_dir;
+  const std::unique_ptr<Db> other = test::OpenQuietDb(other_dir.path());
+  ASSERT_NE(other, nullptr);
+  Point p;  // the same history: one series, one field
+  p.measurement = "gpu";
+  p.tags = {{"db", "a"}, {"node", "second"}};
+  p.fields = {{"util", 20.0}};
+  p.timestamp_ns = kT0 + kMinute;
+  ASSERT_TRUE(other->Write({p}).ok());
+  const std::string answer = Run(other.get(), *tree, "a");
+  EXPECT_NE(answer.find("\"second\""), std::string::npos) << answer;
+  EXPECT_EQ(answer.find("\"first\""), std::string::npos) << answer;
+}
+
 // The series kept lists hold are counted, and given back with the tree.
 TEST_F(KeptPlanTest, KeptSeriesAreCountedAndGivenBackWithTheTree) {
   for (int n = 0; n < 5; ++n) Write("gpu", "a", "n" + std::to_string(n), {{"util", 1.0}}, 1);
