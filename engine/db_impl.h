@@ -82,7 +82,7 @@ class DbImpl final : public Db {
   Status ScanTallies(SeriesRef series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) override;
   uint32_t KeptTiers() const override { return tier_mask_; }
-  uint64_t CatalogVersion() const override { return index_.version(); }
+  Status CatalogVersion(std::string_view measurement, uint64_t* version) override;
   Status PutDefinition(std::string_view kind, std::string_view name,
                        std::string_view text) override;
   Status DeleteDefinition(std::string_view kind, std::string_view name) override;

@@ -401,6 +401,14 @@ Status DbImpl::CountSeries(std::string_view measurement, const std::vector<TagMa
   return Status::Ok();
 }
 
+Status DbImpl::CatalogVersion(std::string_view measurement, uint64_t* version) {
+  const auto open = HoldOpen();
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::shared_lock<std::shared_mutex> l(mu_);
+  *version = index_.version(measurement);
+  return Status::Ok();
+}
+
 Status DbImpl::ListFields(std::string_view measurement, std::vector<FieldInfo>* out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());

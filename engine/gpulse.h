@@ -418,13 +418,15 @@ class Db {
                              uint64_t* count) = 0;
   // The measurement's fields, by name.
   virtual Status ListFields(std::string_view measurement, std::vector<FieldInfo>* out) = 0;
-  // Changes whenever a series or field is added, a series dropped, or a
-  // dropped one written again: what the listings above answer can have
-  // changed only when it has. Each value is new to the process (two Dbs,
-  // or one closed and opened again, never share one). A caller may keep
-  // what it derived from the listings (the query layer keeps its plans)
-  // while it stays the same, if it read the version before it listed.
-  virtual uint64_t CatalogVersion() const = 0;
+  // The version of the measurement's catalog: it changes whenever a series
+  // or field of the measurement is added, a series of it dropped, or a
+  // dropped one written again, and what the listings above answer for the
+  // measurement can have changed only when it has. Each value is new to the
+  // process (two Dbs, or one closed and opened again, never share one). A
+  // caller may keep what it derived from the listings (the query layer
+  // keeps its plans) while the version stays the same, if it read the
+  // version before it listed.
+  virtual Status CatalogVersion(std::string_view measurement, uint64_t* version) = 0;
 
   // Deletes the points of each of `series` whose timestamps lie in
   // [start_ns, end_ns) (an end of INT64_MAX includes INT64_MAX), from every field, the head, the

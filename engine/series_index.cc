@@ -1,6 +1,7 @@
 #include "engine/series_index.h"
 
 #include <algorithm>
+#include <atomic>
 #include <iterator>
 #include <memory>
 
@@ -101,6 +102,10 @@ Status SeriesIndex::Load(leveldb::DB* db) {
     Post(parts.measurement, parts.tag_key, parts.tag_value, parts.series_id);
   }
   if (!it->status().ok()) return Status::Corruption("catalog scan: " + it->status().ToString());
+  // One new version for the whole catalog as loaded: no other Db of the
+  // process, nor this directory's last opening, had it.
+  version_ = NewVersion();
+  for (auto& [name, postings] : measurements_) postings.version = version_;
   return Status::Ok();
 }
 
@@ -136,12 +141,25 @@ uint64_t SeriesIndex::NewVersion() {
   return last.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
+void SeriesIndex::Changed(std::string_view measurement) {
+  version_ = NewVersion();
+  auto it = measurements_.find(measurement);
+  if (it == measurements_.end())
+    it = measurements_.emplace(std::string(measurement), MeasurementPostings()).first;
+  it->second.version = version_;
+}
+
+uint64_t SeriesIndex::version(std::string_view measurement) const {
+  const auto it = measurements_.find(measurement);
+  return it == measurements_.end() ? version_ : it->second.version;
+}
+
 uint32_t SeriesIndex::AddSeries(std::string canonical_key, leveldb::WriteBatch* batch) {
   const uint32_t id = static_cast<uint32_t>(series_.size());
-  Changed();
   std::string measurement;
   std::vector<std::pair<std::string, std::string>> tags;
   storage::ParseCanonicalSeriesKey(canonical_key, &measurement, &tags);
+  Changed(measurement);
   batch->Put(storage::SeriesKey(id), canonical_key);
   for (const auto& [k, v] : tags) {
     batch->Put(storage::IndexKey(measurement, k, v, id), leveldb::Slice());
@@ -158,7 +176,7 @@ void SeriesIndex::Drop(uint32_t id, leveldb::WriteBatch* batch) {
   SeriesEntry& entry = series_[id];
   batch->Put(storage::DroppedSeriesKey(id), leveldb::Slice());
   if (entry.dropped) return;
-  Changed();
+  Changed(entry.series.measurement);
   entry.dropped = true;
   entry.max_ts = INT64_MIN;
   ++dropped_;
@@ -168,7 +186,7 @@ void SeriesIndex::Drop(uint32_t id, leveldb::WriteBatch* batch) {
 void SeriesIndex::Revive(uint32_t id, leveldb::WriteBatch* batch) {
   SeriesEntry& entry = series_[id];
   if (!entry.dropped) return;
-  Changed();
+  Changed(entry.series.measurement);
   batch->Delete(storage::DroppedSeriesKey(id));
   entry.dropped = false;
   --dropped_;
@@ -194,7 +212,7 @@ void SeriesIndex::Unpost(const SeriesEntry& entry) {
 uint32_t SeriesIndex::AddField(std::string_view measurement, std::string_view name, FieldType type,
                                leveldb::WriteBatch* batch) {
   const uint32_t id = static_cast<uint32_t>(fields_.size());
-  Changed();
+  Changed(measurement);
   batch->Put(storage::FieldKey(id),
              storage::FieldValueBytes(static_cast<uint8_t>(type), measurement, name));
   InsertField(FieldEntry{id, type, std::string(measurement), std::string(name)});

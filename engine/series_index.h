@@ -14,7 +14,6 @@
 // it keeps with its own mutex).
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -123,19 +122,20 @@ class SeriesIndex {
   size_t CountWithin(std::string_view measurement, const std::vector<TagMatcher>& scope) const;
   std::vector<FieldInfo> Fields(std::string_view measurement) const;
 
-  // Changes with every series or field added, dropped or revived (Db::
-  // CatalogVersion), to a value no catalog of this process had before (so
-  // what was kept of one Db is never taken for another's). Readable without
-  // the state lock: a reader that loads it before reading the catalog may
-  // keep what it read for as long as the version stays the same.
-  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // The version of a measurement's part of the catalog (Db::CatalogVersion):
+  // it changes with every series or field of the measurement added, dropped
+  // or revived, to a value no catalog of this process had before (so what
+  // was kept of one Db is never taken for another's). A measurement never
+  // written has the version of the catalog's last change.
+  uint64_t version(std::string_view measurement) const;
 
  private:
   // A version no catalog of the process has had.
   static uint64_t NewVersion();
-  void Changed() { version_.store(NewVersion(), std::memory_order_release); }
+  void Changed(std::string_view measurement);
 
   struct MeasurementPostings {
+    uint64_t version = 0;          // see version()
     std::vector<uint32_t> series;  // ascending
     // tag key -> tag value -> series ids, ascending
     std::map<std::string, std::map<std::string, std::vector<uint32_t>>, std::less<>> tags;
@@ -154,7 +154,7 @@ class SeriesIndex {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
 
-  std::atomic<uint64_t> version_{NewVersion()};
+  uint64_t version_ = NewVersion();  // of the last change
   std::vector<SeriesEntry> series_;  // by id
   size_t dropped_ = 0;               // entries with dropped set
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> series_by_key_;

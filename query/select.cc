@@ -2344,7 +2344,9 @@ KeptPlan FindKeptPlan(const SelectStatement& s, const std::string& measurement,
       continue;
     }
     if (it->catalog_version != version) {
-      kept.erase(it);
+      // Versions only grow: a newer plan (another run saw a later catalog)
+      // stays for the runs that will see it too.
+      if (it->catalog_version < version) kept.erase(it);
       return {};
     }
     std::rotate(it, it + 1, kept.end());
@@ -2376,10 +2378,14 @@ void KeepPlan(const SelectStatement& s, const std::string& measurement, const st
   std::lock_guard<std::mutex> l(s.plans_mu);
   if (!s.plans) s.plans = std::make_shared<SelectPlans>();
   std::vector<KeptPlan>& kept = s.plans->kept;
-  std::erase_if(kept, [&](const KeptPlan& old) {
+  const auto same = std::find_if(kept.begin(), kept.end(), [&](const KeptPlan& old) {
     return old.measurement == measurement && old.database == database &&
            old.plan->forced_tier == plan.forced_tier;
   });
+  if (same != kept.end()) {
+    if (same->catalog_version > version) return;  // a run saw a later catalog
+    kept.erase(same);
+  }
   if (kept.size() >= kMaxKeptPlans) kept.erase(kept.begin());
   kept.push_back(std::move(k));
 }
@@ -2409,7 +2415,8 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
   for (const std::string& m : names) {
     // A kept plan of this statement answers when the catalog is as it was
     // when the plan was made; else the plan is made, and kept.
-    const uint64_t version = keep_plans ? ctx->db()->CatalogVersion() : 0;
+    uint64_t version = 0;
+    if (keep_plans) GPULSE_RETURN_IF_ERROR(ctx->db()->CatalogVersion(m, &version));
     const KeptPlan kept =
         keep_plans ? FindKeptPlan(s, m, from.retention_policy, ctx->options().database, version)
                    : KeptPlan();

@@ -218,6 +218,9 @@ class Session : public std::enable_shared_from_this<Session> {
   void Send(Response response) {
     busy_ = true;
     response_ = std::move(response);
+    // The header must say where the body ends; the handlers set the length,
+    // and one that did not gets it here.
+    if (!response_.has_content_length() && !response_.chunked()) response_.prepare_payload();
     keep_alive_ = response_.keep_alive();
     header_.clear();
     AppendHeader(response_, &header_);

@@ -87,6 +87,74 @@ class DbTest : public ::testing::Test {
   std::unique_ptr<Db> db_;
 };
 
+// A measurement's catalog version changes with its own series and fields,
+// and only with them; values are never reused, not even by another Db.
+TEST_F(DbTest, CatalogVersionsFollowEachMeasurementsCatalog) {
+  const auto version = [&](Db* db, const std::string& m) {
+    uint64_t v = 0;
+    const Status s = db->CatalogVersion(m, &v);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return v;
+  };
+  const uint64_t never = version(db_.get(), "gpu");
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, kMinute, int64_t{1})}).ok());
+  const uint64_t v1 = version(db_.get(), "gpu");
+  EXPECT_NE(v1, never);
+  // A point of a known series and field changes nothing.
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, 2 * kMinute, int64_t{2})}).ok());
+  EXPECT_EQ(version(db_.get(), "gpu"), v1);
+  // Another measurement's series and fields leave gpu's version alone.
+  Point other = GpuPoint("n1", 0, kMinute, int64_t{1});
+  other.measurement = "host";
+  ASSERT_TRUE(db_->Write({other}).ok());
+  EXPECT_EQ(version(db_.get(), "gpu"), v1);
+  const uint64_t host = version(db_.get(), "host");
+  EXPECT_NE(host, v1);
+  // A new series, a new field, a drop and a revival each change it.
+  ASSERT_TRUE(db_->Write({GpuPoint("n2", 0, kMinute, int64_t{1})}).ok());
+  const uint64_t v2 = version(db_.get(), "gpu");
+  EXPECT_NE(v2, v1);
+  Point temp = GpuPoint("n1", 0, 3 * kMinute, int64_t{1});
+  temp.fields = {{"temp", 60.0}};
+  ASSERT_TRUE(db_->Write({temp}).ok());
+  const uint64_t v3 = version(db_.get(), "gpu");
+  EXPECT_NE(v3, v2);
+  std::vector<Series> n2;
+  ASSERT_TRUE(db_->ListSeries("gpu", {{"node", "n2"}}, &n2).ok());
+  ASSERT_TRUE(db_->DropSeries(n2).ok());
+  const uint64_t v4 = version(db_.get(), "gpu");
+  EXPECT_NE(v4, v3);
+  ASSERT_TRUE(db_->Write({GpuPoint("n2", 0, 5 * kMinute, int64_t{1})}).ok());
+  const uint64_t v5 = version(db_.get(), "gpu");
+  EXPECT_NE(v5, v4);
+  EXPECT_EQ(version(db_.get(), "host"), host);
+  // A measurement never written has a version that moves with any change.
+  const uint64_t none = version(db_.get(), "nothing");
+  other.tags = {{"node", "n9"}};
+  ASSERT_TRUE(db_->Write({other}).ok());
+  EXPECT_NE(version(db_.get(), "nothing"), none);
+  // The same history in a Db opened again, or in another, gives new values.
+  const std::vector<uint64_t> seen = {never, v1, v2, v3, v4, v5, host, none};
+  Reopen();
+  const uint64_t reopened = version(db_.get(), "gpu");
+  for (uint64_t v : seen) EXPECT_NE(reopened, v);
+  {
+    storage::ScratchDir other_dir;
+    std::unique_ptr<Db> again;
+    for (int open = 0; open < 2; ++open) {  // written, then opened from disk
+      again.reset();
+      ASSERT_TRUE(Db::Open(options_, other_dir.path(), &again).ok());
+      if (open == 0) {
+        ASSERT_TRUE(again->Write({GpuPoint("n1", 0, kMinute, int64_t{1})}).ok());
+      }
+      EXPECT_NE(version(again.get(), "gpu"), version(db_.get(), "gpu"));
+    }
+  }
+  ASSERT_TRUE(db_->Close().ok());
+  uint64_t ignored = 0;
+  EXPECT_FALSE(db_->CatalogVersion("gpu", &ignored).ok());
+}
+
 TEST_F(DbTest, WriteThenReadInOrder) {
   std::vector<Point> batch;
   for (int m = 0; m < 10; ++m) batch.push_back(GpuPoint("n1", 0, m * kMinute, int64_t{m}));
