@@ -192,6 +192,10 @@ struct Plan {
   bool has_lo = false, has_hi = false;
   const Expr* condition = nullptr;  // without its time terms; null when none
   std::shared_ptr<const Expr> owned_condition;
+  // The condition names no field, so it holds for a whole series or not at
+  // all: the series list keeps only those it holds for, and a run sets
+  // `condition` to null (RunOnInput).
+  bool tags_only = false;
   // The condition is tag terms and comparisons of one field with constants,
   // all ANDed, and every aggregate is of that field (count(x) WHERE x > 0):
   // a series whose tags pass keeps the points of the field that pass each
@@ -670,6 +674,7 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
       GPULSE_RETURN_IF_ERROR(CompileRegexes(*plan->condition, plan));
       FieldRefsOf(*plan->condition, plan);
       CollectEq(*plan->condition, *plan, &plan->eq);
+      plan->tags_only = !NamesField(*plan->condition, *plan);
     }
   }
 
@@ -2436,11 +2441,18 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
     if (!listed) {
       auto fresh = std::make_shared<std::vector<InSeries>>();
       GPULSE_RETURN_IF_ERROR(input->ListSeries(m, plan.eq, fresh.get()));
+      if (plan.tags_only) {
+        std::erase_if(*fresh, [&](const InSeries& in) {
+          return !TagTruth(*plan.condition, plan, in).value_or(true);
+        });
+      }
       listed = std::move(fresh);
     }
     if (keep_plans && !kept.plan) {
       KeepPlan(s, m, ctx->options().database, version, plan, listed);
     }
+    // Every listed series passes a condition of tags: the runs test none.
+    if (plan.tags_only) plan.condition = nullptr;
     const std::vector<InSeries>& series = *listed;
     if (series.size() > ctx->options().limits.max_series) {
       return Status::ResourceExhausted("the query matches " + std::to_string(series.size()) +

@@ -166,6 +166,30 @@ TEST_F(KeptPlanTest, ARegexSourceSeesANewMeasurement) {
   EXPECT_NE(after.find("gpu_host"), std::string::npos) << after;
 }
 
+// Tag terms the index cannot answer (a regex, !=, OR) filter the kept list;
+// a series added later is tested against them too.
+TEST_F(KeptPlanTest, TagTermsBeyondTheIndexFilterTheKeptList) {
+  for (const char* node : {"n1", "n2", "n3", "x1"}) Write("gpu", "a", node, {{"util", 1.0}}, 1);
+  const std::string text =
+      "SELECT count(util) FROM gpu WHERE (node =~ /^n/ AND node != 'n2') OR node = 'x1' "
+      "GROUP BY node";
+  const auto nodes = [&](const std::string& answer) {
+    std::vector<std::string> out;
+    for (const char* node : {"n1", "n2", "n3", "n4", "x1", "x2"}) {
+      if (answer.find(std::string("\"") + node + "\"") != std::string::npos) out.push_back(node);
+    }
+    return out;
+  };
+  const std::vector<std::string> first = {"n1", "n3", "x1"};
+  EXPECT_EQ(nodes(Both(text)), first);
+  EXPECT_EQ(nodes(Both(text)), first);
+  Write("gpu", "a", "n4", {{"util", 1.0}}, 2);
+  Write("gpu", "a", "x2", {{"util", 1.0}}, 2);
+  const std::vector<std::string> second = {"n1", "n3", "n4", "x1"};
+  EXPECT_EQ(nodes(Both(text)), second);
+  EXPECT_EQ(nodes(Both(text)), second);
+}
+
 TEST_F(KeptPlanTest, RawRowsAndFieldConditionsFromAKeptPlan) {
   Write("gpu", "a", "n1", {{"util", 10.0}, {"temp", 50.0}}, 1);
   Write("gpu", "a", "n1", {{"util", 90.0}, {"temp", 70.0}}, 2);
