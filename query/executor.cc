@@ -29,7 +29,7 @@ Status Db::Query(std::string_view text, const QueryOptions& options, QueryResult
   query::ParseError error;
   Result<query::StatementList> statements = query::ParseQuery(text, &error);
   if (!statements.ok()) return statements.status();
-  query::Execute(this, *statements, options, out);
+  query::Execute(this, *statements, options, out, /*keep_plans=*/false);  // the tree dies here
   return Status::Ok();
 }
 
@@ -406,8 +406,8 @@ Status CreateAlert(Db* db, const StatementList& statements, size_t index,
 
 }  // namespace
 
-void Execute(Db* db, const StatementList& statements, const QueryOptions& options,
-             QueryResult* out) {
+void Execute(Db* db, const StatementList& statements, const QueryOptions& options, QueryResult* out,
+             bool keep_plans) {
   const int64_t now = options.now_ns != 0 ? options.now_ns : engine::WallClockNanos();
   // Statements that run queries of their own (BASELINE, NORTHSTAR, alert
   // rules...) read those answers in rows.
@@ -425,6 +425,7 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
           break;
         }
         ctx.answers_by_column = options.answers_by_column;
+        ctx.keep_plans = keep_plans;
         result.status = RunSelect(&ctx, static_cast<const SelectStatement&>(*stmt), &result.series,
                                   &result.notes);
         if (result.status.ok()) {

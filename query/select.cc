@@ -2530,8 +2530,8 @@ Status RunSelectInto(ExecContext* ctx, const SelectStatement& s, std::vector<Res
       }
     } else {
       const std::unique_ptr<Input> input = DbSeriesInput(ctx);
-      GPULSE_RETURN_IF_ERROR(
-          RunOnInput(ctx, s, input.get(), src.measurement, !ctx->explain, &series, into));
+      GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, input.get(), src.measurement,
+                                        ctx->keep_plans && !ctx->explain, &series, into));
     }
   }
   if (columns != nullptr) {

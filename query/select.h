@@ -44,6 +44,9 @@ class ExecContext {
   bool answers_by_column = false;
   // EXPLAIN: when on, the plan describes itself in lines.
   bool explain = false;
+  // A SELECT over the Db keeps its plans in its tree for the next run
+  // (SelectStatement::plans); never under EXPLAIN.
+  bool keep_plans = false;
   std::vector<std::string> plan_lines;
   // Said with the answer (an approximate quantile); one thread only.
   std::vector<std::string> notes;

@@ -218,9 +218,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void Send(Response response) {
     busy_ = true;
     response_ = std::move(response);
-    // The header must say where the body ends; the handlers set the length,
-    // and one that did not gets it here.
-    if (!response_.has_content_length() && !response_.chunked()) response_.prepare_payload();
+    // The header must say where the body ends: the handlers set the length,
+    // and one that did not gets its body's here (a status that has no body
+    // has no length either).
+    const unsigned status = response_.result_int();
+    const bool bodiless = status / 100 == 1 || status == 204 || status == 304;
+    if (!bodiless && !response_.has_content_length() && !response_.chunked()) {
+      response_.content_length(response_.body().size());
+    }
     keep_alive_ = response_.keep_alive();
     header_.clear();
     AppendHeader(response_, &header_);
