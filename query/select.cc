@@ -2315,6 +2315,11 @@ struct KeptPlan {
   // kMaxKeptSeriesTotal already.
   std::shared_ptr<const std::vector<InSeries>> series;
   std::shared_ptr<const SeriesCharge> charge;  // series' share of kept_series_total
+
+  // Whether this is the plan over `m` under this database and retention policy.
+  bool Of(const std::string& m, const std::string& db, const std::string& rp) const {
+    return measurement == m && database == db && plan->forced_tier == rp;
+  }
 };
 
 // A statement keeps plans for this many measurements (FROM /regex/ or a
@@ -2344,10 +2349,7 @@ KeptPlan FindKeptPlan(const SelectStatement& s, const std::string& measurement,
   if (!s.plans) return {};
   std::vector<KeptPlan>& kept = s.plans->kept;
   for (auto it = kept.begin(); it != kept.end(); ++it) {
-    if (it->measurement != measurement || it->database != database ||
-        it->plan->forced_tier != retention_policy) {
-      continue;
-    }
+    if (!it->Of(measurement, database, retention_policy)) continue;
     if (it->catalog_version != version) {
       // Versions only grow: a newer plan (another run saw a later catalog)
       // stays for the runs that will see it too.
@@ -2384,8 +2386,7 @@ void KeepPlan(const SelectStatement& s, const std::string& measurement, const st
   if (!s.plans) s.plans = std::make_shared<SelectPlans>();
   std::vector<KeptPlan>& kept = s.plans->kept;
   const auto same = std::find_if(kept.begin(), kept.end(), [&](const KeptPlan& old) {
-    return old.measurement == measurement && old.database == database &&
-           old.plan->forced_tier == plan.forced_tier;
+    return old.Of(measurement, database, plan.forced_tier);
   });
   if (same != kept.end()) {
     if (same->catalog_version > version) return;  // a run saw a later catalog
