@@ -23,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -331,7 +332,13 @@ struct QueryLimits {
 struct QueryOptions {
   // When set, the statements see only series tagged db=<database> (what the
   // HTTP write endpoints tag a point with), and the `db` tag itself is hidden.
+  // A statement whose FROM names a database (`"db".."m"`) runs on that one.
   std::string database;
+  // When set, the only databases the statements may read or change: a
+  // statement reaching any other (or every database at once) fails with
+  // PermissionDenied, and SHOW DATABASES lists only these. The server sets it
+  // from a request's token; unset, every database may be read.
+  std::optional<std::vector<std::string>> readable_databases;
   // now() in the query; 0 reads the system clock once per query.
   int64_t now_ns = 0;
   QueryLimits limits;

@@ -14,6 +14,7 @@ void LineProtocolBatch::Parse(std::string_view body, const LineProtocolParser::O
   points_.clear();
   errors_.clear();
   error_count_ = 0;
+  max_errors_ = options.max_errors;
   const auto stable = [&](std::string_view v) -> std::string_view {
     const bool in_body =
         v.data() >= body.data() && v.data() + v.size() <= body.data() + body.size();
@@ -70,6 +71,23 @@ void LineProtocolBatch::Parse(std::string_view body, const LineProtocolParser::O
         p.measurement, std::span<const TagRef>(tags_).subspan(p.first_tag, p.tag_count),
         std::span<const FieldRef>(fields_).subspan(p.first_field, p.field_count), p.timestamp_ns});
   }
+}
+
+void LineProtocolBatch::RejectWhere(const std::function<std::string(const PointRef&)>& refuse) {
+  size_t kept = 0;
+  for (size_t i = 0; i < points_.size(); ++i) {
+    std::string reason = refuse(points_[i]);
+    if (reason.empty()) {
+      points_[kept] = points_[i];
+      lines_[kept] = lines_[i];
+      ++kept;
+      continue;
+    }
+    ++error_count_;
+    if (errors_.size() < max_errors_) errors_.push_back({lines_[i], 1, std::move(reason)});
+  }
+  points_.resize(kept);
+  lines_.resize(kept);
 }
 
 }  // namespace gpulse::ingest

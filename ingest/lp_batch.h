@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,12 @@ class LineProtocolBatch {
   // get db=<database> when `database` is not empty (what /write?db= does).
   void Parse(std::string_view body, const LineProtocolParser::Options& options,
              std::string_view database);
+
+  // Takes out every point for which `refuse` returns a reason, as a bad line
+  // with that reason (column 1); the other points keep their order. For
+  // checks that need the whole point, such as the database its `db` tag
+  // names against the writer's scope.
+  void RejectWhere(const std::function<std::string(const PointRef&)>& refuse);
 
   std::span<const PointRef> points() const { return points_; }
   // The body line point i started on (1-based).
@@ -50,6 +57,7 @@ class LineProtocolBatch {
   std::vector<PointRef> points_;
   std::vector<LineError> errors_;
   size_t error_count_ = 0;
+  size_t max_errors_ = 0;
 };
 
 }  // namespace gpulse::ingest

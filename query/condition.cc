@@ -50,13 +50,27 @@ bool CallsNow(const Expr& e) {
   return false;
 }
 
-bool NamedBySources(const std::vector<Source>& sources, const std::string& m) {
-  if (sources.empty()) return true;
+Status SourceFilter::Compile(const std::vector<Source>& sources) {
+  all_ = sources.empty();
   for (const Source& src : sources) {
-    if (src.measurement.regex ? std::regex_search(m, std::regex(*src.measurement.regex))
-                              : src.measurement.name == m) {
-      return true;
+    if (!src.measurement.regex) {
+      names_.push_back(src.measurement.name);
+      continue;
     }
+    Result<Regex> re = CompileRegex(*src.measurement.regex);
+    if (!re.ok()) return re.status();
+    regexes_.push_back(std::move(*re));
+  }
+  return Status::Ok();
+}
+
+bool SourceFilter::Names(const std::string& m) const {
+  if (all_) return true;
+  for (const std::string& n : names_) {
+    if (n == m) return true;
+  }
+  for (const Regex& re : regexes_) {
+    if (RegexSearch(*re, m)) return true;
   }
   return false;
 }
@@ -206,11 +220,9 @@ Status TagCondition::CompileTagsOnly(const Expr* e, const std::string& what) {
 
 Status TagCondition::CompileRegexes(const Expr& e) {
   if (e.kind == ExprKind::kRegex) {
-    try {
-      regexes_.emplace(&e, std::regex(e.text));
-    } catch (const std::regex_error& err) {
-      return Status::InvalidArgument("bad regular expression /" + e.text + "/: " + err.what());
-    }
+    Result<Regex> re = CompileRegex(e.text);
+    if (!re.ok()) return ErrorAt(e, re.status().message());
+    regexes_.emplace(&e, std::move(*re));
   }
   for (const auto& c : e.children) GPULSE_RETURN_IF_ERROR(CompileRegexes(*c));
   return Status::Ok();
@@ -245,7 +257,7 @@ bool TagCondition::Eval(const Expr& e, const std::vector<Tag>& tags) const {
         case BinaryOp::kNeqRegex: {
           auto it = regexes_.find(e.children[1].get());
           if (it == regexes_.end()) return false;
-          const bool m = std::regex_search(Text(*e.children[0], tags), it->second);
+          const bool m = RegexSearch(*it->second, Text(*e.children[0], tags));
           return m == (e.binary_op == BinaryOp::kEqRegex);
         }
         default:

@@ -9,12 +9,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <regex>
 #include <string>
 #include <vector>
 
 #include "engine/gpulse.h"
 #include "query/ast.h"
+#include "query/regex.h"
 
 namespace gpulse::query {
 
@@ -33,9 +33,19 @@ struct TimeRange {
 // copied). A time term under OR or NOT, or a != on time, is an error.
 Status ExtractTime(const Expr& e, int64_t now_ns, TimeRange* range, std::unique_ptr<Expr>* rest);
 
-// Whether FROM `sources` (measurements and regexes; none: all) names
-// measurement `m`.
-bool NamedBySources(const std::vector<Source>& sources, const std::string& m);
+// Which measurements FROM `sources` names (measurements and regexes; none:
+// all), with its regexes compiled once.
+class SourceFilter {
+ public:
+  // InvalidArgument for a bad regex.
+  Status Compile(const std::vector<Source>& sources);
+  bool Names(const std::string& m) const;
+
+ private:
+  bool all_ = true;
+  std::vector<std::string> names_;
+  std::vector<Regex> regexes_;
+};
 
 // InvalidArgument "line L, column C: what", at the expression.
 Status ErrorAt(const Expr& e, const std::string& what);
@@ -66,7 +76,7 @@ class TagCondition {
   bool Eval(const Expr& e, const std::vector<Tag>& tags) const;
 
   const Expr* root_ = nullptr;
-  std::map<const Expr*, std::regex> regexes_;
+  std::map<const Expr*, Regex> regexes_;
 };
 
 }  // namespace gpulse::query

@@ -1,7 +1,6 @@
 #include "query/delete.h"
 
 #include <algorithm>
-#include <regex>
 
 #include "query/condition.h"
 
@@ -25,10 +24,12 @@ const Expr* FieldReference(const Expr& e, const std::vector<FieldInfo>& fields) 
 }
 
 Status Measurements(Db* db, const DeleteStatement& s, std::vector<std::string>* out) {
+  SourceFilter from;
+  GPULSE_RETURN_IF_ERROR(from.Compile(s.sources));
   std::vector<std::string> all;
   GPULSE_RETURN_IF_ERROR(db->ListMeasurements(&all));
   for (const std::string& m : all) {
-    if (NamedBySources(s.sources, m)) out->push_back(m);
+    if (from.Names(m)) out->push_back(m);
   }
   return Status::Ok();
 }
@@ -45,23 +46,8 @@ Status RunDelete(Db* db, const DeleteStatement& s, const QueryOptions& options, 
     return ErrorAt(*s.condition,
                    "DROP SERIES drops whole series; DELETE deletes the points of a time range");
   }
-  for (const Source& src : s.sources) {
-    const std::string& named = src.measurement.database;
-    if (!named.empty() && named != options.database) {
-      return Status::InvalidArgument("FROM names database " + named + " but the statement runs " +
-                                     (options.database.empty()
-                                          ? std::string("on every database")
-                                          : "on database " + options.database) +
-                                     ": choose the database with db= (--database) instead");
-    }
-    if (!src.measurement.regex) continue;
-    try {
-      std::regex check(*src.measurement.regex);
-    } catch (const std::regex_error& err) {
-      return Status::InvalidArgument("bad regular expression /" + *src.measurement.regex +
-                                     "/: " + err.what());
-    }
-  }
+  // The database is the executor's: the one FROM names, or the query's
+  // (statement_reach.h); options.database says which.
   std::vector<std::string> measurements;
   GPULSE_RETURN_IF_ERROR(Measurements(db, s, &measurements));
   // A field named in the condition is the likelier mistake, so it is named

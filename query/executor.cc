@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <regex>
 #include <set>
 
 #include "engine/clock.h"
@@ -18,8 +17,10 @@
 #include "query/inputs.h"
 #include "query/kpis.h"
 #include "query/northstar.h"
+#include "query/regex.h"
 #include "query/select.h"
 #include "query/stale.h"
+#include "query/statement_reach.h"
 
 namespace gpulse {
 
@@ -46,26 +47,42 @@ namespace query {
 
 namespace {
 
-bool MatchesWith(const std::optional<WithClause>& with, const std::string& name,
-                 std::optional<std::regex>* re) {
-  if (!with) return true;
-  switch (with->op) {
-    case TokenKind::kEq:
-      return name == with->values[0]->text;
-    case TokenKind::kNeq:
-      return name != with->values[0]->text;
-    case TokenKind::kIn:
-      return std::any_of(with->values.begin(), with->values.end(),
-                         [&](const auto& v) { return v->text == name; });
-    case TokenKind::kEqRegex:
-    case TokenKind::kNeqRegex: {
-      if (!*re) re->emplace(with->values[0]->text);
-      return std::regex_search(name, **re) == (with->op == TokenKind::kEqRegex);
+// A WITH clause with its regex compiled once; no clause matches every name.
+class WithMatcher {
+ public:
+  Status Compile(const std::optional<WithClause>& with) {
+    with_ = with ? &*with : nullptr;
+    if (!with_ || (with_->op != TokenKind::kEqRegex && with_->op != TokenKind::kNeqRegex)) {
+      return Status::Ok();
     }
-    default:
-      return false;
+    Result<Regex> re = CompileRegex(with_->values[0]->text);
+    if (!re.ok()) return ErrorAt(*with_->values[0], re.status().message());
+    re_ = std::move(*re);
+    return Status::Ok();
   }
-}
+
+  bool Matches(const std::string& name) const {
+    if (!with_) return true;
+    switch (with_->op) {
+      case TokenKind::kEq:
+        return name == with_->values[0]->text;
+      case TokenKind::kNeq:
+        return name != with_->values[0]->text;
+      case TokenKind::kIn:
+        return std::any_of(with_->values.begin(), with_->values.end(),
+                           [&](const auto& v) { return v->text == name; });
+      case TokenKind::kEqRegex:
+      case TokenKind::kNeqRegex:
+        return RegexSearch(*re_, name) == (with_->op == TokenKind::kEqRegex);
+      default:
+        return false;
+    }
+  }
+
+ private:
+  const WithClause* with_ = nullptr;
+  Regex re_;
+};
 
 class ShowRunner {
  public:
@@ -132,15 +149,16 @@ class ShowRunner {
           if (!rs.values.empty()) out->push_back(std::move(rs));
         }
         return Status::Ok();
-      case ShowKind::kTagValues:
+      case ShowKind::kTagValues: {
+        WithMatcher with_key;
+        GPULSE_RETURN_IF_ERROR(with_key.Compile(s.with_key));
         for (const std::string& m : measurements) {
           std::set<std::pair<std::string, std::string>> pairs;
-          std::optional<std::regex> re;
           if (!s.condition) {
             std::vector<std::string> keys;
             GPULSE_RETURN_IF_ERROR(IndexedTagKeys(m, &keys));
             for (const std::string& key : keys) {
-              if (!MatchesWith(s.with_key, key, &re)) continue;
+              if (!with_key.Matches(key)) continue;
               std::vector<std::string> values;
               GPULSE_RETURN_IF_ERROR(db_->ListTagValues(m, key, Scope(), &values));
               for (std::string& v : values) pairs.insert({key, std::move(v)});
@@ -150,7 +168,7 @@ class ShowRunner {
             GPULSE_RETURN_IF_ERROR(Series_(m, &series));
             for (const Series& x : series) {
               for (const Tag& t : x.tags) {
-                if (MatchesWith(s.with_key, t.key, &re)) pairs.insert({t.key, t.value});
+                if (with_key.Matches(t.key)) pairs.insert({t.key, t.value});
               }
             }
           }
@@ -162,6 +180,7 @@ class ShowRunner {
           if (!rs.values.empty()) out->push_back(std::move(rs));
         }
         return Status::Ok();
+      }
       case ShowKind::kFieldKeys:
         for (const std::string& m : measurements) {
           std::vector<FieldInfo> fields;
@@ -225,7 +244,9 @@ class ShowRunner {
     ResultSeries rs;
     rs.name = "databases";
     rs.columns = {"name"};
-    for (const std::string& n : names) rs.values.push_back({n});
+    for (const std::string& n : names) {
+      if (MayRead(options_, n)) rs.values.push_back({n});
+    }
     out->push_back(std::move(rs));
     return Status::Ok();
   }
@@ -277,9 +298,12 @@ class ShowRunner {
         if (n > 0) all.push_back(std::move(m));
       }
     }
-    std::optional<std::regex> with_re;
+    SourceFilter from;
+    GPULSE_RETURN_IF_ERROR(from.Compile(s.sources));
+    WithMatcher with;
+    GPULSE_RETURN_IF_ERROR(with.Compile(s.with_measurement));
     for (const std::string& m : all) {
-      if (!NamedBySources(s.sources, m) || !MatchesWith(s.with_measurement, m, &with_re)) continue;
+      if (!from.Names(m) || !with.Matches(m)) continue;
       if (s.condition) {
         std::vector<Series> series;
         GPULSE_RETURN_IF_ERROR(Series_(m, &series));
@@ -404,18 +428,56 @@ Status CreateAlert(Db* db, const StatementList& statements, size_t index,
   return Status::Ok();
 }
 
+// The options `statement` runs with: on the database it reaches, once the
+// caller's scope allows that (statement_reach.h).
+Status OptionsFor(const Statement& statement, const QueryOptions& options, QueryOptions* out) {
+  Result<Reach> reach = StatementReach(statement, options.database);
+  if (!reach.ok()) return reach.status();
+  *out = options;
+  out->answers_by_column = false;
+  if (reach->kind == Reach::Kind::kNames) return Status::Ok();
+  const bool every = reach->kind == Reach::Kind::kEverything || reach->database.empty();
+  if (every ? options.readable_databases.has_value() : !MayRead(options, reach->database)) {
+    return Status::PermissionDenied(
+        every ? std::string("this statement reaches every database; the caller may read only ") +
+                    ReadableList(options)
+              : "the caller may not read database " + reach->database + " (it may read " +
+                    ReadableList(options) + ")");
+  }
+  if (reach->kind == Reach::Kind::kDatabase) out->database = reach->database;
+  return Status::Ok();
+}
+
 }  // namespace
+
+bool MayRead(const QueryOptions& options, std::string_view database) {
+  if (!options.readable_databases) return true;
+  const auto& names = *options.readable_databases;
+  return !database.empty() && std::find(names.begin(), names.end(), database) != names.end();
+}
+
+std::string ReadableList(const QueryOptions& options) {
+  if (!options.readable_databases) return "every database";
+  if (options.readable_databases->empty()) return "no database";
+  std::string list;
+  for (const std::string& n : *options.readable_databases) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
 
 void Execute(Db* db, const StatementList& statements, const QueryOptions& options, QueryResult* out,
              bool keep_plans) {
   const int64_t now = options.now_ns != 0 ? options.now_ns : engine::WallClockNanos();
-  // Statements that run queries of their own (BASELINE, NORTHSTAR, alert
-  // rules...) read those answers in rows.
-  QueryOptions in_rows = options;
-  in_rows.answers_by_column = false;
   for (size_t i = 0; i < statements.size(); ++i) {
     const auto& stmt = statements[i];
     StatementResult result;
+    // Statements that run queries of their own (BASELINE, NORTHSTAR, alert
+    // rules...) read those answers in rows.
+    QueryOptions in_rows;
+    result.status = OptionsFor(*stmt, options, &in_rows);
+    if (!result.status.ok()) {
+      out->statements.push_back(std::move(result));
+      continue;
+    }
     ExecContext ctx(db, in_rows, now);
     switch (stmt->kind) {
       case StatementKind::kSelect:

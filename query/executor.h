@@ -22,4 +22,10 @@ namespace gpulse::query {
 void Execute(Db* db, const StatementList& statements, const QueryOptions& options, QueryResult* out,
              bool keep_plans = true);
 
+// Whether options.readable_databases lets a statement read `database` ("" is
+// every database at once: only an unscoped caller may).
+bool MayRead(const QueryOptions& options, std::string_view database);
+// The readable databases for an error message: "dbA, dbB", "every database".
+std::string ReadableList(const QueryOptions& options);
+
 }  // namespace gpulse::query

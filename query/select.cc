@@ -8,7 +8,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <set>
 
 #include "query/aggregate.h"
@@ -20,6 +19,7 @@
 #include "query/functions.h"
 #include "query/inputs.h"
 #include "query/parallel.h"
+#include "query/regex.h"
 #include "storage/key_layout.h"
 
 namespace gpulse::query {
@@ -208,7 +208,7 @@ struct Plan {
   std::vector<FieldTestSpec> field_tests;
   int filter_field = -1;
   std::vector<TagMatcher> eq;  // tag = 'v' terms ANDed at the top: the index finds them
-  std::map<const Expr*, std::regex> regexes;
+  std::map<const Expr*, Regex> regexes;
 
   FillKind fill = FillKind::kNull;
   QueryValue fill_value;
@@ -252,6 +252,14 @@ void CollectEq(const Expr& e, const Plan& plan, std::vector<TagMatcher>* out) {
   }
 }
 
+// The regex `e` holds, compiled; the error names where it stands.
+Status CompileRegexAt(const Expr& e, Regex* out) {
+  Result<Regex> re = CompileRegex(e.text);
+  if (!re.ok()) return ErrorAt(e, re.status().message());
+  *out = std::move(*re);
+  return Status::Ok();
+}
+
 Status CompileRegexes(const Expr& e, Plan* plan) {
   if (e.kind == ExprKind::kBinary &&
       (e.binary_op == BinaryOp::kEqRegex || e.binary_op == BinaryOp::kNeqRegex) &&
@@ -265,11 +273,9 @@ Status CompileRegexes(const Expr& e, Plan* plan) {
     }
   }
   if (e.kind == ExprKind::kRegex) {
-    try {
-      plan->regexes.emplace(&e, std::regex(e.text, std::regex::ECMAScript | std::regex::optimize));
-    } catch (const std::regex_error& err) {
-      return ErrorAt(e, "bad regular expression /" + e.text + "/: " + err.what());
-    }
+    Regex re;
+    GPULSE_RETURN_IF_ERROR(CompileRegexAt(e, &re));
+    plan->regexes.emplace(&e, std::move(re));
   }
   for (const auto& c : e.children) GPULSE_RETURN_IF_ERROR(CompileRegexes(*c, plan));
   return Status::Ok();
@@ -333,7 +339,7 @@ QueryValue EvalRow(const Expr& e, const Plan& plan, const RowRef& r, int64_t now
       if (e.binary_op == BinaryOp::kEqRegex || e.binary_op == BinaryOp::kNeqRegex) {
         auto it = plan.regexes.find(e.children[1].get());
         if (a.index() != 5 || it == plan.regexes.end()) return e.binary_op == BinaryOp::kNeqRegex;
-        const bool m = std::regex_search(std::get<std::string>(a), it->second);
+        const bool m = RegexSearch(*it->second, std::get<std::string>(a));
         return m == (e.binary_op == BinaryOp::kEqRegex);
       }
       return ApplyBinary(e.binary_op, a, EvalRow(*e.children[1], plan, r, now_ns));
@@ -596,8 +602,8 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
     const Expr& e = *f.expr;
     if (IsTimeRef(e)) continue;  // time is always the first column
     if (e.kind == ExprKind::kWildcard || e.kind == ExprKind::kRegex) {
-      std::optional<std::regex> re;
-      if (e.kind == ExprKind::kRegex) re.emplace(e.text);
+      Regex re;
+      if (e.kind == ExprKind::kRegex) GPULSE_RETURN_IF_ERROR(CompileRegexAt(e, &re));
       std::set<std::pair<std::string, VarType>> names;
       if (e.var_type != VarType::kTag) {
         for (const auto& [name, _] : *plan->all_fields) names.insert({name, VarType::kField});
@@ -606,7 +612,7 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
         for (const std::string& k : plan->tag_keys) names.insert({k, VarType::kTag});
       }
       for (const auto& [name, type] : names) {
-        if (re && !std::regex_search(name, *re)) continue;
+        if (re && !RegexSearch(*re, name)) continue;
         plan->owned.push_back(MakeRef(name, e.pos, type));
         plan->outputs.push_back({plan->owned.back().get(), name});
       }
@@ -614,13 +620,15 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
     }
     if (e.kind == ExprKind::kCall && !e.children.empty() &&
         (e.children[0]->kind == ExprKind::kWildcard || e.children[0]->kind == ExprKind::kRegex)) {
-      std::optional<std::regex> re;
-      if (e.children[0]->kind == ExprKind::kRegex) re.emplace(e.children[0]->text);
+      Regex re;
+      if (e.children[0]->kind == ExprKind::kRegex) {
+        GPULSE_RETURN_IF_ERROR(CompileRegexAt(*e.children[0], &re));
+      }
       AggKind kind;
       double pct;
       const bool agg = LookupAggregate(e.text, &kind, &pct);
       for (const auto& [name, type] : *plan->all_fields) {
-        if (re && !std::regex_search(name, *re)) continue;
+        if (re && !RegexSearch(*re, name)) continue;
         if (agg && !AcceptsType(kind, type)) continue;
         auto c = Clone(e);
         c->children[0] = MakeRef(name, e.children[0]->pos, VarType::kField);
@@ -701,9 +709,10 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
     } else if (d->kind == ExprKind::kWildcard) {
       dims.insert(plan->tag_keys.begin(), plan->tag_keys.end());
     } else if (d->kind == ExprKind::kRegex) {
-      std::regex re(d->text);
+      Regex re;
+      GPULSE_RETURN_IF_ERROR(CompileRegexAt(*d, &re));
       for (const std::string& k : plan->tag_keys) {
-        if (std::regex_search(k, re)) dims.insert(k);
+        if (RegexSearch(*re, k)) dims.insert(k);
       }
     } else if (d->kind == ExprKind::kVarRef) {
       dims.insert(d->text);
@@ -2406,14 +2415,10 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
   if (from.regex) {
     std::vector<std::string> all;
     GPULSE_RETURN_IF_ERROR(input->Measurements(&all));
-    std::regex re;
-    try {
-      re = std::regex(*from.regex);
-    } catch (const std::regex_error& e) {
-      return Status::InvalidArgument("bad regular expression /" + *from.regex + "/: " + e.what());
-    }
+    Result<Regex> re = CompileRegex(*from.regex);
+    if (!re.ok()) return re.status();
     for (const std::string& n : all) {
-      if (std::regex_search(n, re)) names.push_back(n);
+      if (RegexSearch(**re, n)) names.push_back(n);
     }
   } else {
     names.push_back(from.name);

@@ -30,4 +30,6 @@ set(GPULSE_QUERY_SOURCES
   query/parallel.cc
   query/select.cc
   query/stale.cc
+  query/statement_reach.cc
+  query/regex.cc
 )

@@ -15,13 +15,6 @@ bool SameSecret(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-bool HasScope(const std::vector<std::string>& scope, std::string_view database) {
-  for (const std::string& s : scope) {
-    if (s == "*" || database.empty() || s == database) return true;
-  }
-  return false;
-}
-
 // The token inside an Authorization header value, or "".
 std::string TokenFromHeader(std::string_view header) {
   const auto after = [&](std::string_view scheme) -> std::string_view {
@@ -54,16 +47,55 @@ const TokenConfig* Authenticator::Find(std::string_view token) const {
   return found;
 }
 
-AuthResult Authenticator::Check(std::string_view authorization, std::string_view password,
-                                std::string_view database, Access access) const {
-  if (!enabled()) return AuthResult::kAllowed;
+DatabaseScope::DatabaseScope(const std::vector<std::string>& names) {
+  for (const std::string& n : names) {
+    if (n == "*") {
+      everything_ = true;
+    } else if (!n.empty()) {
+      names_.push_back(n);
+    }
+  }
+  if (everything_) names_.clear();
+}
+
+DatabaseScope DatabaseScope::Everything() {
+  DatabaseScope s;
+  s.everything_ = true;
+  return s;
+}
+
+bool DatabaseScope::Covers(std::string_view database) const {
+  if (everything_) return true;
+  if (database.empty() || database == "*") return false;
+  for (const std::string& n : names_) {
+    if (n == database) return true;
+  }
+  return false;
+}
+
+std::string DatabaseScope::Sole() const { return names_.size() == 1 ? names_[0] : std::string(); }
+
+std::string DatabaseScope::Describe() const {
+  if (everything_) return "every database";
+  if (names_.empty()) return "no database";
+  std::string out;
+  for (const std::string& n : names_) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+AuthResult Authenticator::Authenticate(std::string_view authorization, std::string_view password,
+                                       Grant* grant) const {
+  if (!enabled()) {
+    *grant = {DatabaseScope::Everything(), DatabaseScope::Everything()};
+    return AuthResult::kAllowed;
+  }
   std::string token = TokenFromHeader(authorization);
   if (token.empty()) token = std::string(password);
   if (token.empty()) return AuthResult::kUnauthenticated;
   const TokenConfig* t = Find(token);
   if (t == nullptr) return AuthResult::kUnauthenticated;
-  const auto& scope = access == Access::kRead ? t->read : t->write;
-  return HasScope(scope, database) ? AuthResult::kAllowed : AuthResult::kForbidden;
+  *grant = {DatabaseScope(t->read), DatabaseScope(t->write)};
+  return AuthResult::kAllowed;
 }
 
 }  // namespace gpulse::server

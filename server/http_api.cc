@@ -10,6 +10,7 @@
 #include "query/executor.h"
 #include "query/format.h"
 #include "query/parser.h"
+#include "query/statement_reach.h"
 #include "server/gzip.h"
 
 namespace gpulse::server {
@@ -200,25 +201,74 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   return response;
 }
 
+std::optional<Grant> HttpApi::Authenticate(const Request& request,
+                                           const std::map<std::string, std::string>& params,
+                                           Response* refusal) {
+  const auto p = params.find("p");
+  Grant grant;
+  if (auth_.Authenticate(request[http::field::authorization],
+                         p == params.end() ? std::string_view() : p->second,
+                         &grant) == AuthResult::kAllowed) {
+    return grant;
+  }
+  ++metrics_->auth_unauthenticated;
+  *refusal = Error(http::status::unauthorized, request.version(),
+                   "authentication required: send \"Authorization: Token <token>\"");
+  refusal->set(http::field::www_authenticate, "Token realm=\"gpulse\"");
+  return std::nullopt;
+}
+
+std::optional<Response> HttpApi::Forbid(const Request& request, const Grant& grant,
+                                        std::string_view database, Access access) {
+  const DatabaseScope& scope = grant.For(access);
+  if (scope.Covers(database)) return std::nullopt;
+  ++metrics_->auth_forbidden;
+  const char* verb = access == Access::kRead ? "read" : "write";
+  const std::string what =
+      database == "*" ? std::string("every database") : "database " + std::string(database);
+  // Asked for every database by naming none: say how to name one.
+  const bool name_one = database == "*" && !scope.empty();
+  return Error(http::status::forbidden, request.version(),
+               std::string("this token may not ") + verb + " " + what + " (it may " + verb + " " +
+                   scope.Describe() +
+                   (name_one ? std::string(": name one with ") +
+                                   (access == Access::kRead ? "db=" : "?db= or bucket=")
+                             : std::string()) +
+                   ")");
+}
+
 std::optional<Response> HttpApi::Authorize(const Request& request,
                                            const std::map<std::string, std::string>& params,
                                            std::string_view database, Access access) {
-  const auto p = params.find("p");
-  const AuthResult result =
-      auth_.Check(request[http::field::authorization],
-                  p == params.end() ? std::string_view() : p->second, database, access);
-  if (result == AuthResult::kAllowed) return std::nullopt;
-  if (result == AuthResult::kUnauthenticated) {
-    ++metrics_->auth_unauthenticated;
-    Response res = Error(http::status::unauthorized, request.version(),
-                         "authentication required: send \"Authorization: Token <token>\"");
-    res.set(http::field::www_authenticate, "Token realm=\"gpulse\"");
-    return res;
+  Response refusal;
+  const std::optional<Grant> grant = Authenticate(request, params, &refusal);
+  if (!grant) return refusal;
+  return Forbid(request, *grant, database, access);
+}
+
+std::optional<Response> HttpApi::ForbidStatements(const Request& request, const Grant& grant,
+                                                  const query::StatementList& statements,
+                                                  std::string_view database) {
+  for (const auto& st : statements) {
+    Result<query::Reach> reach = query::StatementReach(*st, database);
+    if (!reach.ok()) {
+      ++metrics_->query_errors;
+      return Error(http::status::bad_request, request.version(), reach.status().message());
+    }
+    // SHOW DATABASES lists only what the token may read (the executor
+    // filters it); every other statement needs its database in the scope,
+    // and a statement over every database (no db=, rules, sources) needs "*".
+    if (reach->kind == query::Reach::Kind::kNames) continue;
+    const std::string_view need =
+        reach->kind == query::Reach::Kind::kEverything || reach->database.empty()
+            ? std::string_view("*")
+            : std::string_view(reach->database);
+    if (auto denied = Forbid(request, grant, need, Access::kRead)) return denied;
+    if (reach->changes) {
+      if (auto denied = Forbid(request, grant, need, Access::kWrite)) return denied;
+    }
   }
-  ++metrics_->auth_forbidden;
-  return Error(http::status::forbidden, request.version(),
-               std::string("this token may not ") + (access == Access::kRead ? "read" : "write") +
-                   (database.empty() ? std::string() : " database " + std::string(database)));
+  return std::nullopt;
 }
 
 Response HttpApi::Query(const Request& request, const RequestContext& context) {
@@ -232,8 +282,13 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
     const auto it = params.find(key);
     return it == params.end() ? std::string() : it->second;
   };
-  const std::string database = param("db");
-  if (auto denied = Authorize(request, params, database, Access::kRead)) return *denied;
+  Response refusal;
+  const std::optional<Grant> grant = Authenticate(request, params, &refusal);
+  if (!grant) return refusal;
+  // A token scoped to one database reads that one when db= names none; a
+  // token of several must name one (or name it in FROM).
+  std::string database = param("db");
+  if (database.empty() && !grant->read.everything()) database = grant->read.Sole();
   const std::string text = param("q");
   if (text.empty()) {
     return Error(http::status::bad_request, request.version(), "missing required parameter \"q\"");
@@ -245,6 +300,7 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
   }
   QueryOptions options;
   options.database = database;
+  if (!grant->read.everything()) options.readable_databases = grant->read.names();
   options.limits = config_.query_limits;
   options.cancelled = context.client_gone;
   options.answers_by_column = true;  // read only by FormatJson and FormatCsv
@@ -272,31 +328,18 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
                  "error parsing query: " + parsed.status().message());
   }
   const query::StatementList& statements = **parsed;
-  // Statements that change data (DELETE, DROP, CREATE ALERT) come by POST,
-  // as InfluxDB 1.x asks, and need the right to write to the database.
-  const bool changes = std::any_of(statements.begin(), statements.end(), [](const auto& st) {
-    return st->kind == query::StatementKind::kDelete ||
-           st->kind == query::StatementKind::kCreateAlert ||
-           st->kind == query::StatementKind::kCreateSeason ||
-           st->kind == query::StatementKind::kDropDefinition;
+  // Statements that change data (DELETE, DROP, CREATE) come by POST, as
+  // InfluxDB 1.x asks.
+  const bool changes = std::any_of(statements.begin(), statements.end(), [&](const auto& st) {
+    const Result<query::Reach> reach = query::StatementReach(*st, database);
+    return reach.ok() && reach->changes;
   });
   if (changes && request.method() != http::verb::post) {
     ++metrics_->query_errors;
     return Error(http::status::method_not_allowed, request.version(),
                  "DELETE, DROP and CREATE change data: send them with POST");
   }
-  if (changes) {
-    // Without db= a delete reaches every database: only a token that may
-    // write to all of them ("*") may send one. Rules and seasons read every
-    // database whatever db= says, so they always need "*".
-    const bool global = std::any_of(statements.begin(), statements.end(), [](const auto& st) {
-      return st->kind != query::StatementKind::kDelete;
-    });
-    if (auto denied = Authorize(request, params, database.empty() || global ? "*" : database,
-                                Access::kWrite)) {
-      return *denied;
-    }
-  }
+  if (auto denied = ForbidStatements(request, *grant, statements, database)) return *denied;
   QueryResult result;
   query::Execute(db_, statements, options, &result);
   for (const StatementResult& st : result.statements) {
@@ -324,11 +367,19 @@ Response HttpApi::Write(const Request& request, const RequestContext& context, b
     const auto it = params.find(key);
     return it == params.end() ? std::string() : it->second;
   };
-  const std::string database = v2 ? param("bucket") : param("db");
+  std::string database = v2 ? param("bucket") : param("db");
   if (v2 && database.empty()) {
     return Error(http::status::bad_request, request.version(), "bucket is required");
   }
-  if (auto denied = Authorize(request, params, database, Access::kWrite)) return *denied;
+  Response refusal;
+  const std::optional<Grant> grant = Authenticate(request, params, &refusal);
+  if (!grant) return refusal;
+  // A token scoped to one database writes there when ?db= names none; with
+  // no database the points would land untagged, which only "*" may write.
+  if (database.empty() && !grant->write.everything()) database = grant->write.Sole();
+  if (auto denied = Forbid(request, *grant, database.empty() ? "*" : database, Access::kWrite)) {
+    return *denied;
+  }
 
   ingest::LineProtocolParser::Options parse_options;
   if (!ToPrecision(param("precision"), v2, &parse_options.precision)) {
@@ -357,6 +408,19 @@ Response HttpApi::Write(const Request& request, const RequestContext& context, b
 
   ingest::LineProtocolBatch batch;
   batch.Parse(body, parse_options, database);
+  if (!grant->write.everything()) {
+    // A line's own `db` tag decides where it lands: each must be in scope.
+    const size_t before = batch.error_count();
+    batch.RejectWhere([&](const PointRef& p) {
+      for (const TagRef& t : p.tags) {
+        if (t.key != "db" || grant->write.Covers(t.value)) continue;
+        return "its db tag names database " + std::string(t.value) +
+               ", which this token may not write (it may write " + grant->write.Describe() + ")";
+      }
+      return std::string();
+    });
+    metrics_->auth_forbidden += batch.error_count() - before;
+  }
   std::vector<ingest::LineError> errors = batch.errors();
   size_t error_count = batch.error_count();
   const std::span<const PointRef> points = batch.points();
@@ -424,8 +488,14 @@ Response HttpApi::Health(const Request& request) {
 }
 
 Response HttpApi::Metrics(const Request& request) {
-  if (auto denied = Authorize(request, ParseQueryString(request.target()), "", Access::kRead)) {
-    return *denied;
+  // The server's counters and gauges carry no database's data or names: any
+  // token that may read something may scrape them.
+  Response refusal;
+  const std::optional<Grant> grant =
+      Authenticate(request, ParseQueryString(request.target()), &refusal);
+  if (!grant) return refusal;
+  if (grant->read.empty()) {
+    if (auto denied = Forbid(request, *grant, "*", Access::kRead)) return *denied;
   }
   Response res{http::status::ok, request.version()};
   res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
@@ -436,7 +506,8 @@ Response HttpApi::Metrics(const Request& request) {
 }
 
 Response HttpApi::Sources(const Request& request) {
-  if (auto denied = Authorize(request, ParseQueryString(request.target()), "", Access::kRead)) {
+  // Every pushing host and scrape target, of every database.
+  if (auto denied = Authorize(request, ParseQueryString(request.target()), "*", Access::kRead)) {
     return *denied;
   }
   Response res{http::status::ok, request.version()};
@@ -449,9 +520,10 @@ Response HttpApi::Sources(const Request& request) {
 Response HttpApi::Alerts(const Request& request, std::string_view path) {
   const auto params = ParseQueryString(request.target());
   const bool resolve = request.method() == http::verb::post;
-  // Rules span every database: resolving one takes a token that may write to all.
-  if (auto denied = Authorize(request, params, resolve ? "*" : "",
-                              resolve ? Access::kWrite : Access::kRead)) {
+  // Rules span every database: their alerts carry any database's groups, so
+  // listing them takes a token that may read all, resolving one a token that
+  // may write to all.
+  if (auto denied = Authorize(request, params, "*", resolve ? Access::kWrite : Access::kRead)) {
     return *denied;
   }
   if (alerts_ == nullptr) {
@@ -483,7 +555,8 @@ Response HttpApi::Alerts(const Request& request, std::string_view path) {
 }
 
 Response HttpApi::Compact(const Request& request) {
-  if (auto denied = Authorize(request, ParseQueryString(request.target()), "", Access::kWrite)) {
+  // Compaction rewrites every database's data.
+  if (auto denied = Authorize(request, ParseQueryString(request.target()), "*", Access::kWrite)) {
     return *denied;
   }
   const auto started = std::chrono::steady_clock::now();

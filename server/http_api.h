@@ -58,7 +58,21 @@ class HttpApi {
   Response Health(const Request& request);
   Response Alerts(const Request& request, std::string_view path);
   Response Ping(const Request& request);
-  // Non-null when the request may not proceed: the 401 or 403 to send.
+  // Who the request is: its grant, or nullopt with the 401 to send in
+  // *refusal.
+  std::optional<Grant> Authenticate(const Request& request,
+                                    const std::map<std::string, std::string>& params,
+                                    Response* refusal);
+  // Non-null when `grant` does not cover `database` ("*": every database)
+  // for `access`: the 403 to send, naming what the token may reach.
+  std::optional<Response> Forbid(const Request& request, const Grant& grant,
+                                 std::string_view database, Access access);
+  // Non-null when a statement reaches past `grant` (statement_reach.h): the
+  // 403 (or the 400 of a statement naming two databases).
+  std::optional<Response> ForbidStatements(const Request& request, const Grant& grant,
+                                           const query::StatementList& statements,
+                                           std::string_view database);
+  // Both: non-null when the request may not proceed.
   std::optional<Response> Authorize(const Request& request,
                                     const std::map<std::string, std::string>& params,
                                     std::string_view database, Access access);

@@ -23,6 +23,7 @@ class [[nodiscard]] Status {
     kBusy,               // a resource is held by someone else (the data directory lock)
     kResourceExhausted,  // a configured bound was reached (head memory, query limits)
     kCancelled,          // the caller asked to stop (Ctrl-C, a client that went away)
+    kPermissionDenied,   // the caller's scope does not cover what was asked (a database)
   };
 
   Status() = default;
@@ -39,6 +40,9 @@ class [[nodiscard]] Status {
   }
 
   static Status Cancelled(std::string msg) { return Status(Code::kCancelled, std::move(msg)); }
+  static Status PermissionDenied(std::string msg) {
+    return Status(Code::kPermissionDenied, std::move(msg));
+  }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
@@ -49,6 +53,7 @@ class [[nodiscard]] Status {
   bool IsBusy() const { return code_ == Code::kBusy; }
   bool IsResourceExhausted() const { return code_ == Code::kResourceExhausted; }
   bool IsCancelled() const { return code_ == Code::kCancelled; }
+  bool IsPermissionDenied() const { return code_ == Code::kPermissionDenied; }
   const std::string& message() const { return msg_; }
 
   // "Corruption: wal/000003.log offset 4096: bad checksum", or "OK".
