@@ -95,6 +95,12 @@ struct PointRef {
   int64_t timestamp_ns = 0;
 };
 
+// The latest time a point may carry, in Unix nanoseconds (the earliest is
+// INT64_MIN). INT64_MAX itself stays free so that a half-open read [lo, hi)
+// can always name a bound past any stored time; Db::Write rejects a point
+// at INT64_MAX, naming it, where it used to be acknowledged and never read.
+inline constexpr int64_t kMaxTimestampNs = INT64_MAX - 1;
+
 // The type of a value, and a value as a reference (a string is viewed, not
 // copied).
 FieldType TypeOf(const FieldValueRef& value);
@@ -159,6 +165,19 @@ struct Options {
   // A point older than the newest point of its series (seen since Open) by
   // more than this is rejected. Zero accepts points of any age.
   std::chrono::nanoseconds out_of_order_window = std::chrono::hours(24 * 7);
+
+  // Bounds on one point: Write rejects a point past one, naming the bound
+  // and its setting. They keep one request from making a catalog entry of
+  // megabytes (a 10 MiB measurement name was accepted) or a series of
+  // 100,000 fields. GPU telemetry needs a few dozen fields and short names;
+  // dcgm-exporter's widest scrape is under 200 fields.
+  struct PointLimits {
+    size_t max_fields = 1'000;            // fields of one point
+    size_t max_tags = 256;                // tags of one point
+    size_t max_name_bytes = 1'024;        // a measurement name, tag key or field key
+    size_t max_tag_value_bytes = 65'536;  // a tag value
+  };
+  PointLimits point_limits;
 
   uint64_t wal_segment_bytes = 64ull << 20;
 

@@ -56,6 +56,12 @@ constexpr size_t kMostSlabBytes = 256 << 10;
 // Fixed cost of a column in the head: its entry and the series' share of
 // the entry vector.
 constexpr uint64_t kEntryOverhead = sizeof(Head::Entry) + 16;
+// A wide series' column in the hash index: key, value, node and bucket.
+constexpr uint64_t kWideIndexOverhead = 48;
+
+uint64_t WideKey(uint32_t series_id, uint32_t field_id) {
+  return uint64_t{series_id} << 32 | field_id;
+}
 
 // Bits needed for x (0 for 0).
 int BitWidth(uint64_t x) { return 64 - std::countl_zero(x); }
@@ -453,25 +459,22 @@ void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t
                   const FieldValueRef& value, size_t position_hint) {
   if (series_id >= series_.size()) series_.resize(series_id + 1);
   std::vector<Entry>& columns = series_[series_id];
-  Entry* found = nullptr;
-  if (position_hint < columns.size() && columns[position_hint].field_id == field_id) {
-    found = &columns[position_hint];
-  } else {
-    for (Entry& e : columns) {
-      if (e.field_id == field_id) {
-        found = &e;
-        break;
+  const size_t at = IndexOf(series_id, field_id, position_hint);
+  if (at == columns.size()) {
+    Entry& added = columns.emplace_back();
+    added.series_id = series_id;
+    added.field_id = field_id;
+    added.type = type;
+    bytes_ += kEntryOverhead;
+    if (columns.size() > kScanUpTo) {
+      // The series just became wide (index every column) or grew.
+      for (size_t i = columns.size() == kScanUpTo + 1 ? 0 : at; i < columns.size(); ++i) {
+        wide_.emplace(WideKey(series_id, columns[i].field_id), static_cast<uint32_t>(i));
+        bytes_ += kWideIndexOverhead;
       }
     }
   }
-  if (found == nullptr) {
-    found = &columns.emplace_back();
-    found->series_id = series_id;
-    found->field_id = field_id;
-    found->type = type;
-    bytes_ += kEntryOverhead;
-  }
-  Entry& entry = *found;
+  Entry& entry = columns[at];
   if (entry.size > 0 && ts == entry.last_ts) {
     // The same time written again: the new value replaces the last, which
     // is always in the open block (a block is packed only when the next
@@ -588,10 +591,22 @@ void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64
 
 const Head::Entry* Head::Find(uint32_t series_id, uint32_t field_id) const {
   if (series_id >= series_.size()) return nullptr;
-  for (const Entry& e : series_[series_id]) {
-    if (e.field_id == field_id) return &e;
+  const std::vector<Entry>& columns = series_[series_id];
+  const size_t at = IndexOf(series_id, field_id, 0);
+  return at == columns.size() ? nullptr : &columns[at];
+}
+
+size_t Head::IndexOf(uint32_t series_id, uint32_t field_id, size_t hint) const {
+  const std::vector<Entry>& columns = series_[series_id];
+  if (hint < columns.size() && columns[hint].field_id == field_id) return hint;
+  if (columns.size() > kScanUpTo) {
+    const auto it = wide_.find(WideKey(series_id, field_id));
+    return it == wide_.end() ? columns.size() : it->second;
   }
-  return nullptr;
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i].field_id == field_id) return i;
+  }
+  return columns.size();
 }
 
 void Head::Rebuild(Entry* entry, const std::vector<Slot>& slots) {

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/gpulse.h"
@@ -110,6 +111,9 @@ class Head {
  private:
   // The column of (series, field), or nullptr.
   const Entry* Find(uint32_t series_id, uint32_t field_id) const;
+  // Where (series, field)'s column is in series_[series_id], or its size
+  // when the series has none; `hint` is tried first.
+  size_t IndexOf(uint32_t series_id, uint32_t field_id, size_t hint) const;
   // `bytes` (rounded up to 8) cut from the newest slab, or a new one.
   void* Allocate(size_t bytes);
   // An empty open block of `capacity` slots: a spare one, or a new one.
@@ -131,6 +135,11 @@ class Head {
   // Indexed by series id (ids are dense); each series holds its few fields'
   // columns, found by a short scan: cheaper than hashing on every value.
   std::vector<std::vector<Entry>> series_;
+  // The columns of wide series (more than kScanUpTo fields), by series id in
+  // the high and field id in the low 32 bits: a scan of 100,000 fields for
+  // each value made one wide point cost seconds.
+  static constexpr size_t kScanUpTo = 64;
+  std::unordered_map<uint64_t, uint32_t> wide_;
   std::vector<std::unique_ptr<std::byte[]>> slabs_;
   size_t slab_size_ = 0;            // of the newest slab
   std::byte* slab_free_ = nullptr;  // its unused room

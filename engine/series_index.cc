@@ -128,11 +128,20 @@ const FieldEntry* SeriesIndex::FindSeriesField(uint32_t series_id, std::string_v
   if (position_hint < entry.fields.size() && entry.fields[position_hint].name == name) {
     return &fields_[entry.fields[position_hint].id];
   }
-  for (const SeriesEntry::CachedField& f : entry.fields) {
-    if (f.name == name) return &fields_[f.id];
+  // A series of a few fields scans its cache; a wide one (a point of
+  // 100,000 fields) goes to the measurement's hash of fields instead, and
+  // caches a field only at its position, so the cache stays positional.
+  constexpr size_t kScanUpTo = 64;
+  const bool wide = entry.fields.size() > kScanUpTo;
+  if (!wide) {
+    for (const SeriesEntry::CachedField& f : entry.fields) {
+      if (f.name == name) return &fields_[f.id];
+    }
   }
   const FieldEntry* field = FindField(entry.series.measurement, name);
-  if (field) entry.fields.push_back({field->name, field->id, field->type});
+  if (field && (!wide || position_hint == entry.fields.size())) {
+    entry.fields.push_back({field->name, field->id, field->type});
+  }
   return field;
 }
 

@@ -649,39 +649,45 @@ bool LineProtocolParser::LineScanner::Finish(std::string_view* measurement) {
     }
   }
   // Repeated tag keys make the series ambiguous: an error. A repeated field
-  // key keeps its last value, as InfluxDB does, at its first position.
+  // key keeps its last value, as InfluxDB does, at its first position. A
+  // clear KeyBit proves a key new; past a few dozen keys the 64 bits fill,
+  // so a wide line looks its keys up in a hash map instead.
+  constexpr size_t kPairwiseUpTo = 64;
+  auto& positions = parser_->positions_;
+  const bool wide = tags.size() > kPairwiseUpTo || fields.size() > kPairwiseUpTo;
+  const auto earlier = [&](std::string_view key, size_t at, const auto& views) -> size_t {
+    if (wide) {
+      const auto [it, added] = positions.try_emplace(key, at);
+      return added ? at : it->second;
+    }
+    for (size_t j = 0; j < at; ++j) {
+      if (views[j].key == key) return j;
+    }
+    return at;
+  };
+  if (wide) positions.clear();  // only wide lines fill it: a narrow one costs nothing here
   uint64_t seen = 0;
   for (size_t i = 0; i < tags.size(); ++i) {
     const uint64_t bit = KeyBit(tags[i].key);
-    if (seen & bit) {
-      for (size_t j = 0; j < i; ++j) {
-        if (tags[j].key == tags[i].key) {
-          message_ = "repeated tag key " + Quote(tags[i].key);
-          return false;
-        }
-      }
+    if ((wide || (seen & bit)) && earlier(tags[i].key, i, tags) != i) {
+      message_ = "repeated tag key " + Quote(tags[i].key);
+      return false;
     }
     seen |= bit;
   }
+  if (wide) positions.clear();
   seen = 0;
   size_t kept = 0;
   for (size_t i = 0; i < fields.size(); ++i) {
     const uint64_t bit = KeyBit(fields[i].key);
-    bool replaced = false;
-    if (seen & bit) {
-      for (size_t j = 0; j < kept; ++j) {
-        if (fields[j].key == fields[i].key) {
-          fields[j] = fields[i];
-          replaced = true;
-          break;
-        }
-      }
-    }
+    const size_t first = wide || (seen & bit) ? earlier(fields[i].key, kept, fields) : kept;
     seen |= bit;
-    if (!replaced) {
-      if (kept != i) fields[kept] = fields[i];
-      ++kept;
+    if (first != kept) {
+      fields[first] = fields[i];
+      continue;
     }
+    if (kept != i) fields[kept] = fields[i];
+    ++kept;
   }
   fields.resize(kept);
   return true;

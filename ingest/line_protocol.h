@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/gpulse.h"
@@ -116,6 +117,9 @@ class LineProtocolParser {
     size_t size;
   };
   std::vector<Fixup> fixups_;
+  // Keys of a wide line to their first position, for finding repeats in
+  // linear time (a line of 100,000 fields took 30 s pairwise).
+  std::unordered_map<std::string_view, size_t> positions_;
 };
 
 // Parses `body` into gpulse::Points appended to *points (strings copied).

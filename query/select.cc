@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <unordered_map>
 
 #include "query/aggregate.h"
 #include "query/buckets.h"
@@ -152,6 +153,9 @@ struct Plan {
   std::string measurement;
   std::vector<std::string> fields;  // read from each series
   std::vector<FieldType> field_types;
+  // Each of `fields` to its index: a plan of count(*) over a point of
+  // 100,000 fields looked each one up among the others (seconds).
+  std::unordered_map<std::string, int> field_index;
   // Of the measurement, shared with the kept plan's copies.
   std::shared_ptr<const std::map<std::string, FieldType>> all_fields;
   std::set<std::string> tag_keys;  // seen on the measurement's series; BuildPlan's only
@@ -224,14 +228,14 @@ struct Plan {
   size_t tally_dim = 0;
 
   int FieldIndex(const std::string& name) {
-    for (size_t i = 0; i < fields.size(); ++i) {
-      if (fields[i] == name) return static_cast<int>(i);
-    }
+    if (const auto known = field_index.find(name); known != field_index.end()) return known->second;
     auto it = all_fields->find(name);
     if (it == all_fields->end()) return -1;
     fields.push_back(name);
     field_types.push_back(it->second);
-    return static_cast<int>(fields.size() - 1);
+    const int index = static_cast<int>(fields.size() - 1);
+    field_index.emplace(name, index);
+    return index;
   }
   bool IsField(const Expr& ref) const {
     return ref.var_type != VarType::kTag && all_fields->count(ref.text) > 0;
@@ -1724,6 +1728,13 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     std::sort(slot_fields.begin(), slot_fields.end());
     slot_fields.erase(std::unique(slot_fields.begin(), slot_fields.end()), slot_fields.end());
   }
+  // For each of the plan's fields, the slots that fold it (a run of field f
+  // visits those, not every slot: count(*) over 100,000 fields has as many).
+  std::vector<std::vector<size_t>> slots_of_plan_field(fields.size());
+  for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+    const int f = plan->slots[slot].field;
+    if (f >= 0) slots_of_plan_field[static_cast<size_t>(f)].push_back(slot);
+  }
   // For each of slot_fields, the slots that aggregate it.
   std::vector<std::vector<size_t>> slots_of_field(slot_fields.size());
   for (size_t slot = 0; slot < plan->slots.size() && plan->tier >= 0; ++slot) {
@@ -1926,6 +1937,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
             // inline: no allocation per series.
             struct Target {
               const Plan* plan;
+              const std::vector<std::vector<size_t>>* slots_of;
               GroupMap* groups;
               const InSeries* in;
               GroupAcc* g = nullptr;
@@ -1934,25 +1946,22 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                 if (g == nullptr) g = &(*groups)[TagKeyOf(*plan, *in)];
                 return g;
               }
-            } target{plan, &groups, &in};
+            } target{plan, &slots_of_plan_field, &groups, &in};
             // Cells fold the read cache's packed windows as they are.
             const Db::PackedRunVisitor packed =
                 [t = &target](size_t f, const storage::PackedRun& run, size_t begin, size_t end) {
                   t->points += end - begin;
                   GroupAcc* g = t->Group();
-                  for (size_t slot = 0; slot < t->plan->slots.size(); ++slot) {
-                    if (t->plan->slots[slot].field == static_cast<int>(f))
-                      g->cells.AddPacked(t->plan->specs, t->plan->grid, slot, run, begin, end);
+                  for (size_t slot : (*t->slots_of)[f]) {
+                    g->cells.AddPacked(t->plan->specs, t->plan->grid, slot, run, begin, end);
                   }
                 };
             const Db::PointRunVisitor runs = [t = &target](size_t f, const Column& col,
                                                            size_t begin, size_t end) {
               t->points += end - begin;
               GroupAcc* g = t->Group();
-              for (size_t slot = 0; slot < t->plan->slots.size(); ++slot) {
-                if (t->plan->slots[slot].field == static_cast<int>(f))
-                  FoldSlotRange(*t->plan, g, slot, col, begin, end);
-              }
+              for (size_t slot : (*t->slots_of)[f])
+                FoldSlotRange(*t->plan, g, slot, col, begin, end);
             };
             GPULSE_RETURN_IF_ERROR(input->Scan(in, fields, plan->lo, plan->hi, runs,
                                                plan->use_cells ? &packed : nullptr));
@@ -2251,10 +2260,9 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
       std::vector<QueryValue> v(rows.size());
       if (e.kind != ExprKind::kVarRef) return ErrorAt(e, "internal: unexpected " + e.ToString());
       if (plan->IsField(e)) {
-        int f = -1;
-        for (size_t x = 0; x < plan->fields.size(); ++x) {
-          if (plan->fields[x] == e.text) f = static_cast<int>(x);
-        }
+        const auto known = plan->field_index.find(e.text);
+        if (known == plan->field_index.end()) return v;
+        const int f = known->second;
         for (size_t k = 0; k < rows.size(); ++k) {
           const SeriesRows& sr = per[rows[k].series];
           const int32_t p = sr.pos[static_cast<size_t>(f)][rows[k].row];

@@ -200,7 +200,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     if (!root.is_object()) return Status::InvalidArgument("the top level must be an object");
     GPULSE_RETURN_IF_ERROR(CheckKeys(root, "config",
                                      {"data", "listen", "threads", "max_body_mb", "read_timeout",
-                                      "auth", "scrape", "storage", "query", "alerts"}));
+                                      "auth", "scrape", "storage", "query", "alerts", "limits"}));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "data", &config->data_dir));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "listen", &config->listen));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "threads", &config->threads));
@@ -226,6 +226,20 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
       GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_points", &l.max_points));
       GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_rows", &l.max_rows));
       GPULSE_RETURN_IF_ERROR(GetMillis(*q, "query", "timeout", &l.timeout));
+    }
+    if (const auto l = root.find("limits"); l != root.end()) {
+      if (!l->is_object()) return Status::InvalidArgument("limits: must be an object");
+      GPULSE_RETURN_IF_ERROR(CheckKeys(
+          *l, "limits", {"max_fields", "max_tags", "max_name_bytes", "max_tag_value_bytes"}));
+      Options::PointLimits& p = config->db.point_limits;
+      GPULSE_RETURN_IF_ERROR(Get(*l, "limits", "max_fields", &p.max_fields));
+      GPULSE_RETURN_IF_ERROR(Get(*l, "limits", "max_tags", &p.max_tags));
+      GPULSE_RETURN_IF_ERROR(Get(*l, "limits", "max_name_bytes", &p.max_name_bytes));
+      GPULSE_RETURN_IF_ERROR(Get(*l, "limits", "max_tag_value_bytes", &p.max_tag_value_bytes));
+      if (p.max_fields == 0 || p.max_name_bytes == 0 || p.max_tag_value_bytes == 0) {
+        return Status::InvalidArgument(
+            "limits: max_fields, max_name_bytes and max_tag_value_bytes must be at least 1");
+      }
     }
     if (const auto a = root.find("alerts"); a != root.end()) {
       if (!a->is_object()) return Status::InvalidArgument("alerts: must be an object");

@@ -348,5 +348,32 @@ TEST(LineProtocolTest, ParseToPointsCopiesEverything) {
   EXPECT_EQ(p.timestamp_ns, 10'000'000'000);
 }
 
+// A wide line finds repeated keys through a hash map, not the 64-bit filter
+// of a narrow one: the same answers (last value wins, at the first place;
+// a repeated tag key is an error), also with escaped keys.
+TEST(LineProtocolTest, WideLinesFindRepeatedKeysLikeNarrowOnes) {
+  for (const int width : {3, 64, 65, 500}) {
+    SCOPED_TRACE(width);
+    std::string fields, tags;
+    for (int i = 0; i < width; ++i) {
+      fields += (i ? ",f\\ " : "f\\ ") + std::to_string(i) + "=" + std::to_string(i);
+      tags += ",t" + std::to_string(i) + "=v";
+    }
+    std::vector<Point> points;
+    std::vector<LineError> errors;
+    ParseToPoints("m" + tags + " " + fields + ",f\\ 1=7i,f\\ 0=8i 5\nm" + tags + ",t1=w f=1 5\n",
+                  LineProtocolParser::Options(), &points, &errors);
+    ASSERT_EQ(points.size(), 1u);
+    ASSERT_EQ(points[0].fields.size(), static_cast<size_t>(width));
+    EXPECT_EQ(points[0].fields[0].key, "f 0");  // unescaped
+    EXPECT_EQ(std::get<int64_t>(points[0].fields[0].value), 8);
+    EXPECT_EQ(std::get<int64_t>(points[0].fields[1].value), 7);
+    EXPECT_EQ(std::get<double>(points[0].fields[2].value), 2);
+    ASSERT_EQ(errors.size(), 1u);
+    EXPECT_EQ(errors[0].line, 2u);
+    EXPECT_EQ(errors[0].message, "repeated tag key \"t1\"");
+  }
+}
+
 }  // namespace
 }  // namespace gpulse::ingest

@@ -518,5 +518,83 @@ TEST_F(ServerQueryTest, DeleteAndDropComeByPostWithTheRightToWrite) {
             json::parse(R"([["gpu,node=a"]])"));
 }
 
+// Item 6 of the hostile probe: one line of 100,000 fields (1.3 MB) took 30 s
+// to write and its count(*) 28 s; field keys were compared pairwise in the
+// parser, the write path, the head and the planner. Every step is now
+// linear (or n log n): the three requests take about 2 s in all (Release).
+TEST_F(ServerQueryTest, OneLineWithManyFieldsTakesSecondsToWrite) {
+  Stop();
+  config_.db.point_limits.max_fields = 200'000;
+  Start();
+  constexpr int kFields = 100'000;
+  std::string line = "wide ";
+  for (int i = 0; i < kFields; ++i) line += (i ? ",f" : "f") + std::to_string(i) + "=1i";
+  line += " 1704067200\n";
+  const auto started = std::chrono::steady_clock::now();
+  const HttpReply w = client_->Post("/write?db=wide&precision=s", line);
+  ASSERT_EQ(w.status, 204) << w.body.substr(0, 300);
+  const json counted = Query("SELECT count(*) FROM wide", "db=wide");
+  const json& columns = counted["results"][0]["series"][0]["columns"];
+  EXPECT_EQ(columns.size(), kFields + 1u);
+  EXPECT_EQ(counted["results"][0]["series"][0]["values"][0][kFields], 1);
+  const json raw = Query("SELECT * FROM wide", "db=wide");
+  EXPECT_EQ(raw["results"][0]["series"][0]["values"][0].size(), kFields + 1u);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 30s);
+}
+
+// Item 6's caps: fields and tags per point, the bytes of a name and of a tag
+// value. Each refusal is a 400 naming the line and the limit, and the good
+// lines of the request are written.
+TEST_F(ServerQueryTest, CapsOnOnePointAnswer400NamingTheLimit) {
+  std::string many_fields = "m ";
+  for (int i = 0; i < 1'001; ++i) many_fields += (i ? ",f" : "f") + std::to_string(i) + "=1";
+  std::string many_tags = "m";
+  for (int i = 0; i < 257; ++i) many_tags += ",t" + std::to_string(i) + "=v";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {many_fields + " 1", "the point has 1001 fields; at most 1000 (limit max_fields)"},
+      {many_tags + " f=1 1", "the point has 258 tags; at most 256 (limit max_tags)"},  // db too
+      {std::string(10 << 20, 'x') + " f=1 1",
+       "the measurement name has 10485760 bytes; at most 1024 (limit max_name_bytes)"},
+      {"m," + std::string(1'025, 'k') + "=v f=1 1",
+       "a tag key has 1025 bytes; at most 1024 (limit max_name_bytes)"},
+      {"m,k=" + std::string(65'537, 'v') + " f=1 1",
+       "the value of tag k has 65537 bytes; at most 65536 (limit max_tag_value_bytes)"},
+      {"m " + std::string(1'025, 'f') + "=1 1",
+       "a field key has 1025 bytes; at most 1024 (limit max_name_bytes)"},
+  };
+  for (const auto& [bad, message] : cases) {
+    const HttpReply r = client_->Post("/write?db=caps", "m,k=good f=1 1\n" + bad + "\n");
+    ASSERT_EQ(r.status, 400) << message;
+    const json body = json::parse(r.body);
+    EXPECT_EQ(body["written"], 1) << message;
+    EXPECT_EQ(body["lines"][0]["line"], 2) << message;
+    EXPECT_NE(body["lines"][0]["error"].get<std::string>().find(message), std::string::npos)
+        << body["lines"][0]["error"];
+  }
+  EXPECT_EQ(Query("SELECT count(f) FROM m", "db=caps")["results"][0]["series"][0]["values"][0][1],
+            1);
+}
+
+// Item 12 of the hostile probe: a point at int64's last nanosecond was
+// acknowledged (204) and could never be read, since reads are half-open.
+// Now it is refused, naming the line; both ends that are kept read back.
+TEST_F(ServerQueryTest, PointAtInt64MaxIsAcknowledgedAndNeverReadable) {
+  const HttpReply refused = client_->Post("/write?db=ends", "m v=1i 9223372036854775807\n");
+  ASSERT_EQ(refused.status, 400) << refused.body;
+  const json body = json::parse(refused.body);
+  EXPECT_EQ(body["lines"][0]["line"], 1) << refused.body;
+  EXPECT_NE(body["error"].get<std::string>().find("past the latest time gpulse keeps"),
+            std::string::npos)
+      << refused.body;
+  const HttpReply kept =
+      client_->Post("/write?db=ends", "m v=2i 9223372036854775806\nm v=3i -9223372036854775808\n");
+  ASSERT_EQ(kept.status, 204) << kept.body;
+  for (int pass = 0; pass < 2; ++pass) {
+    EXPECT_EQ(Query("SELECT v FROM m", "db=ends&epoch=ns")["results"][0]["series"][0]["values"],
+              json::parse("[[-9223372036854775808, 3], [9223372036854775806, 2]]"));
+    Restart();  // the WAL replays both, and the flush at close stores them
+  }
+}
+
 }  // namespace
 }  // namespace gpulse::server
