@@ -353,10 +353,13 @@ struct QueryOptions {
   // HTTP write endpoints tag a point with), and the `db` tag itself is hidden.
   // A statement whose FROM names a database (`"db".."m"`) runs on that one.
   std::string database;
-  // When set, the only databases the statements may read or change: a
-  // statement reaching any other (or every database at once) fails with
-  // PermissionDenied, and SHOW DATABASES lists only these. The server sets it
-  // from a request's token; unset, every database may be read.
+  // When set, the only databases the statements may reach, to read or to
+  // change: a statement reaching any other (or every database at once) fails
+  // with PermissionDenied, SHOW DATABASES lists only these, and SHOW STALE
+  // leaves out the server's sources (show_sources). Whether the caller may
+  // change data at all is its own check (the server asks the token's write
+  // scope for DELETE, DROP and CREATE). The server sets it from a request's
+  // token; unset, every database may be reached.
   std::optional<std::vector<std::string>> readable_databases;
   // now() in the query; 0 reads the system clock once per query.
   int64_t now_ns = 0;

@@ -445,6 +445,13 @@ Status OptionsFor(const Statement& statement, const QueryOptions& options, Query
                     ReadableList(options) + ")");
   }
   if (reach->kind == Reach::Kind::kDatabase) out->database = reach->database;
+  if (options.readable_databases) {
+    // The server's sources and alerts span every database: SHOW STALE of a
+    // scoped caller reports its database's nodes and GPUs, not every
+    // pushing host and scrape target.
+    out->show_sources = nullptr;
+    out->show_alerts = nullptr;
+  }
   return Status::Ok();
 }
 

@@ -1,5 +1,6 @@
 #include "server/auth.h"
 
+#include <algorithm>
 #include <boost/beast/core/detail/base64.hpp>
 
 namespace gpulse::server {
@@ -51,7 +52,7 @@ DatabaseScope::DatabaseScope(const std::vector<std::string>& names) {
   for (const std::string& n : names) {
     if (n == "*") {
       everything_ = true;
-    } else if (!n.empty()) {
+    } else if (!n.empty() && std::find(names_.begin(), names_.end(), n) == names_.end()) {
       names_.push_back(n);
     }
   }

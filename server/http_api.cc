@@ -219,22 +219,19 @@ std::optional<Grant> HttpApi::Authenticate(const Request& request,
 }
 
 std::optional<Response> HttpApi::Forbid(const Request& request, const Grant& grant,
-                                        std::string_view database, Access access) {
+                                        std::string_view database, Access access,
+                                        std::string_view hint) {
   const DatabaseScope& scope = grant.For(access);
   if (scope.Covers(database)) return std::nullopt;
   ++metrics_->auth_forbidden;
   const char* verb = access == Access::kRead ? "read" : "write";
   const std::string what =
       database == "*" ? std::string("every database") : "database " + std::string(database);
-  // Asked for every database by naming none: say how to name one.
-  const bool name_one = database == "*" && !scope.empty();
+  const bool name_one = !hint.empty() && !scope.empty();
   return Error(http::status::forbidden, request.version(),
                std::string("this token may not ") + verb + " " + what + " (it may " + verb + " " +
                    scope.Describe() +
-                   (name_one ? std::string(": name one with ") +
-                                   (access == Access::kRead ? "db=" : "?db= or bucket=")
-                             : std::string()) +
-                   ")");
+                   (name_one ? ": name one with " + std::string(hint) : std::string()) + ")");
 }
 
 std::optional<Response> HttpApi::Authorize(const Request& request,
@@ -259,13 +256,15 @@ std::optional<Response> HttpApi::ForbidStatements(const Request& request, const 
     // filters it); every other statement needs its database in the scope,
     // and a statement over every database (no db=, rules, sources) needs "*".
     if (reach->kind == query::Reach::Kind::kNames) continue;
+    const bool everything = reach->kind == query::Reach::Kind::kEverything;
     const std::string_view need =
-        reach->kind == query::Reach::Kind::kEverything || reach->database.empty()
-            ? std::string_view("*")
-            : std::string_view(reach->database);
-    if (auto denied = Forbid(request, grant, need, Access::kRead)) return denied;
+        everything || reach->database.empty() ? std::string_view("*") : reach->database;
+    // A statement over every database only because none was named could
+    // name one; rules, seasons and sources cannot.
+    const std::string_view hint = !everything && reach->database.empty() ? "db=" : "";
+    if (auto denied = Forbid(request, grant, need, Access::kRead, hint)) return denied;
     if (reach->changes) {
-      if (auto denied = Forbid(request, grant, need, Access::kWrite)) return denied;
+      if (auto denied = Forbid(request, grant, need, Access::kWrite, hint)) return denied;
     }
   }
   return std::nullopt;
@@ -377,7 +376,8 @@ Response HttpApi::Write(const Request& request, const RequestContext& context, b
   // A token scoped to one database writes there when ?db= names none; with
   // no database the points would land untagged, which only "*" may write.
   if (database.empty() && !grant->write.everything()) database = grant->write.Sole();
-  if (auto denied = Forbid(request, *grant, database.empty() ? "*" : database, Access::kWrite)) {
+  if (auto denied = Forbid(request, *grant, database.empty() ? "*" : database, Access::kWrite,
+                           v2 ? "bucket=" : "?db=")) {
     return *denied;
   }
 

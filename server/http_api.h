@@ -64,9 +64,11 @@ class HttpApi {
                                     const std::map<std::string, std::string>& params,
                                     Response* refusal);
   // Non-null when `grant` does not cover `database` ("*": every database)
-  // for `access`: the 403 to send, naming what the token may reach.
+  // for `access`: the 403 to send, naming what the token may reach, and
+  // `hint` (how to name a database) when the request could have named one.
   std::optional<Response> Forbid(const Request& request, const Grant& grant,
-                                 std::string_view database, Access access);
+                                 std::string_view database, Access access,
+                                 std::string_view hint = {});
   // Non-null when a statement reaches past `grant` (statement_reach.h): the
   // 403 (or the 400 of a statement naming two databases).
   std::optional<Response> ForbidStatements(const Request& request, const Grant& grant,

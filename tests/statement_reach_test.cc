@@ -143,6 +143,21 @@ TEST(StatementReachTest, ExecutorRunsOnTheReachedDatabaseAndEnforcesTheScope) {
             (std::vector<std::vector<QueryValue>>{{QueryValue(std::string("a"))}}));
   EXPECT_TRUE(shown.statements[1].status.IsPermissionDenied());
   EXPECT_TRUE(shown.statements[2].status.IsPermissionDenied());
+
+  // SHOW STALE of a scoped caller reports its database, not the server's
+  // pushing hosts and scrape targets of every database (show_sources).
+  int asked = 0;
+  for (QueryOptions* o : {&all, &scoped}) {
+    o->show_sources = [&asked](ResultSeries* out) {
+      ++asked;
+      out->columns = {"kind", "name", "up", "last_seen", "points", "requests", "error"};
+    };
+  }
+  QueryResult stale;
+  ASSERT_TRUE(db->Query("SHOW STALE", all, &stale).ok());
+  EXPECT_EQ(asked, 1);
+  ASSERT_TRUE(db->Query("SHOW STALE", scoped, &stale).ok());
+  EXPECT_EQ(asked, 1) << "a scoped SHOW STALE asked for every source";
 }
 
 }  // namespace
