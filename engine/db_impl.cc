@@ -166,6 +166,13 @@ Status DbImpl::Open() {
         " values) from " + path_ + "/wal");
   }
   if (report.dropped_bytes > 0) Log("WAL tail cut: " + report.dropped_reason);
+  for (const std::string& damage : report.damage) {
+    Log("WAL damage, records lost: " + damage + " (a copy of the segment is in " + path_ +
+        "/wal/damaged/)");
+  }
+  replay_damaged_bytes_ = report.damaged_bytes;
+  replay_damaged_regions_ = report.damage.size();
+  replay_cut_bytes_ = report.dropped_bytes;
   if (head_->empty()) {
     // Nothing to replay: the segments an earlier session left are done with.
     GPULSE_RETURN_IF_ERROR(wal_->RemoveSegmentsBefore(wal_->active_segment()));
@@ -264,6 +271,9 @@ DbStats DbImpl::GetStats() {
     stats.wal_syncs = syncs.syncs;
     stats.wal_sync_seconds = static_cast<double>(syncs.sync_nanos) / 1e9;
   }
+  stats.wal_replay_damaged_bytes = replay_damaged_bytes_;
+  stats.wal_replay_damaged_regions = replay_damaged_regions_;
+  stats.wal_replay_cut_bytes = replay_cut_bytes_;
   {
     std::lock_guard<std::mutex> bg(bg_mu_);
     stats.writes_refused_full = writes_refused_full_;

@@ -376,6 +376,9 @@ class DbImpl final : public Db {
   std::atomic<uint64_t> head_bytes_{0};
   std::atomic<uint64_t> values_written_{0};
   std::atomic<uint64_t> flushes_{0};
+  // What the WAL replay of the last Open could not read (DbStats): set by
+  // Open before the Db is shared, read-only after.
+  uint64_t replay_damaged_bytes_ = 0, replay_damaged_regions_ = 0, replay_cut_bytes_ = 0;
   std::atomic<uint64_t> retention_runs_{0};
   std::atomic<uint64_t> windows_merged_{0};
   std::atomic<uint64_t> retention_deleted_keys_{0};

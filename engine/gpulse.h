@@ -286,6 +286,12 @@ struct DbStats {
   uint64_t wal_bytes = 0;
   uint64_t wal_syncs = 0;
   double wal_sync_seconds = 0;  // total time spent in WAL fsyncs
+  // What the replay at Open could not read: bytes of damaged records inside
+  // the log (their points are lost; the log says where) and torn-tail bytes
+  // cut (never acknowledged under the every-batch policy).
+  uint64_t wal_replay_damaged_bytes = 0;
+  uint64_t wal_replay_damaged_regions = 0;
+  uint64_t wal_replay_cut_bytes = 0;
   uint64_t values_written = 0;
   uint64_t flushes = 0;
   uint64_t writes_refused_full = 0;  // Writes that got ResourceExhausted (wait_when_full off)

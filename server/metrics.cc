@@ -96,6 +96,15 @@ std::string ServerMetrics::Render(const DbStats& db) const {
        static_cast<double>(db.wal_syncs));
   Line(&out, "gpulse_wal_sync_seconds_total", "counter", "Time spent in WAL fsyncs.",
        db.wal_sync_seconds);
+  Line(&out, "gpulse_wal_replay_damaged_bytes", "gauge",
+       "Bytes of damaged WAL records skipped by the last start's replay (their points are lost).",
+       static_cast<double>(db.wal_replay_damaged_bytes));
+  Line(&out, "gpulse_wal_replay_damaged_regions", "gauge",
+       "Damaged regions of the WAL skipped by the last start's replay.",
+       static_cast<double>(db.wal_replay_damaged_regions));
+  Line(&out, "gpulse_wal_replay_cut_bytes", "gauge",
+       "Bytes of torn WAL tail cut by the last start's replay.",
+       static_cast<double>(db.wal_replay_cut_bytes));
   Line(&out, "gpulse_flushes_total", "counter", "Head flushes to chunks.",
        static_cast<double>(db.flushes));
   Line(&out, "gpulse_windows_merged_total", "counter",

@@ -109,45 +109,97 @@ Status Wal::Replay(const std::vector<uint64_t>& segments,
   // Runs inside Open before the Wal is shared; mu_ is taken only to keep the
   // GUARDED_BY contract literal.
   for (size_t i = 0; i < segments.size(); ++i) {
+    const std::string path = SegmentPath(dir_, segments[i]);
     std::string contents;
-    GPULSE_RETURN_IF_ERROR(env_->ReadFileToString(SegmentPath(dir_, segments[i]), &contents));
+    GPULSE_RETURN_IF_ERROR(env_->ReadFileToString(path, &contents));
     ++report->segments;
     WalReader reader(contents);
     std::string_view record;
-    while (reader.Next(&record)) {
-      if (apply) GPULSE_RETURN_IF_ERROR(apply(record));
-      ++report->records;
-      report->bytes += WalWriter::FramedSize(record.size());
+    bool damaged = false;
+    while (true) {
+      while (reader.Next(&record)) {
+        if (apply) GPULSE_RETURN_IF_ERROR(apply(record));
+        ++report->records;
+        report->bytes += WalWriter::FramedSize(record.size());
+      }
+      if (!reader.stopped_early()) break;
+      const uint64_t bad_at = reader.good_offset();
+      const std::string reason = reader.reason();
+      uint64_t skipped = 0;
+      // A search that checksums more than a few times the segment is over
+      // garbage full of plausible headers: give up there, as at a torn tail.
+      if (!reader.Resync(8 * contents.size() + (1 << 20), &skipped)) break;
+      damaged = true;
+      report->damaged_bytes += skipped;
+      report->damage.push_back(path + " offset " + std::to_string(bad_at) + ": " + reason +
+                               "; skipped " + std::to_string(skipped) +
+                               " bytes to the next good record");
     }
     {
       std::lock_guard<std::mutex> guard(mu_);
       segment_sizes_[segments[i]] = reader.good_offset();
     }
     if (reader.stopped_early()) {
-      return CutTail(segments, i, contents.size(), reader.good_offset(), reader.reason(), report);
+      bool later_data = false;
+      GPULSE_RETURN_IF_ERROR(LaterSegmentsHoldData(segments, i, &later_data));
+      if (!later_data) {
+        if (damaged) GPULSE_RETURN_IF_ERROR(KeepAside(segments[i], contents));
+        return CutTail(segments, i, contents.size(), reader.good_offset(), reader.reason(), report);
+      }
+      // Not a torn tail: this segment was synced before the next one got a
+      // byte. What is left of it is lost; the later segments still replay.
+      const uint64_t lost = contents.size() - reader.good_offset();
+      damaged = true;
+      report->damaged_bytes += lost;
+      report->damage.push_back(path + " offset " + std::to_string(reader.good_offset()) + ": " +
+                               reader.reason() + "; lost the last " + std::to_string(lost) +
+                               " bytes of the segment (a later segment holds data)");
+      std::lock_guard<std::mutex> guard(mu_);
+      segment_sizes_[segments[i]] = contents.size();
     }
+    if (damaged) GPULSE_RETURN_IF_ERROR(KeepAside(segments[i], contents));
   }
   return Status::Ok();
+}
+
+Status Wal::LaterSegmentsHoldData(const std::vector<uint64_t>& segments, size_t index, bool* data) {
+  *data = false;
+  for (size_t j = index + 1; j < segments.size() && !*data; ++j) {
+    const std::string later = SegmentPath(dir_, segments[j]);
+    uint64_t size = 0;
+    GPULSE_RETURN_IF_ERROR(env_->GetFileSize(later, &size));
+    if (size == 0) continue;
+    std::string contents;
+    GPULSE_RETURN_IF_ERROR(env_->ReadFileToString(later, &contents));
+    *data = !AllZero(contents);
+  }
+  return Status::Ok();
+}
+
+Status Wal::KeepAside(uint64_t segment, std::string_view contents) {
+  const std::string aside = dir_ + "/damaged";
+  const std::string name = SegmentPath(aside, segment);
+  if (env_->FileExists(name)) return Status::Ok();  // kept at an earlier Open
+  GPULSE_RETURN_IF_ERROR(env_->CreateDirIfMissing(aside));
+  std::unique_ptr<WritableFile> file;
+  GPULSE_RETURN_IF_ERROR(env_->NewWritableFile(name + ".tmp", &file));
+  GPULSE_RETURN_IF_ERROR(file->Append(contents));
+  GPULSE_RETURN_IF_ERROR(file->Sync());
+  GPULSE_RETURN_IF_ERROR(file->Close());
+  GPULSE_RETURN_IF_ERROR(env_->RenameFile(name + ".tmp", name));
+  return env_->SyncDir(aside);
 }
 
 Status Wal::CutTail(const std::vector<uint64_t>& segments, size_t index, uint64_t size,
                     uint64_t offset, const std::string& reason, WalReplayReport* report) {
   const std::string path = SegmentPath(dir_, segments[index]);
   const std::string where = path + " offset " + std::to_string(offset) + ": " + reason;
-  // Check every later segment before cutting anything: damage followed by
-  // real data is not a torn tail, and must not be "repaired" by deleting data.
+  // The caller found every later segment empty or all zeros
+  // (LaterSegmentsHoldData): damage followed by data is not a torn tail.
   std::vector<uint64_t> later_sizes;
   for (size_t j = index + 1; j < segments.size(); ++j) {
-    const std::string later = SegmentPath(dir_, segments[j]);
     uint64_t later_size;
-    GPULSE_RETURN_IF_ERROR(env_->GetFileSize(later, &later_size));
-    if (later_size > 0) {
-      std::string contents;
-      GPULSE_RETURN_IF_ERROR(env_->ReadFileToString(later, &contents));
-      if (!AllZero(contents)) {
-        return Status::Corruption(where + " (not the last segment: " + later + " holds data)");
-      }
-    }
+    GPULSE_RETURN_IF_ERROR(env_->GetFileSize(SegmentPath(dir_, segments[j]), &later_size));
     later_sizes.push_back(later_size);
   }
 

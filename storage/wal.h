@@ -43,6 +43,15 @@ struct WalReplayReport {
   uint64_t bytes = 0;          // framed bytes of those records (headers included)
   uint64_t dropped_bytes = 0;  // bytes cut from the tail of the last segment(s)
   std::string dropped_reason;  // "DIR/00000007.log offset 1234: bad checksum; cut 517 bytes"
+  // Damage inside the log, as opposed to a torn tail: bytes between a bad
+  // frame and the next good one (or the end of a segment that later segments
+  // follow with data). The records there are lost; every intact record
+  // around them was replayed. One line per damaged region, e.g.
+  // "DIR/00000003.log offset 1234: bad checksum; skipped 4096 bytes to the
+  // next good record", and a copy of each damaged segment is kept as
+  // DIR/damaged/NNNNNNNN.log for inspection.
+  uint64_t damaged_bytes = 0;
+  std::vector<std::string> damage;
 };
 
 // Group-commit syncs done by SyncTo and Sync, and the time spent in them.
@@ -56,12 +65,17 @@ class Wal {
   // Opens (creating DIR if missing) and replays every existing record, oldest
   // segment first, through `apply` (may be empty) before returning.
   //
-  // A torn or corrupt record in the last segment that holds data cuts that
-  // file at the last good record (TruncateFile) and is described in *report
-  // (may be null); later segments must then be empty or all zeros, and are cut
-  // to zero length. Corruption followed by data in a later segment is
-  // Corruption naming the file and offset, since a segment is synced before the
-  // next one is used. If `apply` returns an error, Open returns it unchanged.
+  // A bad frame is skipped to the next valid frame of its segment (the reader
+  // resynchronises, as LevelDB's log reader does), so damage in the middle
+  // of the log costs only the damaged records: they are described in
+  // report->damage, and the segment is copied to DIR/damaged/ for
+  // inspection, never changed in place. A bad frame with no valid frame after
+  // it is a torn tail when it is in the last segment that holds data: that
+  // file is cut at the last good record (TruncateFile), later segments (empty
+  // or all zeros) are cut to zero length, and *report (may be null) says
+  // what was cut. In an earlier segment it is damage too: the rest of that
+  // segment is lost and replay goes on with the next one. If `apply` returns
+  // an error, Open returns it unchanged.
   // The last segment holding data is synced before appends go to a NEW segment
   // numbered above every existing one (a killed process leaves it unsynced).
   static Status Open(Env* env, const std::string& dir, const WalOptions& options,
@@ -129,6 +143,10 @@ class Wal {
   // `size` is the damaged segment's length.
   Status CutTail(const std::vector<uint64_t>& segments, size_t index, uint64_t size,
                  uint64_t offset, const std::string& reason, WalReplayReport* report);
+  // Whether a segment after segments[index] holds a non-zero byte.
+  Status LaterSegmentsHoldData(const std::vector<uint64_t>& segments, size_t index, bool* data);
+  // Copies a damaged segment's bytes to DIR/damaged/NNNNNNNN.log, once.
+  Status KeepAside(uint64_t segment, std::string_view contents);
 
   // REQUIRES: mu_ held, no sync in progress, no sticky error.
   // Syncs and closes the active segment (if any), then creates segment

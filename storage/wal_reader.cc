@@ -49,4 +49,28 @@ bool WalReader::Next(std::string_view* record) {
   return true;
 }
 
+bool WalReader::Resync(uint64_t budget, uint64_t* skipped) {
+  using namespace wal_format;
+  if (reason_.empty()) return false;
+  uint64_t spent = 0;
+  for (uint64_t at = offset_ + 1; at + kHeaderSize <= data_.size(); ++at) {
+    const std::string_view rest = data_.substr(at);
+    if (static_cast<uint8_t>(rest[kTypeOffset]) != kFullType) continue;
+    const uint32_t length = GetFixed32(rest.data() + kLengthOffset);
+    if (length > kMaxRecordBytes || length > rest.size() - kHeaderSize) continue;
+    spent += kHeaderSize + length;
+    if (spent > budget) return false;
+    const uint32_t expected = crc32c::Unmask(GetFixed32(rest.data() + kCrcOffset));
+    if (crc32c::Value(rest.substr(kLengthOffset, kHeaderSize - kLengthOffset + length)) !=
+        expected) {
+      continue;
+    }
+    *skipped = at - offset_;
+    offset_ = at;
+    reason_.clear();
+    return true;
+  }
+  return false;
+}
+
 }  // namespace gpulse::storage

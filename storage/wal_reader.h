@@ -4,8 +4,9 @@
 //
 // The reader stops at the first frame that is not a valid record: a torn or
 // zero-filled tail, a bad type, an absurd length, a length that runs past the
-// end, or a bad checksum. It never skips ahead to look for later records; what
-// to do with the rest of the segment is the Wal's decision (see wal.h).
+// end, or a bad checksum. Whether to go on is the Wal's decision (see wal.h):
+// Resync() looks for the next valid frame after the damage, as LevelDB's log
+// reader skips a damaged block, and reading goes on from there.
 //
 // Thread safety: none; one thread uses a reader.
 #pragma once
@@ -34,6 +35,15 @@ class WalReader {
   // Why Next() stopped early ("bad checksum", "zero-filled tail", ...); empty
   // while reading and after a clean end.
   const std::string& reason() const { return reason_; }
+
+  // After an early stop: finds the first offset past good_offset() where a
+  // valid frame starts (right type, a length inside the segment, a matching
+  // checksum), makes it the next record and returns true; *skipped gets the
+  // damaged bytes between. False when no valid frame follows (a torn tail),
+  // or when the search would checksum more than `budget` bytes in all (so
+  // that garbage full of plausible headers costs bounded time). A false
+  // match needs a 32-bit checksum to agree by chance.
+  bool Resync(uint64_t budget, uint64_t* skipped);
 
  private:
   bool Stop(std::string reason);

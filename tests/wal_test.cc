@@ -253,8 +253,36 @@ struct CorruptionCase {
   std::string name;
   std::function<void(std::string* segment, const std::vector<uint64_t>& starts)> damage;
   size_t kept;         // records replayed before the damage
-  std::string reason;  // expected substring of dropped_reason; "" = nothing dropped
+  std::string reason;  // expected substring of the report; "" = nothing dropped
+  // The damaged record has intact records after it: replay skips it to the
+  // next one and reports damage; nothing is cut.
+  bool resyncs = false;
 };
+
+// Damage in the middle: every record but the damaged one comes back, the
+// report names the region, the segment is unchanged and a copy of it is kept
+// aside; a second reopen answers the same.
+void RunResyncCase(const CorruptionCase& c, const std::string& dir, const std::string& segment,
+                   const std::vector<uint64_t>& starts) {
+  const std::string path = Wal::SegmentPath(dir, 1);
+  std::vector<std::string> want = kRecords;
+  want.erase(want.begin() + static_cast<ptrdiff_t>(c.kept));
+  for (int pass = 0; pass < 2; ++pass) {
+    Opened o = OpenWal(dir);
+    ASSERT_TRUE(o.status.ok()) << o.status.ToString();
+    EXPECT_EQ(o.records, want);
+    EXPECT_EQ(o.report.dropped_bytes, 0u);
+    EXPECT_EQ(o.report.damaged_bytes, starts[c.kept + 1] - starts[c.kept]);
+    ASSERT_EQ(o.report.damage.size(), 1u);
+    EXPECT_EQ(
+        o.report.damage[0].rfind(path + " offset " + std::to_string(starts[c.kept]) + ": ", 0), 0u)
+        << o.report.damage[0];
+    EXPECT_NE(o.report.damage[0].find(c.reason), std::string::npos) << o.report.damage[0];
+    EXPECT_EQ(FileSize(path), segment.size());
+    EXPECT_EQ(ReadFile(Wal::SegmentPath(dir + "/damaged", 1)), segment);
+    ASSERT_TRUE(o.wal->Close().ok());
+  }
+}
 
 // Damages a written segment, reopens, and checks exactly what was replayed,
 // reported and cut; a second reopen must then find a clean log.
@@ -268,6 +296,7 @@ void RunCorruptionCase(const CorruptionCase& c) {
   ASSERT_EQ(segment.size(), starts.back());
   c.damage(&segment, starts);
   WriteFile(path, segment);
+  if (c.resyncs) return RunResyncCase(c, dir, segment, starts);
 
   const uint64_t cut_at = starts[c.kept];
   Opened o = OpenWal(dir);
@@ -305,7 +334,7 @@ TEST(WalCorruptionTest, FlipEveryByteOfEveryRecord) {
                          [pos, mask](std::string* s, const std::vector<uint64_t>&) {
                            (*s)[pos] = static_cast<char>((*s)[pos] ^ mask);
                          },
-                         k, "offset " + std::to_string(starts[k])});
+                         k, "offset " + std::to_string(starts[k]), k + 1 < kRecords.size()});
       }
     }
   }
@@ -338,7 +367,7 @@ TEST(WalCorruptionTest, TableOfDamage) {
        [](std::string* s, const std::vector<uint64_t>& st) {
          (*s)[st[2] + wal_format::kCrcOffset] ^= 0x40;
        },
-       2, "bad checksum"},
+       2, "bad checksum", true},
       {"length of the last record one past EOF",
        [n](std::string* s, const std::vector<uint64_t>& st) {
          PutLength(s, st[n - 1], static_cast<uint32_t>(kRecords[n - 1].size() + 1));
@@ -346,15 +375,15 @@ TEST(WalCorruptionTest, TableOfDamage) {
        n - 1, "runs past end of file"},
       {"length of record 1 runs far past EOF",
        [](std::string* s, const std::vector<uint64_t>& st) { PutLength(s, st[1], 100000); }, 1,
-       "record length 100000 runs past end of file"},
+       "record length 100000 runs past end of file", true},
       {"huge length",
        [](std::string* s, const std::vector<uint64_t>& st) { PutLength(s, st[2], 0xFFFFFFFFu); }, 2,
-       "absurd record length 4294967295"},
+       "absurd record length 4294967295", true},
       {"just over the record limit",
        [](std::string* s, const std::vector<uint64_t>& st) {
          PutLength(s, st[0], wal_format::kMaxRecordBytes + 1);
        },
-       0, "absurd record length"},
+       0, "absurd record length", true},
       {"bad type",
        [](std::string* s, const std::vector<uint64_t>& st) {
          (*s)[st[3] + wal_format::kTypeOffset] = 7;
@@ -364,7 +393,7 @@ TEST(WalCorruptionTest, TableOfDamage) {
        [](std::string* s, const std::vector<uint64_t>& st) {
          std::fill_n(s->begin() + st[1], wal_format::kHeaderSize, '\0');
        },
-       1, "bad record type 0"},
+       1, "bad record type 0", true},
       {"zeroed last record",
        [n](std::string* s, const std::vector<uint64_t>& st) {
          std::fill(s->begin() + st[n - 1], s->end(), '\0');
@@ -393,33 +422,49 @@ void WriteTwoSegments(const std::string& dir) {
   ASSERT_TRUE(o.wal->Close().ok());
 }
 
-TEST(WalCorruptionTest, DamageInAnEarlierSegmentIsCorruption) {
-  ScratchDir tmp;
-  const std::string dir = tmp.path();
-  WriteTwoSegments(dir);
-  const std::string first = Wal::SegmentPath(dir, 1);
-  std::string segment = ReadFile(first);
-  const uint64_t second_record = WalWriter::FramedSize(2);
-  segment[second_record + wal_format::kHeaderSize] ^= 0x01;
-  WriteFile(first, segment);
-
-  int applied = 0;
-  std::unique_ptr<Wal> wal;
-  Status s = Wal::Open(
-      Env::Default(), dir, WalOptions(),
-      [&applied](std::string_view) {
-        ++applied;
-        return Status::Ok();
-      },
-      nullptr, &wal);
-  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
-  EXPECT_EQ(
-      s.message().rfind(first + " offset " + std::to_string(second_record) + ": bad checksum", 0),
-      0u)
-      << s.message();
-  EXPECT_EQ(wal, nullptr);
-  EXPECT_EQ(FileSize(first), segment.size());  // nothing was cut
-  EXPECT_EQ(SegmentsIn(dir), (std::vector<uint64_t>{1, 2}));
+// A segment is synced before the next one gets a byte, so damage there is
+// no torn tail: replay skips the damaged record (or, with no good frame after
+// it in its segment, the rest of the segment) and goes on with the later
+// segments, cutting nothing; what was lost is in the report.
+TEST(WalCorruptionTest, DamageInAnEarlierSegmentCostsOnlyWhatIsDamaged) {
+  const uint64_t framed = WalWriter::FramedSize(2);
+  struct Case {
+    uint64_t flip;  // the byte of segment 1 flipped
+    std::vector<std::string> records;
+    std::string damage;
+  };
+  const std::vector<Case> cases = {
+      {framed + wal_format::kHeaderSize,
+       {"a0", "a2", "b0", "b1", "b2"},
+       "offset " + std::to_string(framed) + ": bad checksum; skipped " + std::to_string(framed) +
+           " bytes to the next good record"},
+      {2 * framed + wal_format::kHeaderSize,
+       {"a0", "a1", "b0", "b1", "b2"},
+       "offset " + std::to_string(2 * framed) + ": bad checksum; lost the last " +
+           std::to_string(framed) + " bytes of the segment (a later segment holds data)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.flip);
+    ScratchDir tmp;
+    const std::string dir = tmp.path();
+    WriteTwoSegments(dir);
+    const std::string first = Wal::SegmentPath(dir, 1);
+    std::string segment = ReadFile(first);
+    segment[c.flip] ^= 0x01;
+    WriteFile(first, segment);
+    for (int pass = 0; pass < 2; ++pass) {
+      Opened o = OpenWal(dir);
+      ASSERT_TRUE(o.status.ok()) << o.status.ToString();
+      EXPECT_EQ(o.records, c.records);
+      ASSERT_EQ(o.report.damage.size(), 1u);
+      EXPECT_EQ(o.report.damage[0], first + " " + c.damage);
+      EXPECT_EQ(o.report.damaged_bytes, framed);
+      EXPECT_EQ(o.report.dropped_bytes, 0u);
+      EXPECT_EQ(FileSize(first), segment.size());  // nothing was cut
+      EXPECT_EQ(ReadFile(Wal::SegmentPath(dir + "/damaged", 1)), segment);
+      ASSERT_TRUE(o.wal->Close().ok());
+    }
+  }
 }
 
 TEST(WalCorruptionTest, TornTailBeforeOnlyEmptyOrZeroSegmentsIsCut) {
