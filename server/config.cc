@@ -198,9 +198,10 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
   }
   const auto load = [&]() -> Status {
     if (!root.is_object()) return Status::InvalidArgument("the top level must be an object");
-    GPULSE_RETURN_IF_ERROR(CheckKeys(root, "config",
-                                     {"data", "listen", "threads", "max_body_mb", "read_timeout",
-                                      "auth", "scrape", "storage", "query", "alerts", "limits"}));
+    GPULSE_RETURN_IF_ERROR(
+        CheckKeys(root, "config",
+                  {"data", "listen", "threads", "max_body_mb", "read_timeout", "max_connections",
+                   "auth", "scrape", "storage", "query", "alerts", "limits"}));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "data", &config->data_dir));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "listen", &config->listen));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "threads", &config->threads));
@@ -211,6 +212,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "max_body_mb", &mb));
     config->max_body_bytes = static_cast<uint64_t>(mb * (1 << 20));
     GPULSE_RETURN_IF_ERROR(GetMillis(root, "config", "read_timeout", &config->read_timeout));
+    GPULSE_RETURN_IF_ERROR(Get(root, "config", "max_connections", &config->max_connections));
     if (const auto auth = root.find("auth"); auth != root.end()) {
       if (!auth->is_object()) return Status::InvalidArgument("auth: must be an object");
       GPULSE_RETURN_IF_ERROR(CheckKeys(*auth, "auth", {"tokens"}));

@@ -43,6 +43,9 @@ struct ServerConfig {
   int threads = 2;
   uint64_t max_body_bytes = 64ull << 20;  // after gzip inflation too
   std::chrono::milliseconds read_timeout{30000};
+  // Open connections at most; 0: the descriptor limit less a reserve
+  // (HttpServerOptions::max_connections).
+  size_t max_connections = 0;
   std::vector<TokenConfig> tokens;  // empty: authentication off
   std::vector<ScrapeTarget> scrape;
   Options db;                // sync policy, head bound, ...

@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include <poll.h>
+#include <sys/resource.h>
 
 namespace gpulse::server {
 
@@ -281,7 +282,8 @@ HttpServer::HttpServer(HttpServerOptions options, Handler handler)
       handler_(std::move(handler)),
       loops_(MakeLoops(options_.threads)),
       accept_loop_(1),
-      acceptor_(accept_loop_) {}
+      acceptor_(accept_loop_),
+      accept_pause_(accept_loop_) {}
 
 HttpServer::~HttpServer() { Stop(); }
 
@@ -297,6 +299,16 @@ Status HttpServer::Start() {
   if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return Status::IOError("listen on " + where + ": " + ec.message());
   port_ = acceptor_.local_endpoint().port();
+  max_connections_ = options_.max_connections;
+  if (max_connections_ == 0) {
+    rlimit limit{};
+    const size_t descriptors =
+        ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
+            ? static_cast<size_t>(limit.rlim_cur)
+            : 1'048'576;
+    max_connections_ = std::max<size_t>(
+        16, descriptors > kReservedDescriptors ? descriptors - kReservedDescriptors : 0);
+  }
   Accept();
   for (auto& loop : loops_) {
     keep_running_.emplace_back(loop->get_executor());
@@ -311,14 +323,68 @@ void HttpServer::Accept() {
   next_loop_ = (next_loop_ + 1) % loops_.size();
   acceptor_.async_accept(loop, [this](beast::error_code ec, tcp::socket socket) {
     if (ec) {
-      if (!stopping_ && ec != asio::error::operation_aborted) Accept();
+      if (!stopping_ && ec != asio::error::operation_aborted) AcceptLater(ec);
       return;
     }
-    auto session = std::make_shared<Session>(std::move(socket), this);
-    Register(session);
-    session->Start();
+    pause_ = std::chrono::milliseconds(0);
+    size_t open = 0;
+    {
+      std::lock_guard<std::mutex> l(sessions_mu_);
+      open = sessions_.size();
+    }
+    if (open >= max_connections_) {
+      Refuse(std::move(socket));
+    } else {
+      auto session = std::make_shared<Session>(std::move(socket), this);
+      Register(session);
+      session->Start();
+    }
     if (!stopping_) Accept();
   });
+}
+
+void HttpServer::AcceptLater(const boost::system::error_code& error) {
+  ++accept_errors_;
+  const auto now = std::chrono::steady_clock::now();
+  if (options_.log && now - last_log_ >= std::chrono::minutes(1)) {
+    last_log_ = now;
+    options_.log("accepting a connection failed: " + error.message() + " (" +
+                 std::to_string(accept_errors_.load()) +
+                 " failures so far); retrying with a pause of up to 1 s. At the descriptor "
+                 "limit, raise `ulimit -n` or lower max_connections");
+  }
+  pause_ = std::clamp(pause_ * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+  accept_pause_.expires_after(pause_);
+  accept_pause_.async_wait([this](const boost::system::error_code& ec) {
+    if (!ec && !stopping_) Accept();
+  });
+}
+
+void HttpServer::Refuse(tcp::socket socket) {
+  ++refused_;
+  const std::string body = "{\"error\":\"too many connections: at most " +
+                           std::to_string(max_connections_) + " (max_connections); retry later\"}";
+  const std::string response =
+      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: "
+      "1\r\nConnection: close\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  // A new socket's send buffer takes this whole: the write does not block.
+  beast::error_code ec;
+  asio::write(socket, asio::buffer(response), ec);
+  socket.shutdown(tcp::socket::shutdown_both, ec);
+  socket.close(ec);
+}
+
+ConnectionStats HttpServer::connection_stats() const {
+  ConnectionStats stats;
+  {
+    std::lock_guard<std::mutex> l(sessions_mu_);
+    stats.open = sessions_.size();
+  }
+  stats.refused = refused_.load();
+  stats.accept_errors = accept_errors_.load();
+  stats.max_connections = max_connections_;
+  return stats;
 }
 
 void HttpServer::Register(const std::shared_ptr<Session>& session) {
@@ -339,6 +405,7 @@ void HttpServer::Stop() {
   asio::post(accept_loop_, [this] {
     beast::error_code ec;
     acceptor_.close(ec);
+    accept_pause_.cancel();
   });
   // Take the live sessions out under the lock, but close them and drop the
   // references outside it: the last reference may be ours, and destroying a

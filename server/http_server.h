@@ -21,6 +21,7 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -29,9 +30,11 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "server/metrics.h"
 #include "storage/status.h"
 
 namespace gpulse::server {
@@ -57,7 +60,17 @@ struct HttpServerOptions {
   std::chrono::milliseconds read_timeout{30000};
   // How long Stop waits for requests in flight before closing them.
   std::chrono::milliseconds drain_timeout{10000};
+  // Open connections at most; one more is answered 503 (Retry-After: 1) and
+  // closed. 0: the file-descriptor limit (RLIMIT_NOFILE) less
+  // kReservedDescriptors, so that the WAL, LevelDB, scrapes and webhooks
+  // always find a descriptor.
+  size_t max_connections = 0;
+  // Where the server says what goes wrong outside a request (accept errors).
+  std::function<void(std::string_view)> log;
 };
+
+// Descriptors kept free of connections when max_connections is 0.
+inline constexpr size_t kReservedDescriptors = 128;
 
 using Handler = std::function<Response(const Request&, const RequestContext&)>;
 
@@ -82,6 +95,8 @@ class HttpServer {
   // The bound port (the real one when options.port was 0).
   uint16_t port() const { return port_; }
 
+  ConnectionStats connection_stats() const;
+
   // Stops accepting, lets requests in flight finish (up to drain_timeout),
   // closes idle keep-alive connections, and joins the I/O threads.
   void Stop();
@@ -89,6 +104,12 @@ class HttpServer {
  private:
   friend class Session;
   void Accept();
+  // After an accept error: says so (at most once a minute), then accepts
+  // again after a pause that doubles up to a second while errors go on, so
+  // that a full descriptor table does not spin the accept thread.
+  void AcceptLater(const boost::system::error_code& error);
+  // Answers a connection past max_connections with 503 and closes it.
+  void Refuse(boost::asio::ip::tcp::socket socket);
   void Register(const std::shared_ptr<Session>& session);
   void Unregister(Session* session);
   bool stopping() const { return stopping_; }
@@ -99,7 +120,7 @@ class HttpServer {
   const Handler handler_;
   // Declared before the loops so they outlive them: destroying a loop
   // destroys its pending handlers, whose sessions unregister here.
-  std::mutex sessions_mu_;
+  mutable std::mutex sessions_mu_;
   std::condition_variable sessions_cv_;
   // Live connections; weak, so a closing connection is never revived.
   std::map<Session*, std::weak_ptr<Session>> sessions_;  // GUARDED_BY(sessions_mu_)
@@ -108,7 +129,13 @@ class HttpServer {
   std::vector<WorkGuard> keep_running_;  // a loop with no connection waits for one
   boost::asio::io_context accept_loop_;
   boost::asio::ip::tcp::acceptor acceptor_;
-  size_t next_loop_ = 0;  // the loop the next connection goes to; the accept handler's
+  size_t next_loop_ = 0;        // the loop the next connection goes to; the accept handler's
+  size_t max_connections_ = 0;  // set by Start
+  boost::asio::steady_timer accept_pause_;          // the accept thread's
+  std::chrono::milliseconds pause_{0};              // the accept thread's
+  std::chrono::steady_clock::time_point last_log_;  // the accept thread's
+  std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> accept_errors_{0};
   uint16_t port_ = 0;
   std::vector<std::thread> threads_;
   std::atomic<bool> stopping_{false};

@@ -90,6 +90,20 @@ std::string ServerMetrics::Render(const DbStats& db) const {
        static_cast<double>(db.head_bytes));
   Line(&out, "gpulse_head_values", "gauge", "Unflushed field values.",
        static_cast<double>(db.head_values));
+  if (connections) {
+    const ConnectionStats c = connections();
+    Line(&out, "gpulse_http_connections", "gauge", "Open HTTP connections.",
+         static_cast<double>(c.open));
+    Line(&out, "gpulse_http_max_connections", "gauge",
+         "Open HTTP connections at most (max_connections).",
+         static_cast<double>(c.max_connections));
+    Line(&out, "gpulse_http_connections_refused_total", "counter",
+         "Connections answered 503 because max_connections were open.",
+         static_cast<double>(c.refused));
+    Line(&out, "gpulse_http_accept_errors_total", "counter",
+         "Failed accepts, such as at the file-descriptor limit.",
+         static_cast<double>(c.accept_errors));
+  }
   Line(&out, "gpulse_wal_bytes", "gauge", "Bytes in live WAL segments.",
        static_cast<double>(db.wal_bytes));
   Line(&out, "gpulse_wal_syncs_total", "counter", "WAL fsyncs (group commits).",

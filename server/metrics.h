@@ -8,11 +8,20 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "engine/gpulse.h"
 
 namespace gpulse::server {
+
+// The HTTP server's view of its connections.
+struct ConnectionStats {
+  uint64_t open = 0;
+  uint64_t refused = 0;        // answered 503 at max_connections
+  uint64_t accept_errors = 0;  // accept(2) failures, such as the descriptor limit (EMFILE)
+  uint64_t max_connections = 0;
+};
 
 class ServerMetrics {
  public:
@@ -35,6 +44,10 @@ class ServerMetrics {
   std::atomic<uint64_t> queries{0};
   std::atomic<uint64_t> query_errors{0};      // failed statements, and queries that did not parse
   std::atomic<uint64_t> query_parse_hits{0};  // queries whose text was parsed before (ParseCache)
+
+  // Set by whoever runs the HTTP server (it is made after the metrics);
+  // unset, the connection metrics are left out.
+  std::function<ConnectionStats()> connections;
 
   // The exposition text: these metrics and `db` statistics.
   std::string Render(const DbStats& db) const;

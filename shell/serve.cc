@@ -83,6 +83,10 @@ int RunServe(const std::vector<std::string>& args) {
   http.threads = config.threads;
   http.max_body_bytes = config.max_body_bytes;
   http.read_timeout = config.read_timeout;
+  http.max_connections = config.max_connections;
+  http.log = [](std::string_view line) {
+    std::fprintf(stderr, "gpulse: %.*s\n", static_cast<int>(line.size()), line.data());
+  };
 
   // Signals are taken by sigwait below; block them before any thread starts
   // so that no other thread receives them.
@@ -118,6 +122,7 @@ int RunServe(const std::vector<std::string>& args) {
     std::fprintf(stderr, "gpulse serve: %s\n", s.ToString().c_str());
     return 1;
   }
+  metrics.connections = [&http_server] { return http_server.connection_stats(); };
   server::Scraper scraper(config.scrape, config.max_body_bytes, db.get(), &metrics, &sources);
   scraper.Start();
   if (config.alerts.evaluate) {

@@ -3,7 +3,11 @@
 // stalled clients, Prometheus scrapes, and a restart with the data kept.
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
+#include <csignal>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -29,6 +33,7 @@ namespace {
 
 using test::HttpClient;
 using test::HttpReply;
+using namespace std::chrono_literals;
 
 std::string Gzip(const std::string& data) {
   z_stream s{};
@@ -639,6 +644,113 @@ TEST(QueryStringTest, KeepsMalformedEscapesAsWrittenAndDecodesBytes) {
   EXPECT_EQ(params.at("b"), "50%");
   EXPECT_EQ(params.at("c"), "%4");
   EXPECT_EQ(params.at("d"), "++%");
+}
+
+// Item 8 of the hostile probe: connections past max_connections are answered
+// 503 with Retry-After and closed, not left hanging; one closing makes room.
+TEST_F(ServerTest, ConnectionsPastMaxConnectionsGetA503) {
+  Stop();
+  config_.max_connections = 4;
+  Start();
+  const auto open = [&] { return metrics_.connections().open; };
+  const auto wait_for_open = [&](uint64_t n) {
+    for (int i = 0; i < 500 && open() != n; ++i) std::this_thread::sleep_for(10ms);
+    return open();
+  };
+  boost::asio::io_context io;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> idle;
+  for (int i = 0; i < 4; ++i) {
+    idle.push_back(std::make_unique<boost::asio::ip::tcp::socket>(io));
+    idle.back()->connect({boost::asio::ip::make_address("127.0.0.1"), server_.port()});
+  }
+  ASSERT_EQ(wait_for_open(4), 4u);
+  HttpClient fifth(server_.port());
+  const HttpReply refused = fifth.Get("/ping");
+  EXPECT_EQ(refused.status, 503);
+  EXPECT_EQ(refused.headers.at("Retry-After"), "1");
+  EXPECT_NE(refused.body.find("too many connections: at most 4 (max_connections)"),
+            std::string::npos)
+      << refused.body;
+  idle.pop_back();
+  ASSERT_EQ(wait_for_open(3), 3u);
+  HttpClient later(server_.port());
+  EXPECT_EQ(later.Get("/ping").status, 204);
+  const std::string text = metrics_.Render(server_.db()->GetStats());
+  EXPECT_NE(text.find("gpulse_http_connections_refused_total 1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpulse_http_max_connections 4\n"), std::string::npos) << text;
+}
+
+// Item 8: at the file-descriptor limit, accept(2) fails (EMFILE) for as long
+// as the connections stay. The accept loop used to retry at once, spinning
+// a core and logging nothing. A server in a child process under a limit of
+// 64 descriptors, 120 connections from the parent: the server logs the
+// failure, uses little CPU while it lasts, and serves again once
+// connections close.
+TEST(ServerLimitsTest, AcceptLoopSpinsAtTheDescriptorLimit) {
+  int ports[2], logs[2];
+  ASSERT_EQ(pipe(ports), 0);
+  ASSERT_EQ(pipe(logs), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(ports[0]);
+    close(logs[0]);
+    const rlimit limit{64, 64};
+    if (setrlimit(RLIMIT_NOFILE, &limit) != 0) _exit(3);
+    HttpServerOptions options;
+    options.port = 0;
+    options.max_connections = 1000;  // past the descriptors: accept(2) itself fails
+    options.log = [fd = logs[1]](std::string_view line) {
+      if (write(fd, line.data(), line.size()) < 0 || write(fd, "\n", 1) < 0) _exit(4);
+    };
+    HttpServer server(options, [](const Request& r, const RequestContext&) {
+      Response res{http::status::no_content, r.version()};
+      res.prepare_payload();
+      return res;
+    });
+    if (!server.Start().ok()) _exit(5);
+    const uint16_t port = server.port();
+    if (write(ports[1], &port, sizeof(port)) != sizeof(port)) _exit(6);
+    pause();  // until the parent kills it
+    _exit(0);
+  }
+  close(ports[1]);
+  close(logs[1]);
+  uint16_t port = 0;
+  ASSERT_EQ(read(ports[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  const auto cpu_ticks = [pid] {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string field;
+    long ticks = 0;
+    for (int i = 1; i <= 15 && stat >> field; ++i) {
+      if (i == 14 || i == 15) ticks += std::stol(field);  // utime, stime
+    }
+    return ticks;
+  };
+  boost::asio::io_context io;
+  std::vector<std::unique_ptr<boost::asio::ip::tcp::socket>> held;
+  for (int i = 0; i < 120; ++i) {
+    held.push_back(std::make_unique<boost::asio::ip::tcp::socket>(io));
+    held.back()->connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  }
+  std::this_thread::sleep_for(300ms);  // the accept loop reaches the limit
+  const long before = cpu_ticks();
+  std::this_thread::sleep_for(1s);
+  const long spent = cpu_ticks() - before;
+  EXPECT_LT(spent, 30) << "the server used " << spent << " ticks of CPU in 1 s at the limit";
+  held.clear();  // room again: the server accepts and answers
+  std::this_thread::sleep_for(1100ms);
+  HttpClient client(port);
+  EXPECT_EQ(client.Get("/ping").status, 204);
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  char buffer[4096];
+  const ssize_t n = read(logs[0], buffer, sizeof(buffer));
+  const std::string logged(buffer, n > 0 ? static_cast<size_t>(n) : 0);
+  EXPECT_NE(logged.find("accepting a connection failed: Too many open files"), std::string::npos)
+      << logged;
+  close(ports[0]);
+  close(logs[0]);
 }
 
 }  // namespace

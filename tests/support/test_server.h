@@ -61,17 +61,24 @@ class TestServer {
     options.port = 0;
     options.max_body_bytes = config_.max_body_bytes;
     options.read_timeout = read_timeout;
+    options.max_connections = config_.max_connections;
     server_ = std::make_unique<server::HttpServer>(
         options, [this](const server::Request& r, const server::RequestContext& c) {
           return api_->Handle(r, c);
         });
     s = server_->Start();
     if (!s.ok()) static_cast<void>(Stop());  // the start error is the one to report
+    if (s.ok()) {
+      metrics_ = metrics;
+      metrics->connections = [this] { return server_->connection_stats(); };
+    }
     return s;
   }
 
   // Stops serving and closes the Db. Harmless when not started.
   Status Stop() {
+    if (metrics_ != nullptr) metrics_->connections = nullptr;
+    metrics_ = nullptr;
     if (server_) server_->Stop();
     server_.reset();
     api_.reset();
@@ -92,6 +99,7 @@ class TestServer {
 
  private:
   server::ServerConfig config_;
+  server::ServerMetrics* metrics_ = nullptr;  // the caller's, while started
   std::unique_ptr<Db> db_;
   std::unique_ptr<server::WebhookSender> webhooks_;
   std::unique_ptr<server::AlertManager> alerts_;
