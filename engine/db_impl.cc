@@ -262,6 +262,9 @@ DbStats DbImpl::GetStats() {
   {
     std::shared_lock<std::shared_mutex> l(mu_);
     stats.series = index_.live_series_count();
+    for (const auto& [database, n] : index_.live_by_database()) {
+      if (n > 0) stats.series_by_database.emplace(database, n);
+    }
     stats.head_bytes = head_->bytes() + (imm_ ? imm_->bytes() : 0);
     stats.head_values = head_->values() + (imm_ ? imm_->values() : 0);
   }
@@ -274,6 +277,8 @@ DbStats DbImpl::GetStats() {
   stats.wal_replay_damaged_bytes = replay_damaged_bytes_;
   stats.wal_replay_damaged_regions = replay_damaged_regions_;
   stats.wal_replay_cut_bytes = replay_cut_bytes_;
+  stats.series_refused_rate = series_refused_rate_.load();
+  stats.series_refused_cap = series_refused_cap_.load();
   {
     std::lock_guard<std::mutex> bg(bg_mu_);
     stats.writes_refused_full = writes_refused_full_;

@@ -138,8 +138,15 @@ class DbImpl final : public Db {
   // types, the out-of-order window), adding new series and fields; accepted
   // points go to *resolved, the others to *rejected with their index in
   // `views` plus `index_base`.
+  // With `limit_series` (writes, not replay) a new series past
+  // Options::cardinality.max_series_per_database is rejected.
   Status ResolveLocked(const std::vector<PointView>& views, ResolvedBatch* resolved,
-                       std::vector<size_t>* accepted, std::vector<WriteResult::Rejected>* rejected);
+                       std::vector<size_t>* accepted, std::vector<WriteResult::Rejected>* rejected,
+                       bool limit_series = false);
+  // REQUIRES: write_mu_ held. Takes the batch's new series from the minute's
+  // budget (a bucket refilled at max_new_series_per_minute a minute), or
+  // returns false with the seconds until there is room.
+  bool TakeNewSeriesLocked(const std::vector<PointView>& views, uint64_t* retry_after_seconds);
   // REQUIRES: write_mu_ held. Adds resolved points to the head.
   void ApplyLocked(const ResolvedBatch& batch);
   // Replays one WAL record at Open.
@@ -346,6 +353,9 @@ class DbImpl final : public Db {
 
   std::mutex flush_mu_;
   std::mutex write_mu_;
+  double new_series_budget_ = -1;     // GUARDED_BY(write_mu_); < 0: not started (full)
+  int64_t new_series_budget_at_ = 0;  // GUARDED_BY(write_mu_): when it was last refilled
+  std::atomic<uint64_t> series_refused_rate_{0}, series_refused_cap_{0};
   mutable std::shared_mutex mu_;
   SeriesIndex index_;                // GUARDED_BY(mu_); mutated with write_mu_ held too
   std::shared_ptr<Head> head_;       // GUARDED_BY(mu_)

@@ -21,26 +21,6 @@ namespace gpulse::engine {
 
 namespace {
 
-// The value of the db tag in a canonical series key (measurement, then
-// \0 key \0 value per tag), empty when it has none. Only key positions are
-// compared: a tag whose value is "db" is not the db tag.
-std::string_view DatabaseOf(std::string_view series_key) {
-  size_t at = series_key.find('\0');  // past the measurement
-  while (at != std::string_view::npos) {
-    const size_t key_end = series_key.find('\0', at + 1);
-    if (key_end == std::string_view::npos) return {};
-    const std::string_view key = series_key.substr(at + 1, key_end - at - 1);
-    const size_t value_end = series_key.find('\0', key_end + 1);
-    const std::string_view value = series_key.substr(
-        key_end + 1,
-        (value_end == std::string_view::npos ? series_key.size() : value_end) - key_end - 1);
-    if (key == "db") return value;
-    if (key > "db") return {};  // tags are in key order
-    at = value_end;
-  }
-  return {};
-}
-
 // The start of the piece of `width` holding the cut `keep` before `now`:
 // pieces before it lie wholly past the retention. INT64_MIN: keep all.
 int64_t KeepFrom(int64_t keep, int64_t now_ns, int64_t width) {
@@ -57,7 +37,7 @@ const DbImpl::Keep& DbImpl::KeepFor(std::string_view database) const {
 }
 
 int64_t DbImpl::RawRetentionCut(std::string_view series_key, int64_t now_ns) const {
-  const int64_t keep = KeepFor(DatabaseOf(series_key))[0];
+  const int64_t keep = KeepFor(DatabaseOfSeriesKey(series_key))[0];
   if (keep <= 0 || now_ns < INT64_MIN + keep) return INT64_MIN;
   return now_ns - keep;
 }
@@ -101,7 +81,7 @@ Status DbImpl::EnforceRetention(int64_t now_ns) {
       const Keep* keep = &retention_ns_;
       if (!retention_by_db_.empty()) {
         std::shared_lock<std::shared_mutex> l(mu_);
-        keep = &KeepFor(DatabaseOf(index_.series(id).canonical_key));
+        keep = &KeepFor(DatabaseOfSeriesKey(index_.series(id).canonical_key));
       }
       const int64_t raw_keep = KeepFrom((*keep)[0], now_ns, window_ns_);
       int64_t tier_keep[storage::kTierCount];

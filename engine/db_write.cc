@@ -1,6 +1,8 @@
 // The write path: validate, resolve against the catalog, log, apply.
 
 #include <algorithm>
+#include <cmath>
+#include <unordered_set>
 
 #include "engine/clock.h"
 #include "engine/column_ops.h"
@@ -226,7 +228,19 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
     ResolvedBatch resolved;
     std::vector<size_t> accepted;
     std::vector<WriteResult::Rejected> rejected;
-    GPULSE_RETURN_IF_ERROR(ResolveLocked(views, &resolved, &accepted, &rejected));
+    uint64_t retry_after = 0;
+    if (!TakeNewSeriesLocked(views, &retry_after)) {
+      out->rejected.clear();
+      out->series_rate_limited = true;
+      out->retry_after_seconds = retry_after;
+      return Status::ResourceExhausted(
+          "too many new series: this write adds more than the " +
+          std::to_string(options_.cardinality.max_new_series_per_minute) +
+          " a minute allowed (limit max_new_series_per_minute); nothing was written, retry in " +
+          std::to_string(retry_after) + " s");
+    }
+    GPULSE_RETURN_IF_ERROR(
+        ResolveLocked(views, &resolved, &accepted, &rejected, /*limit_series=*/true));
     for (WriteResult::Rejected& r : rejected) {
       r.index = view_index[r.index];
       out->rejected.push_back(std::move(r));
@@ -310,9 +324,43 @@ Status Db::Write(const std::vector<Point>& points, WriteResult* result) {
 
 namespace gpulse::engine {
 
+bool DbImpl::TakeNewSeriesLocked(const std::vector<PointView>& views,
+                                 uint64_t* retry_after_seconds) {
+  const uint64_t per_minute = options_.cardinality.max_new_series_per_minute;
+  if (per_minute == 0) return true;
+  std::unordered_set<std::string_view> fresh;
+  for (const PointView& v : views) {
+    if (index_.FindSeries(v.series_key) == kNoId) fresh.insert(v.series_key);
+  }
+  if (fresh.empty()) return true;
+  constexpr int64_t kMinuteNs = 60'000'000'000;
+  const int64_t now = WallClockNanos();
+  const double capacity = static_cast<double>(per_minute);
+  if (new_series_budget_ < 0) {
+    new_series_budget_ = capacity;
+  } else if (now > new_series_budget_at_) {
+    new_series_budget_ = std::min(
+        capacity, new_series_budget_ +
+                      capacity * static_cast<double>(now - new_series_budget_at_) / kMinuteNs);
+  }
+  new_series_budget_at_ = now;
+  // A batch larger than a whole minute's budget passes when the budget is
+  // full, and leaves it in debt: later batches wait that much longer.
+  const double want = std::min(static_cast<double>(fresh.size()), capacity);
+  if (new_series_budget_ >= want) {
+    new_series_budget_ -= static_cast<double>(fresh.size());
+    return true;
+  }
+  series_refused_rate_ += fresh.size();
+  *retry_after_seconds =
+      static_cast<uint64_t>(std::ceil((want - new_series_budget_) / capacity * 60.0));
+  return false;
+}
+
 Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch* resolved,
                              std::vector<size_t>* accepted,
-                             std::vector<WriteResult::Rejected>* rejected) {
+                             std::vector<WriteResult::Rejected>* rejected, bool limit_series) {
+  const uint64_t max_series = limit_series ? options_.cardinality.max_series_per_database : 0;
   leveldb::WriteBatch catalog;
   bool catalog_changed = false;
   // A point behind the raw retention would land in a chunk window the next
@@ -364,6 +412,19 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
     if (!why.empty()) {
       rejected->push_back({i, std::move(why)});
       continue;
+    }
+    if (series_id == kNoId && max_series > 0) {
+      const std::string_view database = DatabaseOfSeriesKey(v.series_key);
+      if (index_.LiveSeriesIn(database) >= max_series) {
+        ++series_refused_cap_;
+        rejected->push_back(
+            {i, (database.empty() ? std::string("the series of no database")
+                                  : "database " + std::string(database)) +
+                    " already holds " + std::to_string(index_.LiveSeriesIn(database)) +
+                    " series; at most " + std::to_string(max_series) +
+                    " (limit max_series_per_database): this point's series is new"});
+        continue;
+      }
     }
     if (series_id == kNoId) {
       std::unique_lock<std::shared_mutex> l(mu_);

@@ -179,6 +179,22 @@ struct Options {
   };
   PointLimits point_limits;
 
+  // Bounds on the catalog's growth (0: none, the default of an embedded Db;
+  // `gpulse serve` sets 5,000,000 and 100,000). Every series costs memory for
+  // as long as the data directory lives (about 0.8 KB with its index
+  // entries), so a runaway tag (a request id, a timestamp as a tag) must not
+  // add millions unchecked. A point that would add a series to a database
+  // holding max_series_per_database is rejected by name; a Write whose new
+  // series exceed what is left of the minute's max_new_series_per_minute is
+  // refused whole (ResourceExhausted, WriteResult::series_rate_limited) and
+  // may be sent again after retry_after_seconds. 100,000 a minute registers
+  // a fleet of 100,000 GPUs in a minute or two.
+  struct CardinalityLimits {
+    uint64_t max_series_per_database = 0;
+    uint64_t max_new_series_per_minute = 0;
+  };
+  CardinalityLimits cardinality;
+
   uint64_t wal_segment_bytes = 64ull << 20;
 
   // The downsampling tiers kept besides the raw points, by name
@@ -277,6 +293,11 @@ struct WriteResult {
     std::string reason;
   };
   std::vector<Rejected> rejected;
+  // The Write was refused whole: its new series exceed what is left of the
+  // minute's Options::cardinality.max_new_series_per_minute. Nothing was
+  // written; send it again after this many seconds.
+  bool series_rate_limited = false;
+  uint64_t retry_after_seconds = 0;
 };
 
 struct DbStats {
@@ -292,6 +313,11 @@ struct DbStats {
   uint64_t wal_replay_damaged_bytes = 0;
   uint64_t wal_replay_damaged_regions = 0;
   uint64_t wal_replay_cut_bytes = 0;
+  // Live series of each database ("" for series without a db tag), and the
+  // series refused by Options::cardinality.
+  std::map<std::string, uint64_t> series_by_database;
+  uint64_t series_refused_rate = 0;  // in Writes refused whole (new series a minute)
+  uint64_t series_refused_cap = 0;   // points rejected (series of a database)
   uint64_t values_written = 0;
   uint64_t flushes = 0;
   uint64_t writes_refused_full = 0;  // Writes that got ResourceExhausted (wait_when_full off)

@@ -39,6 +39,26 @@ Series ToSeries(const std::string& measurement,
 
 }  // namespace
 
+// The value of the db tag in a canonical series key (measurement, then
+// \0 key \0 value per tag), empty when it has none. Only key positions are
+// compared: a tag whose value is "db" is not the db tag.
+std::string_view DatabaseOfSeriesKey(std::string_view series_key) {
+  size_t at = series_key.find('\0');  // past the measurement
+  while (at != std::string_view::npos) {
+    const size_t key_end = series_key.find('\0', at + 1);
+    if (key_end == std::string_view::npos) return {};
+    const std::string_view key = series_key.substr(at + 1, key_end - at - 1);
+    const size_t value_end = series_key.find('\0', key_end + 1);
+    const std::string_view value = series_key.substr(
+        key_end + 1,
+        (value_end == std::string_view::npos ? series_key.size() : value_end) - key_end - 1);
+    if (key == "db") return value;
+    if (key > "db") return {};  // tags are in key order
+    at = value_end;
+  }
+  return {};
+}
+
 Status SeriesIndex::Load(leveldb::DB* db) {
   std::unique_ptr<leveldb::Iterator> it(db->NewIterator(leveldb::ReadOptions()));
   for (it->Seek(std::string(1, storage::kSeriesPrefix));
@@ -88,6 +108,9 @@ Status SeriesIndex::Load(leveldb::DB* db) {
       ++dropped_;
       std::erase(measurements_[entry.series.measurement].series, entry.id);
     }
+  }
+  for (const SeriesEntry& entry : series_) {
+    if (!entry.dropped) ++live_by_database_[std::string(DatabaseOfSeriesKey(entry.canonical_key))];
   }
   // The tag postings come from the durable inverted index (a dropped
   // series keeps its keys, for when it is written again).
@@ -176,9 +199,15 @@ uint32_t SeriesIndex::AddSeries(std::string canonical_key, leveldb::WriteBatch* 
   }
   InsertSorted(&measurements_[measurement].series, id);
   series_by_key_.emplace(canonical_key, id);
+  ++live_by_database_[std::string(DatabaseOfSeriesKey(canonical_key))];
   series_.push_back(
       SeriesEntry{id, std::move(canonical_key), ToSeries(measurement, std::move(tags))});
   return id;
+}
+
+uint64_t SeriesIndex::LiveSeriesIn(std::string_view database) const {
+  const auto it = live_by_database_.find(database);
+  return it == live_by_database_.end() ? 0 : it->second;
 }
 
 void SeriesIndex::Drop(uint32_t id, leveldb::WriteBatch* batch) {
@@ -189,6 +218,7 @@ void SeriesIndex::Drop(uint32_t id, leveldb::WriteBatch* batch) {
   entry.dropped = true;
   entry.max_ts = INT64_MIN;
   ++dropped_;
+  --live_by_database_[std::string(DatabaseOfSeriesKey(entry.canonical_key))];
   Unpost(entry);
 }
 
@@ -199,6 +229,7 @@ void SeriesIndex::Revive(uint32_t id, leveldb::WriteBatch* batch) {
   batch->Delete(storage::DroppedSeriesKey(id));
   entry.dropped = false;
   --dropped_;
+  ++live_by_database_[std::string(DatabaseOfSeriesKey(entry.canonical_key))];
   InsertSorted(&measurements_[entry.series.measurement].series, id);
   for (const Tag& t : entry.series.tags) Post(entry.series.measurement, t.key, t.value, id);
 }

@@ -60,6 +60,10 @@ struct FieldEntry {
   std::string name;
 };
 
+// The value of the db tag in a canonical series key, empty when it has none
+// (the series of no database).
+std::string_view DatabaseOfSeriesKey(std::string_view series_key);
+
 class SeriesIndex {
  public:
   // Reads the catalog from `db`. Corruption when an entry cannot be parsed.
@@ -71,6 +75,11 @@ class SeriesIndex {
   SeriesEntry& mutable_series(uint32_t id) { return series_[id]; }
   size_t series_count() const { return series_.size(); }
   size_t live_series_count() const { return series_.size() - dropped_; }
+  // Live series of each database ("" for series without a db tag).
+  uint64_t LiveSeriesIn(std::string_view database) const;
+  const std::map<std::string, uint64_t, std::less<>>& live_by_database() const {
+    return live_by_database_;
+  }
 
   // The field of `measurement` named `name`, or nullptr.
   const FieldEntry* FindField(std::string_view measurement, std::string_view name) const;
@@ -160,6 +169,7 @@ class SeriesIndex {
   std::unordered_map<std::string, uint32_t, StringHash, std::equal_to<>> series_by_key_;
   std::vector<FieldEntry> fields_;  // by id
   std::map<std::string, MeasurementPostings, std::less<>> measurements_;
+  std::map<std::string, uint64_t, std::less<>> live_by_database_;  // see LiveSeriesIn
 
   mutable std::mutex order_mu_;
   mutable std::vector<uint32_t> by_key_;  // GUARDED_BY(order_mu_): ids [0, size) in key order

@@ -231,13 +231,20 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     }
     if (const auto l = root.find("limits"); l != root.end()) {
       if (!l->is_object()) return Status::InvalidArgument("limits: must be an object");
-      GPULSE_RETURN_IF_ERROR(CheckKeys(
-          *l, "limits", {"max_fields", "max_tags", "max_name_bytes", "max_tag_value_bytes"}));
+      GPULSE_RETURN_IF_ERROR(
+          CheckKeys(*l, "limits",
+                    {"max_fields", "max_tags", "max_name_bytes", "max_tag_value_bytes",
+                     "max_series_per_database", "max_new_series_per_minute"}));
       Options::PointLimits& p = config->db.point_limits;
       GPULSE_RETURN_IF_ERROR(Get(*l, "limits", "max_fields", &p.max_fields));
       GPULSE_RETURN_IF_ERROR(Get(*l, "limits", "max_tags", &p.max_tags));
       GPULSE_RETURN_IF_ERROR(Get(*l, "limits", "max_name_bytes", &p.max_name_bytes));
       GPULSE_RETURN_IF_ERROR(Get(*l, "limits", "max_tag_value_bytes", &p.max_tag_value_bytes));
+      Options::CardinalityLimits& c = config->db.cardinality;
+      GPULSE_RETURN_IF_ERROR(
+          Get(*l, "limits", "max_series_per_database", &c.max_series_per_database));
+      GPULSE_RETURN_IF_ERROR(
+          Get(*l, "limits", "max_new_series_per_minute", &c.max_new_series_per_minute));
       if (p.max_fields == 0 || p.max_name_bytes == 0 || p.max_tag_value_bytes == 0) {
         return Status::InvalidArgument(
             "limits: max_fields, max_name_bytes and max_tag_value_bytes must be at least 1");

@@ -48,7 +48,13 @@ struct ServerConfig {
   size_t max_connections = 0;
   std::vector<TokenConfig> tokens;  // empty: authentication off
   std::vector<ScrapeTarget> scrape;
-  Options db;                // sync policy, head bound, ...
+  // Sync policy, head bound, ...; the server guards the catalog's growth
+  // by default (an embedded Db, `gpulse import` and `simulate` do not).
+  Options db = [] {
+    Options o;
+    o.cardinality = {.max_series_per_database = 5'000'000, .max_new_series_per_minute = 100'000};
+    return o;
+  }();
   QueryLimits query_limits;  // per statement of /query
   AlertConfig alerts;
 };

@@ -427,6 +427,13 @@ Response HttpApi::Write(const Request& request, const RequestContext& context, b
 
   WriteResult result;
   Status s = points.empty() ? Status::Ok() : db_->Write(points, &result);
+  if (result.series_rate_limited) {
+    // Nothing was written: the whole request may come again.
+    Response res = Error(http::status::too_many_requests, request.version(), s.message());
+    res.set(http::field::retry_after,
+            std::to_string(std::max<uint64_t>(1, result.retry_after_seconds)));
+    return res;
+  }
   if (s.IsResourceExhausted()) {
     ++metrics_->writes_refused_busy;
     Response res = Error(http::status::service_unavailable, request.version(), s.message());
@@ -497,9 +504,14 @@ Response HttpApi::Metrics(const Request& request) {
   if (grant->read.empty()) {
     if (auto denied = Forbid(request, *grant, "*", Access::kRead)) return *denied;
   }
+  DbStats stats = db_->GetStats();
+  // The series count of each database names the databases: a scoped token
+  // sees its own.
+  std::erase_if(stats.series_by_database,
+                [&](const auto& entry) { return !grant->read.Covers(entry.first); });
   Response res{http::status::ok, request.version()};
   res.set(http::field::content_type, "text/plain; version=0.0.4; charset=utf-8");
-  res.body() = metrics_->Render(db_->GetStats());
+  res.body() = metrics_->Render(stats);
   if (alerts_ != nullptr) res.body() += AlertCountersText(alerts_->Counters());
   res.prepare_payload();
   return res;

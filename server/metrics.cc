@@ -15,6 +15,20 @@ void Line(std::string* out, const char* name, const char* type, const char* help
   out->append(buffer);
 }
 
+// A label value as the exposition format escapes it: \\, \" and \n.
+std::string LabelValue(std::string_view v) {
+  std::string out;
+  for (const char c : v) {
+    if (c == '\\' || c == '"') out.push_back('\\');
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out.push_back(c);
+  }
+  return out;
+}
+
 }  // namespace
 
 void ServerMetrics::RecordRequest(int status, double seconds) {
@@ -83,6 +97,20 @@ std::string ServerMetrics::Render(const DbStats& db) const {
   out.append("gpulse_http_request_duration_seconds_count " + std::to_string(latency_count_) + "\n");
 
   Line(&out, "gpulse_series", "gauge", "Series in the catalog.", static_cast<double>(db.series));
+  out +=
+      "# HELP gpulse_database_series Live series of each database (db=\"\" for series with no db "
+      "tag).\n"
+      "# TYPE gpulse_database_series gauge\n";
+  for (const auto& [database, n] : db.series_by_database) {
+    out +=
+        "gpulse_database_series{db=\"" + LabelValue(database) + "\"} " + std::to_string(n) + "\n";
+  }
+  Line(&out, "gpulse_series_refused_rate_total", "counter",
+       "New series refused by max_new_series_per_minute (in writes refused whole with 429).",
+       static_cast<double>(db.series_refused_rate));
+  Line(&out, "gpulse_series_refused_cap_total", "counter",
+       "Points rejected because their new series would pass max_series_per_database.",
+       static_cast<double>(db.series_refused_cap));
   Line(&out, "gpulse_query_kept_plan_series", "gauge",
        "Series held in the series lists of kept query plans (at most 65,536).",
        static_cast<double>(query::KeptPlanSeries()));

@@ -181,6 +181,12 @@ TEST_F(ServerAuthTest, ShowDatabasesListsEveryName) {
   EXPECT_EQ(names(kReadA), json::parse(R"([["dbA"]])"));
   EXPECT_EQ(names(kReadWriteB), json::parse(R"([["dbB"]])"));
   EXPECT_EQ(names(kWriteA), json::parse("[]"));
+  // Nor does /metrics name them: its series count by database is scoped too.
+  const std::string metrics = client_->Get("/metrics", kReadA).body;
+  EXPECT_NE(metrics.find("gpulse_database_series{db=\"dbA\"} 1"), std::string::npos) << metrics;
+  EXPECT_EQ(metrics.find("dbB"), std::string::npos) << metrics;
+  EXPECT_NE(client_->Get("/metrics", kAdmin).body.find("gpulse_database_series{db=\"dbB\"} 1"),
+            std::string::npos);
 }
 
 // Every endpoint and statement kind, with each kind of token and none: the

@@ -575,6 +575,59 @@ TEST_F(ServerQueryTest, CapsOnOnePointAnswer400NamingTheLimit) {
             1);
 }
 
+// Item 7 of the hostile probe: one million new series in 20 POSTs were all
+// accepted (RSS +770 MB). A database now holds at most
+// max_series_per_database series (a new series past it is rejected by name,
+// the other lines are written), and a write adding more than what is left
+// of the minute's max_new_series_per_minute is refused whole with 429 and
+// Retry-After, to be sent again.
+TEST_F(ServerQueryTest, OneMillionNewSeriesInTwentyPostsAreAccepted) {
+  const auto lines = [](const std::string& prefix, int from, int to) {
+    std::string body;
+    for (int i = from; i < to; ++i) body += "m,host=" + prefix + std::to_string(i) + " v=1i 1\n";
+    return body;
+  };
+  const auto gauge = [&](const std::string& name) {
+    const std::string text = client_->Get("/metrics").body;
+    const size_t at = text.find("\n" + name + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + name.size() + 2));
+  };
+  Stop();
+  config_.db.cardinality = {.max_series_per_database = 1'200, .max_new_series_per_minute = 0};
+  Start();
+  ASSERT_EQ(client_->Post("/write?db=card", lines("h", 0, 1'000)).status, 204);
+  const HttpReply capped =
+      client_->Post("/write?db=card", lines("h", 999, 1'000) + lines("n", 0, 500));
+  ASSERT_EQ(capped.status, 400) << capped.body;
+  const json body = json::parse(capped.body);
+  EXPECT_EQ(body["written"], 201);  // the existing series' point and 200 new ones
+  EXPECT_EQ(body["rejected"], 300);
+  EXPECT_NE(body["lines"][0]["error"].get<std::string>().find(
+                "database card already holds 1200 series; at most 1200 "
+                "(limit max_series_per_database)"),
+            std::string::npos)
+      << body["lines"][0];
+  EXPECT_EQ(gauge("gpulse_database_series{db=\"card\"}"), 1200);
+  EXPECT_EQ(gauge("gpulse_series_refused_cap_total"), 300);
+  // Another database has its own count.
+  EXPECT_EQ(client_->Post("/write?db=other", lines("h", 0, 10)).status, 204);
+
+  Stop();
+  config_.db.cardinality = {.max_series_per_database = 0, .max_new_series_per_minute = 1'000};
+  Start();
+  ASSERT_EQ(client_->Post("/write?db=rate", lines("h", 0, 600)).status, 204);
+  const HttpReply limited =
+      client_->Post("/write?db=rate", lines("h", 0, 100) + lines("n", 0, 600));
+  EXPECT_EQ(limited.status, 429) << limited.body;
+  EXPECT_GE(std::stoi(limited.headers.at("Retry-After")), 1);
+  EXPECT_NE(limited.body.find("limit max_new_series_per_minute"), std::string::npos)
+      << limited.body;
+  EXPECT_EQ(gauge("gpulse_database_series{db=\"rate\"}"), 600);  // nothing of it was written
+  EXPECT_EQ(gauge("gpulse_series_refused_rate_total"), 600);
+  // Points of known series are never held back.
+  EXPECT_EQ(client_->Post("/write?db=rate", lines("h", 0, 600)).status, 204);
+}
+
 // Item 12 of the hostile probe: a point at int64's last nanosecond was
 // acknowledged (204) and could never be read, since reads are half-open.
 // Now it is refused, naming the line; both ends that are kept read back.
