@@ -1,10 +1,13 @@
 // The flush: seal the head, merge it into the chunks, retire its WAL.
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "engine/chunk_parts.h"
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
+#include "engine/store_status.h"
 #include "leveldb/write_batch.h"
 #include "storage/chunk_codec.h"
 #include "storage/key_layout.h"
@@ -27,6 +30,10 @@ Status DbImpl::FlushLocked() {
   {
     std::lock_guard<std::mutex> bg(bg_mu_);
     if (!bg_error_.ok()) return bg_error_;
+  }
+  if (flush_stalled_ || store_full_) {
+    return Status::NoSpace("the disk of " + path_ +
+                           " is full: an earlier flush waits for space (retried every second)");
   }
   uint64_t first_live_segment = 0;
   std::shared_ptr<const Head> sealed;
@@ -67,6 +74,12 @@ Status DbImpl::FlushLocked() {
     if (s.ok()) {
       imm_pending_ = false;
       if (!merge_candidates_.empty()) merge_requested_ = true;
+    } else if (s.IsNoSpace()) {
+      // The sealed head stays readable and pending, its WAL stays: the
+      // flusher writes it again once there is space (RecoverFromNoSpace).
+      flush_stalled_ = true;
+      stalled_first_segment_ = first_live_segment;
+      store_full_ = true;
     } else if (bg_error_.ok()) {
       bg_error_ = s;
     }
@@ -75,6 +88,51 @@ Status DbImpl::FlushLocked() {
   GPULSE_RETURN_IF_ERROR(s);
   ++flushes_;
   return wal_->RemoveSegmentsBefore(first_live_segment);
+}
+
+Status DbImpl::RecoverFromNoSpace() {
+  // Close holds open_mu_ while it joins this thread: wait for the lock only
+  // while nobody is closing.
+  std::unique_lock<std::shared_mutex> exclusive(open_mu_, std::defer_lock);
+  while (!exclusive.try_lock()) {
+    {
+      std::lock_guard<std::mutex> bg(bg_mu_);
+      if (shutting_down_) return Status::Cancelled("closing");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::lock_guard<std::mutex> flush(flush_mu_);
+  std::lock_guard<std::mutex> write(write_mu_);
+  // LevelDB may have half-written its log at the failure, or stopped on a
+  // background error it never clears: a reopen replays and repairs it.
+  store_.reset();
+  GPULSE_RETURN_IF_ERROR(OpenStore());
+  GPULSE_RETURN_IF_ERROR(index_.Rewrite(store_.get()));
+  if (flush_stalled_) {
+    std::shared_ptr<const Head> sealed;
+    {
+      std::shared_lock<std::shared_mutex> l(mu_);
+      sealed = imm_;
+    }
+    GPULSE_RETURN_IF_ERROR(WriteChunks(*sealed));
+    {
+      std::unique_lock<std::shared_mutex> l(mu_);
+      imm_.reset();
+    }
+    flush_stalled_ = false;
+    ++flushes_;
+    GPULSE_RETURN_IF_ERROR(wal_->RemoveSegmentsBefore(stalled_first_segment_));
+  }
+  store_full_ = false;
+  {
+    std::lock_guard<std::mutex> bg(bg_mu_);
+    imm_pending_ = false;
+    if (!merge_candidates_.empty()) merge_requested_ = true;
+  }
+  bg_cv_.notify_all();
+  Log("disk space is back: the store of " + path_ + " is reopened and the waiting flush written");
+  return Status::Ok();
 }
 
 Status DbImpl::WriteChunks(const Head& sealed) {
@@ -142,7 +200,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
       batch.Put(key, encoded);
       if (batch.ApproximateSize() >= kFlushBatchBytes) {
         const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &batch);
-        if (!s.ok()) status = Status::IOError("flush: write chunks: " + s.ToString());
+        if (!s.ok()) status = StoreStatus("flush: write chunks", s);
         batch.Clear();
       }
     }
@@ -165,7 +223,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
   // Decoded copies of these windows are out of date (even when the write
   // failed part way: some pieces may be in).
   window_cache_.Invalidate(touched);
-  if (!s.ok()) return Status::IOError("flush: write chunks: " + s.ToString());
+  if (!s.ok()) return StoreStatus("flush: write chunks", s);
   return Status::Ok();
 }
 

@@ -223,16 +223,39 @@ Status DbImpl::Close() {
 }
 
 void DbImpl::FlusherLoop() {
+  bool said_full = false;
   for (;;) {
     {
       std::unique_lock<std::mutex> l(bg_mu_);
-      bg_cv_.wait(l, [this] { return flush_requested_ || shutting_down_; });
+      if (store_full_) {
+        bg_cv_.wait_for(l, std::chrono::seconds(1), [this] { return shutting_down_; });
+      } else {
+        bg_cv_.wait(l, [this] { return flush_requested_ || store_full_ || shutting_down_; });
+      }
       if (shutting_down_) return;
       flush_requested_ = false;
     }
+    if (store_full_) {
+      // Once a second while the disk is full: reopen, rewrite, retry.
+      const Status r = RecoverFromNoSpace();
+      if (!r.ok()) {
+        if (!said_full) Log("the disk is full; retrying every second: " + r.ToString());
+        said_full = true;
+        if (!r.IsNoSpace()) {
+          std::lock_guard<std::mutex> bg(bg_mu_);
+          if (bg_error_.ok()) bg_error_ = r;
+          bg_cv_.notify_all();
+        }
+        continue;
+      }
+      said_full = false;
+    }
     std::lock_guard<std::mutex> l(flush_mu_);
     const Status s = FlushLocked();
-    if (!s.ok()) {
+    if (s.IsNoSpace()) {
+      if (!said_full) Log("background flush found the disk full; retrying: " + s.ToString());
+      said_full = true;
+    } else if (!s.ok()) {
       Log("background flush failed: " + s.ToString());
       std::lock_guard<std::mutex> bg(bg_mu_);
       if (bg_error_.ok()) bg_error_ = s;
@@ -277,6 +300,7 @@ DbStats DbImpl::GetStats() {
   stats.wal_replay_damaged_bytes = replay_damaged_bytes_;
   stats.wal_replay_damaged_regions = replay_damaged_regions_;
   stats.wal_replay_cut_bytes = replay_cut_bytes_;
+  stats.disk_full = wal_full_ || store_full_;
   stats.series_refused_rate = series_refused_rate_.load();
   stats.series_refused_cap = series_refused_cap_.load();
   {

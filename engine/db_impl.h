@@ -149,6 +149,10 @@ class DbImpl final : public Db {
   bool TakeNewSeriesLocked(const std::vector<PointView>& views, uint64_t* retry_after_seconds);
   // REQUIRES: write_mu_ held. Adds resolved points to the head.
   void ApplyLocked(const ResolvedBatch& batch);
+  // Reopens the store, writes the catalog again and writes the stalled
+  // flush's chunks; clears store_full_ on success. Takes open_mu_
+  // exclusively: called by the flusher only.
+  Status RecoverFromNoSpace();
   // Replays one WAL record at Open.
   Status ReplayRecord(std::string_view record);
   // While a sealed head is still flushing and the head is full: waits, or
@@ -353,8 +357,16 @@ class DbImpl final : public Db {
 
   std::mutex flush_mu_;
   std::mutex write_mu_;
-  double new_series_budget_ = -1;     // GUARDED_BY(write_mu_); < 0: not started (full)
-  int64_t new_series_budget_at_ = 0;  // GUARDED_BY(write_mu_): when it was last refilled
+  // A full disk (docs/operations.md, "Failure modes"). wal_full_: the last
+  // WAL append found no space (the next that succeeds clears it).
+  // store_full_: a store write found no space; the flusher then reopens the
+  // store, writes the catalog again and retries the stalled flush every
+  // second until one succeeds (RecoverFromNoSpace).
+  std::atomic<bool> wal_full_{false}, store_full_{false};
+  bool flush_stalled_ = false;          // GUARDED_BY(flush_mu_): imm_ waits for space
+  uint64_t stalled_first_segment_ = 0;  // GUARDED_BY(flush_mu_): its WAL, retired after
+  double new_series_budget_ = -1;       // GUARDED_BY(write_mu_); < 0: not started (full)
+  int64_t new_series_budget_at_ = 0;    // GUARDED_BY(write_mu_): when it was last refilled
   std::atomic<uint64_t> series_refused_rate_{0}, series_refused_cap_{0};
   mutable std::shared_mutex mu_;
   SeriesIndex index_;                // GUARDED_BY(mu_); mutated with write_mu_ held too

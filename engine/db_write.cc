@@ -7,6 +7,7 @@
 #include "engine/clock.h"
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
+#include "engine/store_status.h"
 #include "leveldb/write_batch.h"
 #include "storage/key_layout.h"
 
@@ -140,9 +141,11 @@ std::string_view MeasurementOf(std::string_view series_key) {
 
 Status DbImpl::WaitForRoom() {
   std::unique_lock<std::mutex> l(bg_mu_);
+  // A full disk does not hold writers here: their WAL appends fail (or
+  // succeed) at once, and the flusher's recovery needs the Db to itself.
   const auto room = [this] {
     return !imm_pending_ || head_bytes_ < options_.head_memory_bytes || shutting_down_ ||
-           !bg_error_.ok();
+           !bg_error_.ok() || store_full_;
   };
   if (options_.wait_when_full) {
     bg_cv_.wait(l, room);
@@ -253,7 +256,9 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
         record.clear();
         EncodeWalBatch(logged, &record);
       }
-      GPULSE_RETURN_IF_ERROR(wal_->Append(record, &wal_end));
+      const Status appended = wal_->Append(record, &wal_end);
+      wal_full_ = appended.IsNoSpace();
+      GPULSE_RETURN_IF_ERROR(appended);
       ApplyLocked(resolved);
       out->values_written += resolved.values.size();
       wrote = true;
@@ -453,8 +458,14 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
   if (catalog_changed) {
     // Not synced: until a flush (which syncs) references these ids, WAL
     // replay can recreate any catalog entry a crash loses.
-    const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &catalog);
-    if (!s.ok()) return Status::IOError("write catalog: " + s.ToString());
+    const Status s = StoreStatus("write catalog", store_->Write(leveldb::WriteOptions(), &catalog));
+    if (s.IsNoSpace()) {
+      // The index has these ids already: the store gets them all again once
+      // space returns (RecoverFromNoSpace) before any flush refers to them.
+      store_full_ = true;
+      bg_cv_.notify_all();
+    }
+    GPULSE_RETURN_IF_ERROR(s);
   }
   return Status::Ok();
 }

@@ -313,6 +313,10 @@ struct DbStats {
   uint64_t wal_replay_damaged_bytes = 0;
   uint64_t wal_replay_damaged_regions = 0;
   uint64_t wal_replay_cut_bytes = 0;
+  // The disk was full at the last WAL append or store write: writes fail
+  // with NoSpace until space returns, then resume by themselves (the
+  // flusher retries the store every second).
+  bool disk_full = false;
   // Live series of each database ("" for series without a db tag), and the
   // series refused by Options::cardinality.
   std::map<std::string, uint64_t> series_by_database;

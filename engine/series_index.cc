@@ -5,6 +5,7 @@
 #include <iterator>
 #include <memory>
 
+#include "engine/store_status.h"
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
 #include "storage/key_layout.h"
@@ -247,6 +248,33 @@ void SeriesIndex::Unpost(const SeriesEntry& entry) {
     if (value->second.empty()) key->second.erase(value);
     if (key->second.empty()) m->second.tags.erase(key);
   }
+}
+
+Status SeriesIndex::Rewrite(leveldb::DB* db) const {
+  leveldb::WriteBatch batch;
+  const auto write = [&](bool last) -> Status {
+    if (!last && batch.ApproximateSize() < (8 << 20)) return Status::Ok();
+    leveldb::WriteOptions sync;
+    sync.sync = last;
+    const leveldb::Status s = db->Write(sync, &batch);
+    batch.Clear();
+    return StoreStatus("rewrite catalog", s);
+  };
+  for (const SeriesEntry& entry : series_) {
+    batch.Put(storage::SeriesKey(entry.id), entry.canonical_key);
+    for (const Tag& t : entry.series.tags) {
+      batch.Put(storage::IndexKey(entry.series.measurement, t.key, t.value, entry.id),
+                leveldb::Slice());
+    }
+    if (entry.dropped) batch.Put(storage::DroppedSeriesKey(entry.id), leveldb::Slice());
+    GPULSE_RETURN_IF_ERROR(write(false));
+  }
+  for (const FieldEntry& f : fields_) {
+    batch.Put(storage::FieldKey(f.id),
+              storage::FieldValueBytes(static_cast<uint8_t>(f.type), f.measurement, f.name));
+    GPULSE_RETURN_IF_ERROR(write(false));
+  }
+  return write(true);
 }
 
 uint32_t SeriesIndex::AddField(std::string_view measurement, std::string_view name, FieldType type,

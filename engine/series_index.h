@@ -101,6 +101,10 @@ class SeriesIndex {
   // Takes a series out of the listings and postings and queues its
   // dropped-series record; Revive undoes it (a write to a dropped series).
   void Drop(uint32_t id, leveldb::WriteBatch* batch);
+  // Writes every catalog entry the index holds (series, their index keys,
+  // drop marks, fields) again, in batches: after a store write failed part
+  // way (the disk filled), so that no id the head uses is missing there.
+  Status Rewrite(leveldb::DB* db) const;
   void Revive(uint32_t id, leveldb::WriteBatch* batch);
 
   // Ids of the series of `measurement` (all measurements when empty) whose

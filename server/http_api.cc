@@ -440,6 +440,14 @@ Response HttpApi::Write(const Request& request, const RequestContext& context, b
     res.set(http::field::retry_after, "1");
     return res;
   }
+  if (s.IsNoSpace()) {
+    // Nothing of the request was acknowledged; the server resumes by itself
+    // once space returns.
+    Response res = Error(http::status::insufficient_storage, request.version(),
+                         "the disk is full; nothing was written, retry later: " + s.message());
+    res.set(http::field::retry_after, "10");
+    return res;
+  }
   if (!s.ok() && !s.IsInvalidArgument()) {
     return Error(http::status::internal_server_error, request.version(),
                  "write failed: " + s.ToString());
@@ -484,10 +492,14 @@ Response HttpApi::Ping(const Request& request) {
 
 Response HttpApi::Health(const Request& request) {
   const DbStats stats = db_->GetStats();
-  return Json(http::status::ok, request.version(),
+  // A full disk refuses writes (507) until space returns: not ready.
+  return Json(stats.disk_full ? http::status::service_unavailable : http::status::ok,
+              request.version(),
               {{"name", "gpulse"},
-               {"status", "pass"},
-               {"message", "ready for writes"},
+               {"status", stats.disk_full ? "fail" : "pass"},
+               {"message", stats.disk_full ? "disk full: writes are refused (507) until space "
+                                             "returns; the server resumes by itself"
+                                           : "ready for writes"},
                {"version", Version()},
                {"series", stats.series},
                {"head_bytes", stats.head_bytes},

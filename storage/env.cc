@@ -19,6 +19,7 @@ namespace {
 Status PosixError(std::string_view op, const std::string& path, int error) {
   std::string msg = std::string(op) + " " + path + ": " + std::strerror(error);
   if (error == ENOENT) return Status::NotFound(std::move(msg));
+  if (error == ENOSPC || error == EDQUOT) return Status::NoSpace(std::move(msg));
   return Status::IOError(std::move(msg));
 }
 
@@ -38,6 +39,16 @@ class PosixWritableFile final : public WritableFile {
         return PosixError("write", path_, errno);
       }
       data.remove_prefix(static_cast<size_t>(n));
+    }
+    return Status::Ok();
+  }
+
+  Status Truncate(uint64_t size) override {
+    if (fd_ < 0) return Status::IOError("truncate " + path_ + ": file is closed");
+    if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
+      return PosixError("truncate", path_, errno);
+    if (::lseek(fd_, static_cast<off_t>(size), SEEK_SET) < 0) {
+      return PosixError("seek", path_, errno);
     }
     return Status::Ok();
   }

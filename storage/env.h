@@ -36,6 +36,14 @@ class WritableFile {
   // failure the state of unsynced data is unknown; callers must not retry.
   virtual Status Sync() = 0;
 
+  // Cuts the file to `size` bytes and appends from there: takes back the
+  // part of a frame an Append that failed (NoSpace) left. A file that cannot
+  // returns IOError, and the caller treats the failed Append as final.
+  virtual Status Truncate(uint64_t size) {
+    (void)size;
+    return Status::IOError("truncate is not supported by this file");
+  }
+
   // Closes the file; later calls fail.
   virtual Status Close() = 0;
 };

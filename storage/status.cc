@@ -23,6 +23,8 @@ const char* CodeName(Status::Code code) {
       return "Cancelled";
     case Status::Code::kPermissionDenied:
       return "PermissionDenied";
+    case Status::Code::kNoSpace:
+      return "NoSpace";
   }
   return "Unknown";
 }

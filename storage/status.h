@@ -24,6 +24,7 @@ class [[nodiscard]] Status {
     kResourceExhausted,  // a configured bound was reached (head memory, query limits)
     kCancelled,          // the caller asked to stop (Ctrl-C, a client that went away)
     kPermissionDenied,   // the caller's scope does not cover what was asked (a database)
+    kNoSpace,            // the disk (or a quota) is full: may succeed once space returns
   };
 
   Status() = default;
@@ -43,6 +44,7 @@ class [[nodiscard]] Status {
   static Status PermissionDenied(std::string msg) {
     return Status(Code::kPermissionDenied, std::move(msg));
   }
+  static Status NoSpace(std::string msg) { return Status(Code::kNoSpace, std::move(msg)); }
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }
@@ -54,6 +56,7 @@ class [[nodiscard]] Status {
   bool IsResourceExhausted() const { return code_ == Code::kResourceExhausted; }
   bool IsCancelled() const { return code_ == Code::kCancelled; }
   bool IsPermissionDenied() const { return code_ == Code::kPermissionDenied; }
+  bool IsNoSpace() const { return code_ == Code::kNoSpace; }
   const std::string& message() const { return msg_; }
 
   // "Corruption: wal/000003.log offset 4096: bad checksum", or "OK".

@@ -234,6 +234,12 @@ void Wal::WaitForSyncLocked(std::unique_lock<std::mutex>& lock) {
 }
 
 Status Wal::StartSegmentLocked(uint64_t number) {
+  // The new file first: on a full disk this fails with the old segment
+  // still active and nothing changed, so writes resume once space returns.
+  std::unique_ptr<WritableFile> file;
+  const Status created = env_->NewWritableFile(SegmentPath(dir_, number), &file);
+  if (created.IsNoSpace()) return created;
+  GPULSE_RETURN_IF_ERROR(SetErrorLocked(created));
   if (file_ != nullptr) {
     // Seal the old segment before any byte goes to the new one: replay treats
     // damage in a non-last segment as corruption, which is only true if it
@@ -245,8 +251,6 @@ Status Wal::StartSegmentLocked(uint64_t number) {
     file_.reset();
     GPULSE_RETURN_IF_ERROR(SetErrorLocked(s));
   }
-  std::unique_ptr<WritableFile> file;
-  GPULSE_RETURN_IF_ERROR(SetErrorLocked(env_->NewWritableFile(SegmentPath(dir_, number), &file)));
   // Without this a synced record in the new segment could vanish with the
   // segment's directory entry after a power loss.
   GPULSE_RETURN_IF_ERROR(SetErrorLocked(env_->SyncDir(dir_)));
@@ -277,7 +281,14 @@ Status Wal::Append(std::string_view record, uint64_t* end) {
     }
     GPULSE_RETURN_IF_ERROR(StartSegmentLocked(active_ + 1));
   }
+  const uint64_t before = writer_->offset();
   Status s = writer_->AddRecord(record);
+  if (s.IsNoSpace() && writer_->Rewind(before).ok()) {
+    // The disk is full: the part of the frame that got out is taken back,
+    // and the log goes on as if this Append never happened, so that a write
+    // after space returns succeeds (and replay never meets the fragment).
+    return s;
+  }
   segment_sizes_[active_] = writer_->offset();
   appended_ += framed;
   if (!s.ok()) return SetErrorLocked(s);

@@ -46,4 +46,11 @@ Status WalWriter::AddRecord(std::string_view record) {
   return s;
 }
 
+Status WalWriter::Rewind(uint64_t offset) {
+  if (offset > offset_) return Status::InvalidArgument("wal rewind past the end");
+  GPULSE_RETURN_IF_ERROR(file_->Truncate(offset));
+  offset_ = offset;
+  return Status::Ok();
+}
+
 }  // namespace gpulse::storage

@@ -50,6 +50,10 @@ class WalWriter {
   // Bytes of the file, counting every frame handed to it.
   uint64_t offset() const { return offset_; }
 
+  // Cuts the file back to `offset` (at most offset()) after a failed
+  // AddRecord, and writes from there next. Fails when the file cannot be cut.
+  Status Rewind(uint64_t offset);
+
   // The number of bytes AddRecord writes for a payload of `payload_size`.
   static uint64_t FramedSize(size_t payload_size) { return wal_format::kHeaderSize + payload_size; }
 

@@ -3,6 +3,7 @@
 // stalled clients, Prometheus scrapes, and a restart with the data kept.
 
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,9 +15,12 @@
 #include <boost/asio/read.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/write.hpp>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <sstream>
 #include <thread>
 
@@ -751,6 +755,92 @@ TEST(ServerLimitsTest, AcceptLoopSpinsAtTheDescriptorLimit) {
       << logged;
   close(ports[0]);
   close(logs[0]);
+}
+
+// Item 10 of the hostile probe: after the disk filled, writes were refused
+// until a restart even once space was freed, and /health said "pass". On a
+// tmpfs of 16 MiB, mostly taken by a filler file: writes go on until the
+// disk is full, which /health reports and writes answer with 507; once the
+// filler goes the server resumes by itself, and every acknowledged point is
+// there, also after a restart.
+TEST(ServerDiskFullTest, WritesAreRefusedUntilARestartOnceTheDiskFilled) {
+  storage::ScratchDir mount_point;
+  const std::string where = mount_point.path();
+  if (::mount("tmpfs", where.c_str(), "tmpfs", 0, "size=16m") != 0) {
+    GTEST_SKIP() << "mounting a tmpfs needs root: " << std::strerror(errno);
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{where};
+  const std::string filler = where + "/filler";
+  {
+    std::ofstream out(filler, std::ios::binary);
+    const std::string mib(1 << 20, 'x');
+    for (int i = 0; i < 12; ++i) out << mib;
+  }
+  {
+    ServerConfig config;
+    test::UseQuietTestDb(&config.db);
+    config.db.head_memory_bytes = 256 << 10;  // flushes often: the store fills too
+    ServerMetrics metrics;
+    SourceRegistry sources;
+    test::TestServer server;
+    ASSERT_TRUE(server.Start(where + "/data", config, &metrics, &sources).ok());
+    HttpClient client(server.port());
+    int64_t acked = 0, t = 0;
+    std::mt19937 rng(7);
+    int status = 204;
+    for (int batch = 0; batch < 400 && status == 204; ++batch) {
+      std::string body;
+      for (int i = 0; i < 2'000; ++i, ++t) {
+        // Random text, which no codec shrinks: the disk fills within a few batches.
+        std::string noise(24, ' ');
+        for (char& c : noise) c = static_cast<char>('a' + rng() % 26);
+        body += "m,gpu=" + std::to_string(t % 64) + " v=" + std::to_string(t) + "i,s=\"" + noise +
+                "\" " + std::to_string(t) + "\n";
+      }
+      HttpReply r = client.Post("/write", body);
+      for (int i = 0; i < 500 && r.status == 503; ++i) {  // the head is flushing: as agents do
+        std::this_thread::sleep_for(10ms);
+        r = client.Post("/write", body);
+      }
+      status = r.status;
+      if (status == 204) acked += 2'000;
+      if (status != 204) {
+        EXPECT_EQ(status, 507) << r.body;
+        EXPECT_EQ(r.headers.at("Retry-After"), "10");
+        EXPECT_NE(r.body.find("the disk is full"), std::string::npos) << r.body;
+      }
+    }
+    ASSERT_EQ(status, 507) << "the disk never filled; acknowledged " << acked;
+    ASSERT_GT(acked, 0);
+    const HttpReply health = client.Get("/health");
+    EXPECT_EQ(health.status, 503) << health.body;
+    EXPECT_NE(health.body.find("disk full"), std::string::npos) << health.body;
+
+    std::filesystem::remove(filler);  // space returns
+    for (int i = 0; i < 100 && status != 204; ++i) {
+      std::this_thread::sleep_for(100ms);
+      status = client.Post("/write", "m,gpu=0 v=-1i " + std::to_string(t) + "\n").status;
+    }
+    ASSERT_EQ(status, 204) << "writes did not resume once space returned";
+    ++acked;
+    for (int i = 0; i < 100 && client.Get("/health").status != 200; ++i) {
+      std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_EQ(client.Get("/health").status, 200);
+    const auto count = [](HttpClient& c) {
+      const HttpReply r = c.Get("/query?q=" + PercentEncode("SELECT count(v) FROM m"));
+      return nlohmann::json::parse(r.body)["results"][0]["series"][0]["values"][0][1]
+          .get<int64_t>();
+    };
+    EXPECT_EQ(count(client), acked);
+    ASSERT_TRUE(server.Stop().ok());
+    ASSERT_TRUE(server.Start(where + "/data", config, &metrics, &sources).ok());
+    HttpClient again(server.port());
+    EXPECT_EQ(count(again), acked);
+  }
 }
 
 }  // namespace
