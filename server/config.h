@@ -52,7 +52,7 @@ struct ServerConfig {
   // by default (an embedded Db, `gpulse import` and `simulate` do not).
   Options db = [] {
     Options o;
-    o.cardinality = {.max_series_per_database = 5'000'000, .max_new_series_per_minute = 100'000};
+    o.cardinality = {.max_series_per_database = 5'000'000, .max_new_series_per_minute = 250'000};
     return o;
   }();
   QueryLimits query_limits;  // per statement of /query

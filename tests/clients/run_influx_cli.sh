@@ -237,7 +237,7 @@ EOF
 
 check auth_wrong_db 1 -username grafana -password read-fleet-token -format csv \
   -database other -execute 'SELECT mean(util) FROM gpu' <<'EOF'
-ERR: this token may not read database other
+ERR: this token may not read database other (it may read fleet)
 EOF
 
 stop_server
