@@ -10,6 +10,7 @@
 // leftover is removed at Open: a store.compacting beside a store is an
 // unfinished copy, and a store.old is a finished swap's remains.
 
+#include <algorithm>
 #include <filesystem>
 
 #include "engine/chunk_parts.h"
@@ -146,6 +147,60 @@ Status DbImpl::Compact() {
     return reopened;
   }
   return s;
+}
+
+Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
+  std::unique_lock<std::shared_mutex> exclusive(open_mu_);
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  std::lock_guard<std::mutex> flush(flush_mu_);
+  *report = VerifyReport();
+  leveldb::WriteBatch drops;
+  std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
+  Column part;
+  for (it->Seek(storage::ChunkKey(storage::kRawTier, 0, 0, INT64_MIN)); it->Valid(); it->Next()) {
+    storage::ChunkKeyParts key;
+    const std::string_view raw(it->key().data(), it->key().size());
+    if (!storage::ParseChunkKey(raw, &key) || key.tier != storage::kRawTier) break;
+    ++report->parts;
+    const Status s =
+        storage::DecodeChunk(std::string_view(it->value().data(), it->value().size()), &part);
+    std::string why = s.ok() ? std::string() : s.message();
+    std::string series = "series " + std::to_string(key.series_id), field;
+    {
+      std::shared_lock<std::shared_mutex> l(mu_);
+      if (key.series_id < index_.series_count()) {
+        const Series& named = index_.series(key.series_id).series;
+        series = named.measurement;
+        for (const Tag& t : named.tags) series += "," + t.key + "=" + t.value;
+      }
+      if (key.field_id < index_.field_count()) {
+        field = index_.field(key.field_id).name;
+        if (why.empty() && part.type != index_.field(key.field_id).type) {
+          why = "the part's type is not its field's";
+        }
+      }
+    }
+    if (why.empty() && !std::is_sorted(part.ts.begin(), part.ts.end())) why = "times out of order";
+    if (why.empty()) continue;
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string hex;
+    for (const unsigned char c : raw) hex += {kHex[c >> 4], kHex[c & 15]};
+    Log("verify: damaged chunk part " + hex + " (" + series + " field " + field + " window " +
+        std::to_string(key.window_start) + " part " + std::to_string(key.part) + "): " + why);
+    report->damaged.push_back({std::move(hex), std::move(series), std::move(field),
+                               key.window_start, key.part, std::move(why)});
+    if (drop_damaged) drops.Delete(it->key());
+  }
+  if (!it->status().ok()) return Status::IOError("verify: read chunks: " + it->status().ToString());
+  if (drop_damaged && !report->damaged.empty()) {
+    leveldb::WriteOptions sync;
+    sync.sync = true;
+    const leveldb::Status w = store_->Write(sync, &drops);
+    if (!w.ok()) return Status::IOError("verify: drop damaged parts: " + w.ToString());
+    report->dropped = report->damaged.size();
+    window_cache_.Clear();
+  }
+  return Status::Ok();
 }
 
 }  // namespace gpulse::engine

@@ -35,6 +35,7 @@
 #include <shared_mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "engine/gpulse.h"
@@ -109,6 +110,7 @@ class DbImpl final : public Db {
   int64_t RetainedSince(int tier, int64_t now_ns, std::string_view database) const override;
   Status Flush() override;
   Status Compact() override;
+  Status Verify(bool drop_damaged, VerifyReport* report) override;
   DbStats GetStats() override;
   Status Close() override;
 
@@ -398,6 +400,10 @@ class DbImpl final : public Db {
   std::atomic<uint64_t> head_bytes_{0};
   std::atomic<uint64_t> values_written_{0};
   std::atomic<uint64_t> flushes_{0};
+  // Logs a damaged window read once (db_read.cc), with its store key range.
+  void LogDamage(const Status& why, const WindowKey& window);
+  std::mutex damage_mu_;
+  std::set<std::tuple<uint32_t, uint32_t, int64_t>> logged_damage_;  // GUARDED_BY(damage_mu_)
   // What the WAL replay of the last Open could not read (DbStats): set by
   // Open before the Db is shared, read-only after.
   uint64_t replay_damaged_bytes_ = 0, replay_damaged_regions_ = 0, replay_cut_bytes_ = 0;

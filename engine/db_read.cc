@@ -342,13 +342,39 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
       continue;
     }
     // Reads every part of this window, merged; leaves `it` at the next window.
-    GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), parts, &window));
+    const Status read = ReadWindowParts(it.get(), parts, &window);
+    if (read.IsCorruption()) LogDamage(read, cache_key);
+    GPULSE_RETURN_IF_ERROR(read);
     emit(window);
     window_cache_.Insert(cache_key, window, epoch);
   }
   if (!it->status().ok()) return Status::IOError("read chunks: " + it->status().ToString());
   note_absent(INT64_MAX);
   return Status::Ok();
+}
+
+void DbImpl::LogDamage(const Status& why, const WindowKey& window) {
+  {
+    std::lock_guard<std::mutex> l(damage_mu_);
+    // Once per window, and at most a few thousand windows: a damaged table
+    // read by every dashboard refresh must not flood the log.
+    if (logged_damage_.size() >= 4096 ||
+        !logged_damage_.insert({window.series_id, window.field_id, window.window_start}).second) {
+      return;
+    }
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  const auto hex = [](const std::string& key) {
+    std::string out;
+    for (const unsigned char c : key) out += {kHex[c >> 4], kHex[c & 15]};
+    return out;
+  };
+  const std::string from =
+      storage::ChunkKey(storage::kRawTier, window.series_id, window.field_id, window.window_start);
+  const std::string to = storage::ChunkKey(storage::kRawTier, window.series_id, window.field_id,
+                                           window.window_start, UINT16_MAX);
+  Log("damaged stored data, left out of answers: " + why.message() + " (store keys " + hex(from) +
+      " .. " + hex(to) + "); `gpulse verify` lists the damaged parts and can drop them");
 }
 
 Status DbImpl::ListMeasurements(std::vector<std::string>* out) {

@@ -499,6 +499,8 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
                                   &result.notes);
         if (result.status.ok()) {
           result.notes.insert(result.notes.end(), ctx.notes.begin(), ctx.notes.end());
+          const std::vector<std::string> damage = ctx.DamageNotes();
+          result.notes.insert(result.notes.end(), damage.begin(), damage.end());
         }
         break;
       case StatementKind::kShow:

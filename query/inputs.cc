@@ -203,14 +203,24 @@ class DbInput final : public Input {
   // Reads go by the ids ListSeries gave, which stay valid for the life of
   // the data directory: a series dropped since it was listed reads as
   // having no points.
+  // A series whose stored data is damaged (Corruption) is left out (a scan
+  // may have handed over its runs before the damaged window), and the
+  // answer says so: the other series are still answered.
   Status Read(const InSeries& s, std::span<const std::string> fields, int64_t lo, int64_t hi,
               std::vector<Column>* out) override {
-    return ctx_->db()->ReadSeries(s.id, fields, lo, hi, out);
+    Status st = ctx_->db()->ReadSeries(s.id, fields, lo, hi, out);
+    if (!st.IsCorruption()) return st;
+    ctx_->NoteDamage(st);
+    out->assign(fields.size(), Column());
+    return Status::Ok();
   }
 
   Status Scan(const InSeries& s, std::span<const std::string> fields, int64_t lo, int64_t hi,
               const Db::PointRunVisitor& fn, const Db::PackedRunVisitor* packed) override {
-    return ctx_->db()->ScanSeries(s.id, fields, lo, hi, fn, packed);
+    Status st = ctx_->db()->ScanSeries(s.id, fields, lo, hi, fn, packed);
+    if (!st.IsCorruption()) return st;
+    ctx_->NoteDamage(st);
+    return Status::Ok();
   }
 
   uint32_t Tiers() const override { return ctx_->db()->KeptTiers(); }

@@ -63,6 +63,23 @@ Status ExecContext::stop_status() {
   return stop_status_;
 }
 
+void ExecContext::NoteDamage(const Status& why) {
+  std::lock_guard<std::mutex> l(mu_);
+  ++damage_count_;
+  if (damage_.size() < 5) damage_.push_back(why.message());
+}
+
+std::vector<std::string> ExecContext::DamageNotes() {
+  std::lock_guard<std::mutex> l(mu_);
+  std::vector<std::string> out;
+  if (damage_count_ == 0) return out;
+  out.push_back("damaged stored data was left out of this answer (" +
+                std::to_string(damage_count_) +
+                " series read failed; `gpulse verify` lists and can drop the damaged parts)");
+  for (const std::string& d : damage_) out.push_back("damaged: " + d);
+  return out;
+}
+
 void ExecContext::CountPoints(uint64_t n) {
   const uint64_t total = points_read.fetch_add(n) + n;
   if (total > options_.limits.max_points) {

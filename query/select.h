@@ -50,6 +50,12 @@ class ExecContext {
   std::vector<std::string> plan_lines;
   // Said with the answer (an approximate quantile); one thread only.
   std::vector<std::string> notes;
+  // A series whose stored data could not be read (Corruption): it is left
+  // out, the other series are answered, and the answer says which part was
+  // damaged (DamageNotes). Any thread.
+  void NoteDamage(const Status& why);
+  // The notes for the damage seen, to say with the answer (none when none).
+  std::vector<std::string> DamageNotes();
   std::atomic<uint64_t> points_read{0};
   std::atomic<uint64_t> series_read{0};
 
@@ -61,7 +67,9 @@ class ExecContext {
   std::chrono::steady_clock::time_point next_cancel_check_{};  // the first Poll asks
   std::atomic<bool> stopped_{false};
   std::mutex mu_;
-  Status stop_status_;  // GUARDED_BY(mu_)
+  Status stop_status_;               // GUARDED_BY(mu_)
+  std::vector<std::string> damage_;  // GUARDED_BY(mu_): the first few
+  size_t damage_count_ = 0;          // GUARDED_BY(mu_)
 };
 
 // Runs `s` and appends its series (sorted by measurement, then tags).

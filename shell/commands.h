@@ -24,4 +24,9 @@ int RunImport(const std::vector<std::string>& args);
 // a server or a line-protocol file (shell/simulate.cc).
 int RunSimulate(const std::vector<std::string>& args);
 
+// `gpulse verify [--data DIR] [--repair --backup DIR]`: every stored chunk
+// part read; the unreadable ones listed, and with --repair dropped after a
+// copy of the directory is made.
+int RunVerify(const std::vector<std::string>& args);
+
 }  // namespace gpulse::cli

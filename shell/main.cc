@@ -38,6 +38,10 @@ constexpr const char* kUsage =
     "                      Prometheus text, nvidia-smi CSV logs and XML snapshots, Alibaba\n"
     "                      PAI trace tables; bad rows are reported with file and line.\n"
     "                      `gpulse import --help` for details.\n"
+    "  verify [--data DIR] [--repair --backup DIR]\n"
+    "                      Read every stored chunk and list the parts that cannot be read;\n"
+    "                      --repair drops them after copying the directory to a backup.\n"
+    "                      `gpulse verify --help` for details.\n"
     "  version             Print the version.\n"
     "  help, --help, -h    Print this help.\n"
     "\n"
@@ -65,6 +69,7 @@ int main(int argc, char** argv) {
   if (command == "serve") return gpulse::cli::RunServe(args);
   if (command == "import") return gpulse::cli::RunImport(args);
   if (command == "simulate") return gpulse::cli::RunSimulate(args);
+  if (command == "verify") return gpulse::cli::RunVerify(args);
   // argv[1] is the command's name: they take argc/argv from it on.
   if (command == "query") return gpulse::shell::RunQuery(argc - 1, argv + 1);
   if (command == "shell") return gpulse::shell::RunShell(argc - 1, argv + 1);
