@@ -142,13 +142,17 @@ class DbImpl final : public Db {
   // `views` plus `index_base`.
   // With `limit_series` (writes, not replay) a new series past
   // Options::cardinality.max_series_per_database is rejected.
+  // `known` (may be null): each view's series id as looked up already under
+  // write_mu_ (kNoId for a series not in the catalog then).
   Status ResolveLocked(const std::vector<PointView>& views, ResolvedBatch* resolved,
                        std::vector<size_t>* accepted, std::vector<WriteResult::Rejected>* rejected,
-                       bool limit_series = false);
-  // REQUIRES: write_mu_ held. Takes the batch's new series from the minute's
-  // budget (a bucket refilled at max_new_series_per_minute a minute), or
-  // returns false with the seconds until there is room.
-  bool TakeNewSeriesLocked(const std::vector<PointView>& views, uint64_t* retry_after_seconds);
+                       bool limit_series = false, const std::vector<uint32_t>* known = nullptr);
+  // REQUIRES: write_mu_ held. Takes the batch's new series (those `known`
+  // says are not in the catalog) from the minute's budget (a bucket refilled
+  // at max_new_series_per_minute a minute), or returns false with the
+  // seconds until there is room.
+  bool TakeNewSeriesLocked(const std::vector<PointView>& views, const std::vector<uint32_t>& known,
+                           uint64_t* retry_after_seconds);
   // REQUIRES: write_mu_ held. Adds resolved points to the head.
   void ApplyLocked(const ResolvedBatch& batch);
   // Reopens the store, writes the catalog again and writes the stalled

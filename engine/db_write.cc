@@ -231,8 +231,16 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
     ResolvedBatch resolved;
     std::vector<size_t> accepted;
     std::vector<WriteResult::Rejected> rejected;
+    // With a new-series budget, each point's series is looked up once here
+    // and the lookups are handed to ResolveLocked, not made twice.
+    thread_local std::vector<uint32_t> known;
+    const bool budget = options_.cardinality.max_new_series_per_minute > 0;
+    if (budget) {
+      known.resize(views.size());
+      for (size_t i = 0; i < views.size(); ++i) known[i] = index_.FindSeries(views[i].series_key);
+    }
     uint64_t retry_after = 0;
-    if (!TakeNewSeriesLocked(views, &retry_after)) {
+    if (budget && !TakeNewSeriesLocked(views, known, &retry_after)) {
       out->rejected.clear();
       out->series_rate_limited = true;
       out->retry_after_seconds = retry_after;
@@ -242,8 +250,8 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
           " a minute allowed (limit max_new_series_per_minute); nothing was written, retry in " +
           std::to_string(retry_after) + " s");
     }
-    GPULSE_RETURN_IF_ERROR(
-        ResolveLocked(views, &resolved, &accepted, &rejected, /*limit_series=*/true));
+    GPULSE_RETURN_IF_ERROR(ResolveLocked(views, &resolved, &accepted, &rejected,
+                                         /*limit_series=*/true, budget ? &known : nullptr));
     for (WriteResult::Rejected& r : rejected) {
       r.index = view_index[r.index];
       out->rejected.push_back(std::move(r));
@@ -330,12 +338,13 @@ Status Db::Write(const std::vector<Point>& points, WriteResult* result) {
 namespace gpulse::engine {
 
 bool DbImpl::TakeNewSeriesLocked(const std::vector<PointView>& views,
+                                 const std::vector<uint32_t>& known,
                                  uint64_t* retry_after_seconds) {
   const uint64_t per_minute = options_.cardinality.max_new_series_per_minute;
   if (per_minute == 0) return true;
   std::unordered_set<std::string_view> fresh;
-  for (const PointView& v : views) {
-    if (index_.FindSeries(v.series_key) == kNoId) fresh.insert(v.series_key);
+  for (size_t i = 0; i < views.size(); ++i) {
+    if (known[i] == kNoId) fresh.insert(views[i].series_key);
   }
   if (fresh.empty()) return true;
   constexpr int64_t kMinuteNs = 60'000'000'000;
@@ -364,7 +373,8 @@ bool DbImpl::TakeNewSeriesLocked(const std::vector<PointView>& views,
 
 Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch* resolved,
                              std::vector<size_t>* accepted,
-                             std::vector<WriteResult::Rejected>* rejected, bool limit_series) {
+                             std::vector<WriteResult::Rejected>* rejected, bool limit_series,
+                             const std::vector<uint32_t>* known) {
   const uint64_t max_series = limit_series ? options_.cardinality.max_series_per_database : 0;
   leveldb::WriteBatch catalog;
   bool catalog_changed = false;
@@ -386,7 +396,10 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
                                   std::to_string((now - cut) / 3'600'000'000'000) + "h)"});
       continue;
     }
-    uint32_t series_id = index_.FindSeries(v.series_key);
+    // A series first seen earlier in this batch was added since `known` was
+    // taken: look those up again.
+    uint32_t series_id =
+        known != nullptr && (*known)[i] != kNoId ? (*known)[i] : index_.FindSeries(v.series_key);
     if (series_id != kNoId && options_.out_of_order_window.count() > 0) {
       const int64_t newest = index_.series(series_id).max_ts;
       if (newest != INT64_MIN &&

@@ -244,26 +244,20 @@ std::optional<Response> HttpApi::Authorize(const Request& request,
 }
 
 std::optional<Response> HttpApi::ForbidStatements(const Request& request, const Grant& grant,
-                                                  const query::StatementList& statements,
-                                                  std::string_view database) {
-  for (const auto& st : statements) {
-    Result<query::Reach> reach = query::StatementReach(*st, database);
-    if (!reach.ok()) {
-      ++metrics_->query_errors;
-      return Error(http::status::bad_request, request.version(), reach.status().message());
-    }
+                                                  const std::vector<query::Reach>& reaches) {
+  for (const query::Reach& reach : reaches) {
     // SHOW DATABASES lists only what the token may read (the executor
     // filters it); every other statement needs its database in the scope,
     // and a statement over every database (no db=, rules, sources) needs "*".
-    if (reach->kind == query::Reach::Kind::kNames) continue;
-    const bool everything = reach->kind == query::Reach::Kind::kEverything;
+    if (reach.kind == query::Reach::Kind::kNames) continue;
+    const bool everything = reach.kind == query::Reach::Kind::kEverything;
     const std::string_view need =
-        everything || reach->database.empty() ? std::string_view("*") : reach->database;
+        everything || reach.database.empty() ? std::string_view("*") : reach.database;
     // A statement over every database only because none was named could
     // name one; rules, seasons and sources cannot.
-    const std::string_view hint = !everything && reach->database.empty() ? "db=" : "";
+    const std::string_view hint = !everything && reach.database.empty() ? "db=" : "";
     if (auto denied = Forbid(request, grant, need, Access::kRead, hint)) return denied;
-    if (reach->changes) {
+    if (reach.changes) {
       if (auto denied = Forbid(request, grant, need, Access::kWrite, hint)) return denied;
     }
   }
@@ -327,18 +321,25 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
                  "error parsing query: " + parsed.status().message());
   }
   const query::StatementList& statements = **parsed;
+  std::vector<query::Reach> reaches;
+  for (const auto& st : statements) {
+    Result<query::Reach> reach = query::StatementReach(*st, database);
+    if (!reach.ok()) {
+      ++metrics_->query_errors;
+      return Error(http::status::bad_request, request.version(), reach.status().message());
+    }
+    reaches.push_back(std::move(*reach));
+  }
   // Statements that change data (DELETE, DROP, CREATE) come by POST, as
   // InfluxDB 1.x asks.
-  const bool changes = std::any_of(statements.begin(), statements.end(), [&](const auto& st) {
-    const Result<query::Reach> reach = query::StatementReach(*st, database);
-    return reach.ok() && reach->changes;
-  });
+  const bool changes =
+      std::any_of(reaches.begin(), reaches.end(), [](const query::Reach& r) { return r.changes; });
   if (changes && request.method() != http::verb::post) {
     ++metrics_->query_errors;
     return Error(http::status::method_not_allowed, request.version(),
                  "DELETE, DROP and CREATE change data: send them with POST");
   }
-  if (auto denied = ForbidStatements(request, *grant, statements, database)) return *denied;
+  if (auto denied = ForbidStatements(request, *grant, reaches)) return *denied;
   QueryResult result;
   query::Execute(db_, statements, options, &result);
   for (const StatementResult& st : result.statements) {

@@ -24,6 +24,7 @@
 
 #include "engine/gpulse.h"
 #include "query/parse_cache.h"
+#include "query/statement_reach.h"
 #include "server/alerts.h"
 #include "server/auth.h"
 #include "server/config.h"
@@ -69,11 +70,10 @@ class HttpApi {
   std::optional<Response> Forbid(const Request& request, const Grant& grant,
                                  std::string_view database, Access access,
                                  std::string_view hint = {});
-  // Non-null when a statement reaches past `grant` (statement_reach.h): the
-  // 403 (or the 400 of a statement naming two databases).
+  // Non-null when a statement reaches past `grant` (`reaches`, one for each
+  // statement: statement_reach.h): the 403.
   std::optional<Response> ForbidStatements(const Request& request, const Grant& grant,
-                                           const query::StatementList& statements,
-                                           std::string_view database);
+                                           const std::vector<query::Reach>& reaches);
   // Both: non-null when the request may not proceed.
   std::optional<Response> Authorize(const Request& request,
                                     const std::map<std::string, std::string>& params,

@@ -691,6 +691,12 @@ TEST_F(ServerTest, ConnectionsPastMaxConnectionsGetA503) {
 // failure, uses little CPU while it lasts, and serves again once
 // connections close.
 TEST(ServerLimitsTest, AcceptLoopSpinsAtTheDescriptorLimit) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizers' runtime itself needs descriptors (UBSan reads the memory
+  // map to check a virtual call): at the limit it reports a false error and
+  // stops the server. The Release run of the unit tests runs this test.
+  GTEST_SKIP() << "not under the sanitizers";
+#endif
   int ports[2], logs[2];
   ASSERT_EQ(pipe(ports), 0);
   ASSERT_EQ(pipe(logs), 0);
