@@ -182,9 +182,7 @@ Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
     }
     if (why.empty() && !std::is_sorted(part.ts.begin(), part.ts.end())) why = "times out of order";
     if (why.empty()) continue;
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string hex;
-    for (const unsigned char c : raw) hex += {kHex[c >> 4], kHex[c & 15]};
+    std::string hex = storage::KeyHex(raw);
     Log("verify: damaged chunk part " + hex + " (" + series + " field " + field + " window " +
         std::to_string(key.window_start) + " part " + std::to_string(key.part) + "): " + why);
     report->damaged.push_back({std::move(hex), std::move(series), std::move(field),

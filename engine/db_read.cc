@@ -363,18 +363,13 @@ void DbImpl::LogDamage(const Status& why, const WindowKey& window) {
       return;
     }
   }
-  static constexpr char kHex[] = "0123456789abcdef";
-  const auto hex = [](const std::string& key) {
-    std::string out;
-    for (const unsigned char c : key) out += {kHex[c >> 4], kHex[c & 15]};
-    return out;
-  };
   const std::string from =
       storage::ChunkKey(storage::kRawTier, window.series_id, window.field_id, window.window_start);
   const std::string to = storage::ChunkKey(storage::kRawTier, window.series_id, window.field_id,
                                            window.window_start, UINT16_MAX);
-  Log("damaged stored data, left out of answers: " + why.message() + " (store keys " + hex(from) +
-      " .. " + hex(to) + "); `gpulse verify` lists the damaged parts and can drop them");
+  Log("damaged stored data, left out of answers: " + why.message() + " (store keys " +
+      storage::KeyHex(from) + " .. " + storage::KeyHex(to) +
+      "); `gpulse verify` lists the damaged parts and can drop them");
 }
 
 Status DbImpl::ListMeasurements(std::vector<std::string>* out) {

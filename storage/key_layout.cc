@@ -65,6 +65,14 @@ std::string IndexKey(std::string_view measurement, std::string_view tag_key,
   return key;
 }
 
+std::string KeyHex(std::string_view key) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(key.size() * 2);
+  for (const unsigned char c : key) out += {kHex[c >> 4], kHex[c & 15]};
+  return out;
+}
+
 std::string ChunkKey(uint8_t tier, uint32_t series_id, uint32_t field_id, int64_t window_start,
                      uint16_t part) {
   std::string key(1, kChunkPrefix);

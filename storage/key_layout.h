@@ -58,6 +58,9 @@ std::string IndexKey(std::string_view measurement, std::string_view tag_key,
 // A window's chunk may be stored in several parts, one per flush that added
 // points to it; a higher part is newer. Parts are merged by compaction.
 inline constexpr uint16_t kMaxChunkPart = UINT16_MAX;
+// A store key as lowercase hex, for logs and reports (`ldb` takes it so).
+std::string KeyHex(std::string_view key);
+
 std::string ChunkKey(uint8_t tier, uint32_t series_id, uint32_t field_id, int64_t window_start,
                      uint16_t part = 0);
 
