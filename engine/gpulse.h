@@ -381,7 +381,26 @@ struct QueryLimits {
   uint64_t max_series = 1'000'000;      // series a statement may read
   uint64_t max_points = 2'000'000'000;  // stored values a statement may read
   uint64_t max_rows = 10'000'000;       // rows (buckets x groups) a statement may return
+  // Memory the whole query may hold (the values it reads, its groups' states,
+  // its answer): 0 is an eighth of physical memory (query/query_memory.h).
+  uint64_t max_memory_bytes = 0;
   std::chrono::milliseconds timeout{60'000};
+};
+
+class QueryMemory;  // query/query_memory.h
+
+// Where a query's answer goes as it is made (QueryOptions::sink), instead of
+// into a QueryResult whole, so that a large answer is sent while it is read.
+class AnswerSink {
+ public:
+  virtual ~AnswerSink() = default;
+  // Rows of statement `statement` (statements in order). A SELECT of raw
+  // points sends its answer in pieces, a window of its time range at a time:
+  // a group's rows may then come in several pieces, between other groups'.
+  // Other statements send their series whole. False stops the query.
+  virtual bool Series(size_t statement, const ResultSeries& series) = 0;
+  // The statement is over: its status and notes (its series were sent).
+  virtual bool End(size_t statement, const StatementResult& result) = 0;
 };
 
 struct QueryOptions {
@@ -400,6 +419,13 @@ struct QueryOptions {
   // now() in the query; 0 reads the system clock once per query.
   int64_t now_ns = 0;
   QueryLimits limits;
+  // When set, what the query holds is counted here (the server's: one per
+  // request, drawing on the server-wide pool, held until the answer is
+  // sent); else the query counts against limits.max_memory_bytes alone.
+  QueryMemory* memory = nullptr;
+  // When set, the answer goes here statement by statement (a raw SELECT's in
+  // pieces) and the QueryResult keeps only each statement's status and notes.
+  AnswerSink* sink = nullptr;
   // Polled while a statement runs; returning true stops it with Cancelled.
   std::function<bool()> cancelled;
   // Answers SHOW SOURCES (the server sets it: scrape targets and pushing

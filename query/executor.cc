@@ -17,6 +17,7 @@
 #include "query/inputs.h"
 #include "query/kpis.h"
 #include "query/northstar.h"
+#include "query/query_memory.h"
 #include "query/regex.h"
 #include "query/select.h"
 #include "query/stale.h"
@@ -455,6 +456,22 @@ Status OptionsFor(const Statement& statement, const QueryOptions& options, Query
   return Status::Ok();
 }
 
+// Hands statement i's answer to options.sink when there is one (keeping
+// its status and notes in *out), else keeps it whole in *out. False when the
+// sink stops the query.
+bool Deliver(const QueryOptions& options, size_t i, StatementResult* result, QueryResult* out) {
+  bool go_on = true;
+  if (options.sink != nullptr) {
+    for (const ResultSeries& rs : result->series) {
+      if (!(go_on = options.sink->Series(i, rs))) break;
+    }
+    result->series.clear();
+    go_on = go_on && options.sink->End(i, *result);
+  }
+  out->statements.push_back(std::move(*result));
+  return go_on;
+}
+
 }  // namespace
 
 bool MayRead(const QueryOptions& options, std::string_view database) {
@@ -473,6 +490,14 @@ std::string ReadableList(const QueryOptions& options) {
 
 void Execute(Db* db, const StatementList& statements, const QueryOptions& options, QueryResult* out,
              bool keep_plans) {
+  if (options.memory == nullptr) {
+    // A caller without a budget of its own (an embedded Db) still has the
+    // per-query bound; the answer's charge ends with this call.
+    QueryMemory memory(options.limits.max_memory_bytes, nullptr);
+    QueryOptions counted = options;
+    counted.memory = &memory;
+    return Execute(db, statements, counted, out, keep_plans);
+  }
   const int64_t now = options.now_ns != 0 ? options.now_ns : engine::WallClockNanos();
   for (size_t i = 0; i < statements.size(); ++i) {
     const auto& stmt = statements[i];
@@ -481,11 +506,17 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
     // rules...) read those answers in rows.
     QueryOptions in_rows;
     result.status = OptionsFor(*stmt, options, &in_rows);
+    in_rows.sink = nullptr;  // the statements a statement runs answer to it
     if (!result.status.ok()) {
-      out->statements.push_back(std::move(result));
+      if (!Deliver(options, i, &result, out)) return;
       continue;
     }
     ExecContext ctx(db, in_rows, now);
+    if (options.sink != nullptr) {
+      ctx.emit = [&options, i](const ResultSeries& piece) {
+        return options.sink->Series(i, piece);
+      };
+    }
     switch (stmt->kind) {
       case StatementKind::kSelect:
         if (HasBaseline(static_cast<const SelectStatement&>(*stmt))) {
@@ -564,7 +595,7 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         break;
     }
     if (!result.status.ok()) result.series.clear();
-    out->statements.push_back(std::move(result));
+    if (!Deliver(options, i, &result, out)) return;
   }
 }
 

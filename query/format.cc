@@ -295,29 +295,110 @@ namespace {
 // A NarrowRows series' rows as JSON arrays, each after a comma but the first,
 // gathered in a buffer on the stack and appended to *out a block at a time
 // (a row has a bounded length).
-void AppendNarrowJsonRows(const ResultSeries& s, TimeFormat time_format, std::string* out) {
-  ColumnCursor cursor(s);
+void AppendNarrowJsonRows(const ResultSeries& s, size_t begin, size_t end, TimeFormat time_format,
+                          ColumnCursor* cursor, std::string* out) {
   const int64_t unit = UnitNanos(time_format);
   EpochDigits times;
   const size_t row_chars = 2 + 20 + s.by_column.size() * kCellChars + 1;
   char block[8192];  // room for a row of 16 number columns, and many of one
   char* p = block;
-  for (size_t r = 0; r < s.row_times.size(); ++r) {
+  for (size_t r = begin; r < end; ++r) {
     if (static_cast<size_t>(block + sizeof block - p) < row_chars) {
       out->append(block, p);
       p = block;
     }
-    if (r) *p++ = ',';
+    if (r > begin) *p++ = ',';
     *p++ = '[';
     p = times.Put(FloorDiv(s.row_times[r], unit), p);
     for (size_t k = 0; k < s.by_column.size(); ++k) {
       *p++ = ',';
-      const size_t i = cursor.Take(k, s.row_times[r]);
+      const size_t i = cursor->Take(k, s.row_times[r]);
       p = i == SIZE_MAX ? std::copy_n("null", 4, p) : PutJsonNumber(s.by_column[k], i, p);
     }
     *p++ = ']';
   }
   out->append(block, p);
+}
+
+// Rows [begin, end) of a series as JSON arrays joined by commas. `cursor`
+// (for a series by column) has taken the rows before begin.
+void AppendJsonRows(const ResultSeries& s, size_t begin, size_t end, TimeFormat time_format,
+                    ColumnCursor* cursor, std::string* out) {
+  const bool timed = !s.columns.empty() && IsTimeColumn(s, 0);
+  if (s.by_column.empty()) {
+    for (size_t r = begin; r < end; ++r) {
+      if (r > begin) out->push_back(',');
+      out->push_back('[');
+      for (size_t c = 0; c < s.values[r].size(); ++c) {
+        if (c) out->push_back(',');
+        AppendJsonValue(s.values[r][c], c == 0 && timed, time_format, out);
+      }
+      out->push_back(']');
+    }
+  } else if (NarrowRows(s, time_format)) {
+    AppendNarrowJsonRows(s, begin, end, time_format, cursor, out);
+  } else {
+    for (size_t r = begin; r < end; ++r) {
+      if (r > begin) out->push_back(',');
+      out->push_back('[');
+      AppendTime(s.row_times[r], time_format, true, out);
+      for (size_t k = 0; k < s.by_column.size(); ++k) {
+        out->push_back(',');
+        const size_t i = cursor->Take(k, s.row_times[r]);
+        if (i == SIZE_MAX) {
+          out->append("null");
+        } else {
+          AppendCell(s.by_column[k], i, Dialect::kJson, out);
+        }
+      }
+      out->push_back(']');
+    }
+  }
+}
+
+// A series as a JSON object with its rows [begin, end); `partial` when
+// later rows follow in another piece (a chunked answer).
+void AppendJsonSeries(const ResultSeries& s, size_t begin, size_t end, bool partial,
+                      TimeFormat time_format, ColumnCursor* cursor, std::string* out) {
+  out->push_back('{');
+  bool comma = false;
+  if (!s.name.empty()) {
+    out->append("\"name\":");
+    AppendJsonString(s.name, out);
+    comma = true;
+  }
+  if (!s.tags.empty()) {
+    out->append(comma ? ",\"tags\":{" : "\"tags\":{");
+    for (size_t t = 0; t < s.tags.size(); ++t) {
+      if (t) out->push_back(',');
+      AppendJsonString(s.tags[t].key, out);
+      out->push_back(':');
+      AppendJsonString(s.tags[t].value, out);
+    }
+    out->push_back('}');
+    comma = true;
+  }
+  out->append(comma ? ",\"columns\":[" : "\"columns\":[");
+  for (size_t c = 0; c < s.columns.size(); ++c) {
+    if (c) out->push_back(',');
+    AppendJsonString(s.columns[c], out);
+  }
+  out->append("],\"values\":[");
+  AppendJsonRows(s, begin, end, time_format, cursor, out);
+  out->append(partial ? "],\"partial\":true}" : "]}");
+}
+
+// A statement's notes as InfluxDB's "messages", after a comma.
+void AppendJsonMessages(const std::vector<std::string>& notes, std::string* out) {
+  if (notes.empty()) return;
+  out->append(",\"messages\":[");
+  for (size_t i = 0; i < notes.size(); ++i) {
+    if (i) out->push_back(',');
+    out->append("{\"level\":\"warning\",\"text\":");
+    AppendJsonString(notes[i], out);
+    out->push_back('}');
+  }
+  out->push_back(']');
 }
 
 }  // namespace
@@ -469,77 +550,14 @@ std::string FormatJson(const QueryResult& result, TimeFormat time_format, bool p
     } else if (!st.series.empty()) {
       out.append(",\"series\":[");
       for (size_t i = 0; i < st.series.size(); ++i) {
-        const ResultSeries& s = st.series[i];
         if (i) out.push_back(',');
-        out.push_back('{');
-        bool comma = false;
-        if (!s.name.empty()) {
-          out.append("\"name\":");
-          AppendJsonString(s.name, &out);
-          comma = true;
-        }
-        if (!s.tags.empty()) {
-          out.append(comma ? ",\"tags\":{" : "\"tags\":{");
-          for (size_t t = 0; t < s.tags.size(); ++t) {
-            if (t) out.push_back(',');
-            AppendJsonString(s.tags[t].key, &out);
-            out.push_back(':');
-            AppendJsonString(s.tags[t].value, &out);
-          }
-          out.push_back('}');
-          comma = true;
-        }
-        out.append(comma ? ",\"columns\":[" : "\"columns\":[");
-        for (size_t c = 0; c < s.columns.size(); ++c) {
-          if (c) out.push_back(',');
-          AppendJsonString(s.columns[c], &out);
-        }
-        out.append("],\"values\":[");
-        const bool timed = !s.columns.empty() && IsTimeColumn(s, 0);
-        if (s.by_column.empty()) {
-          for (size_t r = 0; r < s.values.size(); ++r) {
-            if (r) out.push_back(',');
-            out.push_back('[');
-            for (size_t c = 0; c < s.values[r].size(); ++c) {
-              if (c) out.push_back(',');
-              AppendJsonValue(s.values[r][c], c == 0 && timed, time_format, &out);
-            }
-            out.push_back(']');
-          }
-        } else if (NarrowRows(s, time_format)) {
-          AppendNarrowJsonRows(s, time_format, &out);
-        } else {
-          ColumnCursor cursor(s);
-          for (size_t r = 0; r < s.row_times.size(); ++r) {
-            if (r) out.push_back(',');
-            out.push_back('[');
-            AppendTime(s.row_times[r], time_format, true, &out);
-            for (size_t k = 0; k < s.by_column.size(); ++k) {
-              out.push_back(',');
-              const size_t i = cursor.Take(k, s.row_times[r]);
-              if (i == SIZE_MAX) {
-                out.append("null");
-              } else {
-                AppendCell(s.by_column[k], i, Dialect::kJson, &out);
-              }
-            }
-            out.push_back(']');
-          }
-        }
-        out.append("]}");
+        ColumnCursor cursor(st.series[i]);
+        AppendJsonSeries(st.series[i], 0, st.series[i].RowCount(), false, time_format, &cursor,
+                         &out);
       }
       out.push_back(']');
     }
-    if (!st.notes.empty()) {
-      out.append(",\"messages\":[");
-      for (size_t i = 0; i < st.notes.size(); ++i) {
-        if (i) out.push_back(',');
-        out.append("{\"level\":\"warning\",\"text\":");
-        AppendJsonString(st.notes[i], &out);
-        out.push_back('}');
-      }
-      out.push_back(']');
-    }
+    AppendJsonMessages(st.notes, &out);
     out.push_back('}');
   }
   out.append("]}");
@@ -549,6 +567,74 @@ std::string FormatJson(const QueryResult& result, TimeFormat time_format, bool p
   }
   out.push_back('\n');
   return out;
+}
+
+JsonChunkWriter::JsonChunkWriter(TimeFormat time_format, size_t chunk_rows,
+                                 std::function<bool(std::string_view)> emit)
+    : time_format_(time_format),
+      chunk_rows_(std::max<size_t>(chunk_rows, 1)),
+      emit_(std::move(emit)) {}
+
+void JsonChunkWriter::Open(size_t statement) {
+  out_.clear();
+  out_.append("{\"results\":[{\"statement_id\":");
+  AppendInt(statement, &out_);
+  open_ = true;
+  rows_ = 0;
+  series_open_ = false;
+}
+
+bool JsonChunkWriter::Flush(bool more, const std::vector<std::string>* notes) {
+  if (series_open_) out_.push_back(']');
+  if (notes != nullptr) AppendJsonMessages(*notes, &out_);
+  out_.append(more ? ",\"partial\":true}]}\n" : "}]}\n");
+  open_ = false;
+  ok_ = ok_ && emit_(out_);
+  return ok_;
+}
+
+bool JsonChunkWriter::Series(size_t statement, const ResultSeries& s) {
+  ColumnCursor cursor(s);
+  const size_t rows = s.RowCount();
+  size_t row = 0;
+  while (ok_ && row < rows) {
+    if (open_ && rows_ == chunk_rows_ && !Flush(/*more=*/true, nullptr)) break;
+    if (!open_) Open(statement);
+    const size_t take = std::min(rows - row, chunk_rows_ - rows_);
+    out_.append(series_open_ ? "," : ",\"series\":[");
+    series_open_ = true;
+    AppendJsonSeries(s, row, row + take, row + take < rows, time_format_, &cursor, &out_);
+    row += take;
+    rows_ += take;
+  }
+  return ok_;
+}
+
+bool JsonChunkWriter::End(size_t statement, const StatementResult& st) {
+  if (!ok_) return false;
+  if (!st.status.ok()) {
+    // Rows already sent stay sent; the error closes the statement.
+    if (open_ && !Flush(/*more=*/true, nullptr)) return false;
+    Open(statement);
+    out_.append(",\"error\":");
+    AppendJsonString(st.status.message(), &out_);
+    return Flush(/*more=*/false, nullptr);
+  }
+  if (!open_) Open(statement);
+  return Flush(/*more=*/false, &st.notes);
+}
+
+bool FormatJsonChunks(const QueryResult& result, TimeFormat time_format, size_t chunk_rows,
+                      const std::function<bool(std::string_view)>& emit) {
+  JsonChunkWriter writer(time_format, chunk_rows, emit);
+  for (size_t si = 0; si < result.statements.size(); ++si) {
+    const StatementResult& st = result.statements[si];
+    for (const ResultSeries& s : st.series) {
+      if (st.status.ok() && !writer.Series(si, s)) return false;
+    }
+    if (!writer.End(si, st)) return false;
+  }
+  return true;
 }
 
 std::string FormatCsv(const QueryResult& result, TimeFormat time_format) {

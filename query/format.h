@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -48,6 +49,46 @@ bool ParseEpoch(std::string_view text, TimeFormat* format);
 // {"results":[{"statement_id":0,"series":[{"name":..,"tags":{..},"columns":[..],
 // "values":[[..]]}]},{"statement_id":1,"error":"..."}]}. `pretty` indents.
 std::string FormatJson(const QueryResult& result, TimeFormat time_format, bool pretty);
+
+// InfluxDB's chunked answer (chunked=true): objects of FormatJson's shape,
+// one a line, each holding one statement and at most `chunk_rows` rows. A
+// series cut between objects carries "partial":true in all but its last
+// piece, and so does every object of a statement but its last (which holds
+// the statement's messages). emit(text) takes each object with its newline;
+// false from it stops (and this returns false).
+bool FormatJsonChunks(const QueryResult& result, TimeFormat time_format, size_t chunk_rows,
+                      const std::function<bool(std::string_view)>& emit);
+
+// The same, fed a piece at a time as a streamed query makes its answer
+// (QueryOptions::sink): only the object being filled is held. A piece's
+// series is written whole, cut across objects where it passes chunk_rows;
+// consecutive pieces of one series (later rows of a group) come as series
+// objects of their own, as InfluxDB's do. A call after emit said false
+// returns false.
+class JsonChunkWriter : public AnswerSink {
+ public:
+  JsonChunkWriter(TimeFormat time_format, size_t chunk_rows,
+                  std::function<bool(std::string_view)> emit);
+
+  // Rows of statement `statement` (statements in order, each ended before
+  // the next begins).
+  bool Series(size_t statement, const ResultSeries& series) override;
+  // The statement's end: its error (after any rows it sent) or its notes.
+  bool End(size_t statement, const StatementResult& result) override;
+
+ private:
+  void Open(size_t statement);
+  bool Flush(bool more, const std::vector<std::string>* notes);
+
+  const TimeFormat time_format_;
+  const size_t chunk_rows_;
+  const std::function<bool(std::string_view)> emit_;
+  std::string out_;  // the object being filled
+  bool open_ = false;
+  bool series_open_ = false;
+  size_t rows_ = 0;  // in out_
+  bool ok_ = true;
+};
 
 // One header line per table ("name,tags,time,util"), rows as InfluxDB 1.x
 // writes them: the series name, its tags as k=v joined by commas (quoted),

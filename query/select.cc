@@ -20,6 +20,7 @@
 #include "query/functions.h"
 #include "query/inputs.h"
 #include "query/parallel.h"
+#include "query/query_memory.h"
 #include "query/regex.h"
 #include "storage/key_layout.h"
 
@@ -87,6 +88,13 @@ void ExecContext::CountPoints(uint64_t n) {
                                    std::to_string(options_.limits.max_points) +
                                    " stored values (limit max_points)"));
   }
+}
+
+Status ExecContext::Charge(uint64_t bytes, const char* what) {
+  if (options_.memory == nullptr) return Status::Ok();
+  Status st = options_.memory->Charge(bytes, what);
+  if (!st.ok()) Stop(st);
+  return st;
 }
 
 namespace {
@@ -1717,6 +1725,15 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
   std::vector<GroupMap> partial(std::min<size_t>(hw, 8));
   const std::vector<std::string>& fields = plan->fields;
   size_t workers = 1;
+  // The groups' states are charged as groups appear (and, for aggregates
+  // that keep every value, as values fold), and given back once the answer
+  // is built from them.
+  ScopedCharge states_charge(ctx->memory());
+  std::vector<uint64_t> worker_points(partial.size(), 0);
+  const auto count_points = [&](size_t w, uint64_t n) {
+    ctx->CountPoints(n);
+    worker_points[w] += n;
+  };
   if (plan->bucketer && plan->has_lo && plan->has_hi && plan->lo < plan->hi) {
     const int64_t first = plan->bucketer->Start(plan->lo);
     const int64_t last = plan->bucketer->Start(plan->hi - 1);
@@ -1899,18 +1916,49 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
     }
     if (total > 0) {
       ctx->series_read.fetch_add(read);
-      ctx->CountPoints(total);
+      count_points(w, total);
     }
     return Status::Ok();
   };
+  // What a group's states hold, and whether the states keep every value
+  // folded (a percentile sorts them at the end).
+  const size_t buckets_a_group = std::max<size_t>(plan->dense_buckets.size(), 1);
+  const uint64_t group_bytes =
+      sizeof(GroupAcc) + 64 +
+      buckets_a_group * plan->slots.size() * (plan->use_cells ? 16 : sizeof(void*) + 64);
+  const bool keeps_values =
+      std::any_of(plan->slots.begin(), plan->slots.end(), [](const AggSlot& slot) {
+        switch (slot.spec.kind) {
+          case AggKind::kMedian:
+          case AggKind::kMode:
+          case AggKind::kPercentile:
+          case AggKind::kDistinct:
+          case AggKind::kTop:
+          case AggKind::kBottom:
+            return true;
+          default:
+            return false;
+        }
+      });
+  const auto charging = [&](auto fold) {
+    return [&, fold](size_t w, size_t i) -> Status {
+      const size_t groups_before = partial[w].size();
+      const uint64_t points_before = worker_points[w];
+      GPULSE_RETURN_IF_ERROR(fold(w, i));
+      uint64_t bytes = (partial[w].size() - groups_before) * group_bytes;
+      if (keeps_values) bytes += (worker_points[w] - points_before) * sizeof(double);
+      return bytes == 0 ? Status::Ok()
+                        : states_charge.Charge(bytes, "the groups' aggregate states");
+    };
+  };
   Status st;
   if (rollups) {
-    st = ParallelFor(ctx, (series.size() + kTierChunk - 1) / kTierChunk, &workers, fold_tier,
-                     /*min_per_worker=*/1, any_order ? Split::kDynamic : Split::kBlocks);
+    st = ParallelFor(ctx, (series.size() + kTierChunk - 1) / kTierChunk, &workers,
+                     charging(fold_tier), /*min_per_worker=*/1,
+                     any_order ? Split::kDynamic : Split::kBlocks);
   } else {
     st = ParallelFor(
-        ctx, series.size(), &workers,
-        [&](size_t w, size_t i) -> Status {
+        ctx, series.size(), &workers, charging([&](size_t w, size_t i) -> Status {
           const InSeries& in = series[i];
           std::optional<bool> truth = true;
           if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
@@ -1942,7 +1990,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                 }));
             if (rows > 0) {
               ctx->series_read.fetch_add(1);
-              ctx->CountPoints(rows);
+              count_points(w, rows);
             }
             return Status::Ok();
           }
@@ -1984,7 +2032,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                                                plan->use_cells ? &packed : nullptr));
             if (target.points > 0) {
               ctx->series_read.fetch_add(1);
-              ctx->CountPoints(target.points);
+              count_points(w, target.points);
             }
             return Status::Ok();
           }
@@ -2010,7 +2058,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                 nullptr));
             if (points > 0) {
               ctx->series_read.fetch_add(1);
-              ctx->CountPoints(points);
+              count_points(w, points);
             }
             return Status::Ok();
           }
@@ -2021,7 +2069,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
           for (const Column& c : cols) points += c.size();
           if (points == 0) return Status::Ok();
           ctx->series_read.fetch_add(1);
-          ctx->CountPoints(points);
+          count_points(w, points);
 
           // Rows: the condition on fields, and string-field groups, per row.
           std::vector<int64_t> ts;
@@ -2060,7 +2108,7 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
             }
           }
           return Status::Ok();
-        },
+        }),
         /*min_per_worker=*/8, any_order ? Split::kDynamic : Split::kBlocks);
   }
   GPULSE_RETURN_IF_ERROR(st);
@@ -2165,6 +2213,13 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                                        std::to_string(ctx->options().limits.max_rows) +
                                        " rows (limit max_rows)");
     }
+    uint64_t bytes = 0;
+    if (columns != nullptr) {
+      for (const Column& c : a.columns.values) bytes += ColumnBytes(c);
+    } else {
+      bytes = SeriesBytes(a.series);
+    }
+    GPULSE_RETURN_IF_ERROR(ctx->Charge(bytes, "the answer's rows"));
     if (columns != nullptr) {
       columns->push_back(std::move(a.columns));
     } else {
@@ -2194,6 +2249,13 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
 
 // --- Raw queries ----------------------------------------------------------------
 
+// A row of a group's answer: (series, joined row) at its time.
+struct RowAt {
+  int64_t t;
+  uint32_t series;
+  uint32_t row;
+};
+
 struct SeriesRows {
   std::vector<Column> cols;
   std::vector<int64_t> ts;
@@ -2208,6 +2270,8 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
   std::vector<char> kept(series.size(), 0);
   size_t workers = 1;
   std::atomic<uint64_t> rows_total{0};
+  // The columns read and their joins are held until the answer is built.
+  ScopedCharge reading(ctx->memory());
   Status st = ParallelFor(
       ctx, series.size(), &workers,
       [&](size_t, size_t i) -> Status {
@@ -2222,7 +2286,15 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
         if (points == 0) return Status::Ok();
         ctx->series_read.fetch_add(1);
         ctx->CountPoints(points);
+        uint64_t bytes = 0;
+        for (const Column& c : sr.cols) bytes += ColumnBytes(c);
         Join(sr.cols, &sr.ts, &sr.pos);
+        bytes += sr.ts.size() * (sizeof(int64_t) + sizeof(RowAt) +
+                                 sr.cols.size() * sizeof(int32_t) + sizeof(uint32_t));
+        if (Status st = reading.Charge(bytes, "the raw points read"); !st.ok()) {
+          ctx->Stop(st);
+          return st;
+        }
         for (size_t r = 0; r < sr.ts.size(); ++r) {
           RowRef row{&in, &sr.cols, &sr.pos, r};
           if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
@@ -2251,12 +2323,6 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
       /*min_per_worker=*/8, Split::kDynamic);
   GPULSE_RETURN_IF_ERROR(st);
 
-  // Rows of each group: (series, joined row), merged in time order.
-  struct RowAt {
-    int64_t t;
-    uint32_t series;
-    uint32_t row;
-  };
   std::map<GroupKey, std::vector<RowAt>> groups;
   for (size_t i = 0; i < series.size(); ++i) {
     if (!kept[i]) continue;
@@ -2293,6 +2359,10 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
       }
       return v;
     };
+    // Charged before the rows are built: a group's rows are the answer's,
+    // held until it is sent.
+    GPULSE_RETURN_IF_ERROR(
+        ctx->Charge(RowsBytes(rows.size(), plan->outputs.size() + 1), "the answer's rows"));
     std::vector<std::vector<QueryValue>> cols;
     std::vector<bool> is_field_col;
     for (const OutExpr& o : plan->outputs) {
@@ -2319,6 +2389,101 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
     }
     OrderAndLimit(s, &rs);
     if (!rs.values.empty()) out->push_back(std::move(rs));
+  }
+  return Status::Ok();
+}
+
+// A streamed raw SELECT reads its range in windows of about this many stored
+// values (some 64 MiB of columns at 16 bytes a value). The first window
+// assumes a value a minute per series and field (the GPU-minute grain), at
+// most an hour and at least a second; each next one is twice or half as wide
+// as the last one's values and memory suggest.
+constexpr uint64_t kWindowValues = 4'000'000;
+constexpr int64_t kMinuteNs = 60'000'000'000;
+constexpr int64_t kMostFirstWindowNs = 60 * kMinuteNs;
+constexpr int64_t kLeastWindowNs = 1'000'000'000;
+
+// [first, last] of the points of `series` in [plan.lo, plan.hi): where the
+// query bounds no side of its range, the data's own. first > last: none.
+Status RawExtent(ExecContext* ctx, Input* input, const Plan& plan,
+                 const std::vector<InSeries>& series, int64_t* first, int64_t* last) {
+  std::mutex mu;
+  *first = INT64_MAX;
+  *last = INT64_MIN;
+  size_t workers = 1;
+  return ParallelFor(
+      ctx, series.size(), &workers,
+      [&](size_t, size_t i) -> Status {
+        int64_t f = INT64_MAX, l = INT64_MIN;
+        GPULSE_RETURN_IF_ERROR(input->Scan(
+            series[i], plan.fields, plan.lo, plan.hi,
+            [&](size_t, const Column& c, size_t begin, size_t end) {
+              f = std::min(f, c.ts[begin]);
+              l = std::max(l, c.ts[end - 1]);
+            },
+            nullptr));
+        std::lock_guard<std::mutex> lock(mu);
+        *first = std::min(*first, f);
+        *last = std::max(*last, l);
+        return Status::Ok();
+      },
+      /*min_per_worker=*/64, Split::kDynamic);
+}
+
+// A raw SELECT whose answer goes to ctx->emit: RunRaw over one window of the
+// range after another (later ones first under ORDER BY time DESC), each
+// window's rows emitted and let go before the next is read, so that the
+// query holds one window's points and rows however long its range.
+Status StreamRaw(ExecContext* ctx, const SelectStatement& s, Input* input, const Plan& plan,
+                 const std::vector<InSeries>& series) {
+  int64_t lo = plan.lo, hi = plan.hi;
+  if (!plan.has_lo || !plan.has_hi) {
+    int64_t first = 0, last = 0;
+    GPULSE_RETURN_IF_ERROR(RawExtent(ctx, input, plan, series, &first, &last));
+    if (first > last) return Status::Ok();
+    lo = std::max(lo, first);
+    hi = std::min(hi, last + 1);  // last < INT64_MAX: no point is stored there
+  }
+  const bool desc = s.order == SortOrder::kDesc;
+  const uint64_t values_a_minute =
+      std::max<uint64_t>(1, series.size() * std::max<size_t>(plan.fields.size(), 1));
+  int64_t width = std::clamp(static_cast<int64_t>(kWindowValues / values_a_minute) * kMinuteNs,
+                             kLeastWindowNs, kMostFirstWindowNs);
+  const uint64_t budget = ctx->memory() != nullptr ? ctx->memory()->limit() : UINT64_MAX;
+  // Windows [a, b) from the range's start up, or from its end down.
+  int64_t edge = desc ? hi : lo;
+  while (desc ? edge > lo : edge < hi) {
+    Plan window = plan;
+    window.has_lo = window.has_hi = true;
+    if (desc) {
+      window.hi = edge;
+      window.lo = edge - lo > width ? edge - width : lo;
+      edge = window.lo;
+    } else {
+      window.lo = edge;
+      window.hi = hi - edge > width ? edge + width : hi;
+      edge = window.hi;
+    }
+    const uint64_t points_before = ctx->points_read.load();
+    const uint64_t held_before = ctx->memory() != nullptr ? ctx->memory()->held() : 0;
+    std::vector<ResultSeries> pieces;
+    GPULSE_RETURN_IF_ERROR(RunRaw(ctx, s, input, &window, series, &pieces));
+    for (const ResultSeries& piece : pieces) {
+      if (!ctx->emit(piece)) return Status::Cancelled("the client stopped reading the answer");
+    }
+    pieces.clear();
+    uint64_t held = 0;  // by the window's rows, now sent
+    if (ctx->memory() != nullptr && ctx->memory()->held() > held_before) {
+      held = ctx->memory()->held() - held_before;
+      ctx->memory()->Release(held);
+    }
+    GPULSE_RETURN_IF_ERROR(ctx->Poll());
+    const uint64_t points = ctx->points_read.load() - points_before;
+    if (points > kWindowValues || held > budget / 4) {
+      width = std::max(width / 2, kLeastWindowNs);
+    } else if (points < kWindowValues / 4 && held < budget / 16 && width < INT64_MAX / 2) {
+      width *= 2;
+    }
   }
   return Status::Ok();
 }
@@ -2520,6 +2685,10 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
       std::vector<ResultSeries> rows;
       GPULSE_RETURN_IF_ERROR(RunRaw(ctx, s, input, &plan, series, &rows));
       for (ResultSeries& rs : rows) columns->push_back(ToColumns(std::move(rs)));
+    } else if (ctx->emit && !s.limit && !s.offset && !s.slimit && !s.soffset) {
+      // LIMIT, OFFSET and their series forms count across the whole answer:
+      // such a statement is answered whole.
+      GPULSE_RETURN_IF_ERROR(StreamRaw(ctx, s, input, plan, series));
     } else {
       GPULSE_RETURN_IF_ERROR(RunRaw(ctx, s, input, &plan, series, out));
     }

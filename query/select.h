@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <span>
 #include <string>
@@ -37,11 +38,20 @@ class ExecContext {
 
   // Counts stored values read against QueryLimits::max_points.
   void CountPoints(uint64_t n);
+  // Counts `bytes` more held by the query (QueryOptions::memory, which
+  // Execute always sets) for `what`; past a budget the statement stops
+  // (Stop) and the reason is returned. Any thread.
+  Status Charge(uint64_t bytes, const char* what);
+  QueryMemory* memory() const { return options_.memory; }
 
   // The statement's own answer may come by column
   // (QueryOptions::answers_by_column): Execute sets it for a SELECT it runs,
   // never for a query another statement runs inside itself.
   bool answers_by_column = false;
+  // Set for a statement whose answer goes to QueryOptions::sink: a raw
+  // SELECT hands its rows here a window at a time (false: stop) instead of
+  // building them whole.
+  std::function<bool(const ResultSeries&)> emit;
   // EXPLAIN: when on, the plan describes itself in lines.
   bool explain = false;
   // A SELECT over the Db keeps its plans in its tree for the next run

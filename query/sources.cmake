@@ -28,6 +28,7 @@ set(GPULSE_QUERY_SOURCES
   query/northstar.cc
   query/inputs.cc
   query/parallel.cc
+  query/query_memory.cc
   query/select.cc
   query/stale.cc
   query/statement_reach.cc

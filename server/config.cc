@@ -222,12 +222,25 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     if (const auto q = root.find("query"); q != root.end()) {
       if (!q->is_object()) return Status::InvalidArgument("query: must be an object");
       GPULSE_RETURN_IF_ERROR(
-          CheckKeys(*q, "query", {"max_series", "max_points", "max_rows", "timeout"}));
+          CheckKeys(*q, "query",
+                    {"max_series", "max_points", "max_rows", "timeout", "max_memory_mb",
+                     "server_memory_mb", "threads", "max_waiting"}));
       QueryLimits& l = config->query_limits;
       GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_series", &l.max_series));
       GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_points", &l.max_points));
       GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_rows", &l.max_rows));
       GPULSE_RETURN_IF_ERROR(GetMillis(*q, "query", "timeout", &l.timeout));
+      uint64_t mb = l.max_memory_bytes >> 20;
+      GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_memory_mb", &mb));
+      l.max_memory_bytes = mb << 20;
+      mb = config->server_query_memory_bytes >> 20;
+      GPULSE_RETURN_IF_ERROR(Get(*q, "query", "server_memory_mb", &mb));
+      config->server_query_memory_bytes = mb << 20;
+      GPULSE_RETURN_IF_ERROR(Get(*q, "query", "threads", &config->query_threads));
+      if (config->query_threads < 0 || config->query_threads > 256) {
+        return Status::InvalidArgument("query.threads: must be 0 (one a core) to 256");
+      }
+      GPULSE_RETURN_IF_ERROR(Get(*q, "query", "max_waiting", &config->max_waiting_queries));
     }
     if (const auto l = root.find("limits"); l != root.end()) {
       if (!l->is_object()) return Status::InvalidArgument("limits: must be an object");

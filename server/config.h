@@ -55,7 +55,15 @@ struct ServerConfig {
     o.cardinality = {.max_series_per_database = 5'000'000, .max_new_series_per_minute = 250'000};
     return o;
   }();
-  QueryLimits query_limits;  // per statement of /query
+  QueryLimits query_limits;  // per statement of /query (max_memory_bytes: per query)
+  // Queries run on threads of their own, not on the I/O threads that take
+  // writes and /ping: query_threads of them (0: one a core, at least 2),
+  // with up to max_waiting_queries more waiting (more are answered 503).
+  // Together they hold at most server_query_memory_bytes (0: half of
+  // physical memory; query/query_memory.h).
+  int query_threads = 0;
+  size_t max_waiting_queries = 64;
+  uint64_t server_query_memory_bytes = 0;
   AlertConfig alerts;
 };
 

@@ -2,8 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <thread>
+
+#include <malloc.h>
 
 #include "ingest/line_protocol.h"
 #include "ingest/lp_batch.h"
@@ -20,6 +24,32 @@ namespace {
 // InfluxDB clients read these to decide what the server speaks; 1.8 is the
 // 1.x API gpulse implements.
 constexpr const char* kInfluxVersion = "1.8.10";
+
+// chunked=true answers in objects of this many rows unless chunk_size says
+// otherwise (InfluxDB's default).
+constexpr size_t kDefaultChunkRows = 10'000;
+// What a cell of an answer takes as JSON text, about (the text is charged
+// before it is made).
+constexpr uint64_t kTextBytesACell = 12;
+// A query that held this much gives the freed memory back when it is done.
+constexpr uint64_t kTrimAfterBytes = 64ull << 20;
+
+// Gives freed memory back to the system when a query that held much of it
+// ends: the server's one malloc arena otherwise keeps it (glibc returns only
+// the heap's top past M_TRIM_THRESHOLD), and RSS would stay at a burst's
+// peak. malloc_trim also returns free pages inside the heap.
+class TrimAfter {
+ public:
+  explicit TrimAfter(const QueryMemory* memory) : memory_(memory) {}
+  ~TrimAfter() {
+    if (memory_->peak() >= kTrimAfterBytes) ::malloc_trim(0);
+  }
+  TrimAfter(const TrimAfter&) = delete;
+  TrimAfter& operator=(const TrimAfter&) = delete;
+
+ private:
+  const QueryMemory* const memory_;
+};
 // Line errors listed in one 400 response; the rest are counted.
 constexpr size_t kMaxListedErrors = 100;
 
@@ -123,6 +153,18 @@ std::map<std::string, std::string> ParseQueryString(std::string_view target) {
   return params;
 }
 
+void ConfigureServer(const ServerConfig& config, HttpServerOptions* options) {
+  options->threads = config.threads;
+  options->max_body_bytes = config.max_body_bytes;
+  options->read_timeout = config.read_timeout;
+  options->max_connections = config.max_connections;
+  options->long_request = &HttpApi::RunsLong;
+  options->long_request_threads =
+      config.query_threads > 0 ? config.query_threads
+                               : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
+  options->max_long_waiting = config.max_waiting_queries;
+}
+
 HttpApi::HttpApi(Db* db, const ServerConfig& config, ServerMetrics* metrics,
                  SourceRegistry* sources, AlertManager* alerts)
     : db_(db),
@@ -130,7 +172,19 @@ HttpApi::HttpApi(Db* db, const ServerConfig& config, ServerMetrics* metrics,
       auth_(config.tokens),
       metrics_(metrics),
       sources_(sources),
-      alerts_(alerts) {}
+      alerts_(alerts),
+      query_memory_(config.server_query_memory_bytes) {
+  metrics_->query_memory = [this] {
+    return QueryMemoryStats{query_memory_.held(), query_memory_.limit(), query_memory_.refused()};
+  };
+}
+
+HttpApi::~HttpApi() { metrics_->query_memory = nullptr; }
+
+bool HttpApi::RunsLong(const Request& request) {
+  const std::string_view target = request.target();
+  return target.substr(0, target.find('?')) == "/query";
+}
 
 Response HttpApi::Handle(const Request& request, const RequestContext& context) {
   const auto started = std::chrono::steady_clock::now();
@@ -291,6 +345,16 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
     return Error(http::status::bad_request, request.version(),
                  "epoch \"" + param("epoch") + "\" is not one of ns, u, ms, s, m, h");
   }
+  const std::string chunked_text = param("chunked");
+  const bool chunked = chunked_text == "true" || chunked_text == "1";
+  size_t chunk_rows = kDefaultChunkRows;
+  if (const std::string size = param("chunk_size"); !size.empty()) {
+    const auto [end, ec] = std::from_chars(size.data(), size.data() + size.size(), chunk_rows);
+    if (ec != std::errc() || end != size.data() + size.size() || chunk_rows == 0) {
+      return Error(http::status::bad_request, request.version(),
+                   "chunk_size \"" + size + "\" is not a positive number of rows");
+    }
+  }
   QueryOptions options;
   options.database = database;
   if (!grant->read.everything()) options.readable_databases = grant->read.names();
@@ -340,14 +404,36 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
                  "DELETE, DROP and CREATE change data: send them with POST");
   }
   if (auto denied = ForbidStatements(request, *grant, reaches)) return *denied;
+  // What the query holds counts against its budget and the server's until
+  // it is answered; a large one's memory goes back to the system after.
+  QueryMemory memory(config_.query_limits.max_memory_bytes, &query_memory_);
+  options.memory = &memory;
+  const TrimAfter trim(&memory);
+  Response res{http::status::ok, request.version()};
+  res.set("X-Influxdb-Version", kInfluxVersion);
+  res.keep_alive(request.keep_alive());
+  const bool csv = request[http::field::accept].find("text/csv") != std::string_view::npos;
+  if (chunked && !csv) {
+    res.set(http::field::content_type, "application/json");
+    return QueryChunked(statements, chunk_rows, time_format, context, &options, std::move(res));
+  }
   QueryResult result;
   query::Execute(db_, statements, options, &result);
-  for (const StatementResult& st : result.statements) {
-    if (!st.status.ok()) ++metrics_->query_errors;
+  CountErrors(result);
+  // The text is charged before it is made: an answer that fits in memory
+  // as rows may not as text.
+  for (StatementResult& st : result.statements) {
+    if (!st.status.ok()) continue;
+    uint64_t cells = 0;
+    for (const ResultSeries& rs : st.series) cells += rs.RowCount() * rs.columns.size();
+    Status charged = memory.Charge(cells * kTextBytesACell, "the answer's text");
+    if (!charged.ok()) {
+      st.status = std::move(charged);
+      st.series.clear();
+      ++metrics_->query_errors;
+    }
   }
-  Response res{http::status::ok, request.version()};
-  const std::string_view accept = request[http::field::accept];
-  if (accept.find("text/csv") != std::string_view::npos) {
+  if (csv) {
     res.set(http::field::content_type, "text/csv");
     res.body() = query::FormatCsv(result, time_format);
   } else {
@@ -355,10 +441,46 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
     const std::string pretty = param("pretty");
     res.body() = query::FormatJson(result, time_format, pretty == "true" || pretty == "1");
   }
-  res.set("X-Influxdb-Version", kInfluxVersion);
-  res.keep_alive(request.keep_alive());
   res.prepare_payload();
   return res;
+}
+
+Response HttpApi::QueryChunked(const query::StatementList& statements, size_t chunk_rows,
+                               query::TimeFormat time_format, const RequestContext& context,
+                               QueryOptions* options, Response header) {
+  if (context.stream == nullptr) {
+    // Not on a query thread (an embedder's own server): the same objects,
+    // in one body.
+    std::string body;
+    query::JsonChunkWriter writer(time_format, chunk_rows, [&body](std::string_view text) {
+      body.append(text);
+      return true;
+    });
+    options->sink = &writer;
+    QueryResult result;
+    query::Execute(db_, statements, *options, &result);
+    CountErrors(result);
+    header.body() = std::move(body);
+    header.prepare_payload();
+    return header;
+  }
+  header.set(http::field::server, std::string("gpulse/") + Version());
+  if (!context.stream->Start(header)) return header;  // the client left
+  query::JsonChunkWriter writer(time_format, chunk_rows, [&context](std::string_view text) {
+    return context.stream->Write(text);
+  });
+  options->sink = &writer;
+  QueryResult result;
+  query::Execute(db_, statements, *options, &result);
+  CountErrors(result);
+  context.stream->Finish();
+  return header;  // sent already
+}
+
+void HttpApi::CountErrors(const QueryResult& result) {
+  for (const StatementResult& st : result.statements) {
+    if (!st.status.ok()) ++metrics_->query_errors;
+  }
 }
 
 Response HttpApi::Write(const Request& request, const RequestContext& context, bool v2) {

@@ -23,7 +23,9 @@
 #include <string_view>
 
 #include "engine/gpulse.h"
+#include "query/format.h"
 #include "query/parse_cache.h"
+#include "query/query_memory.h"
 #include "query/statement_reach.h"
 #include "server/alerts.h"
 #include "server/auth.h"
@@ -41,12 +43,24 @@ std::map<std::string, std::string> ParseQueryString(std::string_view target);
 // client puts it in a URL or a form body (ParseQueryString reads it back).
 std::string PercentEncode(std::string_view text);
 
+// The HTTP server's options that `config` sets (threads, body limit, read
+// timeout, connections, and queries on threads of their own); the caller
+// sets the address.
+void ConfigureServer(const ServerConfig& config, HttpServerOptions* options);
+
 class HttpApi {
  public:
   // `db`, `metrics`, `sources` and `alerts` must outlive the HttpApi;
   // `alerts` may be null (rules are not evaluated: the alert endpoints say so).
   HttpApi(Db* db, const ServerConfig& config, ServerMetrics* metrics, SourceRegistry* sources,
           AlertManager* alerts = nullptr);
+  ~HttpApi();
+  HttpApi(const HttpApi&) = delete;
+  HttpApi& operator=(const HttpApi&) = delete;
+
+  // Whether the request runs on the server's query threads
+  // (HttpServerOptions::long_request): /query.
+  static bool RunsLong(const Request& request);
 
   Response Handle(const Request& request, const RequestContext& context);
 
@@ -54,6 +68,13 @@ class HttpApi {
   Response Write(const Request& request, const RequestContext& context, bool v2);
   Response Compact(const Request& request);
   Response Query(const Request& request, const RequestContext& context);
+  // chunked=true: the answer in objects of chunk_rows rows, streamed through
+  // context.stream as the statements make it (a raw SELECT a window of its
+  // range at a time); `header` is the response's status and header.
+  Response QueryChunked(const query::StatementList& statements, size_t chunk_rows,
+                        query::TimeFormat time_format, const RequestContext& context,
+                        QueryOptions* options, Response header);
+  void CountErrors(const QueryResult& result);
   Response Metrics(const Request& request);
   Response Sources(const Request& request);
   Response Health(const Request& request);
@@ -86,6 +107,7 @@ class HttpApi {
   SourceRegistry* const sources_;
   AlertManager* const alerts_;
   query::ParseCache parse_cache_;
+  QueryMemoryPool query_memory_;  // every /query's budget draws on it
 };
 
 }  // namespace gpulse::server

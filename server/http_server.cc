@@ -8,10 +8,16 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 
 namespace gpulse::server {
 
@@ -29,6 +35,7 @@ constexpr size_t kBodyReadBytes = 64 << 10;
 Response ErrorResponse(http::status status, unsigned version, const std::string& message) {
   Response res{status, version};
   res.set(http::field::content_type, "application/json");
+  if (status == http::status::service_unavailable) res.set(http::field::retry_after, "1");
   res.set(http::field::connection, "close");
   res.keep_alive(false);
   std::string escaped;
@@ -65,6 +72,73 @@ void AppendHeader(const Response& response, std::string* out) {
     out->append("\r\n");
   }
   out->append("\r\n");
+}
+
+// --- ResponseStream -------------------------------------------------------------
+
+bool ResponseStream::Start(Response header) {
+  if (started_) return false;
+  started_ = true;
+  // Pieces go out as they are made: a small one (the last chunk's end)
+  // must not wait behind the one before for the client's delayed ACK.
+  const int on = 1;
+  ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+  header.chunked(true);
+  keep_alive_ = header.keep_alive();
+  std::string text;
+  AppendHeader(header, &text);
+  return SendAll(text, {}, {});
+}
+
+bool ResponseStream::Write(std::string_view piece) {
+  if (!started_ || finished_ || !ok_) return false;
+  if (piece.empty()) return true;
+  char size[24];
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+  return SendAll(std::string_view(size, static_cast<size_t>(n)), piece, "\r\n");
+}
+
+bool ResponseStream::Finish() {
+  if (!started_ || finished_ || !ok_) return false;
+  finished_ = true;
+  return SendAll("0\r\n\r\n", {}, {});
+}
+
+bool ResponseStream::SendAll(std::string_view a, std::string_view b, std::string_view c) {
+  std::array<iovec, 3> parts{iovec{const_cast<char*>(a.data()), a.size()},
+                             iovec{const_cast<char*>(b.data()), b.size()},
+                             iovec{const_cast<char*>(c.data()), c.size()}};
+  size_t first = 0;
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  while (ok_) {
+    while (first < parts.size() && parts[first].iov_len == 0) ++first;
+    if (first == parts.size()) return true;
+    msghdr msg{};
+    msg.msg_iov = &parts[first];
+    msg.msg_iovlen = parts.size() - first;
+    const ssize_t sent = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (sent >= 0) {
+      size_t left = static_cast<size_t>(sent);
+      for (size_t i = first; i < parts.size() && left > 0; ++i) {
+        const size_t take = std::min(left, parts[i].iov_len);
+        parts[i].iov_base = static_cast<char*>(parts[i].iov_base) + take;
+        parts[i].iov_len -= take;
+        left -= take;
+      }
+      continue;
+    }
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) break;
+    // The client has not taken what was sent: wait for room, as long as a
+    // read would wait for it.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd_, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) < 0 && errno != EINTR) break;
+  }
+  ok_ = false;
+  return false;
 }
 
 // One connection: read a request, answer it, repeat while keep-alive.
@@ -203,9 +277,49 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     busy_ = true;
     const Request& request = parser_->get();
-    Response response = server_->handler_(request, context_);
+    if (server_->options_.long_request && server_->options_.long_request(request)) {
+      return RunLong();
+    }
+    Answer(server_->handler_(request, context_));
+  }
+
+  void Answer(Response response) {
+    const Request& request = parser_->get();
     response.keep_alive(request.keep_alive() && response.keep_alive() && !server_->stopping());
     Send(std::move(response));
+  }
+
+  // Runs the handler on the server's long-request threads; the answer (or
+  // what follows a streamed one) comes back to this connection's loop.
+  void RunLong() {
+    if (!server_->AdmitLong()) {
+      return Send(ErrorResponse(
+          http::status::service_unavailable, parser_->get().version(),
+          std::to_string(server_->long_requests()) +
+              " queries are running or waiting, the most the server takes (query.threads + "
+              "query.max_waiting); retry later"));
+    }
+    asio::post(*server_->long_pool_, [self = shared_from_this()] {
+      HttpServer* server = self->server_;
+      ResponseStream stream(self->socket_.native_handle(), server->options_.read_timeout);
+      RequestContext context = self->context_;
+      context.stream = &stream;
+      context.client_gone = [gone = self->context_.client_gone, server] {
+        return server->stopping() || gone();
+      };
+      Response response = server->handler_(self->parser_->get(), context);
+      --server->long_requests_;
+      const bool streamed = stream.started();
+      const bool keep = streamed && stream.whole() && stream.keep_alive() &&
+                        self->parser_->get().keep_alive() && !server->stopping();
+      asio::post(self->socket_.get_executor(),
+                 [self, response = std::move(response), streamed, keep]() mutable {
+                   if (!streamed) return self->Answer(std::move(response));
+                   self->busy_ = false;
+                   if (!keep) return self->Close();
+                   self->Read();
+                 });
+    });
   }
 
   // The response goes out in one gathered write: its header, printed here,
@@ -309,6 +423,8 @@ Status HttpServer::Start() {
     max_connections_ = std::max<size_t>(
         16, descriptors > kReservedDescriptors ? descriptors - kReservedDescriptors : 0);
   }
+  long_pool_ = std::make_unique<asio::thread_pool>(
+      static_cast<size_t>(std::max(options_.long_request_threads, 1)));
   Accept();
   for (auto& loop : loops_) {
     keep_running_.emplace_back(loop->get_executor());
@@ -384,7 +500,18 @@ ConnectionStats HttpServer::connection_stats() const {
   stats.refused = refused_.load();
   stats.accept_errors = accept_errors_.load();
   stats.max_connections = max_connections_;
+  stats.queries_in_flight = long_requests_.load();
   return stats;
+}
+
+bool HttpServer::AdmitLong() {
+  const size_t most =
+      static_cast<size_t>(std::max(options_.long_request_threads, 1)) + options_.max_long_waiting;
+  size_t n = long_requests_.load();
+  do {
+    if (n >= most) return false;
+  } while (!long_requests_.compare_exchange_weak(n, n + 1));
+  return true;
 }
 
 void HttpServer::Register(const std::shared_ptr<Session>& session) {
@@ -424,6 +551,10 @@ void HttpServer::Stop() {
     std::unique_lock<std::mutex> l(sessions_mu_);
     sessions_cv_.wait_for(l, options_.drain_timeout, [this] { return sessions_.empty(); });
   }
+  // Long requests still running see stopping() through client_gone and end;
+  // those still waiting are dropped with their connections.
+  long_pool_->stop();
+  long_pool_->join();
   keep_running_.clear();
   for (auto& loop : loops_) loop->stop();
   accept_loop_.stop();

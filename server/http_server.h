@@ -22,6 +22,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
 #include <condition_variable>
@@ -44,12 +45,51 @@ namespace http = boost::beast::http;
 using Request = http::request<http::string_body>;
 using Response = http::response<http::string_body>;
 
+// A response sent as its handler makes it, in HTTP/1.1 chunks, so that a
+// large answer never waits whole in memory: Start sends the status line and
+// header (with Transfer-Encoding: chunked), Write one piece, Finish the
+// last chunk. Each call blocks until the client has taken the bytes, at most
+// the server's read_timeout, and returns false once the client is gone or
+// stalled: the connection is then closed, and the handler should stop.
+// Offered only to requests run off the I/O threads
+// (HttpServerOptions::long_request), where blocking holds up no other
+// connection. One thread at a time.
+class ResponseStream {
+ public:
+  ResponseStream(int fd, std::chrono::milliseconds timeout) : fd_(fd), timeout_(timeout) {}
+  ResponseStream(const ResponseStream&) = delete;
+  ResponseStream& operator=(const ResponseStream&) = delete;
+
+  bool Start(Response header);
+  bool Write(std::string_view piece);  // an empty piece sends nothing
+  bool Finish();
+
+  bool started() const { return started_; }
+  // Started, finished and every byte sent: the connection may be kept.
+  bool whole() const { return finished_ && ok_; }
+  bool keep_alive() const { return keep_alive_; }
+
+ private:
+  bool SendAll(std::string_view a, std::string_view b, std::string_view c);
+
+  const int fd_;
+  const std::chrono::milliseconds timeout_;
+  bool started_ = false;
+  bool finished_ = false;
+  bool ok_ = true;
+  bool keep_alive_ = false;
+};
+
 // What the handler sees of a connection.
 struct RequestContext {
   std::string remote_address;  // "127.0.0.1"
-  // True once the client has closed or reset the connection: a long query
-  // polls it to stop work nobody will read. Cheap (one poll(2)).
+  // True once the client has closed or reset the connection (or the server
+  // is stopping): a long query polls it to stop work nobody will read.
+  // Cheap (one poll(2)).
   std::function<bool()> client_gone;
+  // Set for a request run off the I/O threads: the handler may answer
+  // through it instead of returning its Response (which is then ignored).
+  ResponseStream* stream = nullptr;
 };
 
 struct HttpServerOptions {
@@ -67,6 +107,14 @@ struct HttpServerOptions {
   size_t max_connections = 0;
   // Where the server says what goes wrong outside a request (accept errors).
   std::function<void(std::string_view)> log;
+  // Requests for which this says true (queries) run on long_request_threads
+  // of their own rather than on the I/O thread that read them, so that a
+  // heavy query holds up no write, /ping or other connection of its I/O
+  // thread. Past long_request_threads running, up to max_long_waiting more
+  // wait their turn; one more is answered 503 with Retry-After.
+  std::function<bool(const Request&)> long_request;
+  int long_request_threads = 2;
+  size_t max_long_waiting = 64;
 };
 
 // Descriptors kept free of connections when max_connections is 0.
@@ -96,6 +144,8 @@ class HttpServer {
   uint16_t port() const { return port_; }
 
   ConnectionStats connection_stats() const;
+  // Long requests running or waiting for a thread now.
+  size_t long_requests() const { return long_requests_.load(); }
 
   // Stops accepting, lets requests in flight finish (up to drain_timeout),
   // closes idle keep-alive connections, and joins the I/O threads.
@@ -110,6 +160,9 @@ class HttpServer {
   void AcceptLater(const boost::system::error_code& error);
   // Answers a connection past max_connections with 503 and closes it.
   void Refuse(boost::asio::ip::tcp::socket socket);
+  // Counts one more long request; false (counting none) when
+  // long_request_threads + max_long_waiting are already in.
+  bool AdmitLong();
   void Register(const std::shared_ptr<Session>& session);
   void Unregister(Session* session);
   bool stopping() const { return stopping_; }
@@ -124,6 +177,9 @@ class HttpServer {
   std::condition_variable sessions_cv_;
   // Live connections; weak, so a closing connection is never revived.
   std::map<Session*, std::weak_ptr<Session>> sessions_;  // GUARDED_BY(sessions_mu_)
+  // Runs long requests; declared here for the same reason as the loops.
+  std::unique_ptr<boost::asio::thread_pool> long_pool_;
+  std::atomic<size_t> long_requests_{0};
   // One loop per I/O thread, and one that only accepts.
   std::vector<std::unique_ptr<boost::asio::io_context>> loops_;
   std::vector<WorkGuard> keep_running_;  // a loop with no connection waits for one

@@ -131,6 +131,21 @@ std::string ServerMetrics::Render(const DbStats& db) const {
     Line(&out, "gpulse_http_accept_errors_total", "counter",
          "Failed accepts, such as at the file-descriptor limit.",
          static_cast<double>(c.accept_errors));
+    Line(&out, "gpulse_queries_in_flight", "gauge",
+         "Queries running or waiting for a query thread.",
+         static_cast<double>(c.queries_in_flight));
+  }
+  if (query_memory) {
+    const QueryMemoryStats m = query_memory();
+    Line(&out, "gpulse_query_memory_bytes", "gauge",
+         "Memory held by the queries running now (estimated as they build their answers).",
+         static_cast<double>(m.held));
+    Line(&out, "gpulse_query_memory_limit_bytes", "gauge",
+         "Memory the queries running at once may hold (query.server_memory_mb).",
+         static_cast<double>(m.limit));
+    Line(&out, "gpulse_queries_refused_memory_total", "counter",
+         "Queries stopped because the queries running together held query.server_memory_mb.",
+         static_cast<double>(m.refused));
   }
   Line(&out, "gpulse_wal_bytes", "gauge", "Bytes in live WAL segments.",
        static_cast<double>(db.wal_bytes));

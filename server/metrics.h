@@ -21,6 +21,14 @@ struct ConnectionStats {
   uint64_t refused = 0;        // answered 503 at max_connections
   uint64_t accept_errors = 0;  // accept(2) failures, such as the descriptor limit (EMFILE)
   uint64_t max_connections = 0;
+  uint64_t queries_in_flight = 0;  // queries running or waiting for a query thread
+};
+
+// The queries' memory (query/query_memory.h), as the metrics show it.
+struct QueryMemoryStats {
+  uint64_t held = 0;
+  uint64_t limit = 0;
+  uint64_t refused = 0;
 };
 
 class ServerMetrics {
@@ -48,6 +56,8 @@ class ServerMetrics {
   // Set by whoever runs the HTTP server (it is made after the metrics);
   // unset, the connection metrics are left out.
   std::function<ConnectionStats()> connections;
+  // Set by the HttpApi while it lives; unset, the query memory is left out.
+  std::function<QueryMemoryStats()> query_memory;
 
   // The exposition text: these metrics and `db` statistics.
   std::string Render(const DbStats& db) const;

@@ -80,10 +80,7 @@ int RunServe(const std::vector<std::string>& args) {
   server::HttpServerOptions http;
   Status s = server::SplitHostPort(config.listen, &http.host, &http.port);
   if (!s.ok()) return Usage(s.message().c_str());
-  http.threads = config.threads;
-  http.max_body_bytes = config.max_body_bytes;
-  http.read_timeout = config.read_timeout;
-  http.max_connections = config.max_connections;
+  server::ConfigureServer(config, &http);
   http.log = [](std::string_view line) {
     std::fprintf(stderr, "gpulse: %.*s\n", static_cast<int>(line.size()), line.data());
   };

@@ -2,7 +2,8 @@
 // /write?db=..., then queried back in the InfluxDB 1.x JSON shape (and CSV),
 // time formats, form bodies, per-statement errors, parse errors, database
 // scoping, SHOW statements, query limits from the config, a restart with the
-// data kept, the query metrics, and a client that hangs up mid-query.
+// data kept, the query metrics, a client that hangs up mid-query, and the
+// memory budgets and chunked answers.
 
 #include <gtest/gtest.h>
 
@@ -647,6 +648,108 @@ TEST_F(ServerQueryTest, PointAtInt64MaxIsAcknowledgedAndNeverReadable) {
               json::parse("[[-9223372036854775808, 3], [9223372036854775806, 2]]"));
     Restart();  // the WAL replays both, and the flush at close stores them
   }
+}
+
+// --- Item 5 of the hostile probe: memory budgets and streamed answers ------------
+
+class ServerQueryMemoryTest : public ServerQueryTest {
+ protected:
+  // util and temp of `nodes` nodes a minute for `minutes` minutes, db=bench.
+  void WriteMinutes(int nodes, int minutes) {
+    std::string lines;
+    for (int n = 0; n < nodes; ++n) {
+      for (int m = 0; m < minutes; ++m) {
+        lines += "gpu,node=n" + std::to_string(n) + " util=" + std::to_string(m % 100) +
+                 "i,temp=" + std::to_string(40 + m % 13) + " " +
+                 std::to_string(1704067200 + 60 * m) + "\n";
+      }
+    }
+    Write("bench", lines);
+  }
+
+  // The objects of a chunked answer, one a line.
+  static std::vector<json> Objects(const std::string& body) {
+    std::vector<json> out;
+    size_t at = 0;
+    while (at < body.size()) {
+      const size_t end = body.find('\n', at);
+      out.push_back(json::parse(body.substr(at, end - at), nullptr, false));
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    return out;
+  }
+};
+
+TEST_F(ServerQueryMemoryTest, ChunkedAnswersComeInObjectsOfAtMostChunkSizeRows) {
+  WriteMinutes(4, 600);
+  const std::string text = "SELECT util, temp FROM gpu GROUP BY node";
+  const HttpReply r = Get(text, "db=bench&chunked=true&chunk_size=100");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers.at("Transfer-Encoding"), "chunked");
+  const std::vector<json> objects = Objects(r.body);
+  ASSERT_GE(objects.size(), 24u);
+  std::map<std::string, std::vector<json>> rows;  // node -> rows, in order
+  for (size_t i = 0; i < objects.size(); ++i) {
+    const json& st = objects[i]["results"][0];
+    EXPECT_EQ(st["statement_id"], 0);
+    EXPECT_EQ(st.contains("partial"), i + 1 < objects.size()) << st.dump();
+    size_t in_object = 0;
+    for (const json& s : st.value("series", json::array())) {
+      for (const json& row : s["values"]) rows[s["tags"]["node"]].push_back(row);
+      in_object += s["values"].size();
+    }
+    EXPECT_LE(in_object, 100u);
+  }
+  // The same rows as the whole answer, group by group.
+  const json whole = Query(text);
+  ASSERT_EQ(whole["results"][0]["series"].size(), 4u);
+  for (const json& s : whole["results"][0]["series"]) {
+    EXPECT_EQ(json(rows[s["tags"]["node"]]), s["values"]) << s["tags"].dump();
+  }
+  EXPECT_EQ(Get(text, "db=bench&chunked=true&chunk_size=0").status, 400);
+  EXPECT_EQ(Get(text, "db=bench&chunked=true&chunk_size=ten").status, 400);
+}
+
+TEST_F(ServerQueryMemoryTest, AQueryPastItsBudgetSaysSoAndChunkedAnswersItWithin) {
+  Stop();
+  config_.query_limits.max_memory_bytes = 1 << 20;
+  Start();
+  WriteMinutes(8, 1000);  // 8,000 rows: some 1.3 MB as rows
+  const std::string text = "SELECT * FROM gpu GROUP BY node";
+  const json refused = Query(text);
+  const std::string error = refused["results"][0].value("error", "");
+  EXPECT_NE(error.find("memory budget of 1.0 MiB (limit query.max_memory_mb)"), std::string::npos)
+      << refused.dump();
+  EXPECT_NE(error.find("chunked=true"), std::string::npos) << error;
+  const HttpReply r = Get(text, "db=bench&chunked=true");
+  ASSERT_EQ(r.status, 200);
+  size_t rows = 0;
+  for (const json& o : Objects(r.body)) {
+    EXPECT_FALSE(o["results"][0].contains("error")) << o.dump();
+    for (const json& s : o["results"][0].value("series", json::array())) rows += s["values"].size();
+  }
+  EXPECT_EQ(rows, 8000u);
+  // Written and read again afterwards: the server is well.
+  WriteMinutes(1, 1);
+  EXPECT_EQ(Get("SELECT count(util) FROM gpu", "db=bench").status, 200);
+}
+
+TEST_F(ServerQueryMemoryTest, TheServersPoolBoundsQueriesTogether) {
+  Stop();
+  config_.server_query_memory_bytes = 4 << 20;  // one grain: 4 MiB for every query at once
+  Start();
+  EXPECT_EQ(Metric("gpulse_query_memory_limit_bytes"), 4 << 20);
+  WriteMinutes(8, 4000);  // 32,000 rows: some 5 MB as rows
+  const json refused = Query("SELECT * FROM gpu GROUP BY node");
+  EXPECT_NE(refused["results"][0].value("error", "").find("query.server_memory_mb"),
+            std::string::npos)
+      << refused.dump();
+  EXPECT_EQ(Metric("gpulse_queries_refused_memory_total"), 1);
+  EXPECT_EQ(Metric("gpulse_query_memory_bytes"), 0);  // given back
+  // A query within the pool answers.
+  const json fits = Query("SELECT max(util) FROM gpu GROUP BY node");
+  EXPECT_EQ(fits["results"][0]["series"].size(), 8u) << fits.dump();
 }
 
 }  // namespace

@@ -58,10 +58,9 @@ class TestServer {
     }
     api_ = std::make_unique<server::HttpApi>(db_.get(), config_, metrics, sources, alerts_.get());
     server::HttpServerOptions options;
+    server::ConfigureServer(config_, &options);
     options.port = 0;
-    options.max_body_bytes = config_.max_body_bytes;
     options.read_timeout = read_timeout;
-    options.max_connections = config_.max_connections;
     server_ = std::make_unique<server::HttpServer>(
         options, [this](const server::Request& r, const server::RequestContext& c) {
           return api_->Handle(r, c);
