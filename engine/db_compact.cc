@@ -12,13 +12,17 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "engine/chunk_parts.h"
+#include "engine/column_ops.h"
 #include "engine/db_impl.h"
+#include "engine/tier_kinds.h"
 #include "leveldb/options.h"
 #include "leveldb/write_batch.h"
 #include "storage/chunk_codec.h"
 #include "storage/key_layout.h"
+#include "storage/rollup.h"
 
 namespace gpulse::engine {
 
@@ -149,23 +153,58 @@ Status DbImpl::Compact() {
   return s;
 }
 
+namespace {
+
+// Why a block of tier rows of a field of `type` cannot be read; empty when
+// it can.
+std::string TierBlockDamage(FieldType type, std::string_view data) {
+  std::string why;
+  const bool kept = WithTierKind(type, [&](auto kind) {
+    using Kind = decltype(kind);
+    typename Kind::Rows rows;
+    Status d = Kind::Decode(data, &rows);
+    if (d.ok() && !Kind::TypeIs(rows, type))
+      d = Status::Corruption("type differs from the field's");
+    if (!d.ok()) why = d.message();
+  });
+  return kept ? why : "a tier block of a field that has no tier rows";
+}
+
+// The index into storage::kTiers of the tier stored under key id `id`.
+std::optional<size_t> TierOfKeyId(uint8_t id) {
+  for (size_t t = 0; t < storage::kTierCount; ++t) {
+    if (storage::kTiers[t].id == id) return t;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
   std::unique_lock<std::shared_mutex> exclusive(open_mu_);
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   std::lock_guard<std::mutex> flush(flush_mu_);
   *report = VerifyReport();
   leveldb::WriteBatch drops;
+  struct Block {
+    uint32_t series_id, field_id;
+    size_t tier;
+    int64_t start;
+  };
+  std::vector<Block> dropped_blocks;
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
   Column part;
   for (it->Seek(storage::ChunkKey(storage::kRawTier, 0, 0, INT64_MIN)); it->Valid(); it->Next()) {
     storage::ChunkKeyParts key;
     const std::string_view raw(it->key().data(), it->key().size());
-    if (!storage::ParseChunkKey(raw, &key) || key.tier != storage::kRawTier) break;
-    ++report->parts;
-    const Status s =
-        storage::DecodeChunk(std::string_view(it->value().data(), it->value().size()), &part);
-    std::string why = s.ok() ? std::string() : s.message();
+    if (!storage::ParseChunkKey(raw, &key)) break;
+    const std::string_view value(it->value().data(), it->value().size());
+    const std::optional<size_t> tier =
+        key.tier == storage::kRawTier ? std::nullopt : TierOfKeyId(key.tier);
+    std::string why;
     std::string series = "series " + std::to_string(key.series_id), field;
+    bool known_field = false;
+    FieldType type = FieldType::kFloat;
     {
       std::shared_lock<std::shared_mutex> l(mu_);
       if (key.series_id < index_.series_count()) {
@@ -175,29 +214,100 @@ Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
       }
       if (key.field_id < index_.field_count()) {
         field = index_.field(key.field_id).name;
-        if (why.empty() && part.type != index_.field(key.field_id).type) {
-          why = "the part's type is not its field's";
-        }
+        type = index_.field(key.field_id).type;
+        known_field = true;
       }
     }
-    if (why.empty() && !std::is_sorted(part.ts.begin(), part.ts.end())) why = "times out of order";
+    if (key.tier == storage::kRawTier) {
+      ++report->parts;
+      const Status s = storage::DecodeChunk(value, &part);
+      if (!s.ok()) {
+        why = s.message();
+      } else if (known_field && part.type != type) {
+        why = "the part's type is not its field's";
+      } else if (!std::is_sorted(part.ts.begin(), part.ts.end())) {
+        why = "times out of order";
+      }
+    } else {
+      ++report->tier_blocks;
+      if (!tier) {
+        why = "a block of unknown tier " + std::to_string(key.tier);
+      } else if (known_field) {
+        why = TierBlockDamage(type, value);
+      }
+    }
     if (why.empty()) continue;
+    const std::string tier_name = tier ? storage::kTiers[*tier].name : "raw";
     std::string hex = storage::KeyHex(raw);
-    Log("verify: damaged chunk part " + hex + " (" + series + " field " + field + " window " +
-        std::to_string(key.window_start) + " part " + std::to_string(key.part) + "): " + why);
-    report->damaged.push_back({std::move(hex), std::move(series), std::move(field),
+    Log("verify: damaged " + (tier ? tier_name + " tier block " : std::string("chunk part ")) +
+        hex + " (" + series + " field " + field + " window " + std::to_string(key.window_start) +
+        " part " + std::to_string(key.part) + "): " + why);
+    report->damaged.push_back({std::move(hex), tier_name, std::move(series), std::move(field),
                                key.window_start, key.part, std::move(why)});
-    if (drop_damaged) drops.Delete(it->key());
+    if (drop_damaged) {
+      drops.Delete(it->key());
+      if (tier && known_field) {
+        dropped_blocks.push_back({key.series_id, key.field_id, *tier, key.window_start});
+      }
+    }
   }
   if (!it->status().ok()) return Status::IOError("verify: read chunks: " + it->status().ToString());
+  it.reset();
   if (drop_damaged && !report->damaged.empty()) {
     leveldb::WriteOptions sync;
     sync.sync = true;
     const leveldb::Status w = store_->Write(sync, &drops);
     if (!w.ok()) return Status::IOError("verify: drop damaged parts: " + w.ToString());
     report->dropped = report->damaged.size();
+    // The raw parts are dropped first: a rebuilt block holds what the raw
+    // points left say.
+    for (const Block& b : dropped_blocks) {
+      GPULSE_RETURN_IF_ERROR(RebuildTierBlock(b.series_id, b.field_id, b.tier, b.start));
+      ++report->rebuilt;
+    }
     window_cache_.Clear();
   }
+  return Status::Ok();
+}
+
+Status DbImpl::RebuildTierBlock(uint32_t series_id, uint32_t field_id, size_t tier, int64_t start) {
+  FieldType type;
+  {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    type = index_.field(field_id).type;
+  }
+  const int64_t span = storage::BlockSpan(storage::kTiers[tier]);
+  const int64_t end = start > INT64_MAX - span ? INT64_MAX : start + span;
+  // The raw points of [start, end), from every raw window that may hold
+  // some (a window starts before the block, or in it).
+  Column fresh;
+  fresh.type = type;
+  std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
+  it->Seek(storage::ChunkKey(storage::kRawTier, series_id, field_id, INT64_MIN));
+  while (it->Valid()) {
+    storage::ChunkKeyParts k;
+    const leveldb::Slice key = it->key();
+    if (!storage::ParseChunkKey(std::string_view(key.data(), key.size()), &k) ||
+        k.tier != storage::kRawTier || k.series_id != series_id || k.field_id != field_id ||
+        k.window_start >= end) {
+      break;
+    }
+    Column window;
+    window.type = type;
+    GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), k, &window));
+    const auto from = std::lower_bound(window.ts.begin(), window.ts.end(), start);
+    const auto to = std::lower_bound(from, window.ts.end(), end);
+    AppendPoints(window, static_cast<size_t>(from - window.ts.begin()),
+                 static_cast<size_t>(to - window.ts.begin()), &fresh);
+  }
+  if (!it->status().ok()) return Status::IOError("verify: read raw: " + it->status().ToString());
+  leveldb::WriteBatch batch;
+  std::vector<WindowKey> touched;
+  GPULSE_RETURN_IF_ERROR(UpdateTiers(series_id, field_id, fresh, 1u << tier, &batch, &touched));
+  leveldb::WriteOptions sync;
+  sync.sync = true;
+  const leveldb::Status w = store_->Write(sync, &batch);
+  if (!w.ok()) return Status::IOError("verify: rebuild tier rows: " + w.ToString());
   return Status::Ok();
 }
 

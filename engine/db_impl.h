@@ -111,6 +111,10 @@ class DbImpl final : public Db {
   Status Flush() override;
   Status Compact() override;
   Status Verify(bool drop_damaged, VerifyReport* report) override;
+  // Writes tier `tier`'s block from `start` of a series-field again from its
+  // stored raw points (after Verify dropped it). REQUIRES: flush_mu_ held,
+  // no reader (Verify's exclusive hold).
+  Status RebuildTierBlock(uint32_t series_id, uint32_t field_id, size_t tier, int64_t start);
   DbStats GetStats() override;
   Status Close() override;
 
@@ -407,7 +411,9 @@ class DbImpl final : public Db {
   // Logs a damaged window read once (db_read.cc), with its store key range.
   void LogDamage(const Status& why, const WindowKey& window);
   std::mutex damage_mu_;
-  std::set<std::tuple<uint32_t, uint32_t, int64_t>> logged_damage_;  // GUARDED_BY(damage_mu_)
+  // (tier, series, field, window) logged
+  std::set<std::tuple<uint8_t, uint32_t, uint32_t, int64_t>>
+      logged_damage_;  // GUARDED_BY(damage_mu_)
   // What the WAL replay of the last Open could not read (DbStats): set by
   // Open before the Db is shared, read-only after.
   uint64_t replay_damaged_bytes_ = 0, replay_damaged_regions_ = 0, replay_cut_bytes_ = 0;

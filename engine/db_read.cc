@@ -359,13 +359,15 @@ void DbImpl::LogDamage(const Status& why, const WindowKey& window) {
     // Once per window, and at most a few thousand windows: a damaged table
     // read by every dashboard refresh must not flood the log.
     if (logged_damage_.size() >= 4096 ||
-        !logged_damage_.insert({window.series_id, window.field_id, window.window_start}).second) {
+        !logged_damage_
+             .insert({window.tier, window.series_id, window.field_id, window.window_start})
+             .second) {
       return;
     }
   }
   const std::string from =
-      storage::ChunkKey(storage::kRawTier, window.series_id, window.field_id, window.window_start);
-  const std::string to = storage::ChunkKey(storage::kRawTier, window.series_id, window.field_id,
+      storage::ChunkKey(window.tier, window.series_id, window.field_id, window.window_start);
+  const std::string to = storage::ChunkKey(window.tier, window.series_id, window.field_id,
                                            window.window_start, UINT16_MAX);
   Log("damaged stored data, left out of answers: " + why.message() + " (store keys " +
       storage::KeyHex(from) + " .. " + storage::KeyHex(to) +

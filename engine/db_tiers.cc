@@ -498,6 +498,7 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
   };
 
   std::unique_ptr<leveldb::Iterator> it;
+  Status damage;  // the first damaged block met
   for (size_t s = 0; s < ids.size(); ++s) {
     for (size_t i = 0; i < nf; ++i) {
       const Part& p = parts[s * nf + i];
@@ -571,14 +572,19 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
           }
           Rows decoded;
           const leveldb::Slice v = it->value();
-          const Status d = Kind::Decode(std::string_view(v.data(), v.size()), &decoded);
-          if (!d.ok()) {
-            return Status::Corruption("tier " + std::string(t.name) + " of " + name_of(ids[s]) +
-                                      ": " + d.message());
+          Status d = Kind::Decode(std::string_view(v.data(), v.size()), &decoded);
+          if (d.ok() && !Kind::TypeIs(decoded, p.type)) {
+            d = Status::Corruption("type differs from the field's");
           }
-          if (!Kind::TypeIs(decoded, p.type)) {
-            return Status::Corruption("tier " + std::string(t.name) + " of " + name_of(ids[s]) +
-                                      ": type differs from the field's");
+          if (!d.ok()) {
+            // A damaged block: the rest of this series-field is left out,
+            // the other series are read, and the call says so at the end.
+            Status why =
+                Status::Corruption("tier " + std::string(t.name) + " block of " + name_of(ids[s]) +
+                                   " from " + std::to_string(block) + ": " + d.message());
+            LogDamage(why, cache_key);
+            if (damage.ok()) damage = std::move(why);
+            break;
           }
           auto shared = std::make_shared<const Rows>(std::move(decoded));
           Kind::Insert(&window_cache_, cache_key, shared, epoch);
@@ -611,7 +617,7 @@ Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::
       if (fixed.size() > 0) fn(s, i, fixed, 0, fixed.size());
     }
   }
-  return Status::Ok();
+  return damage;
 }
 
 }  // namespace gpulse::engine

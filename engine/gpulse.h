@@ -382,7 +382,7 @@ struct QueryLimits {
   uint64_t max_points = 2'000'000'000;  // stored values a statement may read
   uint64_t max_rows = 10'000'000;       // rows (buckets x groups) a statement may return
   // Memory the whole query may hold (the values it reads, its groups' states,
-  // its answer): 0 is an eighth of physical memory (query/query_memory.h).
+  // its answer): 0 is a sixteenth of physical memory (query/query_memory.h).
   uint64_t max_memory_bytes = 0;
   std::chrono::milliseconds timeout{60'000};
 };
@@ -568,23 +568,27 @@ class Db {
 
   // What Verify found.
   struct VerifyReport {
-    uint64_t parts = 0;  // raw chunk parts read
+    uint64_t parts = 0;        // raw chunk parts read
+    uint64_t tier_blocks = 0;  // tier blocks (rollup and tally rows) read
     struct Damaged {
       std::string key;     // the store key, in hex
+      std::string tier;    // "raw", or the tier's name ("1h")
       std::string series;  // "gpu,node=a" (or the id when the catalog lacks it)
       std::string field;
-      int64_t window_start = 0;
+      int64_t window_start = 0;  // the raw window's, or the tier block's
       uint16_t part = 0;
       std::string reason;  // what decoding said
     };
     std::vector<Damaged> damaged;
-    uint64_t dropped = 0;  // parts deleted (drop_damaged)
+    uint64_t dropped = 0;  // parts and blocks deleted (drop_damaged)
+    uint64_t rebuilt = 0;  // dropped tier blocks built again from the raw points
   };
-  // Reads and decodes every stored raw chunk part and reports the ones that
-  // cannot be read (a damaged LevelDB table). With `drop_damaged` it deletes
-  // them, so that queries over their series read the rest again; keep a copy
-  // of the data directory first (`gpulse verify --repair` makes one). Tier
-  // rows are not checked. Every other call waits while it runs.
+  // Reads and decodes every stored raw chunk part and tier block and reports
+  // the ones that cannot be read (a damaged LevelDB table). With
+  // `drop_damaged` it deletes them, so that queries over their series read
+  // the rest again, and builds each dropped tier block again from the raw
+  // points left; keep a copy of the data directory first (`gpulse verify
+  // --repair` makes one). Every other call waits while it runs.
   virtual Status Verify(bool drop_damaged, VerifyReport* report) = 0;
 
   // Reads `fields` of the one series `series` over [start_ns, end_ns):
@@ -619,7 +623,10 @@ class Db {
   // `parts` (storage::RollupParts) are sure to be filled. Points not yet
   // flushed count: their buckets are computed from the raw points, so the
   // rows always equal what the raw points give. `rows` is valid during the
-  // call only. NotFound when the series does not exist.
+  // call only. NotFound when the series does not exist. A stored block
+  // that cannot be read (a damaged table) is logged and its series-field
+  // skipped from there: the other fields and series are visited, and the
+  // call then returns Corruption naming the block.
   // The tiers kept (Options::tiers): bit t for storage::kTiers[t].
   virtual uint32_t KeptTiers() const = 0;
   using RollupVisitor =

@@ -217,27 +217,33 @@ class DbInput final : public Input {
 
   Status Scan(const InSeries& s, std::span<const std::string> fields, int64_t lo, int64_t hi,
               const Db::PointRunVisitor& fn, const Db::PackedRunVisitor* packed) override {
-    Status st = ctx_->db()->ScanSeries(s.id, fields, lo, hi, fn, packed);
+    return Damaged(ctx_->db()->ScanSeries(s.id, fields, lo, hi, fn, packed));
+  }
+
+  // A Corruption noted for the answer, and the read carried on.
+  Status Damaged(Status st) {
     if (!st.IsCorruption()) return st;
     ctx_->NoteDamage(st);
     return Status::Ok();
   }
 
+  // Tier scans likewise: the Db reads every other series and field past a
+  // damaged block and then says Corruption.
   uint32_t Tiers() const override { return ctx_->db()->KeptTiers(); }
   Status ScanRollups(const InSeries& s, std::span<const std::string> fields, size_t tier,
                      int64_t lo, int64_t hi, uint32_t parts, const Db::RollupVisitor& fn) override {
-    return ctx_->db()->ScanRollups(s.id, fields, tier, lo, hi, parts, fn);
+    return Damaged(ctx_->db()->ScanRollups(s.id, fields, tier, lo, hi, parts, fn));
   }
   Status ScanRollups(std::span<const InSeries* const> series, std::span<const std::string> fields,
                      size_t tier, int64_t lo, int64_t hi, uint32_t parts,
                      const Db::SeriesRollupVisitor& fn) override {
     std::vector<SeriesId> ids(series.size());
     for (size_t s = 0; s < series.size(); ++s) ids[s] = series[s]->id;
-    return ctx_->db()->ScanRollups(ids, fields, tier, lo, hi, parts, fn);
+    return Damaged(ctx_->db()->ScanRollups(ids, fields, tier, lo, hi, parts, fn));
   }
   Status ScanTallies(const InSeries& s, std::span<const std::string> fields, size_t tier,
                      int64_t lo, int64_t hi, const Db::TallyVisitor& fn) override {
-    return ctx_->db()->ScanTallies(s.id, fields, tier, lo, hi, fn);
+    return Damaged(ctx_->db()->ScanTallies(s.id, fields, tier, lo, hi, fn));
   }
 
  private:

@@ -53,8 +53,8 @@ uint64_t PhysicalMemoryBytes() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
 }
 
-uint64_t DefaultQueryMemory() { return PhysicalMemoryBytes() / 8; }
-uint64_t DefaultServerQueryMemory() { return PhysicalMemoryBytes() / 2; }
+uint64_t DefaultQueryMemory() { return PhysicalMemoryBytes() / 16; }
+uint64_t DefaultServerQueryMemory() { return PhysicalMemoryBytes() / 4; }
 
 std::string FormatBytes(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};

@@ -116,8 +116,9 @@ uint64_t SeriesBytes(const ResultSeries& series);
 
 // Physical memory of this machine (sysconf), or 8 GiB when unknown.
 uint64_t PhysicalMemoryBytes();
-// The defaults: an eighth of physical memory for one query, half for all
-// queries at once.
+// The defaults: a sixteenth of physical memory for one query, a quarter for
+// all queries at once (the rest is the head's, the caches' and the page
+// cache's that LevelDB reads through).
 uint64_t DefaultQueryMemory();
 uint64_t DefaultServerQueryMemory();
 // "1.5 GiB", "512 MiB": for messages.

@@ -2264,23 +2264,35 @@ struct SeriesRows {
   std::vector<GroupKey> row_keys;  // per kept row, when grouping by a string field
 };
 
-Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* plan,
-              const std::vector<InSeries>& series, std::vector<ResultSeries>* out) {
-  std::vector<SeriesRows> per(series.size());
+// A raw SELECT's points over a range, read and joined: each series' rows
+// that passed the condition, and each group's rows in time order.
+struct RawRows {
+  std::vector<SeriesRows> per;  // by position in the series list
+  std::map<GroupKey, std::vector<RowAt>> groups;
+  uint64_t rows = 0;
+};
+
+// Reads `series` over [plan.lo, plan.hi) into *raw, charging the columns and
+// joins to `reading`. Past max_rows it fails when `max_rows` is set (a
+// streamed answer holds a window's rows, not the answer's).
+Status ReadRaw(ExecContext* ctx, Input* input, const Plan& plan,
+               const std::vector<InSeries>& series, bool max_rows, ScopedCharge* reading,
+               RawRows* raw) {
+  raw->per.assign(series.size(), SeriesRows());
+  raw->groups.clear();
   std::vector<char> kept(series.size(), 0);
   size_t workers = 1;
   std::atomic<uint64_t> rows_total{0};
-  // The columns read and their joins are held until the answer is built.
-  ScopedCharge reading(ctx->memory());
+  const uint64_t most_rows = max_rows ? ctx->options().limits.max_rows : UINT64_MAX;
   Status st = ParallelFor(
       ctx, series.size(), &workers,
       [&](size_t, size_t i) -> Status {
         const InSeries& in = series[i];
         std::optional<bool> truth = true;
-        if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
+        if (plan.condition) truth = TagTruth(*plan.condition, plan, in);
         if (truth && !*truth) return Status::Ok();
-        SeriesRows& sr = per[i];
-        GPULSE_RETURN_IF_ERROR(input->Read(in, plan->fields, plan->lo, plan->hi, &sr.cols));
+        SeriesRows& sr = raw->per[i];
+        GPULSE_RETURN_IF_ERROR(input->Read(in, plan.fields, plan.lo, plan.hi, &sr.cols));
         uint64_t points = 0;
         for (const Column& c : sr.cols) points += c.size();
         if (points == 0) return Status::Ok();
@@ -2291,18 +2303,18 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
         Join(sr.cols, &sr.ts, &sr.pos);
         bytes += sr.ts.size() * (sizeof(int64_t) + sizeof(RowAt) +
                                  sr.cols.size() * sizeof(int32_t) + sizeof(uint32_t));
-        if (Status st = reading.Charge(bytes, "the raw points read"); !st.ok()) {
-          ctx->Stop(st);
-          return st;
+        if (Status charged = reading->Charge(bytes, "the raw points read"); !charged.ok()) {
+          ctx->Stop(charged);
+          return charged;
         }
         for (size_t r = 0; r < sr.ts.size(); ++r) {
           RowRef row{&in, &sr.cols, &sr.pos, r};
-          if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
+          if (!truth && !IsTrue(EvalRow(*plan.condition, plan, row, ctx->now_ns()))) continue;
           sr.rows.push_back(static_cast<uint32_t>(r));
-          if (plan->field_dims) {
-            GroupKey key = TagKeyOf(*plan, in);
-            for (size_t d = 0; d < plan->dims.size(); ++d) {
-              const int f = plan->dim_field[d];
+          if (plan.field_dims) {
+            GroupKey key = TagKeyOf(plan, in);
+            for (size_t d = 0; d < plan.dims.size(); ++d) {
+              const int f = plan.dim_field[d];
               if (f < 0) continue;
               const int32_t p = sr.pos[static_cast<size_t>(f)][r];
               key[d] = p < 0 ? std::string()
@@ -2312,42 +2324,55 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
           }
         }
         kept[i] = !sr.rows.empty();
-        if (rows_total.fetch_add(sr.rows.size()) + sr.rows.size() >
-            ctx->options().limits.max_rows) {
+        if (rows_total.fetch_add(sr.rows.size()) + sr.rows.size() > most_rows) {
           return Status::ResourceExhausted(
-              "the answer has more than " + std::to_string(ctx->options().limits.max_rows) +
+              "the answer has more than " + std::to_string(most_rows) +
               " rows (limit max_rows); narrow the time range or add LIMIT");
         }
         return Status::Ok();
       },
       /*min_per_worker=*/8, Split::kDynamic);
   GPULSE_RETURN_IF_ERROR(st);
-
-  std::map<GroupKey, std::vector<RowAt>> groups;
   for (size_t i = 0; i < series.size(); ++i) {
     if (!kept[i]) continue;
-    const SeriesRows& sr = per[i];
-    const GroupKey base = TagKeyOf(*plan, series[i]);
+    const SeriesRows& sr = raw->per[i];
+    const GroupKey base = TagKeyOf(plan, series[i]);
     for (size_t k = 0; k < sr.rows.size(); ++k) {
       const uint32_t r = sr.rows[k];
-      groups[plan->field_dims ? sr.row_keys[k] : base].push_back(
+      raw->groups[plan.field_dims ? sr.row_keys[k] : base].push_back(
           {sr.ts[r], static_cast<uint32_t>(i), r});
     }
   }
-  for (auto& [key, rows] : groups) {
+  for (auto& [key, rows] : raw->groups) {
     std::stable_sort(rows.begin(), rows.end(),
                      [](const RowAt& a, const RowAt& b) { return a.t < b.t; });
+    raw->rows += rows.size();
+  }
+  return Status::Ok();
+}
+
+// Appends to *out each group's answer for its rows in [t_lo, t_hi), charged
+// as the answer's.
+Status AnswerRaw(ExecContext* ctx, const SelectStatement& s, const Plan& plan,
+                 const std::vector<InSeries>& series, const RawRows& raw, int64_t t_lo,
+                 int64_t t_hi, std::vector<ResultSeries>* out) {
+  const auto before = [](const RowAt& r, int64_t t) { return r.t < t; };
+  for (const auto& [key, all] : raw.groups) {
+    const auto first = std::lower_bound(all.begin(), all.end(), t_lo, before);
+    const auto last = std::lower_bound(first, all.end(), t_hi, before);
+    const std::span<const RowAt> rows(first, last);
+    if (rows.empty()) continue;
     std::vector<int64_t> times(rows.size());
     for (size_t k = 0; k < rows.size(); ++k) times[k] = rows[k].t;
     const LeafFn leaf = [&](const Expr& e) -> Result<std::vector<QueryValue>> {
       std::vector<QueryValue> v(rows.size());
       if (e.kind != ExprKind::kVarRef) return ErrorAt(e, "internal: unexpected " + e.ToString());
-      if (plan->IsField(e)) {
-        const auto known = plan->field_index.find(e.text);
-        if (known == plan->field_index.end()) return v;
+      if (plan.IsField(e)) {
+        const auto known = plan.field_index.find(e.text);
+        if (known == plan.field_index.end()) return v;
         const int f = known->second;
         for (size_t k = 0; k < rows.size(); ++k) {
-          const SeriesRows& sr = per[rows[k].series];
+          const SeriesRows& sr = raw.per[rows[k].series];
           const int32_t p = sr.pos[static_cast<size_t>(f)][rows[k].row];
           if (p >= 0) v[k] = CellOf(sr.cols[static_cast<size_t>(f)], static_cast<size_t>(p));
         }
@@ -2362,20 +2387,20 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
     // Charged before the rows are built: a group's rows are the answer's,
     // held until it is sent.
     GPULSE_RETURN_IF_ERROR(
-        ctx->Charge(RowsBytes(rows.size(), plan->outputs.size() + 1), "the answer's rows"));
+        ctx->Charge(RowsBytes(rows.size(), plan.outputs.size() + 1), "the answer's rows"));
     std::vector<std::vector<QueryValue>> cols;
     std::vector<bool> is_field_col;
-    for (const OutExpr& o : plan->outputs) {
+    for (const OutExpr& o : plan.outputs) {
       auto v = EvalColumn(*o.expr, times, leaf);
       if (!v.ok()) return v.status();
       cols.push_back(std::move(*v));
-      is_field_col.push_back(!(o.expr->kind == ExprKind::kVarRef && !plan->IsField(*o.expr)));
+      is_field_col.push_back(!(o.expr->kind == ExprKind::kVarRef && !plan.IsField(*o.expr)));
     }
     ResultSeries rs;
-    rs.name = plan->measurement;
-    rs.tags = TagsOf(*plan, key);
+    rs.name = plan.measurement;
+    rs.tags = TagsOf(plan, key);
     rs.columns.push_back("time");
-    for (const OutExpr& o : plan->outputs) rs.columns.push_back(o.name);
+    for (const OutExpr& o : plan.outputs) rs.columns.push_back(o.name);
     for (size_t k = 0; k < rows.size(); ++k) {
       bool any_field = false;
       std::vector<QueryValue> row;
@@ -2393,15 +2418,27 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
   return Status::Ok();
 }
 
-// A streamed raw SELECT reads its range in windows of about this many stored
-// values (some 64 MiB of columns at 16 bytes a value). The first window
-// assumes a value a minute per series and field (the GPU-minute grain), at
-// most an hour and at least a second; each next one is twice or half as wide
-// as the last one's values and memory suggest.
-constexpr uint64_t kWindowValues = 4'000'000;
+Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* plan,
+              const std::vector<InSeries>& series, std::vector<ResultSeries>* out) {
+  // The columns read and their joins are held until the answer is built.
+  ScopedCharge reading(ctx->memory());
+  RawRows raw;
+  GPULSE_RETURN_IF_ERROR(ReadRaw(ctx, input, *plan, series, /*max_rows=*/true, &reading, &raw));
+  return AnswerRaw(ctx, s, *plan, series, raw, INT64_MIN, INT64_MAX, out);
+}
+
+// A streamed raw SELECT reads its range a span at a time: a day, aligned as
+// the store's chunk windows are (so that each stored window is decoded once),
+// or a half, a quarter... of one where a day's points would hold more than a
+// quarter of the query's budget, judging from the last span (the first
+// assumes a value a minute per series and field, the GPU-minute grain, at
+// kReadBytesAValue). Each span's rows are answered and sent in slices of
+// about kSliceRows rows.
 constexpr int64_t kMinuteNs = 60'000'000'000;
-constexpr int64_t kMostFirstWindowNs = 60 * kMinuteNs;
-constexpr int64_t kLeastWindowNs = 1'000'000'000;
+constexpr int64_t kDayNs = 1440 * kMinuteNs;
+constexpr int64_t kLeastSpanNs = 1'000'000'000;
+constexpr uint64_t kReadBytesAValue = 32;  // its column's 16, the join's and the row's
+constexpr uint64_t kSliceRows = 50'000;
 
 // [first, last] of the points of `series` in [plan.lo, plan.hi): where the
 // query bounds no side of its range, the data's own. first > last: none.
@@ -2430,10 +2467,45 @@ Status RawExtent(ExecContext* ctx, Input* input, const Plan& plan,
       /*min_per_worker=*/64, Split::kDynamic);
 }
 
-// A raw SELECT whose answer goes to ctx->emit: RunRaw over one window of the
-// range after another (later ones first under ORDER BY time DESC), each
-// window's rows emitted and let go before the next is read, so that the
-// query holds one window's points and rows however long its range.
+// Sends a span's rows to ctx->emit in time slices of about kSliceRows rows
+// (later slices first under ORDER BY time DESC), each slice's charge given
+// back once it is sent.
+Status EmitRawSpan(ExecContext* ctx, const SelectStatement& s, const Plan& plan,
+                   const std::vector<InSeries>& series, const RawRows& raw, int64_t lo,
+                   int64_t hi) {
+  const uint64_t slices = std::max<uint64_t>(1, (raw.rows + kSliceRows - 1) / kSliceRows);
+  const int64_t width = std::max<int64_t>(1, (hi - lo) / static_cast<int64_t>(slices) + 1);
+  const bool desc = s.order == SortOrder::kDesc;
+  for (int64_t edge = desc ? hi : lo; desc ? edge > lo : edge < hi;) {
+    int64_t a, b;
+    if (desc) {
+      b = edge;
+      a = edge - lo > width ? edge - width : lo;
+      edge = a;
+    } else {
+      a = edge;
+      b = hi - edge > width ? edge + width : hi;
+      edge = b;
+    }
+    const uint64_t held_before = ctx->memory() != nullptr ? ctx->memory()->held() : 0;
+    std::vector<ResultSeries> pieces;
+    GPULSE_RETURN_IF_ERROR(AnswerRaw(ctx, s, plan, series, raw, a, b, &pieces));
+    for (const ResultSeries& piece : pieces) {
+      if (!ctx->emit(piece)) return Status::Cancelled("the client stopped reading the answer");
+    }
+    pieces.clear();
+    if (ctx->memory() != nullptr && ctx->memory()->held() > held_before) {
+      ctx->memory()->Release(ctx->memory()->held() - held_before);  // the rows were sent
+    }
+    GPULSE_RETURN_IF_ERROR(ctx->Poll());
+  }
+  return Status::Ok();
+}
+
+// A raw SELECT whose answer goes to ctx->emit: read a span of the range at a
+// time (later ones first under ORDER BY time DESC), its rows sent in slices
+// and let go before the next span is read, so that the query holds one
+// span's points however long its range.
 Status StreamRaw(ExecContext* ctx, const SelectStatement& s, Input* input, const Plan& plan,
                  const std::vector<InSeries>& series) {
   int64_t lo = plan.lo, hi = plan.hi;
@@ -2445,44 +2517,42 @@ Status StreamRaw(ExecContext* ctx, const SelectStatement& s, Input* input, const
     hi = std::min(hi, last + 1);  // last < INT64_MAX: no point is stored there
   }
   const bool desc = s.order == SortOrder::kDesc;
-  const uint64_t values_a_minute =
-      std::max<uint64_t>(1, series.size() * std::max<size_t>(plan.fields.size(), 1));
-  int64_t width = std::clamp(static_cast<int64_t>(kWindowValues / values_a_minute) * kMinuteNs,
-                             kLeastWindowNs, kMostFirstWindowNs);
   const uint64_t budget = ctx->memory() != nullptr ? ctx->memory()->limit() : UINT64_MAX;
-  // Windows [a, b) from the range's start up, or from its end down.
-  int64_t edge = desc ? hi : lo;
-  while (desc ? edge > lo : edge < hi) {
+  const uint64_t values_a_day =
+      static_cast<uint64_t>(series.size()) * std::max<size_t>(plan.fields.size(), 1) * 1440;
+  // The span: a day divided by 2^halvings.
+  int halvings = 0;
+  while (halvings < 40 && (kDayNs >> halvings) > kLeastSpanNs &&
+         (values_a_day >> halvings) * kReadBytesAValue > budget / 4) {
+    ++halvings;
+  }
+  for (int64_t edge = desc ? hi : lo; desc ? edge > lo : edge < hi;) {
+    const int64_t span = std::max(kDayNs >> halvings, kLeastSpanNs);
+    // The span holding `edge` (or, descending, the instant before it).
+    const int64_t at = desc ? edge - 1 : edge;
+    const int64_t start = at - FloorMod(at, span);
     Plan window = plan;
     window.has_lo = window.has_hi = true;
-    if (desc) {
-      window.hi = edge;
-      window.lo = edge - lo > width ? edge - width : lo;
-      edge = window.lo;
-    } else {
-      window.lo = edge;
-      window.hi = hi - edge > width ? edge + width : hi;
-      edge = window.hi;
-    }
-    const uint64_t points_before = ctx->points_read.load();
-    const uint64_t held_before = ctx->memory() != nullptr ? ctx->memory()->held() : 0;
-    std::vector<ResultSeries> pieces;
-    GPULSE_RETURN_IF_ERROR(RunRaw(ctx, s, input, &window, series, &pieces));
-    for (const ResultSeries& piece : pieces) {
-      if (!ctx->emit(piece)) return Status::Cancelled("the client stopped reading the answer");
-    }
-    pieces.clear();
-    uint64_t held = 0;  // by the window's rows, now sent
-    if (ctx->memory() != nullptr && ctx->memory()->held() > held_before) {
-      held = ctx->memory()->held() - held_before;
-      ctx->memory()->Release(held);
+    window.lo = std::max(lo, start);
+    window.hi = hi - start > span ? start + span : hi;
+    edge = desc ? window.lo : window.hi;
+    uint64_t held = 0;
+    {
+      ScopedCharge reading(ctx->memory());
+      RawRows raw;
+      GPULSE_RETURN_IF_ERROR(
+          ReadRaw(ctx, input, window, series, /*max_rows=*/false, &reading, &raw));
+      held = ctx->memory() != nullptr ? ctx->memory()->held() : 0;
+      GPULSE_RETURN_IF_ERROR(EmitRawSpan(ctx, s, window, series, raw, window.lo, window.hi));
     }
     GPULSE_RETURN_IF_ERROR(ctx->Poll());
-    const uint64_t points = ctx->points_read.load() - points_before;
-    if (points > kWindowValues || held > budget / 4) {
-      width = std::max(width / 2, kLeastWindowNs);
-    } else if (points < kWindowValues / 4 && held < budget / 16 && width < INT64_MAX / 2) {
-      width *= 2;
+    // The next span: half as wide when this one's points held more than a
+    // quarter of the budget, twice as wide (up to a day) when less than a
+    // sixteenth.
+    if (held > budget / 4 && (kDayNs >> (halvings + 1)) >= kLeastSpanNs) {
+      ++halvings;
+    } else if (held < budget / 16 && halvings > 0) {
+      --halvings;
     }
   }
   return Status::Ok();

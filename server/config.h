@@ -59,8 +59,8 @@ struct ServerConfig {
   // Queries run on threads of their own, not on the I/O threads that take
   // writes and /ping: query_threads of them (0: one a core, at least 2),
   // with up to max_waiting_queries more waiting (more are answered 503).
-  // Together they hold at most server_query_memory_bytes (0: half of
-  // physical memory; query/query_memory.h).
+  // Together they hold at most server_query_memory_bytes (0: a quarter
+  // of physical memory; query/query_memory.h).
   int query_threads = 0;
   size_t max_waiting_queries = 64;
   uint64_t server_query_memory_bytes = 0;

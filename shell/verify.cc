@@ -1,6 +1,7 @@
 // `gpulse verify`: reads every stored chunk of a data directory and reports
-// the parts that cannot be read; with --repair, copies the directory to a
-// backup first and then drops those parts (Db::Verify).
+// the raw parts and tier blocks that cannot be read; with --repair, copies
+// the directory to a backup first, then drops them and builds the dropped
+// tier blocks again from the raw points (Db::Verify).
 
 #include <cstdio>
 #include <filesystem>
@@ -18,15 +19,18 @@ namespace {
 constexpr const char* kVerifyUsage =
     "Usage: gpulse verify [--data DIR] [--repair --backup DIR]\n"
     "\n"
-    "Reads and decodes every stored raw chunk part of the data directory (the\n"
-    "server must be stopped: the directory is opened exclusively) and lists the\n"
-    "parts that cannot be read, such as those of a damaged LevelDB table, with\n"
-    "their series, field, window and reason. Exit status 0 when every part reads,\n"
-    "1 when some do not (or with --repair, when they could not be dropped).\n"
+    "Reads and decodes every stored raw chunk part and tier block (rollup and\n"
+    "tally rows) of the data directory (the server must be stopped: the directory\n"
+    "is opened exclusively) and lists those that cannot be read, such as those of\n"
+    "a damaged LevelDB table, with their tier, series, field, window and reason.\n"
+    "Exit status 0 when everything reads, 1 when some do not (or with --repair,\n"
+    "when they could not be dropped).\n"
     "\n"
     "  --data DIR      data directory (default ./gpulse-data)\n"
-    "  --repair        drop the unreadable parts, so that queries over their series\n"
-    "                  answer the rest again; what they held is lost\n"
+    "  --repair        drop the unreadable parts and blocks, so that queries over\n"
+    "                  their series answer the rest again, and build each dropped\n"
+    "                  tier block again from the raw points left; what a dropped\n"
+    "                  raw part held is lost\n"
     "  --backup DIR    with --repair, required: the whole data directory is copied\n"
     "                  here first (DIR must not exist)\n";
 
@@ -94,13 +98,18 @@ int RunVerify(const std::vector<std::string>& args) {
     return 1;
   }
   for (const Db::VerifyReport::Damaged& d : report.damaged) {
-    std::printf("damaged: %s field %s window %lld part %u: %s (key %s)\n", d.series.c_str(),
-                d.field.c_str(), static_cast<long long>(d.window_start), d.part, d.reason.c_str(),
-                d.key.c_str());
+    const std::string what = d.tier == "raw" ? "raw chunk part" : d.tier + " tier block";
+    std::printf("damaged: %s of %s field %s window %lld part %u: %s (key %s)\n", what.c_str(),
+                d.series.c_str(), d.field.c_str(), static_cast<long long>(d.window_start), d.part,
+                d.reason.c_str(), d.key.c_str());
   }
-  std::printf("%llu chunk parts read, %zu damaged%s\n",
-              static_cast<unsigned long long>(report.parts), report.damaged.size(),
-              repair ? (", " + std::to_string(report.dropped) + " dropped").c_str() : "");
+  const std::string repaired = ", " + std::to_string(report.dropped) + " dropped, " +
+                               std::to_string(report.rebuilt) +
+                               " tier blocks built again from the raw points";
+  std::printf("%llu raw chunk parts and %llu tier blocks read, %zu damaged%s\n",
+              static_cast<unsigned long long>(report.parts),
+              static_cast<unsigned long long>(report.tier_blocks), report.damaged.size(),
+              repair ? repaired.c_str() : "");
   if (!closed.ok()) std::fprintf(stderr, "gpulse verify: close: %s\n", closed.ToString().c_str());
   return report.damaged.empty() || (repair && report.dropped == report.damaged.size()) ? 0 : 1;
 }

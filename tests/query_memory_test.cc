@@ -66,8 +66,8 @@ TEST(QueryMemoryTest, QueriesShareThePoolAndGiveItBack) {
 }
 
 TEST(QueryMemoryTest, DefaultsAreFractionsOfPhysicalMemory) {
-  EXPECT_EQ(DefaultQueryMemory(), PhysicalMemoryBytes() / 8);
-  EXPECT_EQ(DefaultServerQueryMemory(), PhysicalMemoryBytes() / 2);
+  EXPECT_EQ(DefaultQueryMemory(), PhysicalMemoryBytes() / 16);
+  EXPECT_EQ(DefaultServerQueryMemory(), PhysicalMemoryBytes() / 4);
   EXPECT_EQ(QueryMemory(0, nullptr).limit(), DefaultQueryMemory());
   EXPECT_EQ(FormatBytes(1536 * kMiB), "1.5 GiB");
   EXPECT_EQ(FormatBytes(512), "512 bytes");

@@ -1,5 +1,6 @@
 // Item 11 of the hostile probe: a damaged LevelDB table ("bad bit length")
-// failed every query over its measurement and was not logged. Now the read
+// failed every query over its measurement and was not logged, raw chunks and
+// tier rows alike. Now the read
 // logs the damaged window with its store key range, a query answers the
 // other series and names the damaged part, and `gpulse verify` lists the
 // damaged parts and, with --repair after a backup, drops them.
@@ -23,8 +24,9 @@ namespace gpulse {
 namespace {
 
 // Writes util of node a and b (10 minutes each), flushed to chunks, and
-// then overwrites the first stored chunk part (node a's) with garbage.
-void WriteAndDamage(const std::string& dir) {
+// then overwrites the first stored block of `tier` (node a's: its first raw
+// chunk part, or its first tier block, storage::kTiers' id) with garbage.
+void WriteAndDamage(const std::string& dir, uint8_t tier = storage::kRawTier) {
   {
     Options options;
     options.sync_policy = SyncPolicy::kNone;
@@ -44,7 +46,7 @@ void WriteAndDamage(const std::string& dir) {
   ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir + "/store", &raw).ok());
   std::unique_ptr<leveldb::DB> store(raw);
   std::unique_ptr<leveldb::Iterator> it(store->NewIterator(leveldb::ReadOptions()));
-  it->Seek(storage::ChunkKey(storage::kRawTier, 0, 0, INT64_MIN));
+  it->Seek(storage::ChunkKey(tier, 0, 0, INT64_MIN));
   ASSERT_TRUE(it->Valid());
   const std::string key = it->key().ToString();
   it.reset();
@@ -52,11 +54,16 @@ void WriteAndDamage(const std::string& dir) {
       store->Put(leveldb::WriteOptions(), key, std::string("\x07\xff\xff\xff garbage", 12)).ok());
 }
 
-// count(util) by node, and the notes said with the answer.
-void Counts(Db* db, std::map<std::string, int64_t>* counts, std::vector<std::string>* notes) {
+// count(util) by node from the raw points (or the tier named), and the
+// notes said with the answer.
+void Counts(Db* db, std::map<std::string, int64_t>* counts, std::vector<std::string>* notes,
+            const std::string& from = "raw") {
   QueryResult result;
-  ASSERT_TRUE(
-      db->Query("SELECT count(util) FROM \"raw\".gpu GROUP BY node", QueryOptions(), &result).ok());
+  // A tier answers a range bounded on both sides: the first hour.
+  ASSERT_TRUE(db->Query("SELECT count(util) FROM \"" + from +
+                            "\".gpu WHERE time >= 0 AND time < 1h GROUP BY node",
+                        QueryOptions(), &result)
+                  .ok());
   const StatementResult& st = result.statements.at(0);
   ASSERT_TRUE(st.status.ok()) << st.status.ToString();
   for (const ResultSeries& rs : st.series) {
@@ -108,6 +115,52 @@ TEST(StoreDamageTest, CorruptedTableFailsEveryQueryOverTheMeasurement) {
   EXPECT_TRUE(report.damaged.empty());
 }
 
+// The same for a tier block: a query over the tier answered a "bad bit
+// length" for every series until the block was gone; now it answers the
+// other series and names the block, and verify --repair builds the block
+// again from the raw points.
+TEST(StoreDamageTest, ADamagedTierBlockIsLeftOutNamedAndBuiltAgain) {
+  storage::ScratchDir dir;
+  WriteAndDamage(dir.path(), storage::kTiers[1].id);  // 1h
+  std::vector<std::string> log;
+  Options options;
+  options.sync_policy = SyncPolicy::kNone;
+  options.info_log = [&log](std::string_view line) { log.emplace_back(line); };
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+
+  std::map<std::string, int64_t> counts;
+  std::vector<std::string> notes;
+  Counts(db.get(), &counts, &notes, "1h");
+  EXPECT_EQ(counts, (std::map<std::string, int64_t>{{"b", 10}}));
+  ASSERT_GE(notes.size(), 2u);
+  EXPECT_NE(notes[1].find("tier 1h block of gpu,node=a from 0: "), std::string::npos) << notes[1];
+  EXPECT_TRUE(std::any_of(log.begin(), log.end(), [](const std::string& l) {
+    return l.find("damaged stored data, left out of answers: tier 1h block") != std::string::npos;
+  }));
+  Counts(db.get(), &counts, &notes);  // the raw points are whole
+  EXPECT_EQ(counts, (std::map<std::string, int64_t>{{"a", 10}, {"b", 10}}));
+
+  Db::VerifyReport report;
+  ASSERT_TRUE(db->Verify(/*drop_damaged=*/false, &report).ok());
+  EXPECT_EQ(report.parts, 2u);
+  EXPECT_EQ(report.tier_blocks, 4u);  // 1h and 1d of two series
+  ASSERT_EQ(report.damaged.size(), 1u);
+  EXPECT_EQ(report.damaged[0].tier, "1h");
+  EXPECT_EQ(report.damaged[0].series, "gpu,node=a");
+
+  ASSERT_TRUE(db->Verify(/*drop_damaged=*/true, &report).ok());
+  EXPECT_EQ(report.dropped, 1u);
+  EXPECT_EQ(report.rebuilt, 1u);
+  counts.clear();
+  Counts(db.get(), &counts, &notes, "1h");
+  EXPECT_EQ(counts, (std::map<std::string, int64_t>{{"a", 10}, {"b", 10}}));
+  EXPECT_TRUE(notes.empty()) << notes.front();
+  ASSERT_TRUE(db->Verify(false, &report).ok());
+  EXPECT_TRUE(report.damaged.empty());
+  EXPECT_EQ(report.tier_blocks, 4u);
+}
+
 std::string RunCommand(const std::string& command, int* status) {
   const std::string out = ::testing::TempDir() + "verify-out.txt";
   *status = std::system((command + " > " + out + " 2>&1").c_str());
@@ -124,8 +177,11 @@ TEST(StoreDamageTest, VerifyCommandListsAndRepairsAfterABackup) {
   int status = 0;
   std::string out = RunCommand(bin + " verify --data " + dir.path() + "/data", &status);
   EXPECT_EQ(WEXITSTATUS(status), 1) << out;
-  EXPECT_NE(out.find("damaged: gpu,node=a field util window 0 part 0: "), std::string::npos) << out;
-  EXPECT_NE(out.find("2 chunk parts read, 1 damaged"), std::string::npos) << out;
+  EXPECT_NE(out.find("damaged: raw chunk part of gpu,node=a field util window 0 part 0: "),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("2 raw chunk parts and 4 tier blocks read, 1 damaged"), std::string::npos)
+      << out;
 
   out = RunCommand(bin + " verify --data " + dir.path() + "/data --repair", &status);
   EXPECT_EQ(WEXITSTATUS(status), 2) << out;  // no backup named: refused
@@ -133,7 +189,7 @@ TEST(StoreDamageTest, VerifyCommandListsAndRepairsAfterABackup) {
       bin + " verify --data " + dir.path() + "/data --repair --backup " + dir.path() + "/backup",
       &status);
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
-  EXPECT_NE(out.find("1 damaged, 1 dropped"), std::string::npos) << out;
+  EXPECT_NE(out.find("1 damaged, 1 dropped, 0 tier blocks built again"), std::string::npos) << out;
   EXPECT_TRUE(std::filesystem::exists(dir.path() + "/backup/store"));
   out = RunCommand(bin + " verify --data " + dir.path() + "/data", &status);
   EXPECT_EQ(WEXITSTATUS(status), 0) << out;
