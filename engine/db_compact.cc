@@ -259,13 +259,15 @@ Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
     const leveldb::Status w = store_->Write(sync, &drops);
     if (!w.ok()) return Status::IOError("verify: drop damaged parts: " + w.ToString());
     report->dropped = report->damaged.size();
+    window_cache_.Clear();
     // The raw parts are dropped first: a rebuilt block holds what the raw
     // points left say.
     for (const Block& b : dropped_blocks) {
-      GPULSE_RETURN_IF_ERROR(RebuildTierBlock(b.series_id, b.field_id, b.tier, b.start));
+      const Status rebuilt = RebuildTierBlock(b.series_id, b.field_id, b.tier, b.start);
+      window_cache_.Clear();
+      GPULSE_RETURN_IF_ERROR(rebuilt);
       ++report->rebuilt;
     }
-    window_cache_.Clear();
   }
   return Status::Ok();
 }
@@ -279,11 +281,13 @@ Status DbImpl::RebuildTierBlock(uint32_t series_id, uint32_t field_id, size_t ti
   const int64_t span = storage::BlockSpan(storage::kTiers[tier]);
   const int64_t end = start > INT64_MAX - span ? INT64_MAX : start + span;
   // The raw points of [start, end), from every raw window that may hold
-  // some (a window starts before the block, or in it).
+  // some: those starting in the block, and the one holding its start.
   Column fresh;
   fresh.type = type;
+  const int64_t window_ns = std::max<int64_t>(options_.chunk_window.count(), 1);
+  const int64_t from = start < INT64_MIN + window_ns ? INT64_MIN : start - window_ns + 1;
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
-  it->Seek(storage::ChunkKey(storage::kRawTier, series_id, field_id, INT64_MIN));
+  it->Seek(storage::ChunkKey(storage::kRawTier, series_id, field_id, from));
   while (it->Valid()) {
     storage::ChunkKeyParts k;
     const leveldb::Slice key = it->key();

@@ -512,17 +512,19 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
       continue;
     }
     ExecContext ctx(db, in_rows, now);
-    if (options.sink != nullptr) {
-      ctx.emit = [&options, i](const ResultSeries& piece) {
-        return options.sink->Series(i, piece);
-      };
-    }
+    // What the statement's answer holds is given back once a sink took it.
+    const uint64_t held_before = options.memory->held();
     switch (stmt->kind) {
       case StatementKind::kSelect:
         if (HasBaseline(static_cast<const SelectStatement&>(*stmt))) {
           result.status = RunBaseline(db, static_cast<const SelectStatement&>(*stmt), in_rows, now,
                                       &result.series, &result.notes);
           break;
+        }
+        if (options.sink != nullptr) {
+          ctx.emit = [&options, i](const ResultSeries& piece) {
+            return options.sink->Series(i, piece);
+          };
         }
         ctx.answers_by_column = options.answers_by_column;
         ctx.keep_plans = keep_plans;
@@ -595,7 +597,11 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         break;
     }
     if (!result.status.ok()) result.series.clear();
-    if (!Deliver(options, i, &result, out)) return;
+    const bool go_on = Deliver(options, i, &result, out);
+    if (options.sink != nullptr && options.memory->held() > held_before) {
+      options.memory->Release(options.memory->held() - held_before);
+    }
+    if (!go_on) return;
   }
 }
 

@@ -597,6 +597,16 @@ bool JsonChunkWriter::Series(size_t statement, const ResultSeries& s) {
   ColumnCursor cursor(s);
   const size_t rows = s.RowCount();
   size_t row = 0;
+  if (rows == 0 && ok_) {
+    // A table with columns and no rows (a SHOW that found nothing), as
+    // FormatJson writes it.
+    if (open_ && rows_ == chunk_rows_ && !Flush(/*more=*/true, nullptr)) return false;
+    if (!open_) Open(statement);
+    out_.append(series_open_ ? "," : ",\"series\":[");
+    series_open_ = true;
+    AppendJsonSeries(s, 0, 0, false, time_format_, &cursor, &out_);
+    return ok_;
+  }
   while (ok_ && row < rows) {
     if (open_ && rows_ == chunk_rows_ && !Flush(/*more=*/true, nullptr)) break;
     if (!open_) Open(statement);

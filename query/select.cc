@@ -2439,6 +2439,9 @@ constexpr int64_t kDayNs = 1440 * kMinuteNs;
 constexpr int64_t kLeastSpanNs = 1'000'000'000;
 constexpr uint64_t kReadBytesAValue = 32;  // its column's 16, the join's and the row's
 constexpr uint64_t kSliceRows = 50'000;
+// A range bounded on both sides but longer than this many days is clipped to
+// the data's extent first.
+constexpr int64_t kExtentAfterSpans = 64;
 
 // [first, last] of the points of `series` in [plan.lo, plan.hi): where the
 // query bounds no side of its range, the data's own. first > last: none.
@@ -2509,7 +2512,11 @@ Status EmitRawSpan(ExecContext* ctx, const SelectStatement& s, const Plan& plan,
 Status StreamRaw(ExecContext* ctx, const SelectStatement& s, Input* input, const Plan& plan,
                  const std::vector<InSeries>& series) {
   int64_t lo = plan.lo, hi = plan.hi;
-  if (!plan.has_lo || !plan.has_hi) {
+  // Where the query leaves a side open, or its range would take many spans
+  // (`time > 0`), the data's own extent bounds it: no span over empty time
+  // reads every series.
+  if (!plan.has_lo || !plan.has_hi ||
+      static_cast<__int128>(hi) - lo > static_cast<__int128>(kExtentAfterSpans) * kDayNs) {
     int64_t first = 0, last = 0;
     GPULSE_RETURN_IF_ERROR(RawExtent(ctx, input, plan, series, &first, &last));
     if (first > last) return Status::Ok();
@@ -2528,14 +2535,23 @@ Status StreamRaw(ExecContext* ctx, const SelectStatement& s, Input* input, const
   }
   for (int64_t edge = desc ? hi : lo; desc ? edge > lo : edge < hi;) {
     const int64_t span = std::max(kDayNs >> halvings, kLeastSpanNs);
-    // The span holding `edge` (or, descending, the instant before it).
-    const int64_t at = desc ? edge - 1 : edge;
-    const int64_t start = at - FloorMod(at, span);
+    // From `edge` to the span boundary past it (before it, descending):
+    // after the span widens, the first window is the rest of a wider span,
+    // so that no time is read twice. In 128 bits: the boundary may lie
+    // past either end of int64.
     Plan window = plan;
     window.has_lo = window.has_hi = true;
-    window.lo = std::max(lo, start);
-    window.hi = hi - start > span ? start + span : hi;
-    edge = desc ? window.lo : window.hi;
+    if (desc) {
+      const __int128 start = static_cast<__int128>(edge - 1) - FloorMod(edge - 1, span);
+      window.hi = edge;
+      window.lo = static_cast<int64_t>(std::max<__int128>(lo, start));
+      edge = window.lo;
+    } else {
+      const __int128 end = static_cast<__int128>(edge) - FloorMod(edge, span) + span;
+      window.lo = edge;
+      window.hi = static_cast<int64_t>(std::min<__int128>(hi, end));
+      edge = window.hi;
+    }
     uint64_t held = 0;
     {
       ScopedCharge reading(ctx->memory());
@@ -2755,7 +2771,7 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
       std::vector<ResultSeries> rows;
       GPULSE_RETURN_IF_ERROR(RunRaw(ctx, s, input, &plan, series, &rows));
       for (ResultSeries& rs : rows) columns->push_back(ToColumns(std::move(rs)));
-    } else if (ctx->emit && !s.limit && !s.offset && !s.slimit && !s.soffset) {
+    } else if (ctx->emit && !ctx->explain && !s.limit && !s.offset && !s.slimit && !s.soffset) {
       // LIMIT, OFFSET and their series forms count across the whole answer:
       // such a statement is answered whole.
       GPULSE_RETURN_IF_ERROR(StreamRaw(ctx, s, input, plan, series));

@@ -448,9 +448,10 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
 Response HttpApi::QueryChunked(const query::StatementList& statements, size_t chunk_rows,
                                query::TimeFormat time_format, const RequestContext& context,
                                QueryOptions* options, Response header) {
-  if (context.stream == nullptr) {
-    // Not on a query thread (an embedder's own server): the same objects,
-    // in one body.
+  if (context.stream == nullptr || header.version() < 11) {
+    // Not on a query thread (an embedder's own server), or an HTTP/1.0
+    // client, which knows no chunked transfer: the same objects, in one
+    // body.
     std::string body;
     query::JsonChunkWriter writer(time_format, chunk_rows, [&body](std::string_view text) {
       body.append(text);

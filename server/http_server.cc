@@ -555,6 +555,9 @@ void HttpServer::Stop() {
   // those still waiting are dropped with their connections.
   long_pool_->stop();
   long_pool_->join();
+  // The tasks that never ran hold their sessions: destroyed now, while the
+  // loops their sockets and timers belong to are still there.
+  long_pool_.reset();
   keep_running_.clear();
   for (auto& loop : loops_) loop->stop();
   accept_loop_.stop();

@@ -149,5 +149,55 @@ TEST(FormatTest, AnAnswerByColumnFormatsAsTheSameAnswerInRows) {
             std::string::npos);
 }
 
+// chunked=true: each object holds at most chunk_size rows, a series cut
+// between objects is "partial" in all but its last piece, every object of a
+// statement but the last is "partial", and the rows are the whole answer's.
+// A table with no rows is written as FormatJson writes it.
+TEST(FormatTest, ChunkedAnswersCutSeriesIntoObjectsOfAtMostChunkSizeRows) {
+  ResultSeries rows, by_column;
+  TwoShapes(&rows, &by_column);
+  QueryResult result = Answer(by_column);
+  result.statements[0].notes.push_back("a note");
+  ResultSeries empty;
+  empty.name = "measurements";
+  empty.columns = {"name"};
+  StatementResult show;
+  show.series.push_back(empty);
+  result.statements.push_back(show);
+  StatementResult failed;
+  failed.status = Status::InvalidArgument("bad");
+  result.statements.push_back(failed);
+  std::vector<std::string> objects;
+  ASSERT_TRUE(query::FormatJsonChunks(result, query::TimeFormat::kS, 3, [&](std::string_view t) {
+    objects.emplace_back(t);
+    return true;
+  }));
+  ASSERT_EQ(objects.size(), 4u);  // 5 rows in 3 + 2, the empty table, the error
+  EXPECT_EQ(objects[0].rfind("{\"results\":[{\"statement_id\":0,\"series\":[{", 0), 0u);
+  EXPECT_NE(objects[0].find("],\"partial\":true}],\"partial\":true}]}\n"), std::string::npos)
+      << objects[0];
+  EXPECT_EQ(objects[1].find("\"partial\""), std::string::npos) << objects[1];
+  EXPECT_NE(objects[1].find("\"messages\":[{\"level\":\"warning\",\"text\":\"a note\"}]"),
+            std::string::npos);
+  EXPECT_EQ(objects[2],
+            "{\"results\":[{\"statement_id\":1,\"series\":[{\"name\":\"measurements\","
+            "\"columns\":[\"name\"],\"values\":[]}]}]}\n");
+  EXPECT_EQ(objects[3], "{\"results\":[{\"statement_id\":2,\"error\":\"bad\"}]}\n");
+  // The rows, put together, are the whole answer's.
+  const std::string whole = query::FormatJson(Answer(by_column), query::TimeFormat::kS, false);
+  const auto values = [](const std::string& text) {
+    const size_t a = text.find("\"values\":[") + 10;
+    return text.substr(a, text.find("]]", a) + 2 - a);
+  };
+  std::string joined = values(objects[0]);
+  joined = joined.substr(0, joined.size() - 1) + "," + values(objects[1]);
+  EXPECT_EQ(joined, values(whole));
+  // A sink that says stop stops the writing.
+  size_t calls = 0;
+  EXPECT_FALSE(query::FormatJsonChunks(result, query::TimeFormat::kS, 3,
+                                       [&](std::string_view) { return ++calls < 2; }));
+  EXPECT_EQ(calls, 2u);
+}
+
 }  // namespace
 }  // namespace gpulse

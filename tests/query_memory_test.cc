@@ -246,5 +246,57 @@ TEST_F(QueryBudgetTest, LimitsAndAggregatesGoToTheSinkWhole) {
   EXPECT_EQ(sink.pieces[0].second.RowCount(), 31u);  // 30 hours from 13:20 past meet 31
 }
 
+// Spans widen once a span holds little: the next starts where the last
+// ended, not at the wider span's boundary, so no row comes twice (nor is
+// one skipped), ascending or descending.
+TEST_F(QueryBudgetTest, SpansThatWidenSendEveryRowOnce) {
+  // A point every ten minutes for three more days: the first span, sized for
+  // a point a minute, holds a tenth of its guess.
+  std::vector<Point> sparse;
+  for (int n = 0; n < kNodes; ++n) {
+    for (int m = kMinutes; m < kMinutes + 3 * 1440; m += 10) {
+      sparse.push_back({"gpu",
+                        {{"node", "n" + std::to_string(n)}},
+                        {{"util", int64_t{m % 100}}, {"temp", 40.5}},
+                        kStart + m * kMinute});
+    }
+  }
+  ASSERT_TRUE(db_->Write(sparse).ok());
+  for (const std::string text : {"SELECT * FROM gpu WHERE time >= 1700108000000000000",
+                                 "SELECT * FROM gpu WHERE time >= 1700108000000000000 GROUP BY "
+                                 "node ORDER BY time DESC"}) {
+    SCOPED_TRACE(text);
+    const StatementResult whole = Run(text, QueryOptions());
+    ASSERT_TRUE(whole.status.ok()) << whole.status.ToString();
+    Collect sink;
+    QueryMemory memory(512 << 10, nullptr);  // a quarter-day span first
+    QueryOptions options = WithBudget(0, &memory);
+    options.sink = &sink;
+    ASSERT_TRUE(Run(text, options).status.ok());
+    EXPECT_GT(sink.pieces.size(), 3u);
+    std::vector<const ResultSeries*> a, b;
+    for (const ResultSeries& rs : whole.series) a.push_back(&rs);
+    for (const auto& [statement, rs] : sink.pieces) b.push_back(&rs);
+    EXPECT_EQ(RowsByGroup(a), RowsByGroup(b));
+  }
+}
+
+TEST_F(QueryBudgetTest, ASinkTakesExplainsPlanNotTheRowsAndEveryChargeIsGivenBack) {
+  Collect sink;
+  QueryMemory memory(0, nullptr);
+  QueryOptions options = WithBudget(0, &memory);
+  options.sink = &sink;
+  ASSERT_TRUE(Run("EXPLAIN SELECT * FROM gpu", options).status.ok());
+  ASSERT_EQ(sink.pieces.size(), 1u);
+  EXPECT_EQ(sink.pieces[0].second.columns, std::vector<std::string>{"QUERY PLAN"});
+  // Answers a sink took are given back, statement by statement.
+  ASSERT_TRUE(Run("SELECT max(util) FROM gpu WHERE time >= 1700000000000000000 AND time < "
+                  "1700108000000000000 GROUP BY time(1m), node",
+                  options)
+                  .status.ok());
+  EXPECT_GT(memory.peak(), 0u);
+  EXPECT_EQ(memory.held(), 0u);
+}
+
 }  // namespace
 }  // namespace gpulse
