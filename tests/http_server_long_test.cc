@@ -115,20 +115,30 @@ TEST(HttpServerLongTest, AStreamedAnswerArrivesInChunksAndKeepsTheConnection) {
   EXPECT_EQ(client.Get("/slow").status, 204);
 }
 
-TEST(HttpServerLongTest, StopEndsWithLongRequestsWaiting) {
-  auto server = std::make_unique<LongServer>(1, 8, 300ms);
+// `n` clients that each GET /slow at once; made once the server counts
+// all n long requests.
+struct Clients {
+  Clients(LongServer* server, int n) {
+    for (int i = 0; i < n; ++i) {
+      clients.push_back(std::make_unique<HttpClient>(server->port()));
+      replies.push_back(std::async(std::launch::async,
+                                   [c = clients.back().get()] { return c->Get("/slow").status; }));
+    }
+    while (server->server().long_requests() < static_cast<size_t>(n)) {
+      std::this_thread::sleep_for(1ms);
+    }
+  }
   std::vector<std::unique_ptr<HttpClient>> clients;
   std::vector<std::future<int>> replies;
-  for (int i = 0; i < 4; ++i) {
-    clients.push_back(std::make_unique<HttpClient>(server->port()));
-    replies.push_back(std::async(std::launch::async,
-                                 [c = clients.back().get()] { return c->Get("/slow").status; }));
-  }
-  while (server->server().long_requests() < 4) std::this_thread::sleep_for(1ms);
+};
+
+TEST(HttpServerLongTest, StopEndsWithLongRequestsWaiting) {
+  auto server = std::make_unique<LongServer>(1, 8, 300ms);
+  Clients clients(server.get(), 4);
   const auto started = std::chrono::steady_clock::now();
   server->server().Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
-  for (auto& r : replies) {
+  for (auto& r : clients.replies) {
     const int status = r.get();
     EXPECT_TRUE(status == 204 || status == -1) << status;  // answered, or closed at the stop
   }
@@ -139,17 +149,10 @@ TEST(HttpServerLongTest, StopEndsWithLongRequestsWaiting) {
 // outlives the loop its socket belongs to).
 TEST(HttpServerLongTest, StopDropsLongRequestsStillWaiting) {
   auto server = std::make_unique<LongServer>(1, 8, 500ms, 100ms);
-  std::vector<std::unique_ptr<HttpClient>> clients;
-  std::vector<std::future<int>> replies;
-  for (int i = 0; i < 4; ++i) {
-    clients.push_back(std::make_unique<HttpClient>(server->port()));
-    replies.push_back(std::async(std::launch::async,
-                                 [c = clients.back().get()] { return c->Get("/slow").status; }));
-  }
-  while (server->server().long_requests() < 4) std::this_thread::sleep_for(1ms);
+  Clients clients(server.get(), 4);
   server.reset();  // Stop, then the server is gone
   int answered = 0;
-  for (auto& r : replies) answered += r.get() == 204;
+  for (auto& r : clients.replies) answered += r.get() == 204;
   EXPECT_LE(answered, 2);  // the one running, perhaps the next; the others were dropped
 }
 

@@ -72,15 +72,23 @@ void Counts(Db* db, std::map<std::string, int64_t>* counts, std::vector<std::str
   *notes = st.notes;
 }
 
+// The Db at `dir`, its log lines kept in *log.
+std::unique_ptr<Db> OpenLogged(const std::string& dir, std::vector<std::string>* log) {
+  Options options;
+  options.sync_policy = SyncPolicy::kNone;
+  options.info_log = [log](std::string_view line) { log->emplace_back(line); };
+  std::unique_ptr<Db> db;
+  const Status s = Db::Open(options, dir, &db);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return db;
+}
+
 TEST(StoreDamageTest, CorruptedTableFailsEveryQueryOverTheMeasurement) {
   storage::ScratchDir dir;
   WriteAndDamage(dir.path());
   std::vector<std::string> log;
-  Options options;
-  options.sync_policy = SyncPolicy::kNone;
-  options.info_log = [&log](std::string_view line) { log.emplace_back(line); };
-  std::unique_ptr<Db> db;
-  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  std::unique_ptr<Db> db = OpenLogged(dir.path(), &log);
+  ASSERT_TRUE(db);
 
   std::map<std::string, int64_t> counts;
   std::vector<std::string> notes;
@@ -123,11 +131,8 @@ TEST(StoreDamageTest, ADamagedTierBlockIsLeftOutNamedAndBuiltAgain) {
   storage::ScratchDir dir;
   WriteAndDamage(dir.path(), storage::kTiers[1].id);  // 1h
   std::vector<std::string> log;
-  Options options;
-  options.sync_policy = SyncPolicy::kNone;
-  options.info_log = [&log](std::string_view line) { log.emplace_back(line); };
-  std::unique_ptr<Db> db;
-  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  std::unique_ptr<Db> db = OpenLogged(dir.path(), &log);
+  ASSERT_TRUE(db);
 
   std::map<std::string, int64_t> counts;
   std::vector<std::string> notes;
