@@ -598,9 +598,7 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
     }
     if (!result.status.ok()) result.series.clear();
     const bool go_on = Deliver(options, i, &result, out);
-    if (options.sink != nullptr && options.memory->held() > held_before) {
-      options.memory->Release(options.memory->held() - held_before);
-    }
+    if (options.sink != nullptr) options.memory->ReleaseTo(held_before);
     if (!go_on) return;
   }
 }

@@ -65,6 +65,12 @@ class QueryMemory {
   Status Charge(uint64_t bytes, const char* what);
   // Counts `bytes` no longer held (at most what was charged).
   void Release(uint64_t bytes);
+  // Gives back whatever is held beyond `held` (what held() said before a
+  // step whose charges are now let go, such as rows already sent).
+  void ReleaseTo(uint64_t held) {
+    const uint64_t now = this->held();
+    if (now > held) Release(now - held);
+  }
 
   uint64_t limit() const { return limit_; }
   uint64_t held() const { return held_.load(std::memory_order_relaxed); }

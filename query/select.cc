@@ -2497,9 +2497,7 @@ Status EmitRawSpan(ExecContext* ctx, const SelectStatement& s, const Plan& plan,
       if (!ctx->emit(piece)) return Status::Cancelled("the client stopped reading the answer");
     }
     pieces.clear();
-    if (ctx->memory() != nullptr && ctx->memory()->held() > held_before) {
-      ctx->memory()->Release(ctx->memory()->held() - held_before);  // the rows were sent
-    }
+    if (ctx->memory() != nullptr) ctx->memory()->ReleaseTo(held_before);  // the rows were sent
     GPULSE_RETURN_IF_ERROR(ctx->Poll());
   }
   return Status::Ok();
