@@ -12,7 +12,7 @@
 //                               with policy 0 = every batch, 1 = interval (100 ms), 2 = none.
 //                               Counters: values_per_s (Write calls only) and
 //                               values_per_s_with_flush (until the head is in chunks).
-//   write_bench --load [--policy every|interval|none] [--threads N] [--dir DIR]
+//   write_bench --load [--policy every|interval|none] [--threads N] [--dir DIR] [--head-mb MB]
 //                               Loads the whole file once into a fresh directory and prints
 //                               values/s, then bytes per field value on disk (allocated, as
 //                               `du -B1` counts, and apparent) after the flush, after
@@ -160,6 +160,7 @@ DiskUsage Measure(const std::string& dir) {
 int Load(int argc, char** argv) {
   SyncPolicy policy = SyncPolicy::kInterval;
   int threads = 1;
+  uint64_t head_mb = 0;  // 0: the engine's default
   std::string dir;
   for (int i = 2; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -172,6 +173,8 @@ int Load(int argc, char** argv) {
       threads = std::atoi(argv[++i]);
     } else if (arg == "--dir" && i + 1 < argc) {
       dir = argv[++i];
+    } else if (arg == "--head-mb" && i + 1 < argc) {
+      head_mb = std::strtoull(argv[++i], nullptr, 10);
     } else {
       std::fprintf(stderr, "write_bench: unknown argument %s\n", arg.c_str());
       return 2;
@@ -185,19 +188,27 @@ int Load(int argc, char** argv) {
   const bool temporary = dir.empty();
   if (temporary) dir = FreshDir();
   std::unique_ptr<Db> db;
-  const gpulse::Status s = Db::Open(BenchOptions(policy), dir, &db);
+  Options options = BenchOptions(policy);
+  if (head_mb != 0) options.head_memory_bytes = head_mb << 20;
+  const gpulse::Status s = Db::Open(options, dir, &db);
   if (!s.ok()) {
     std::fprintf(stderr, "write_bench: %s\n", s.ToString().c_str());
     return 1;
   }
   const auto start = Clock::now();
   const double write_s = WriteAll(db.get(), data, threads);
+  const gpulse::DbStats before_flush = db->GetStats();
   if (!db->Flush().ok()) return 1;
   const double total_s = std::chrono::duration<double>(Clock::now() - start).count();
   const double values = static_cast<double>(data.values);
   std::printf(
       "threads %d: %.0f values/s acknowledged (%.2f s), %.0f values/s until flushed (%.2f s)\n",
       threads, values / write_s, write_s, values / total_s, total_s);
+  std::printf(
+      "flushes %llu; head at the end %.1f MiB for %llu values (%.2f bytes/value)\n",
+      static_cast<unsigned long long>(before_flush.flushes), before_flush.head_bytes / 1048576.0,
+      static_cast<unsigned long long>(before_flush.head_values),
+      before_flush.head_values ? double(before_flush.head_bytes) / before_flush.head_values : 0.0);
   const auto report = [&](const char* when) {
     const DiskUsage usage = Measure(dir);
     std::printf(

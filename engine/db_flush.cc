@@ -140,7 +140,12 @@ Status DbImpl::WriteChunks(const Head& sealed) {
   Status status;
   std::string encoded;
   // Parts written by earlier flushes. Each window is visited once per flush,
-  // so the iterator's snapshot (taken now) sees everything it needs.
+  // so an iterator sees what it needs whether or not it sees this flush's
+  // own writes. It is made again after each piece of the batch is written:
+  // an iterator's implicit snapshot hides later writes to its memtable, and
+  // LevelDB steps over hidden entries one by one, so a Seek past the last
+  // raw key (a new series-field) walked every tier row written since. At
+  // 100,000 series-fields that made one flush take 82 s instead of a few.
   std::unique_ptr<leveldb::Iterator> existing(store_->NewIterator(leveldb::ReadOptions()));
   std::vector<WindowKey> touched;
   Column column;  // each entry's points in turn, its vectors reused
@@ -202,6 +207,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
         const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &batch);
         if (!s.ok()) status = StoreStatus("flush: write chunks", s);
         batch.Clear();
+        existing.reset(store_->NewIterator(leveldb::ReadOptions()));
       }
     }
     if (!column.ts.empty()) max_flushed_ts_ = std::max(max_flushed_ts_, column.ts.back());
