@@ -1,7 +1,6 @@
 #include "engine/db_impl.h"
 
 #include <algorithm>
-
 #include <cstdio>
 
 #include "leveldb/options.h"
@@ -11,6 +10,10 @@
 namespace gpulse {
 
 const char* Version() { return GPULSE_VERSION; }
+
+uint64_t DefaultHeadMemoryBytes() {
+  return std::clamp<uint64_t>(storage::PhysicalMemoryBytes() / 32, 64ull << 20, 2ull << 30);
+}
 
 Status Db::Open(const Options& options, const std::string& path, std::unique_ptr<Db>* db) {
   if (options.chunk_window.count() <= 0) {
@@ -33,6 +36,9 @@ DbImpl::DbImpl(const Options& options, std::string path, storage::Env* env)
       path_(std::move(path)),
       env_(env),
       window_ns_(options.chunk_window.count()),
+      head_budget_(options.head_memory_bytes != 0 ? options.head_memory_bytes
+                                                  : DefaultHeadMemoryBytes()),
+      wal_budget_(std::min(kWalPerHeadByte * head_budget_, kMostWalBytes)),
       window_cache_(options.window_cache_bytes),
       head_(std::make_shared<Head>()) {}
 

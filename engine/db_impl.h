@@ -351,6 +351,14 @@ class DbImpl final : public Db {
   const std::string path_;
   storage::Env* const env_;
   const int64_t window_ns_;
+  // Options::head_memory_bytes or its default, and the WAL bytes that
+  // flush the head as well (MaybeScheduleFlush): the head's budget times
+  // kWalPerHeadByte, at most kMostWalBytes. The WAL takes about 23 bytes a
+  // value of the fleet load where the head takes 1 to 4.
+  static constexpr uint64_t kWalPerHeadByte = 8;
+  static constexpr uint64_t kMostWalBytes = 1ull << 30;
+  const uint64_t head_budget_;
+  const uint64_t wal_budget_;
   uint32_t tier_mask_ = 0;  // Options::tiers, set by Open
   // Options::retention and retention_by_database, set by Open.
   Keep retention_ns_ = {};

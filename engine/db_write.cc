@@ -121,8 +121,6 @@ std::string CheckPoint(const PointRef& p, std::string* key) {
   return std::string();
 }
 
-constexpr uint64_t kWalPerHeadByte = 8;
-
 int64_t SaturatingAdd(int64_t a, int64_t b) {
   int64_t out = 0;
   return __builtin_add_overflow(a, b, &out) ? INT64_MAX : out;
@@ -144,8 +142,8 @@ Status DbImpl::WaitForRoom() {
   // A full disk does not hold writers here: their WAL appends fail (or
   // succeed) at once, and the flusher's recovery needs the Db to itself.
   const auto room = [this] {
-    return !imm_pending_ || head_bytes_ < options_.head_memory_bytes || shutting_down_ ||
-           !bg_error_.ok() || store_full_;
+    return !imm_pending_ || head_bytes_ < head_budget_ || shutting_down_ || !bg_error_.ok() ||
+           store_full_;
   };
   if (options_.wait_when_full) {
     bg_cv_.wait(l, room);
@@ -158,12 +156,12 @@ Status DbImpl::WaitForRoom() {
 }
 
 void DbImpl::MaybeScheduleFlush() {
-  bool full = head_bytes_ >= options_.head_memory_bytes;
+  bool full = head_bytes_ >= head_budget_;
   // The WAL keeps every unflushed point, at about 23 bytes a value on the
-  // fleet load where the packed head takes 3 to 4: bound it as well, so a
-  // restart replays at most kWalPerHeadByte times the head's memory (about
-  // 4 s for the default 512 MiB at the 130 MB/s replay measured).
-  if (!full) full = wal_->total_bytes() >= kWalPerHeadByte * options_.head_memory_bytes;
+  // fleet load where the head takes 1 to 4: bound it as well, so a restart
+  // replays at most wal_budget_ (about 8 s for 1 GiB at the 130 MB/s
+  // replay measured).
+  if (!full) full = wal_->total_bytes() >= wal_budget_;
   if (!full) {
     std::shared_lock<std::shared_mutex> l(mu_);
     // A head that spans more than a chunk window holds a closed window:

@@ -16,14 +16,32 @@ struct Head::Slot {
   uint64_t word;
 };
 
-// The open block of a column: its newest points as slots, right after this
-// header.
-struct Head::Block {
-  uint32_t size = 0;
-  uint32_t capacity = 0;
+// The open run of a column (see head.h): the encoding of its points, bit by
+// bit, right after this header, and what the next point's encoding needs.
+// Bit i of the run is bit i % 8 of byte i / 8; the buffer is zero past the
+// bits written, so a point is or-ed in (PutBits).
+//   time: the run's first is first_ts; each later one's step from the one
+//     before changes by 0 (a 0 bit) or by a zigzagged c (a 1 bit, c's width
+//     less one in 6 bits, c);
+//   value, as a word: the last one again (a 0 bit), or a change: doubles
+//     XOR the last word, other types the difference zigzagged. A change
+//     whose set bits lie in the window of the last new window is "10" and
+//     the window's bits; else "11", a new window and its bits (doubles:
+//     leading zeros and length less one, 6 bits each; others: width less
+//     one, 6 bits).
+struct Head::Open {
+  uint32_t count = 0;     // points encoded
+  uint32_t bits = 0;      // bits written
+  uint32_t capacity = 0;  // bytes after the header
+  uint8_t lead = 0;       // the window: doubles' leading zeros
+  uint8_t width = 0;      // its length in bits (0: none yet)
+  int64_t first_ts = 0;
+  int64_t ts = 0;     // the last encoded point's time,
+  int64_t step = 0;   // its step from the one before,
+  uint64_t word = 0;  // and its word
 
-  Slot* slots() { return reinterpret_cast<Slot*>(this + 1); }
-  const Slot* slots() const { return reinterpret_cast<const Slot*>(this + 1); }
+  uint8_t* data() { return reinterpret_cast<uint8_t*>(this + 1); }
+  const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(this + 1); }
 };
 
 // A full block packed: its payload bytes right after this header.
@@ -40,14 +58,19 @@ struct Head::Packed {
 namespace {
 
 using Slot = Head::Slot;
-static_assert(sizeof(Head::Block) == 8 && sizeof(Slot) == 16 && sizeof(Head::Packed) == 32);
+static_assert(sizeof(Head::Open) == 48 && sizeof(Slot) == 16 && sizeof(Head::Packed) == 32);
 
-// A column's first open block has kFirstSlots slots (72 bytes: a column of a
-// few points stays small), its second and later kMostSlots: a busy column
-// packs 64 points at a time. The small blocks that columns outgrow start
-// the head's new columns.
-constexpr uint32_t kFirstSlots = 4;
+// An open run holds up to kMostSlots points before they are packed: a busy
+// column packs 64 at a time.
 constexpr uint32_t kMostSlots = 64;
+// A run's buffer starts at kFirstOpenBytes and doubles (Head::kOpenClasses
+// sizes): it must hold the bits written, one more point at most
+// kMaxPointBits, and 8 bytes past that for PutBits' word stores.
+constexpr uint32_t kFirstOpenBytes = 32;
+constexpr uint32_t kMaxPointBits = (1 + 6 + 64) + (2 + 12 + 64);
+constexpr uint32_t RoomNeeded(uint32_t bits) { return (bits + kMaxPointBits + 7) / 8 + 8; }
+static_assert(RoomNeeded(0) <= kFirstOpenBytes);
+static_assert(RoomNeeded((kMostSlots - 1) * kMaxPointBits) <= kFirstOpenBytes << 6);
 // Slabs double from 4 KiB to 256 KiB, so a small head stays small and a
 // full one takes few allocations.
 constexpr size_t kFirstSlabBytes = 4 << 10;
@@ -360,6 +383,108 @@ void Unpack(FieldType type, const Head::Packed& packed, Slot* out) {
   });
 }
 
+// Ors the low `width` bits of `value` in at bit *bits of `data`, which is
+// zero from there and has 9 bytes of room past it.
+void PutBits(uint8_t* data, uint32_t* bits, uint64_t value, int width) {
+  if (width == 0) return;
+  if (width < 64) value &= (uint64_t{1} << width) - 1;
+  uint8_t* at = data + (*bits >> 3);
+  const int shift = static_cast<int>(*bits & 7);
+  uint64_t word;
+  std::memcpy(&word, at, 8);
+  word |= value << shift;
+  std::memcpy(at, &word, 8);
+  if (shift + width > 64) at[8] |= static_cast<uint8_t>(value >> (64 - shift));
+  *bits += static_cast<uint32_t>(width);
+}
+
+// Encodes `slot` after the run's points (Head::Open's comment); the run has
+// room for it.
+void EncodePoint(FieldType type, const Slot& slot, Head::Open* run) {
+  uint8_t* data = run->data();
+  if (run->count == 0) {
+    run->first_ts = run->ts = slot.ts;
+    run->step = 0;
+    run->word = 0;
+    run->lead = run->width = 0;
+  } else {
+    const int64_t step =
+        static_cast<int64_t>(static_cast<uint64_t>(slot.ts) - static_cast<uint64_t>(run->ts));
+    const uint64_t change = ZigZag(static_cast<uint64_t>(step) - static_cast<uint64_t>(run->step));
+    if (change == 0) {
+      PutBits(data, &run->bits, 0, 1);
+    } else {
+      const int width = BitWidth(change);
+      PutBits(data, &run->bits, 1 | static_cast<uint64_t>(width - 1) << 1, 7);
+      PutBits(data, &run->bits, change, width);
+    }
+    run->step = step;
+  }
+  const bool is_float = type == FieldType::kFloat;
+  const uint64_t change = is_float ? slot.word ^ run->word : ZigZag(slot.word - run->word);
+  if (change == 0) {
+    PutBits(data, &run->bits, 0, 1);
+  } else if (is_float) {
+    const int lead = std::countl_zero(change);
+    const int trail = std::countr_zero(change);
+    const int window_trail = 64 - run->lead - run->width;
+    if (run->width != 0 && lead >= run->lead && trail >= window_trail) {
+      PutBits(data, &run->bits, 0b01, 2);  // "10": bit 1 first
+      PutBits(data, &run->bits, change >> window_trail, run->width);
+    } else {
+      const int width = 64 - lead - trail;
+      PutBits(data, &run->bits, 0b11, 2);
+      PutBits(data, &run->bits, static_cast<uint64_t>(lead) | uint64_t(width - 1) << 6, 12);
+      PutBits(data, &run->bits, change >> trail, width);
+      run->lead = static_cast<uint8_t>(lead);
+      run->width = static_cast<uint8_t>(width);
+    }
+  } else {
+    const int width = BitWidth(change);
+    if (run->width != 0 && width <= run->width) {
+      PutBits(data, &run->bits, 0b01, 2);
+      PutBits(data, &run->bits, change, run->width);
+    } else {
+      PutBits(data, &run->bits, 0b11 | static_cast<uint64_t>(width - 1) << 2, 8);
+      PutBits(data, &run->bits, change, width);
+      run->width = static_cast<uint8_t>(width);
+    }
+  }
+  run->ts = slot.ts;
+  run->word = slot.word;
+  ++run->count;
+}
+
+// The run's points, decoded into out[0, run.count).
+void DecodeRun(FieldType type, const Head::Open& run, Slot* out) {
+  BitReader bits(run.data(), run.data() + run.capacity);
+  int64_t ts = run.first_ts;
+  uint64_t step = 0, word = 0;
+  int lead = 0, width = 0;
+  const bool is_float = type == FieldType::kFloat;
+  for (uint32_t i = 0; i < run.count; ++i) {
+    if (i > 0) {
+      if (bits.Get(1) != 0) step += UnZigZag(bits.Get(static_cast<int>(bits.Get(6)) + 1));
+      ts = static_cast<int64_t>(static_cast<uint64_t>(ts) + step);
+    }
+    if (bits.Get(1) != 0) {
+      uint64_t change;
+      if (is_float) {
+        if (bits.Get(1) != 0) {
+          lead = static_cast<int>(bits.Get(6));
+          width = static_cast<int>(bits.Get(6)) + 1;
+        }
+        change = bits.Get(width) << (64 - lead - width);
+        word ^= change;
+      } else {
+        if (bits.Get(1) != 0) width = static_cast<int>(bits.Get(6)) + 1;
+        word += UnZigZag(bits.Get(width));
+      }
+    }
+    out[i] = Slot{ts, word};
+  }
+}
+
 }  // namespace
 
 Head::Head() = default;
@@ -381,30 +506,57 @@ void* Head::Allocate(size_t bytes) {
   return out;
 }
 
-Head::Block* Head::NewOpenBlock(uint32_t capacity) {
-  Block* block;
-  if (capacity == kFirstSlots && !spare_open_.empty()) {
-    block = spare_open_.back();
-    spare_open_.pop_back();
+Head::Open* Head::NewOpen(uint32_t capacity) {
+  const int size_class = std::countr_zero(capacity / kFirstOpenBytes);
+  Open* run;
+  if (!spare_open_[size_class].empty()) {
+    run = spare_open_[size_class].back();
+    spare_open_[size_class].pop_back();
   } else {
-    block = new (Allocate(sizeof(Block) + capacity * sizeof(Slot))) Block;
-    block->capacity = capacity;
+    run = new (Allocate(sizeof(Open) + capacity)) Open;
+    run->capacity = capacity;
   }
-  block->size = 0;
-  return block;
+  run->count = run->bits = 0;
+  std::memset(run->data(), 0, capacity);
+  return run;
+}
+
+Head::Open* Head::OpenWithRoom(Entry* entry) {
+  if (entry->open == nullptr) {
+    entry->open = NewOpen(kFirstOpenBytes);
+  } else if (entry->open->count == kMostSlots) {
+    PackOpen(entry);
+  }
+  Open* run = entry->open;
+  if (RoomNeeded(run->bits) > run->capacity) {
+    // Four times the room: every column of a fleet grows at once, so an
+    // outgrown buffer waits for a column of its size until the head is
+    // flushed, and fewer growths waste less (a gauge's run goes from 32 to
+    // 128 bytes, a counter's or a sensor's on to 512).
+    const uint32_t capacity = std::min(4 * run->capacity, kFirstOpenBytes << (kOpenClasses - 1));
+    Open* bigger = NewOpen(capacity);
+    std::memcpy(static_cast<void*>(bigger), run, sizeof(Open));
+    bigger->capacity = capacity;
+    std::memcpy(bigger->data(), run->data(), (run->bits + 7) / 8);
+    spare_open_[std::countr_zero(run->capacity / kFirstOpenBytes)].push_back(run);
+    entry->open = run = bigger;
+  }
+  return run;
 }
 
 void Head::PackOpen(Entry* entry) {
-  Block* open = entry->open;
+  Open* run = entry->open;
+  Slot slots[kMostSlots];
+  DecodeRun(entry->type, *run, slots);
   thread_local uint8_t scratch[MaxPackedBytes(kMostSlots)];
-  const size_t bytes = Pack(entry->type, open->slots(), open->size, scratch);
+  const size_t bytes = Pack(entry->type, slots, run->count, scratch);
   Packed* packed = new (Allocate(sizeof(Packed) + bytes)) Packed;
-  packed->min_ts = packed->max_ts = open->slots()[0].ts;
-  for (uint32_t i = 1; i < open->size; ++i) {
-    packed->min_ts = std::min(packed->min_ts, open->slots()[i].ts);
-    packed->max_ts = std::max(packed->max_ts, open->slots()[i].ts);
+  packed->min_ts = packed->max_ts = slots[0].ts;
+  for (uint32_t i = 1; i < run->count; ++i) {
+    packed->min_ts = std::min(packed->min_ts, slots[i].ts);
+    packed->max_ts = std::max(packed->max_ts, slots[i].ts);
   }
-  packed->count = open->size;
+  packed->count = run->count;
   packed->bytes = static_cast<uint32_t>(bytes);
   std::memcpy(packed + 1, scratch, bytes);
   if (entry->last == nullptr) {
@@ -413,26 +565,22 @@ void Head::PackOpen(Entry* entry) {
     entry->last->next = packed;
   }
   entry->last = packed;
-  if (open->capacity < kMostSlots) {
-    spare_open_.push_back(open);
-    entry->open = NewOpenBlock(kMostSlots);
-  } else {
-    open->size = 0;
-  }
+  // The buffer is kept for the next run: a column's runs are alike.
+  std::memset(run->data(), 0, std::min(run->capacity, (run->bits + 7) / 8 + 8));
+  run->count = run->bits = 0;
 }
 
 void Head::Push(Entry* entry, const Slot& slot) {
-  if (entry->open == nullptr) {
-    entry->open = NewOpenBlock(kFirstSlots);
-  } else if (entry->open->size == entry->open->capacity) {
-    PackOpen(entry);
+  if (entry->size > 0) {
+    // The newest point so far joins the open run.
+    EncodePoint(entry->type, Slot{entry->last_ts, entry->last_word}, OpenWithRoom(entry));
   }
   // Equal times count as unsorted too: a rebuilt column may hold two points
   // of one time (written apart, the one between them erased).
   if (entry->size > 0 && slot.ts <= entry->last_ts) entry->sorted = false;
-  entry->open->slots()[entry->open->size++] = slot;
   ++entry->size;
   entry->last_ts = slot.ts;
+  entry->last_word = slot.word;
 }
 
 uint64_t Head::Word(const FieldValueRef& value) {
@@ -476,10 +624,9 @@ void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t
   }
   Entry& entry = columns[at];
   if (entry.size > 0 && ts == entry.last_ts) {
-    // The same time written again: the new value replaces the last, which
-    // is always in the open block (a block is packed only when the next
-    // point comes).
-    entry.open->slots()[entry.open->size - 1].word = Word(value);
+    // The same time written again: the new value replaces the newest,
+    // which the entry keeps as it is.
+    entry.last_word = Word(value);
     return;
   }
   Push(&entry, Slot{ts, Word(value)});
@@ -499,7 +646,7 @@ void Head::PrefetchEntries(uint32_t series_id) const {
 void Head::PrefetchEnds(uint32_t series_id) const {
   if (series_id >= series_.size()) return;
   for (const Entry& entry : series_[series_id]) {
-    if (entry.open != nullptr) __builtin_prefetch(entry.open->slots() + entry.open->size, 1);
+    if (entry.open != nullptr) __builtin_prefetch(entry.open->data() + entry.open->bits / 8, 1);
   }
 }
 
@@ -524,14 +671,26 @@ void Head::AppendSlots(FieldType type, const Slot* slots, uint32_t n, Column* ou
   }
 }
 
+uint32_t Head::DecodeOpen(const Entry& entry, Slot* out) {
+  if (entry.size == 0) return 0;
+  uint32_t n = 0;
+  if (entry.open != nullptr) {
+    DecodeRun(entry.type, *entry.open, out);
+    n = entry.open->count;
+  }
+  out[n++] = Slot{entry.last_ts, entry.last_word};
+  return n;
+}
+
 template <typename Fn>
 void Head::ForEachRun(const Entry& entry, Fn&& fn) const {
-  Slot unpacked[kMostSlots];
+  Slot unpacked[kMostSlots + 1];
   for (const Packed* p = entry.first; p != nullptr; p = p->next) {
     Unpack(entry.type, *p, unpacked);
     fn(unpacked, p->count);
   }
-  if (entry.open != nullptr && entry.open->size > 0) fn(entry.open->slots(), entry.open->size);
+  const uint32_t n = DecodeOpen(entry, unpacked);
+  if (n > 0) fn(unpacked, n);
 }
 
 void Head::AppendColumn(const Entry& entry, Column* out) const {
@@ -543,7 +702,7 @@ void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64
   const Entry* found = Find(series_id, field_id);
   if (found == nullptr || found->size == 0) return;
   const Entry& entry = *found;
-  Slot unpacked[kMostSlots];
+  Slot unpacked[kMostSlots + 1];
   if (!entry.sorted) {
     // The points in range, in the order written, sorted stably: the last
     // written of each time wins, as in the whole column (a point outside
@@ -561,7 +720,7 @@ void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64
       Unpack(entry.type, *p, unpacked);
       keep(unpacked, p->count);
     }
-    if (entry.open != nullptr) keep(entry.open->slots(), entry.open->size);
+    keep(unpacked, DecodeOpen(entry, unpacked));
     std::stable_sort(hits.begin(), hits.end(),
                      [](const Slot& a, const Slot& b) { return a.ts < b.ts; });
     size_t kept = 0;
@@ -586,7 +745,7 @@ void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64
     Unpack(entry.type, *p, unpacked);
     cut(unpacked, p->count);
   }
-  if (entry.open != nullptr) cut(entry.open->slots(), entry.open->size);
+  cut(unpacked, DecodeOpen(entry, unpacked));
 }
 
 const Head::Entry* Head::Find(uint32_t series_id, uint32_t field_id) const {
@@ -612,7 +771,10 @@ size_t Head::IndexOf(uint32_t series_id, uint32_t field_id, size_t hint) const {
 void Head::Rebuild(Entry* entry, const std::vector<Slot>& slots) {
   // The old packed blocks stay in their slab, charged, until the head goes.
   entry->first = entry->last = nullptr;
-  if (entry->open != nullptr) entry->open->size = 0;
+  if (entry->open != nullptr) {
+    std::memset(entry->open->data(), 0, entry->open->capacity);
+    entry->open->count = entry->open->bits = 0;
+  }
   entry->size = 0;
   entry->sorted = true;
   for (const Slot& slot : slots) Push(entry, slot);

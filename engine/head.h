@@ -1,25 +1,28 @@
 // Head: the points not yet in chunks, per series and field, in memory,
 // packed.
 //
-// Each (series, field) column has an open block of (timestamp, value word)
-// slots for its newest points and a chain of packed blocks before it. In-
-// order points (the common case: agents report every minute) are one slot
-// written in the open block; a point that repeats the last timestamp
-// replaces its value; an earlier point is written too and marks the column
-// unsorted, to be sorted (last write wins) when copied out: by a reader,
-// or by the flush. When the open block is full and the next
-// point comes, its slots are packed into a block of their own: the first
-// timestamp, the steps between timestamps as a frame of reference (least
-// step, bit width, offsets), and the values the same way (doubles XOR the
-// one before, trailing zeros shifted out). A minute-grain gauge packs to a
-// byte or two a value where the slots take 16 bytes, so a head of a given
-// memory bound holds several times the points and flushes that much less.
+// Each (series, field) column keeps its newest point as it came (a point
+// that repeats its timestamp replaces its value), the points before it
+// since the last packed block as an open run encoded bit by bit as they
+// come, and a chain of packed blocks before that. Timestamps take their
+// step's change from the step before (a bit a point at a steady interval),
+// values their change from the value before (a bit when it repeats), so a
+// minute-grain gauge takes 1 to 2 bytes a point in the open run. An earlier
+// point is written too and marks the column unsorted, to be sorted (last
+// write wins) when copied out: by a reader, or by the flush.
 //
-// Open blocks have 4 slots, then 64; every block is cut from slabs of
-// 4 KiB to 256 KiB the head owns and frees whole. Nothing is copied to grow,
-// and no freed buffer sized for one column is left in the heap (both cost a
-// vector per column 5% of the server's CPU and 46 MB of held heap on the
-// fleet load). The head is charged for its slabs.
+// When the open run holds 64 points and the next comes, they are packed
+// into a block of their own: the first timestamp, the changes of step, and
+// the values as a frame of reference (least value, bit width, offsets;
+// doubles as decimals, or XOR the one before with trailing zeros shifted
+// out). A minute-grain gauge packs to a byte or two a value.
+//
+// What a column costs before its points: its entry (72 bytes) and, from
+// its second point, an open run's header (48 bytes) and a buffer of 32
+// bytes and up, doubled as the run grows (a gauge's 60 points, an hour of
+// minutes, fit in 128). Every run and block is cut from slabs of 4 KiB to
+// 256 KiB the head owns and frees whole; a run's outgrown buffer is kept
+// for the next run of its size. The head is charged for its slabs.
 //
 // A value's word is a double's bits, an integer, 0 or 1, or for a string the
 // index of its text in the head's string list.
@@ -42,7 +45,7 @@ namespace gpulse::engine {
 class Head {
  public:
   struct Slot;
-  struct Block;
+  struct Open;
   struct Packed;
 
   // One (series, field) column.
@@ -52,10 +55,11 @@ class Head {
     FieldType type = FieldType::kFloat;
     bool sorted = true;
     uint32_t size = 0;        // points in the column
-    int64_t last_ts = 0;      // of the newest slot, when size > 0
+    int64_t last_ts = 0;      // of the newest point, when size > 0
+    uint64_t last_word = 0;   // ... and its value's word
     Packed* first = nullptr;  // the packed chain, oldest first
     Packed* last = nullptr;
-    Block* open = nullptr;  // the newest points
+    Open* open = nullptr;  // the points after the chain but the newest
   };
 
   Head();
@@ -116,9 +120,13 @@ class Head {
   size_t IndexOf(uint32_t series_id, uint32_t field_id, size_t hint) const;
   // `bytes` (rounded up to 8) cut from the newest slab, or a new one.
   void* Allocate(size_t bytes);
-  // An empty open block of `capacity` slots: a spare one, or a new one.
-  Block* NewOpenBlock(uint32_t capacity);
-  // Packs the full open block onto the end of the chain and makes room.
+  // An empty open run with `capacity` bytes of room: a spare one, or a new
+  // one.
+  Open* NewOpen(uint32_t capacity);
+  // The column's open run, with room for one more point (a bigger buffer,
+  // or the full run packed onto the end of the chain).
+  Open* OpenWithRoom(Entry* entry);
+  // Packs the full open run onto the end of the chain and empties it.
   void PackOpen(Entry* entry);
   // Writes `slot` after the column's newest point.
   void Push(Entry* entry, const Slot& slot);
@@ -126,6 +134,9 @@ class Head {
   void Rebuild(Entry* entry, const std::vector<Slot>& slots);
   // The word that stores `value` (a string's text joins strings_).
   uint64_t Word(const FieldValueRef& value);
+  // The open run's points and the newest, decoded into `out` (room for
+  // kMostSlots + 1); returns how many.
+  static uint32_t DecodeOpen(const Entry& entry, Slot* out);
   // Calls fn(slots, n) for each run of the column's points, in order.
   template <typename Fn>
   void ForEachRun(const Entry& entry, Fn&& fn) const;
@@ -144,8 +155,10 @@ class Head {
   size_t slab_size_ = 0;            // of the newest slab
   std::byte* slab_free_ = nullptr;  // its unused room
   size_t slab_left_ = 0;
-  // First open blocks outgrown by their columns.
-  std::vector<Block*> spare_open_;
+  // Open runs' buffers outgrown by their columns, by size class (32 bytes
+  // doubled k times).
+  static constexpr int kOpenClasses = 7;
+  std::vector<Open*> spare_open_[kOpenClasses];
   std::vector<std::string> strings_;
   uint64_t bytes_ = 0;
   uint64_t values_ = 0;

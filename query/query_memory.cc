@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include <unistd.h>
+#include "storage/env.h"
 
 namespace gpulse {
 
@@ -46,15 +46,8 @@ uint64_t SeriesBytes(const ResultSeries& rs) {
   return bytes;
 }
 
-uint64_t PhysicalMemoryBytes() {
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGE_SIZE);
-  if (pages <= 0 || page <= 0) return 8ull << 30;
-  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
-}
-
-uint64_t DefaultQueryMemory() { return PhysicalMemoryBytes() / 16; }
-uint64_t DefaultServerQueryMemory() { return PhysicalMemoryBytes() / 4; }
+uint64_t DefaultQueryMemory() { return storage::PhysicalMemoryBytes() / 16; }
+uint64_t DefaultServerQueryMemory() { return storage::PhysicalMemoryBytes() / 4; }
 
 std::string FormatBytes(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};

@@ -120,8 +120,6 @@ uint64_t ColumnBytes(const Column& column);
 uint64_t RowsBytes(size_t rows, size_t width);
 uint64_t SeriesBytes(const ResultSeries& series);
 
-// Physical memory of this machine (sysconf), or 8 GiB when unknown.
-uint64_t PhysicalMemoryBytes();
 // The defaults: a sixteenth of physical memory for one query, a quarter for
 // all queries at once (the rest is the head's, the caches' and the page
 // cache's that LevelDB reads through).

@@ -248,4 +248,11 @@ Env* Env::Default() {
   return env;
 }
 
+uint64_t PhysicalMemoryBytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return 8ull << 30;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
 }  // namespace gpulse::storage

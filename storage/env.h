@@ -101,4 +101,8 @@ class Env {
   virtual Status LockFile(const std::string& path, std::unique_ptr<FileLock>* lock) = 0;
 };
 
+// Physical memory of this machine (sysconf), or 8 GiB when unknown: what the
+// default memory budgets (the head's, the queries') are fractions of.
+uint64_t PhysicalMemoryBytes();
+
 }  // namespace gpulse::storage

@@ -201,11 +201,11 @@ TEST(HeadTest, ARangeCutsAnywhereInTheChainOfBlocks) {
   EXPECT_TRUE(none.ts.empty());
 }
 
-// A fleet, minute by minute: `series` series x 10 fields x 600 points.
+// A fleet, minute by minute: `series` series x 10 fields x `minutes` points.
 template <typename ValueOf>
-std::unique_ptr<Head> FleetHead(uint32_t series, ValueOf&& value_of) {
+std::unique_ptr<Head> FleetHead(uint32_t series, ValueOf&& value_of, int64_t minutes = 600) {
   auto head = std::make_unique<Head>();
-  for (int64_t minute = 0; minute < 600; ++minute) {
+  for (int64_t minute = 0; minute < minutes; ++minute) {
     for (uint32_t s = 0; s < series; ++s) {
       for (uint32_t field = 0; field < 10; ++field) {
         head->Append(s, field, FieldType::kInt, minute * 60'000'000'000, value_of(minute, s, field),
@@ -224,8 +224,7 @@ TEST(HeadTest, MemoryIsChargedForWhatIsTakenAndAFewPointsTakeLittle) {
 
   constexpr uint64_t kValues = 64 * 10 * 600;
   // Gauges of 7 bits at a steady step: about 1.8 bytes a value packed, plus
-  // the open blocks (1 KiB a column, 1.7 bytes a value of these 600-point
-  // columns), where slots alone take 16.
+  // the open runs and entries, where slots alone take 16.
   const auto gauges = FleetHead(64, [](int64_t minute, uint32_t s, uint32_t field) -> int64_t {
     return (minute * 7 + s * 13 + field) % 101;
   });
@@ -240,6 +239,27 @@ TEST(HeadTest, MemoryIsChargedForWhatIsTakenAndAFewPointsTakeLittle) {
   EXPECT_EQ(noise->values(), kValues);
   EXPECT_GE(noise->bytes(), kValues * 8);
   EXPECT_LE(noise->bytes(), kValues * 16);
+
+  // A wide fleet's hour: 20,000 columns of 60 minutes each, none packed
+  // yet. The open runs take a bit a timestamp and a few a gauge's change,
+  // so a column costs its entry (72 bytes), its run's header (48) and a
+  // 128-byte buffer, and the 80 of the first buffer it outgrew (slots took
+  // 1 KiB a column, and at a million series-fields the default head
+  // flushed after a point or two a column).
+  constexpr uint32_t kWideSeries = 2000;
+  const auto hour = FleetHead(
+      kWideSeries,
+      [](int64_t minute, uint32_t s, uint32_t field) -> int64_t {
+        return 40 + (minute * 7 + s * 13 + field) % 11;
+      },
+      60);
+  EXPECT_EQ(hour->values(), uint64_t{kWideSeries} * 10 * 60);
+  EXPECT_LE(hour->bytes(), uint64_t{kWideSeries} * 10 * 350);
+  Column column;
+  column.type = FieldType::kInt;
+  hour->CopyRange(kWideSeries - 1, 9, INT64_MIN, INT64_MAX, &column);
+  ASSERT_EQ(column.ts.size(), 60u);
+  EXPECT_EQ(column.ints[59], 40 + (59 * 7 + (kWideSeries - 1) * 13 + 9) % 11);
 
   // Long strings are charged for their text as well.
   Head text;

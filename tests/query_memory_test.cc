@@ -17,6 +17,7 @@
 #include "engine/gpulse.h"
 #include "query/executor.h"
 #include "query/parser.h"
+#include "storage/env.h"
 #include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
@@ -66,8 +67,8 @@ TEST(QueryMemoryTest, QueriesShareThePoolAndGiveItBack) {
 }
 
 TEST(QueryMemoryTest, DefaultsAreFractionsOfPhysicalMemory) {
-  EXPECT_EQ(DefaultQueryMemory(), PhysicalMemoryBytes() / 16);
-  EXPECT_EQ(DefaultServerQueryMemory(), PhysicalMemoryBytes() / 4);
+  EXPECT_EQ(DefaultQueryMemory(), storage::PhysicalMemoryBytes() / 16);
+  EXPECT_EQ(DefaultServerQueryMemory(), storage::PhysicalMemoryBytes() / 4);
   EXPECT_EQ(QueryMemory(0, nullptr).limit(), DefaultQueryMemory());
   EXPECT_EQ(FormatBytes(1536 * kMiB), "1.5 GiB");
   EXPECT_EQ(FormatBytes(512), "512 bytes");
