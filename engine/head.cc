@@ -19,26 +19,35 @@ struct Head::Slot {
 // The open run of a column (see head.h): the encoding of its points, bit by
 // bit, right after this header, and what the next point's encoding needs.
 // Bit i of the run is bit i % 8 of byte i / 8; the buffer is zero past the
-// bits written, so a point is or-ed in (PutBits).
+// bits written, so a point is or-ed in (PutBits), and has 8 bytes more than
+// its capacity for PutBits' word stores.
 //   time: the run's first is first_ts; each later one's step from the one
 //     before changes by 0 (a 0 bit) or by a zigzagged c (a 1 bit, c's width
 //     less one in 6 bits, c);
-//   value, as a word: the last one again (a 0 bit), or a change: doubles
-//     XOR the last word, other types the difference zigzagged. A change
-//     whose set bits lie in the window of the last new window is "10" and
-//     the window's bits; else "11", a new window and its bits (doubles:
-//     leading zeros and length less one, 6 bits each; others: width less
-//     one, 6 bits).
+//   value, as a code word: the last one again (a 0 bit), or a change. The
+//     code word of a double is its bits, whose change is their XOR, or when
+//     the run's first double is a decimal of k digits (331.9 W), m = v*10^k,
+//     as for integers (a double that is not goes the XOR way, and the run is
+//     encoded again that way); other types' is the word, whose change is the
+//     difference zigzagged. A change whose set bits lie in the last new
+//     window is "10" and the window's bits; else "11", a new window and its
+//     bits (XOR: leading zeros and length less one, 6 bits each; others:
+//     width less one, 6 bits).
 struct Head::Open {
-  uint32_t count = 0;     // points encoded
-  uint32_t bits = 0;      // bits written
-  uint32_t capacity = 0;  // bytes after the header
-  uint8_t lead = 0;       // the window: doubles' leading zeros
-  uint8_t width = 0;      // its length in bits (0: none yet)
+  uint32_t count = 0;          // points encoded
+  uint32_t bits = 0;           // bits written
+  uint16_t capacity = 0;       // bytes of room after the header (and 8 more)
+  uint16_t second_end = 0;     // bits written by the first two points
+  uint8_t lead = 0;            // the window: XOR's leading zeros
+  uint8_t width = 0;           // its length in bits (0: none yet)
+  int8_t digits = kUndecided;  // doubles: the decimal digits k, or -1 for XOR
+
+  // `digits` before the run's first point.
+  static constexpr int8_t kUndecided = -2;
   int64_t first_ts = 0;
   int64_t ts = 0;     // the last encoded point's time,
   int64_t step = 0;   // its step from the one before,
-  uint64_t word = 0;  // and its word
+  uint64_t word = 0;  // and its code word
 
   uint8_t* data() { return reinterpret_cast<uint8_t*>(this + 1); }
   const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(this + 1); }
@@ -63,14 +72,13 @@ static_assert(sizeof(Head::Open) == 48 && sizeof(Slot) == 16 && sizeof(Head::Pac
 // An open run holds up to kMostSlots points before they are packed: a busy
 // column packs 64 at a time.
 constexpr uint32_t kMostSlots = 64;
-// A run's buffer starts at kFirstOpenBytes and doubles (Head::kOpenClasses
-// sizes): it must hold the bits written, one more point at most
-// kMaxPointBits, and 8 bytes past that for PutBits' word stores.
+// A run's room starts at kFirstOpenBytes and doubles (Head::kOpenClasses
+// sizes); a point takes at most kMaxPointBits.
 constexpr uint32_t kFirstOpenBytes = 32;
 constexpr uint32_t kMaxPointBits = (1 + 6 + 64) + (2 + 12 + 64);
-constexpr uint32_t RoomNeeded(uint32_t bits) { return (bits + kMaxPointBits + 7) / 8 + 8; }
-static_assert(RoomNeeded(0) <= kFirstOpenBytes);
-static_assert(RoomNeeded((kMostSlots - 1) * kMaxPointBits) <= kFirstOpenBytes << 6);
+constexpr uint32_t BytesFor(uint32_t bits) { return (bits + 7) / 8; }
+static_assert(BytesFor(kMaxPointBits) <= kFirstOpenBytes);
+static_assert(BytesFor(kMostSlots * kMaxPointBits) <= kFirstOpenBytes << 6);
 // Slabs double from 4 KiB to 256 KiB, so a small head stays small and a
 // full one takes few allocations.
 constexpr size_t kFirstSlabBytes = 4 << 10;
@@ -398,61 +406,128 @@ void PutBits(uint8_t* data, uint32_t* bits, uint64_t value, int width) {
   *bits += static_cast<uint32_t>(width);
 }
 
-// Encodes `slot` after the run's points (Head::Open's comment); the run has
-// room for it.
-void EncodePoint(FieldType type, const Slot& slot, Head::Open* run) {
+// One point's encoding in an open run, worked out before it is written (so
+// the run is given room for exactly its bits).
+struct PointCode {
+  int64_t step = 0;
+  uint64_t time_change = 0;  // zigzagged; 0: the step is the last one's
+  uint64_t word = 0;         // the code word
+  uint64_t change = 0;       // of the code word; 0: the same as the last
+  bool new_window = false;
+  int lead = 0, width = 0;  // the window its bits are written in
+  uint32_t bits = 0;
+};
+
+// The code word of `word` in `run`, or false when the run is decimal and
+// the double has no decimal form at its digits.
+bool CodeWord(FieldType type, const Head::Open& run, uint64_t word, uint64_t* code) {
+  if (type != FieldType::kFloat || run.digits < 0) {
+    *code = word;
+    return true;
+  }
+  int64_t m;
+  if (!storage::ToDecimal(std::bit_cast<double>(word), run.digits, &m)) return false;
+  *code = static_cast<uint64_t>(m);
+  return true;
+}
+
+// `slot`'s encoding after the run's points; false as CodeWord.
+bool CodePoint(FieldType type, const Slot& slot, const Head::Open& run, PointCode* code) {
+  if (!CodeWord(type, run, slot.word, &code->word)) return false;
+  code->bits = 0;
+  if (run.count > 0) {
+    code->step =
+        static_cast<int64_t>(static_cast<uint64_t>(slot.ts) - static_cast<uint64_t>(run.ts));
+    code->time_change = ZigZag(static_cast<uint64_t>(code->step) - static_cast<uint64_t>(run.step));
+    code->bits += code->time_change == 0 ? 1 : 7 + BitWidth(code->time_change);
+  }
+  const uint64_t last = run.count > 0 ? run.word : 0;
+  const bool xor_words = type == FieldType::kFloat && run.digits < 0;
+  code->change = xor_words ? code->word ^ last : ZigZag(code->word - last);
+  code->new_window = false;
+  if (code->change == 0) {
+    code->bits += 1;
+  } else if (xor_words) {
+    const int lead = std::countl_zero(code->change);
+    const int trail = std::countr_zero(code->change);
+    if (run.count > 0 && run.width != 0 && lead >= run.lead && trail >= 64 - run.lead - run.width) {
+      code->lead = run.lead;
+      code->width = run.width;
+      code->bits += 2 + run.width;
+    } else {
+      code->new_window = true;
+      code->lead = lead;
+      code->width = 64 - lead - trail;
+      code->bits += 14 + code->width;
+    }
+  } else {
+    const int width = BitWidth(code->change);
+    if (run.count > 0 && run.width != 0 && width <= run.width) {
+      code->width = run.width;
+      code->bits += 2 + run.width;
+    } else {
+      code->new_window = true;
+      code->width = width;
+      code->bits += 8 + width;
+    }
+  }
+  return true;
+}
+
+// Writes `code` (of `slot`) after the run's points; the run has room.
+void WritePoint(FieldType type, const Slot& slot, const PointCode& code, Head::Open* run) {
   uint8_t* data = run->data();
   if (run->count == 0) {
-    run->first_ts = run->ts = slot.ts;
+    run->first_ts = slot.ts;
     run->step = 0;
-    run->word = 0;
     run->lead = run->width = 0;
   } else {
-    const int64_t step =
-        static_cast<int64_t>(static_cast<uint64_t>(slot.ts) - static_cast<uint64_t>(run->ts));
-    const uint64_t change = ZigZag(static_cast<uint64_t>(step) - static_cast<uint64_t>(run->step));
-    if (change == 0) {
+    if (code.time_change == 0) {
       PutBits(data, &run->bits, 0, 1);
     } else {
-      const int width = BitWidth(change);
+      const int width = BitWidth(code.time_change);
       PutBits(data, &run->bits, 1 | static_cast<uint64_t>(width - 1) << 1, 7);
-      PutBits(data, &run->bits, change, width);
+      PutBits(data, &run->bits, code.time_change, width);
     }
-    run->step = step;
+    run->step = code.step;
   }
-  const bool is_float = type == FieldType::kFloat;
-  const uint64_t change = is_float ? slot.word ^ run->word : ZigZag(slot.word - run->word);
-  if (change == 0) {
+  const bool xor_words = type == FieldType::kFloat && run->digits < 0;
+  if (code.change == 0) {
     PutBits(data, &run->bits, 0, 1);
-  } else if (is_float) {
-    const int lead = std::countl_zero(change);
-    const int trail = std::countr_zero(change);
-    const int window_trail = 64 - run->lead - run->width;
-    if (run->width != 0 && lead >= run->lead && trail >= window_trail) {
-      PutBits(data, &run->bits, 0b01, 2);  // "10": bit 1 first
-      PutBits(data, &run->bits, change >> window_trail, run->width);
-    } else {
-      const int width = 64 - lead - trail;
-      PutBits(data, &run->bits, 0b11, 2);
-      PutBits(data, &run->bits, static_cast<uint64_t>(lead) | uint64_t(width - 1) << 6, 12);
-      PutBits(data, &run->bits, change >> trail, width);
-      run->lead = static_cast<uint8_t>(lead);
-      run->width = static_cast<uint8_t>(width);
-    }
+  } else if (!code.new_window) {
+    PutBits(data, &run->bits, 0b01, 2);  // "10": the first bit is the low one
+    PutBits(data, &run->bits,
+            xor_words ? code.change >> (64 - code.lead - code.width) : code.change, code.width);
+  } else if (xor_words) {
+    PutBits(data, &run->bits, 0b11, 2);
+    PutBits(data, &run->bits,
+            static_cast<uint64_t>(code.lead) | static_cast<uint64_t>(code.width - 1) << 6, 12);
+    PutBits(data, &run->bits, code.change >> (64 - code.lead - code.width), code.width);
+    run->lead = static_cast<uint8_t>(code.lead);
+    run->width = static_cast<uint8_t>(code.width);
   } else {
-    const int width = BitWidth(change);
-    if (run->width != 0 && width <= run->width) {
-      PutBits(data, &run->bits, 0b01, 2);
-      PutBits(data, &run->bits, change, run->width);
-    } else {
-      PutBits(data, &run->bits, 0b11 | static_cast<uint64_t>(width - 1) << 2, 8);
-      PutBits(data, &run->bits, change, width);
-      run->width = static_cast<uint8_t>(width);
-    }
+    PutBits(data, &run->bits, 0b11 | static_cast<uint64_t>(code.width - 1) << 2, 8);
+    PutBits(data, &run->bits, code.change, code.width);
+    run->width = static_cast<uint8_t>(code.width);
   }
   run->ts = slot.ts;
-  run->word = slot.word;
+  run->word = code.word;
   ++run->count;
+  // The first value's window is its own size, not a change's: the second
+  // sets the first window that later changes reuse.
+  if (run->count == 1) run->lead = run->width = 0;
+  if (run->count == 2) run->second_end = static_cast<uint16_t>(run->bits);
+}
+
+// The digits of a run that starts with `slot`: the fewest decimal digits
+// of a double's decimal form, or -1 when it has none.
+int8_t RunDigits(FieldType type, const Slot& slot) {
+  if (type != FieldType::kFloat) return -1;
+  int64_t m;
+  for (int k = 0; k <= storage::kMaxDecimalDigits; ++k) {
+    if (storage::ToDecimal(std::bit_cast<double>(slot.word), k, &m)) return static_cast<int8_t>(k);
+  }
+  return -1;
 }
 
 // The run's points, decoded into out[0, run.count).
@@ -461,27 +536,29 @@ void DecodeRun(FieldType type, const Head::Open& run, Slot* out) {
   int64_t ts = run.first_ts;
   uint64_t step = 0, word = 0;
   int lead = 0, width = 0;
-  const bool is_float = type == FieldType::kFloat;
+  const bool xor_words = type == FieldType::kFloat && run.digits < 0;
   for (uint32_t i = 0; i < run.count; ++i) {
     if (i > 0) {
       if (bits.Get(1) != 0) step += UnZigZag(bits.Get(static_cast<int>(bits.Get(6)) + 1));
       ts = static_cast<int64_t>(static_cast<uint64_t>(ts) + step);
     }
     if (bits.Get(1) != 0) {
-      uint64_t change;
-      if (is_float) {
+      if (xor_words) {
         if (bits.Get(1) != 0) {
           lead = static_cast<int>(bits.Get(6));
           width = static_cast<int>(bits.Get(6)) + 1;
         }
-        change = bits.Get(width) << (64 - lead - width);
-        word ^= change;
+        word ^= bits.Get(width) << (64 - lead - width);
       } else {
         if (bits.Get(1) != 0) width = static_cast<int>(bits.Get(6)) + 1;
         word += UnZigZag(bits.Get(width));
       }
     }
-    out[i] = Slot{ts, word};
+    const uint64_t value =
+        type == FieldType::kFloat && run.digits >= 0
+            ? std::bit_cast<uint64_t>(storage::FromDecimal(static_cast<int64_t>(word), run.digits))
+            : word;
+    out[i] = Slot{ts, value};
   }
 }
 
@@ -513,35 +590,60 @@ Head::Open* Head::NewOpen(uint32_t capacity) {
     run = spare_open_[size_class].back();
     spare_open_[size_class].pop_back();
   } else {
-    run = new (Allocate(sizeof(Open) + capacity)) Open;
-    run->capacity = capacity;
+    run = new (Allocate(sizeof(Open) + capacity + 8)) Open;
+    run->capacity = static_cast<uint16_t>(capacity);
   }
   run->count = run->bits = 0;
-  std::memset(run->data(), 0, capacity);
+  run->digits = Open::kUndecided;
+  std::memset(run->data(), 0, capacity + 8);
   return run;
 }
 
-Head::Open* Head::OpenWithRoom(Entry* entry) {
+void Head::Encode(Entry* entry, const Slot& slot) {
   if (entry->open == nullptr) {
     entry->open = NewOpen(kFirstOpenBytes);
   } else if (entry->open->count == kMostSlots) {
     PackOpen(entry);
   }
   Open* run = entry->open;
-  if (RoomNeeded(run->bits) > run->capacity) {
-    // Four times the room: every column of a fleet grows at once, so an
-    // outgrown buffer waits for a column of its size until the head is
-    // flushed, and fewer growths waste less (a gauge's run goes from 32 to
-    // 128 bytes, a counter's or a sensor's on to 512).
-    const uint32_t capacity = std::min(4 * run->capacity, kFirstOpenBytes << (kOpenClasses - 1));
+  if (run->digits == Open::kUndecided) run->digits = RunDigits(entry->type, slot);
+  PointCode code;
+  if (!CodePoint(entry->type, slot, *run, &code)) {
+    // A double without the run's decimal form: the run is encoded again at
+    // the digits it needs (300 W, then 303.7), or the XOR way when it has
+    // none. Each time the digits grow or go, so this ends.
+    Slot slots[kMostSlots];
+    const uint32_t n = run->count;
+    DecodeRun(entry->type, *run, slots);
+    std::memset(run->data(), 0, BytesFor(run->bits) + 8);
+    run->count = run->bits = 0;
+    const int8_t needed = RunDigits(entry->type, slot);
+    run->digits = needed > run->digits ? needed : int8_t{-1};
+    for (uint32_t i = 0; i < n; ++i) Encode(entry, slots[i]);
+    Encode(entry, slot);
+    return;
+  }
+  if (BytesFor(run->bits + code.bits) > run->capacity) {
+    // Room for the rest of the run at its bits a point so far (the first
+    // two points, which carry a whole time and value, left out): every
+    // column of a fleet grows at once, so an outgrown buffer waits for a
+    // column of its size until the head is flushed, and fewer growths
+    // waste less.
+    const uint32_t per_point =
+        run->count > 2 ? (run->bits - run->second_end) / (run->count - 2) : code.bits;
+    const uint32_t projected = run->bits + code.bits + per_point * (kMostSlots - 1 - run->count);
+    uint32_t capacity = 2 * run->capacity;
+    while (capacity < (kFirstOpenBytes << (kOpenClasses - 1)) && capacity < BytesFor(projected)) {
+      capacity *= 2;
+    }
     Open* bigger = NewOpen(capacity);
     std::memcpy(static_cast<void*>(bigger), run, sizeof(Open));
-    bigger->capacity = capacity;
-    std::memcpy(bigger->data(), run->data(), (run->bits + 7) / 8);
+    bigger->capacity = static_cast<uint16_t>(capacity);
+    std::memcpy(bigger->data(), run->data(), BytesFor(run->bits));
     spare_open_[std::countr_zero(run->capacity / kFirstOpenBytes)].push_back(run);
     entry->open = run = bigger;
   }
-  return run;
+  WritePoint(entry->type, slot, code, run);
 }
 
 void Head::PackOpen(Entry* entry) {
@@ -566,15 +668,14 @@ void Head::PackOpen(Entry* entry) {
   }
   entry->last = packed;
   // The buffer is kept for the next run: a column's runs are alike.
-  std::memset(run->data(), 0, std::min(run->capacity, (run->bits + 7) / 8 + 8));
+  std::memset(run->data(), 0, BytesFor(run->bits) + 8);
   run->count = run->bits = 0;
+  run->digits = Open::kUndecided;
 }
 
 void Head::Push(Entry* entry, const Slot& slot) {
-  if (entry->size > 0) {
-    // The newest point so far joins the open run.
-    EncodePoint(entry->type, Slot{entry->last_ts, entry->last_word}, OpenWithRoom(entry));
-  }
+  // The newest point so far joins the open run.
+  if (entry->size > 0) Encode(entry, Slot{entry->last_ts, entry->last_word});
   // Equal times count as unsorted too: a rebuilt column may hold two points
   // of one time (written apart, the one between them erased).
   if (entry->size > 0 && slot.ts <= entry->last_ts) entry->sorted = false;
@@ -772,8 +873,9 @@ void Head::Rebuild(Entry* entry, const std::vector<Slot>& slots) {
   // The old packed blocks stay in their slab, charged, until the head goes.
   entry->first = entry->last = nullptr;
   if (entry->open != nullptr) {
-    std::memset(entry->open->data(), 0, entry->open->capacity);
+    std::memset(entry->open->data(), 0, entry->open->capacity + 8);
     entry->open->count = entry->open->bits = 0;
+    entry->open->digits = Open::kUndecided;
   }
   entry->size = 0;
   entry->sorted = true;

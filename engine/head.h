@@ -123,9 +123,9 @@ class Head {
   // An empty open run with `capacity` bytes of room: a spare one, or a new
   // one.
   Open* NewOpen(uint32_t capacity);
-  // The column's open run, with room for one more point (a bigger buffer,
-  // or the full run packed onto the end of the chain).
-  Open* OpenWithRoom(Entry* entry);
+  // Encodes `slot` after the column's open run, making room (a bigger
+  // buffer, or the full run packed onto the end of the chain first).
+  void Encode(Entry* entry, const Slot& slot);
   // Packs the full open run onto the end of the chain and empties it.
   void PackOpen(Entry* entry);
   // Writes `slot` after the column's newest point.

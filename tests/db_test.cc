@@ -681,7 +681,7 @@ TEST_F(DbTest, ScanSeriesHandsOverWhatReadSeriesReads) {
 }
 
 TEST_F(DbTest, HeadMemoryBoundTriggersBackgroundFlush) {
-  options_.head_memory_bytes = 8 << 10;  // 8 columns' open blocks and slabs pass it
+  options_.head_memory_bytes = 4 << 10;  // the first 4 KiB slab and 8 columns pass it
   Reopen();
   for (int m = 0; m < 200; ++m) {
     std::vector<Point> batch;
