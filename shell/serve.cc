@@ -41,6 +41,8 @@ int Usage(const char* error) {
 }  // namespace
 
 int RunServe(const std::vector<std::string>& args) {
+  // The program allocates with jemalloc (shell/allocator.cc), which ignores
+  // these; they hold where it runs on glibc's malloc (sanitizer builds).
   // One malloc arena: glibc otherwise gives each I/O thread its own, and
   // memory freed on one thread and taken again on another (the head's
   // slabs after a flush, request bodies, flush buffers) strands in all of
