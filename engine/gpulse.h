@@ -139,8 +139,9 @@ enum class SyncPolicy {
 
 // The head's default memory bound: a 32nd of physical memory, at least
 // 64 MiB and at most 2 GiB. A million series-fields (100,000 GPUs of ten
-// fields) take about 120 MB before their first values, so a machine of
-// 24 GiB (768 MiB) holds about an hour of such a fleet's minutes a flush.
+// fields) take about 160 MB before their first values and 270 MB with an
+// hour of minutes, so on a machine of 24 GiB (768 MiB) the WAL's bound, not
+// the head's, flushes such a fleet: after about 45 minutes of data.
 uint64_t DefaultHeadMemoryBytes();
 
 struct Options {
@@ -152,7 +153,7 @@ struct Options {
   std::chrono::milliseconds sync_interval{100};
 
   // The head (unflushed points in memory: a column of each series-field,
-  // about 120 bytes and then 1 to 2 bytes a value of minute-grain GPU
+  // about 160 bytes and then 1 to 2 bytes a value of minute-grain GPU
   // telemetry) is flushed to chunks once it holds this many bytes, or once
   // the WAL holds eight times as many or 1 GiB, whichever is less (a
   // restart replays at most that: about 8 s at the 130 MB/s measured), or

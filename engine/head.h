@@ -19,10 +19,11 @@
 //
 // What a column costs before its points: its entry (72 bytes) and, from
 // its second point, an open run's header (48 bytes) and a buffer of 32
-// bytes and up, doubled as the run grows (a gauge's 60 points, an hour of
-// minutes, fit in 128). Every run and block is cut from slabs of 4 KiB to
-// 256 KiB the head owns and frees whole; a run's outgrown buffer is kept
-// for the next run of its size. The head is charged for its slabs.
+// bytes, grown when a point's code does not fit to the room the run's
+// points so far project for 64 (a gauge's hour of minutes fits in 64
+// bytes). Every run and block is cut from slabs of 4 KiB to 256 KiB the
+// head owns and frees whole; a run's outgrown buffer is kept for the next
+// run of its size. The head is charged for its slabs.
 //
 // A value's word is a double's bits, an integer, 0 or 1, or for a string the
 // index of its text in the head's string list.
