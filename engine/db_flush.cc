@@ -1,6 +1,7 @@
 // The flush: seal the head, merge it into the chunks, retire its WAL.
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -17,6 +18,13 @@ namespace gpulse::engine {
 namespace {
 // LevelDB batches are written in pieces of about this size.
 constexpr size_t kFlushBatchBytes = 8 << 20;
+// A flush worker takes this many series ids at a time: few enough that the
+// workers finish together, enough that taking them costs nothing.
+constexpr size_t kFlushSeriesPerTake = 256;
+// A head of fewer series is written by the flushing thread alone; a larger
+// one by up to kMostFlushWorkers threads (one a core).
+constexpr size_t kParallelFlushSeries = 4096;
+constexpr size_t kMostFlushWorkers = 8;
 }  // namespace
 
 Status DbImpl::Flush() {
@@ -135,21 +143,29 @@ Status DbImpl::RecoverFromNoSpace() {
   return Status::Ok();
 }
 
-Status DbImpl::WriteChunks(const Head& sealed) {
+Status DbImpl::WriteSeriesChunks(const Head& sealed, FlushTasks* tasks, FlushWork* work) {
   leveldb::WriteBatch batch;
   Status status;
   std::string encoded;
   // Parts written by earlier flushes. Each window is visited once per flush,
   // so an iterator sees what it needs whether or not it sees this flush's
-  // own writes. It is made again after each piece of the batch is written:
-  // an iterator's implicit snapshot hides later writes to its memtable, and
-  // LevelDB steps over hidden entries one by one, so a Seek past the last
-  // raw key (a new series-field) walked every tier row written since. At
-  // 100,000 series-fields that made one flush take 82 s instead of a few.
+  // own writes. It is made again after any worker wrote a piece of its
+  // batch: an iterator's implicit snapshot hides later writes to its
+  // memtable, and LevelDB steps over hidden entries one by one, so a Seek
+  // past the last raw key (a new series-field) walked every tier row written
+  // since. At 100,000 series-fields that made one flush take 82 s, not 1.
+  uint64_t writes_seen = tasks->writes.load();
   std::unique_ptr<leveldb::Iterator> existing(store_->NewIterator(leveldb::ReadOptions()));
-  std::vector<WindowKey> touched;
+  const auto seek = [&](const std::string& key) {
+    if (tasks->writes.load(std::memory_order_acquire) != writes_seen) {
+      writes_seen = tasks->writes.load(std::memory_order_acquire);
+      existing.reset(store_->NewIterator(leveldb::ReadOptions()));
+    }
+    existing->Seek(key);
+  };
+  std::vector<WindowKey>& touched = work->touched;
   Column column;  // each entry's points in turn, its vectors reused
-  sealed.ForEach([&](const Head::Entry& entry) {
+  const auto write_column = [&](const Head::Entry& entry) {
     if (!status.ok()) return;
     column.Clear();
     column.type = entry.type;
@@ -175,7 +191,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
           storage::ChunkKey(storage::kRawTier, entry.series_id, entry.field_id, window);
       storage::ChunkKeyParts first;
       storage::ParseChunkKey(first_key, &first);
-      existing->Seek(first_key);
+      seek(first_key);
       int parts = 0;
       uint16_t last_part = 0;
       status = CountWindowParts(existing.get(), first, &parts, &last_part);
@@ -184,7 +200,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
       if (parts >= kMergePartsAt || last_part == storage::kMaxChunkPart) {
         Column stored;
         stored.type = column.type;
-        existing->Seek(first_key);
+        seek(first_key);
         status = ReadWindowParts(existing.get(), first, &stored);
         if (!status.ok()) return;
         MergeNewer(part, &stored);
@@ -193,10 +209,10 @@ Status DbImpl::WriteChunks(const Head& sealed) {
           batch.Delete(storage::ChunkKey(storage::kRawTier, entry.series_id, entry.field_id, window,
                                          static_cast<uint16_t>(p)));
         }
-        merge_candidates_.erase({entry.series_id, entry.field_id, window});
+        work->merged.push_back({entry.series_id, entry.field_id, window});
       } else if (parts > 0) {
         part_number = static_cast<uint16_t>(last_part + 1);
-        merge_candidates_.insert({entry.series_id, entry.field_id, window});
+        work->parted.push_back({entry.series_id, entry.field_id, window});
       }
       const std::string key = storage::ChunkKey(storage::kRawTier, entry.series_id, entry.field_id,
                                                 window, part_number);
@@ -207,13 +223,57 @@ Status DbImpl::WriteChunks(const Head& sealed) {
         const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &batch);
         if (!s.ok()) status = StoreStatus("flush: write chunks", s);
         batch.Clear();
-        existing.reset(store_->NewIterator(leveldb::ReadOptions()));
+        tasks->writes.fetch_add(1, std::memory_order_release);
       }
     }
-    if (!column.ts.empty()) max_flushed_ts_ = std::max(max_flushed_ts_, column.ts.back());
+    if (!column.ts.empty()) work->max_ts = std::max(work->max_ts, column.ts.back());
     if (status.ok())
       status = UpdateTiers(entry.series_id, entry.field_id, column, tier_mask_, &batch, &touched);
-  });
+  };
+  while (status.ok() && !tasks->failed.load(std::memory_order_relaxed)) {
+    const size_t first = tasks->next.fetch_add(kFlushSeriesPerTake, std::memory_order_relaxed);
+    if (first >= sealed.series_slots()) break;
+    sealed.ForEachIn(first, first + kFlushSeriesPerTake, write_column);
+  }
+  if (status.ok() && batch.ApproximateSize() > 0) {
+    const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &batch);
+    if (!s.ok()) status = StoreStatus("flush: write chunks", s);
+    tasks->writes.fetch_add(1, std::memory_order_release);
+  }
+  if (!status.ok()) tasks->failed.store(true, std::memory_order_relaxed);
+  return status;
+}
+
+Status DbImpl::WriteChunks(const Head& sealed) {
+  // Series-fields are written independently: workers take series a block
+  // at a time, each with its own batches and iterator (LevelDB takes
+  // writes from many threads). A small head is written on this thread.
+  const size_t workers =
+      sealed.series_slots() < kParallelFlushSeries
+          ? 1
+          : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kMostFlushWorkers);
+  std::vector<FlushWork> work(workers);
+  std::vector<Status> statuses(workers);
+  FlushTasks tasks;
+  if (workers == 1) {
+    statuses[0] = WriteSeriesChunks(sealed, &tasks, &work[0]);
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t w = 0; w < workers; ++w) {
+      threads.emplace_back([&, w] { statuses[w] = WriteSeriesChunks(sealed, &tasks, &work[w]); });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  Status status;
+  std::vector<WindowKey> touched;
+  for (size_t w = 0; w < workers; ++w) {
+    if (status.ok() && !statuses[w].ok()) status = statuses[w];
+    touched.insert(touched.end(), work[w].touched.begin(), work[w].touched.end());
+    // A window is visited once a flush: by one worker, merged or parted.
+    for (const PartsKey& key : work[w].merged) merge_candidates_.erase(key);
+    merge_candidates_.insert(work[w].parted.begin(), work[w].parted.end());
+    max_flushed_ts_ = std::max(max_flushed_ts_, work[w].max_ts);
+  }
   if (!status.ok()) {
     window_cache_.Invalidate(touched);
     return status;
@@ -222,6 +282,7 @@ Status DbImpl::WriteChunks(const Head& sealed) {
   // too, since LevelDB's log is written in order. Only then may the WAL go.
   std::string version;
   storage::PutU32BE(&version, storage::kFormatVersion);
+  leveldb::WriteBatch batch;
   batch.Put(storage::VersionKey(), version);
   leveldb::WriteOptions sync;
   sync.sync = true;

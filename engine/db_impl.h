@@ -211,8 +211,20 @@ class DbImpl final : public Db {
   // REQUIRES: flush_mu_ held.
   Status FlushLocked();
   // Merges every column of `sealed` into the chunks in LevelDB; the last
-  // LevelDB write is synced.
+  // LevelDB write is synced. Large heads are written by several workers.
   Status WriteChunks(const Head& sealed);
+  // What a flush's workers share, and what one leaves for WriteChunks to
+  // apply once all are done.
+  struct FlushTasks {
+    std::atomic<size_t> next{0};       // the next series id to take
+    std::atomic<bool> failed{false};   // a worker failed: the others stop
+    std::atomic<uint64_t> writes{0};   // LevelDB writes the workers made
+  };
+  struct FlushWork;
+  // A worker of WriteChunks: takes the next series ids, a block at a time,
+  // until none are left or one failed, and writes their columns in LevelDB
+  // batches of its own (unsynced).
+  Status WriteSeriesChunks(const Head& sealed, FlushTasks* tasks, FlushWork* work);
   // Folds the points of one series-field that this flush writes (`fresh`,
   // time ascending) into every tier's rows: a bucket whose stored row the
   // points cannot simply be added to (they fall among its points: late
@@ -408,6 +420,12 @@ class DbImpl final : public Db {
     uint32_t field_id;
     int64_t window_start;
     auto operator<=>(const PartsKey&) const = default;
+  };
+  struct FlushWork {
+    std::vector<WindowKey> touched;  // the windows and tier blocks written
+    std::vector<PartsKey> parted;    // windows given one more part
+    std::vector<PartsKey> merged;    // windows merged into one part
+    int64_t max_ts = INT64_MIN;      // the newest point written
   };
   std::set<PartsKey> merge_candidates_;  // GUARDED_BY(flush_mu_)
   int64_t max_flushed_ts_ = INT64_MIN;   // GUARDED_BY(flush_mu_)

@@ -108,10 +108,17 @@ class Head {
   // Every column, for the flush. Valid until the head is destroyed.
   template <typename Fn>
   void ForEach(Fn&& fn) const {
-    for (const std::vector<Entry>& columns : series_) {
-      for (const Entry& entry : columns) fn(entry);
+    ForEachIn(0, series_.size(), fn);
+  }
+  // The columns of the series with ids in [first, last); series_slots()
+  // bounds the ids that have any.
+  template <typename Fn>
+  void ForEachIn(size_t first, size_t last, Fn&& fn) const {
+    for (size_t s = first; s < last && s < series_.size(); ++s) {
+      for (const Entry& entry : series_[s]) fn(entry);
     }
   }
+  size_t series_slots() const { return series_.size(); }
 
  private:
   // The column of (series, field), or nullptr.

@@ -680,6 +680,32 @@ TEST_F(DbTest, ScanSeriesHandsOverWhatReadSeriesReads) {
                   .IsNotFound());
 }
 
+TEST_F(DbTest, AWideHeadIsFlushedBySeveralWorkersAndEveryPointReadsBack) {
+  // 5,000 series: past the size a flush splits among workers (one a core).
+  // Nine flushes of three minutes each give every day window parts 0..7,
+  // then the ninth merges them into one: both paths run on every worker.
+  constexpr int kSeries = 5000;
+  for (int flush = 0; flush < 9; ++flush) {
+    std::vector<Point> batch;
+    for (int m = 3 * flush; m < 3 * flush + 3; ++m) {
+      for (int s = 0; s < kSeries; ++s) {
+        batch.push_back(GpuPoint("n" + std::to_string(s / 8), s % 8, m * kMinute,
+                                 int64_t{m * kSeries + s}));
+      }
+    }
+    ASSERT_TRUE(db_->Write(batch).ok());
+    ASSERT_TRUE(db_->Flush().ok());
+  }
+  Reopen();  // everything from the store
+  for (int s = 0; s < kSeries; s += 7) {
+    const auto points = ReadInts("n" + std::to_string(s / 8), s % 8);
+    ASSERT_EQ(points.size(), 27u) << "series " << s;
+    for (int m = 0; m < 27; ++m) {
+      EXPECT_EQ(points[m], std::make_pair(m * kMinute, int64_t{m * kSeries + s})) << "series " << s;
+    }
+  }
+}
+
 TEST_F(DbTest, HeadMemoryBoundTriggersBackgroundFlush) {
   options_.head_memory_bytes = 4 << 10;  // the first 4 KiB slab and 8 columns pass it
   Reopen();
