@@ -12,7 +12,10 @@
 // head, newest winning. docs/architecture.md tells the story.
 //
 // Threading: any number of writer and reader threads, plus two background
-// threads (the flusher, and the syncer under SyncPolicy::kInterval).
+// threads (the flusher, and the syncer under SyncPolicy::kInterval). A flush
+// of a wide head runs workers of its own for the time it writes chunks
+// (WriteSeriesChunks); they take no lock, the flushing thread holding
+// flush_mu_ for them, and share only the sealed head and LevelDB.
 //  - write_mu_ serialises writers from WAL append to head apply, so replay
 //    order equals apply order; a flush takes it to swap heads at a WAL
 //    segment boundary.
