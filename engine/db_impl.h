@@ -219,9 +219,9 @@ class DbImpl final : public Db {
   // What a flush's workers share, and what one leaves for WriteChunks to
   // apply once all are done.
   struct FlushTasks {
-    std::atomic<size_t> next{0};       // the next series id to take
-    std::atomic<bool> failed{false};   // a worker failed: the others stop
-    std::atomic<uint64_t> writes{0};   // LevelDB writes the workers made
+    std::atomic<size_t> next{0};      // the next series id to take
+    std::atomic<bool> failed{false};  // a worker failed: the others stop
+    std::atomic<uint64_t> writes{0};  // LevelDB writes the workers made
   };
   struct FlushWork;
   // A worker of WriteChunks: takes the next series ids, a block at a time,

@@ -689,8 +689,8 @@ TEST_F(DbTest, AWideHeadIsFlushedBySeveralWorkersAndEveryPointReadsBack) {
     std::vector<Point> batch;
     for (int m = 3 * flush; m < 3 * flush + 3; ++m) {
       for (int s = 0; s < kSeries; ++s) {
-        batch.push_back(GpuPoint("n" + std::to_string(s / 8), s % 8, m * kMinute,
-                                 int64_t{m * kSeries + s}));
+        batch.push_back(
+            GpuPoint("n" + std::to_string(s / 8), s % 8, m * kMinute, int64_t{m * kSeries + s}));
       }
     }
     ASSERT_TRUE(db_->Write(batch).ok());
