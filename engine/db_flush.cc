@@ -157,8 +157,9 @@ Status DbImpl::WriteSeriesChunks(const Head& sealed, FlushTasks* tasks, FlushWor
   uint64_t writes_seen = tasks->writes.load();
   std::unique_ptr<leveldb::Iterator> existing(store_->NewIterator(leveldb::ReadOptions()));
   const auto seek = [&](const std::string& key) {
-    if (tasks->writes.load(std::memory_order_acquire) != writes_seen) {
-      writes_seen = tasks->writes.load(std::memory_order_acquire);
+    const uint64_t writes = tasks->writes.load(std::memory_order_acquire);
+    if (writes != writes_seen) {
+      writes_seen = writes;
       existing.reset(store_->NewIterator(leveldb::ReadOptions()));
     }
     existing->Seek(key);
@@ -235,7 +236,7 @@ Status DbImpl::WriteSeriesChunks(const Head& sealed, FlushTasks* tasks, FlushWor
     if (first >= sealed.series_slots()) break;
     sealed.ForEachIn(first, first + kFlushSeriesPerTake, write_column);
   }
-  if (status.ok() && batch.ApproximateSize() > 0) {
+  if (status.ok()) {
     const leveldb::Status s = store_->Write(leveldb::WriteOptions(), &batch);
     if (!s.ok()) status = StoreStatus("flush: write chunks", s);
     tasks->writes.fetch_add(1, std::memory_order_release);

@@ -26,14 +26,17 @@ struct Head::Slot {
 //     less one in 6 bits, c);
 //   value, as a code word: the last one again (a 0 bit), or a change. The
 //     code word of a double is its bits, whose change is their XOR, or when
-//     the run's first double is a decimal of k digits (331.9 W), m = v*10^k,
-//     as for integers (a double that is not goes the XOR way, and the run is
-//     encoded again that way); other types' is the word, whose change is the
-//     difference zigzagged. A change whose set bits lie in the last new
+//     the run's doubles are decimals of k digits (331.9 W), m = v*10^k, as
+//     for integers (a double that is not has the run encoded again at the
+//     digits it needs, or the XOR way); other types' is the word, whose
+//     change is the difference zigzagged. A change whose set bits lie in the last new
 //     window is "10" and the window's bits; else "11", a new window and its
 //     bits (XOR: leading zeros and length less one, 6 bits each; others:
 //     width less one, 6 bits).
 struct Head::Open {
+  // `digits` before the run's first point.
+  static constexpr int8_t kUndecided = -2;
+
   uint32_t count = 0;          // points encoded
   uint32_t bits = 0;           // bits written
   uint16_t capacity = 0;       // bytes of room after the header (and 8 more)
@@ -41,9 +44,6 @@ struct Head::Open {
   uint8_t lead = 0;            // the window: XOR's leading zeros
   uint8_t width = 0;           // its length in bits (0: none yet)
   int8_t digits = kUndecided;  // doubles: the decimal digits k, or -1 for XOR
-
-  // `digits` before the run's first point.
-  static constexpr int8_t kUndecided = -2;
   int64_t first_ts = 0;
   int64_t ts = 0;     // the last encoded point's time,
   int64_t step = 0;   // its step from the one before,
@@ -72,8 +72,8 @@ static_assert(sizeof(Head::Open) == 48 && sizeof(Slot) == 16 && sizeof(Head::Pac
 // An open run holds up to kMostSlots points before they are packed: a busy
 // column packs 64 at a time.
 constexpr uint32_t kMostSlots = 64;
-// A run's room starts at kFirstOpenBytes and doubles (Head::kOpenClasses
-// sizes); a point takes at most kMaxPointBits.
+// A run's room starts at kFirstOpenBytes and grows by powers of two
+// (Head::kOpenClasses sizes); a point takes at most kMaxPointBits.
 constexpr uint32_t kFirstOpenBytes = 32;
 constexpr uint32_t kMaxPointBits = (1 + 6 + 64) + (2 + 12 + 64);
 constexpr uint32_t BytesFor(uint32_t bits) { return (bits + 7) / 8; }
@@ -480,7 +480,6 @@ void WritePoint(FieldType type, const Slot& slot, const PointCode& code, Head::O
   if (run->count == 0) {
     run->first_ts = slot.ts;
     run->step = 0;
-    run->lead = run->width = 0;
   } else {
     if (code.time_change == 0) {
       PutBits(data, &run->bits, 0, 1);
