@@ -77,6 +77,9 @@ class DbImpl final : public Db {
   Status ScanSeries(SeriesRef series, std::span<const std::string> fields, int64_t start_ns,
                     int64_t end_ns, const PointRunVisitor& fn,
                     const PackedRunVisitor* packed) override;
+  Status ScanSeries(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                    int64_t start_ns, int64_t end_ns, const SeriesRunVisitor& fn,
+                    const SeriesPackedVisitor* packed) override;
   Status ScanRollups(SeriesRef series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, uint32_t parts,
                      const RollupVisitor& fn) override;
@@ -350,11 +353,25 @@ class DbImpl final : public Db {
   // place).
   // `emit_packed`, when given, takes the cached windows that are packed
   // integers at a steady interval (PackedWindow::Packed) instead of `emit`.
+  // `cursor`, when given, is the store iterator to read with (made on first
+  // use, from `snapshot`): the series of one scan share it, and a seek to the
+  // next series finds its chunks in the block the last one loaded, where a
+  // new iterator would lock LevelDB's mutex, allocate and look up the block
+  // cache again.
   using WindowEmitter = storage::FunctionRef<void(const Column& window)>;
   using PackedEmitter = storage::FunctionRef<void(const storage::PackedRun& window)>;
+  using StoreCursor = std::unique_ptr<leveldb::Iterator>;
   Status EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id, FieldType type,
                     int64_t start, int64_t end, uint64_t epoch, WindowEmitter emit,
-                    const PackedEmitter* emit_packed = nullptr);
+                    const PackedEmitter* emit_packed = nullptr, StoreCursor* cursor = nullptr);
+  // ScanSeries of one series whose snapshot is taken: runs of field f go to
+  // fn(f, column, begin, end), packed ones to `packed` when given.
+  using FieldRunEmitter =
+      storage::FunctionRef<void(size_t field, const Column& column, size_t begin, size_t end)>;
+  using FieldPackedEmitter = storage::FunctionRef<void(size_t field, const storage::PackedRun& run,
+                                                       size_t begin, size_t end)>;
+  Status ScanSnapshot(const SeriesSnapshot& snap, int64_t start_ns, int64_t end_ns,
+                      FieldRunEmitter fn, const FieldPackedEmitter* packed, StoreCursor* cursor);
   Status CheckOpen() const;
   // Holds off Close until the calling method returns; every public method
   // but Close takes it before CheckOpen.

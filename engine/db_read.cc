@@ -188,7 +188,65 @@ Status DbImpl::ScanSeries(SeriesRef series, std::span<const std::string> fields,
   LazySnapshot store(store_.get());
   SeriesSnapshot snap(&store);
   GPULSE_RETURN_IF_ERROR(TakeSeriesSnapshot(series, fields, start_ns, end_ns, &snap));
-  for (size_t i = 0; i < fields.size(); ++i) {
+  auto forward_packed = [&](size_t f, const storage::PackedRun& run, size_t b, size_t e) {
+    (*packed)(f, run, b, e);
+  };
+  const FieldPackedEmitter emit_packed = forward_packed;
+  return ScanSnapshot(snap, start_ns, end_ns, fn, packed != nullptr ? &emit_packed : nullptr,
+                      nullptr);
+}
+
+Status DbImpl::ScanSeries(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                          int64_t start_ns, int64_t end_ns, const SeriesRunVisitor& fn,
+                          const SeriesPackedVisitor* packed) {
+  const auto open = HoldOpen();
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  if (start_ns >= end_ns || ids.empty()) return Status::Ok();
+  LazySnapshot store(store_.get());
+  // Every series' fields and unflushed points under one hold of the state
+  // lock, as one ScanSeries a series would take them (the window cache's
+  // epoch read with them).
+  std::vector<SeriesSnapshot> snaps;
+  snaps.reserve(ids.size());
+  {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    for (const SeriesId id : ids) {
+      if (id >= index_.series_count()) {
+        return Status::InvalidArgument("no series with id " + std::to_string(id));
+      }
+      SeriesSnapshot& snap = snaps.emplace_back(&store);
+      snap.series_id = id;
+      SnapshotFieldsLocked(fields, start_ns, end_ns, &snap);
+      snap.epoch = window_cache_.epoch();
+    }
+  }
+  // A series whose stored data cannot be read is left from there, as one
+  // ScanSeries of it would stop; the others are still read, with a new
+  // iterator (a damaged block leaves LevelDB's in error), and the first
+  // damage is the call's answer.
+  Status damage;
+  StoreCursor cursor;  // destroyed before the snapshot it reads is released
+  for (size_t s = 0; s < snaps.size(); ++s) {
+    auto forward_packed = [&](size_t f, const storage::PackedRun& run, size_t b, size_t e) {
+      (*packed)(s, f, run, b, e);
+    };
+    const FieldPackedEmitter emit_packed = forward_packed;
+    const Status st = ScanSnapshot(
+        snaps[s], start_ns, end_ns,
+        [&](size_t f, const Column& column, size_t b, size_t e) { fn(s, f, column, b, e); },
+        packed != nullptr ? &emit_packed : nullptr, &cursor);
+    if (st.ok()) continue;
+    if (!st.IsCorruption()) return st;
+    if (damage.ok()) damage = st;
+    cursor.reset();
+  }
+  return damage;
+}
+
+Status DbImpl::ScanSnapshot(const SeriesSnapshot& snap, int64_t start_ns, int64_t end_ns,
+                            FieldRunEmitter fn, const FieldPackedEmitter* packed,
+                            StoreCursor* cursor) {
+  for (size_t i = 0; i < snap.fields.size(); ++i) {
     const SeriesSnapshot::Field& field = snap.fields[i];
     if (field.id == kNoId) continue;
     // Before the first unflushed point (the snapshot's sealed and head
@@ -216,7 +274,7 @@ Status DbImpl::ScanSeries(SeriesRef series, std::span<const std::string> fields,
                  static_cast<size_t>(e - window.ts.begin()));
             }
           },
-          packed != nullptr ? &emit_packed : nullptr));
+          packed != nullptr ? &emit_packed : nullptr, cursor));
     }
     if (fresh < end_ns) {
       Column rest;
@@ -254,7 +312,8 @@ thread_local int ScratchColumn::depth_ = 0;
 
 Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           FieldType type, int64_t start, int64_t end, uint64_t epoch,
-                          WindowEmitter emit, const PackedEmitter* emit_packed) {
+                          WindowEmitter emit, const PackedEmitter* emit_packed,
+                          StoreCursor* cursor) {
   // A cached window, packed when it can go so, else as a column.
   storage::PackedRun run;
   auto emit_cached = [&](const PackedWindow& window, Column* scratch) {
@@ -307,9 +366,13 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
     }
   };
 
-  leveldb::ReadOptions read_options;
-  read_options.snapshot = snapshot != nullptr ? snapshot->get() : nullptr;
-  std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(read_options));
+  StoreCursor own;
+  StoreCursor& it = cursor != nullptr ? *cursor : own;
+  if (!it) {
+    leveldb::ReadOptions read_options;
+    read_options.snapshot = snapshot != nullptr ? snapshot->get() : nullptr;
+    it.reset(store_->NewIterator(read_options));
+  }
   const std::string first = storage::ChunkKey(storage::kRawTier, series_id, field_id,
                                               storage::WindowStart(start, window_ns_));
   Column window;

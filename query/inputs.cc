@@ -220,6 +220,14 @@ class DbInput final : public Input {
     return Damaged(ctx_->db()->ScanSeries(s.id, fields, lo, hi, fn, packed));
   }
 
+  Status Scan(std::span<const InSeries* const> series, std::span<const std::string> fields,
+              int64_t lo, int64_t hi, const Db::SeriesRunVisitor& fn,
+              const Db::SeriesPackedVisitor* packed) override {
+    std::vector<SeriesId> ids(series.size());
+    for (size_t s = 0; s < series.size(); ++s) ids[s] = series[s]->id;
+    return Damaged(ctx_->db()->ScanSeries(ids, fields, lo, hi, fn, packed));
+  }
+
   // A Corruption noted for the answer, and the read carried on.
   Status Damaged(Status st) {
     if (!st.IsCorruption()) return st;

@@ -88,6 +88,23 @@ class Input {
     }
     return Status::Ok();
   }
+  // Thread-safe. Scan of several series at once, fn's first argument the
+  // position in `series`, the series in that order (Db::ScanSeries of many:
+  // the Db's input reads them with one store iterator).
+  virtual Status Scan(std::span<const InSeries* const> series, std::span<const std::string> fields,
+                      int64_t lo, int64_t hi, const Db::SeriesRunVisitor& fn,
+                      const Db::SeriesPackedVisitor* packed) {
+    for (size_t s = 0; s < series.size(); ++s) {
+      const Db::PackedRunVisitor one_packed = [&](size_t f, const storage::PackedRun& run,
+                                                  size_t begin,
+                                                  size_t end) { (*packed)(s, f, run, begin, end); };
+      GPULSE_RETURN_IF_ERROR(Scan(
+          *series[s], fields, lo, hi,
+          [&](size_t f, const Column& col, size_t begin, size_t end) { fn(s, f, col, begin, end); },
+          packed != nullptr ? &one_packed : nullptr));
+    }
+    return Status::Ok();
+  }
   // The tiers ScanRollups can read, bit t for storage::kTiers[t] (the Db's
   // kept tiers; a subquery's answer has none).
   virtual uint32_t Tiers() const { return 0; }

@@ -101,6 +101,8 @@ namespace {
 
 // Series a rollup plan reads in one Input::ScanRollups call.
 constexpr size_t kTierChunk = 16;
+// Series a raw fold reads in one Input::Scan call.
+constexpr size_t kRawChunk = 32;
 
 // ---------------------------------------------------------------------------
 // Small helpers
@@ -1957,159 +1959,186 @@ Status RunAggregate(ExecContext* ctx, const SelectStatement& s, Input* input, Pl
                      charging(fold_tier), /*min_per_worker=*/1,
                      any_order ? Split::kDynamic : Split::kBlocks);
   } else {
-    st = ParallelFor(
-        ctx, series.size(), &workers, charging([&](size_t w, size_t i) -> Status {
-          const InSeries& in = series[i];
-          std::optional<bool> truth = true;
-          if (plan->condition) truth = TagTruth(*plan->condition, *plan, in);
-          if (truth && !*truth) return Status::Ok();
-          if (plan->tally) {
-            // Each value's count in each tier bucket goes to the group of that
-            // value; counts past a bucket's top values (`other`) go to none.
-            const std::string& field = fields[static_cast<size_t>(plan->slots[0].field)];
-            const GroupKey base = TagKeyOf(*plan, in);
-            uint64_t rows = 0;
-            GPULSE_RETURN_IF_ERROR(input->ScanTallies(
-                in, std::span<const std::string>(&field, 1), static_cast<size_t>(plan->tier),
-                plan->lo, plan->hi,
-                [&](size_t, const storage::TallyColumn& r, size_t begin, size_t end) {
-                  rows += end - begin;
-                  for (size_t i = begin; i < end; ++i) {
-                    const int64_t b =
-                        plan->bucketer ? plan->bucketer->Start(r.bucket[i]) : INT64_MIN;
-                    for (uint32_t v = r.begin[i]; v < r.begin[i + 1]; ++v) {
-                      GroupKey key = base;
-                      key[plan->tally_dim] = r.values[v];
-                      GroupAcc::States states = partial[w][key].Get(*plan, b);
-                      for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-                        states[slot]->AddCount(r.value_count[v]);
-                      }
-                    }
-                    untallied.fetch_add(r.other[i], std::memory_order_relaxed);
-                  }
-                }));
-            if (rows > 0) {
-              ctx->series_read.fetch_add(1);
-              count_points(w, rows);
-            }
-            return Status::Ok();
-          }
-          GroupMap& groups = partial[w];
-          if (truth && !plan->field_dims) {
-            // Fast path: every point of the series counts; fold its runs in
-            // place (no copy of a window per series).
-            // The visitors capture one pointer, which std::function keeps
-            // inline: no allocation per series.
-            struct Target {
-              const Plan* plan;
-              const std::vector<std::vector<size_t>>* slots_of;
-              GroupMap* groups;
-              const InSeries* in;
-              GroupAcc* g = nullptr;
-              uint64_t points = 0;
-              GroupAcc* Group() {
-                if (g == nullptr) g = &(*groups)[TagKeyOf(*plan, *in)];
-                return g;
-              }
-            } target{plan, &slots_of_plan_field, &groups, &in};
-            // Cells fold the read cache's packed windows as they are.
-            const Db::PackedRunVisitor packed =
-                [t = &target](size_t f, const storage::PackedRun& run, size_t begin, size_t end) {
-                  t->points += end - begin;
-                  GroupAcc* g = t->Group();
-                  for (size_t slot : (*t->slots_of)[f]) {
-                    g->cells.AddPacked(t->plan->specs, t->plan->grid, slot, run, begin, end);
-                  }
-                };
-            const Db::PointRunVisitor runs = [t = &target](size_t f, const Column& col,
-                                                           size_t begin, size_t end) {
-              t->points += end - begin;
-              GroupAcc* g = t->Group();
-              for (size_t slot : (*t->slots_of)[f])
-                FoldSlotRange(*t->plan, g, slot, col, begin, end);
-            };
-            GPULSE_RETURN_IF_ERROR(input->Scan(in, fields, plan->lo, plan->hi, runs,
-                                               plan->use_cells ? &packed : nullptr));
-            if (target.points > 0) {
-              ctx->series_read.fetch_add(1);
-              count_points(w, target.points);
-            }
-            return Status::Ok();
-          }
-          if (!truth && plan->filter_field >= 0) {
-            // The tags pass; the points of the one field that pass its
-            // comparisons fold, read in place.
-            uint64_t points = 0;
-            GroupAcc* g = nullptr;
-            thread_local std::vector<uint32_t> kept;
-            GPULSE_RETURN_IF_ERROR(input->Scan(
-                in, fields, plan->lo, plan->hi,
-                [&](size_t f, const Column& col, size_t begin, size_t end) {
-                  points += end - begin;
-                  if (static_cast<int>(f) != plan->filter_field) return;
-                  kept.clear();
-                  KeepPassing(col, begin, end, plan->field_tests, &kept);
-                  if (kept.empty()) return;
-                  if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
+    // One series that is not read with others (below): its tally rows, the
+    // points of its field that pass the field's comparisons, or rows
+    // joined across fields.
+    const auto fold_series = [&](size_t w, size_t i, std::optional<bool> truth) -> Status {
+      const InSeries& in = series[i];
+      if (plan->tally) {
+        // Each value's count in each tier bucket goes to the group of that
+        // value; counts past a bucket's top values (`other`) go to none.
+        const std::string& field = fields[static_cast<size_t>(plan->slots[0].field)];
+        const GroupKey base = TagKeyOf(*plan, in);
+        uint64_t rows = 0;
+        GPULSE_RETURN_IF_ERROR(input->ScanTallies(
+            in, std::span<const std::string>(&field, 1), static_cast<size_t>(plan->tier), plan->lo,
+            plan->hi, [&](size_t, const storage::TallyColumn& r, size_t begin, size_t end) {
+              rows += end - begin;
+              for (size_t i = begin; i < end; ++i) {
+                const int64_t b = plan->bucketer ? plan->bucketer->Start(r.bucket[i]) : INT64_MIN;
+                for (uint32_t v = r.begin[i]; v < r.begin[i + 1]; ++v) {
+                  GroupKey key = base;
+                  key[plan->tally_dim] = r.values[v];
+                  GroupAcc::States states = partial[w][key].Get(*plan, b);
                   for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-                    FoldIndexes(*plan, g, slot, col, kept);
+                    states[slot]->AddCount(r.value_count[v]);
                   }
-                },
-                nullptr));
-            if (points > 0) {
-              ctx->series_read.fetch_add(1);
-              count_points(w, points);
-            }
-            return Status::Ok();
-          }
-
-          std::vector<Column> cols;
-          GPULSE_RETURN_IF_ERROR(input->Read(in, fields, plan->lo, plan->hi, &cols));
-          uint64_t points = 0;
-          for (const Column& c : cols) points += c.size();
-          if (points == 0) return Status::Ok();
+                }
+                untallied.fetch_add(r.other[i], std::memory_order_relaxed);
+              }
+            }));
+        if (rows > 0) {
+          ctx->series_read.fetch_add(1);
+          count_points(w, rows);
+        }
+        return Status::Ok();
+      }
+      GroupMap& groups = partial[w];
+      if (!truth && plan->filter_field >= 0) {
+        // The tags pass; the points of the one field that pass its
+        // comparisons fold, read in place.
+        uint64_t points = 0;
+        GroupAcc* g = nullptr;
+        thread_local std::vector<uint32_t> kept;
+        GPULSE_RETURN_IF_ERROR(input->Scan(
+            in, fields, plan->lo, plan->hi,
+            [&](size_t f, const Column& col, size_t begin, size_t end) {
+              points += end - begin;
+              if (static_cast<int>(f) != plan->filter_field) return;
+              kept.clear();
+              KeepPassing(col, begin, end, plan->field_tests, &kept);
+              if (kept.empty()) return;
+              if (g == nullptr) g = &groups[TagKeyOf(*plan, in)];
+              for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+                FoldIndexes(*plan, g, slot, col, kept);
+              }
+            },
+            nullptr));
+        if (points > 0) {
           ctx->series_read.fetch_add(1);
           count_points(w, points);
+        }
+        return Status::Ok();
+      }
 
-          // Rows: the condition on fields, and string-field groups, per row.
-          std::vector<int64_t> ts;
-          std::vector<std::vector<int32_t>> pos;
-          Join(cols, &ts, &pos);
-          const GroupKey base = TagKeyOf(*plan, in);
-          std::map<GroupKey, std::vector<std::vector<uint32_t>>>
-              picked;  // group -> slot -> positions
-          for (size_t r = 0; r < ts.size(); ++r) {
-            RowRef row{&in, &cols, &pos, r};
-            if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
-            GroupKey key = base;
-            for (size_t d = 0; d < plan->dims.size(); ++d) {
-              const int f = plan->dim_field[d];
-              if (f < 0) continue;
-              const int32_t p = pos[static_cast<size_t>(f)][r];
-              key[d] = p < 0 ? std::string()
-                             : cols[static_cast<size_t>(f)].strings[static_cast<size_t>(p)];
-            }
-            auto& lists = picked[key];
-            lists.resize(plan->slots.size());
-            for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
-              const int f = plan->slots[slot].field;
-              if (f < 0) continue;
-              const int32_t p = pos[static_cast<size_t>(f)][r];
-              if (p >= 0) lists[slot].push_back(static_cast<uint32_t>(p));
-            }
+      std::vector<Column> cols;
+      GPULSE_RETURN_IF_ERROR(input->Read(in, fields, plan->lo, plan->hi, &cols));
+      uint64_t points = 0;
+      for (const Column& c : cols) points += c.size();
+      if (points == 0) return Status::Ok();
+      ctx->series_read.fetch_add(1);
+      count_points(w, points);
+
+      // Rows: the condition on fields, and string-field groups, per row.
+      std::vector<int64_t> ts;
+      std::vector<std::vector<int32_t>> pos;
+      Join(cols, &ts, &pos);
+      const GroupKey base = TagKeyOf(*plan, in);
+      std::map<GroupKey, std::vector<std::vector<uint32_t>>> picked;  // group -> slot -> positions
+      for (size_t r = 0; r < ts.size(); ++r) {
+        RowRef row{&in, &cols, &pos, r};
+        if (!truth && !IsTrue(EvalRow(*plan->condition, *plan, row, ctx->now_ns()))) continue;
+        GroupKey key = base;
+        for (size_t d = 0; d < plan->dims.size(); ++d) {
+          const int f = plan->dim_field[d];
+          if (f < 0) continue;
+          const int32_t p = pos[static_cast<size_t>(f)][r];
+          key[d] =
+              p < 0 ? std::string() : cols[static_cast<size_t>(f)].strings[static_cast<size_t>(p)];
+        }
+        auto& lists = picked[key];
+        lists.resize(plan->slots.size());
+        for (size_t slot = 0; slot < plan->slots.size(); ++slot) {
+          const int f = plan->slots[slot].field;
+          if (f < 0) continue;
+          const int32_t p = pos[static_cast<size_t>(f)][r];
+          if (p >= 0) lists[slot].push_back(static_cast<uint32_t>(p));
+        }
+      }
+      for (auto& [key, lists] : picked) {
+        GroupAcc& g = groups[key];
+        for (size_t slot = 0; slot < lists.size(); ++slot) {
+          const int f = plan->slots[slot].field;
+          if (f >= 0 && !lists[slot].empty()) {
+            FoldIndexes(*plan, &g, slot, cols[static_cast<size_t>(f)], lists[slot]);
           }
-          for (auto& [key, lists] : picked) {
-            GroupAcc& g = groups[key];
-            for (size_t slot = 0; slot < lists.size(); ++slot) {
-              const int f = plan->slots[slot].field;
-              if (f >= 0 && !lists[slot].empty()) {
-                FoldIndexes(*plan, &g, slot, cols[static_cast<size_t>(f)], lists[slot]);
-              }
-            }
+        }
+      }
+      return Status::Ok();
+    };
+    // A chunk of series in order. Those whose every point counts (their
+    // tags pass, no field is grouped by) fold their runs in place, read
+    // together: one store iterator for the lot, where one a series cost a
+    // fleet-wide fold at 100,000 series more than the fold itself
+    // (docs/performance.md, session 19). The others go one by one between
+    // them, so that each worker still folds its series in order.
+    // Chunks as large as kRawChunk on a wide fold, of single series on a
+    // narrow one (where a worker's share is a few series, each maybe long).
+    const size_t chunk = std::clamp<size_t>(series.size() / 64, 1, kRawChunk);
+    const auto fold_chunk = [&](size_t w, size_t c) -> Status {
+      // The visitors capture one pointer, which std::function keeps inline:
+      // no allocation per chunk.
+      struct Batch {
+        const Plan* plan;
+        const std::vector<std::vector<size_t>>* slots_of;
+        GroupMap* groups;
+        std::array<const InSeries*, kRawChunk> in{};
+        std::array<GroupAcc*, kRawChunk> g{};
+        std::array<uint64_t, kRawChunk> points{};
+        size_t n = 0;
+        GroupAcc* Group(size_t s) {
+          if (g[s] == nullptr) g[s] = &(*groups)[TagKeyOf(*plan, *in[s])];
+          return g[s];
+        }
+      } batch{plan, &slots_of_plan_field, &partial[w]};
+      // Cells fold the read cache's packed windows as they are.
+      const Db::SeriesPackedVisitor packed = [b = &batch](size_t s, size_t f,
+                                                          const storage::PackedRun& run,
+                                                          size_t begin, size_t end) {
+        b->points[s] += end - begin;
+        GroupAcc* g = b->Group(s);
+        for (size_t slot : (*b->slots_of)[f]) {
+          g->cells.AddPacked(b->plan->specs, b->plan->grid, slot, run, begin, end);
+        }
+      };
+      const Db::SeriesRunVisitor runs = [b = &batch](size_t s, size_t f, const Column& col,
+                                                     size_t begin, size_t end) {
+        b->points[s] += end - begin;
+        GroupAcc* g = b->Group(s);
+        for (size_t slot : (*b->slots_of)[f]) FoldSlotRange(*b->plan, g, slot, col, begin, end);
+      };
+      const auto scan_batch = [&]() -> Status {
+        if (batch.n == 0) return Status::Ok();
+        GPULSE_RETURN_IF_ERROR(
+            input->Scan(std::span<const InSeries* const>(batch.in.data(), batch.n), fields,
+                        plan->lo, plan->hi, runs, plan->use_cells ? &packed : nullptr));
+        for (size_t s = 0; s < batch.n; ++s) {
+          if (batch.points[s] > 0) {
+            ctx->series_read.fetch_add(1);
+            count_points(w, batch.points[s]);
           }
-          return Status::Ok();
-        }),
-        /*min_per_worker=*/8, any_order ? Split::kDynamic : Split::kBlocks);
+          batch.g[s] = nullptr;
+          batch.points[s] = 0;
+        }
+        batch.n = 0;
+        return Status::Ok();
+      };
+      for (size_t i = c * chunk; i < std::min(series.size(), (c + 1) * chunk); ++i) {
+        std::optional<bool> truth = true;
+        if (plan->condition) truth = TagTruth(*plan->condition, *plan, series[i]);
+        if (truth && !*truth) continue;
+        if (truth && !plan->tally && !plan->field_dims) {
+          batch.in[batch.n++] = &series[i];
+          continue;
+        }
+        GPULSE_RETURN_IF_ERROR(scan_batch());
+        GPULSE_RETURN_IF_ERROR(fold_series(w, i, truth));
+      }
+      return scan_batch();
+    };
+    st = ParallelFor(ctx, (series.size() + chunk - 1) / chunk, &workers, charging(fold_chunk),
+                     /*min_per_worker=*/(8 + chunk - 1) / chunk,
+                     any_order ? Split::kDynamic : Split::kBlocks);
   }
   GPULSE_RETURN_IF_ERROR(st);
   if (untallied > 0) {

@@ -680,6 +680,109 @@ TEST_F(DbTest, ScanSeriesHandsOverWhatReadSeriesReads) {
                   .IsNotFound());
 }
 
+// ScanSeries of many series hands over each series' runs as a ScanSeries of
+// that series alone would, by position in the ids given (in any order), with
+// one store iterator for all: stored windows, cached and packed ones, and
+// unflushed points merged over stored ones.
+TEST_F(DbTest, ScanSeriesOfManyHandsOverEachSeriesAsAScanOfItAlone) {
+  std::vector<Point> batch;
+  for (int m = 0; m < 200; ++m) {
+    for (int s = 0; s < 6; ++s) {
+      if (s == 3 && m < 120) continue;  // starts in a later window
+      batch.push_back(GpuPoint("n" + std::to_string(s / 2), s % 2, m * kMinute, int64_t{m + s}));
+    }
+  }
+  ASSERT_TRUE(db_->Write(batch).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  batch.clear();
+  batch.push_back(GpuPoint("n2", 0, 50 * kMinute, int64_t{-7}));  // newer than the stored one
+  for (int m = 200; m < 205; ++m) batch.push_back(GpuPoint("n0", 1, m * kMinute, int64_t{m}));
+  ASSERT_TRUE(db_->Write(batch).ok());
+  std::vector<Series> series;
+  std::vector<SeriesId> ids;
+  ASSERT_TRUE(db_->ListSeries("gpu", {}, &series, &ids).ok());
+  ASSERT_EQ(ids.size(), 6u);
+  const std::vector<std::string> fields = {"no_such_field", "util"};
+  // (position, field, ts, value), in the order handed over.
+  using Points = std::vector<std::tuple<size_t, size_t, int64_t, int64_t>>;
+  const auto take = [](Points* into, size_t s, size_t f, const Column& c, size_t b, size_t e) {
+    EXPECT_LT(b, e);
+    for (size_t i = b; i < e; ++i) into->emplace_back(s, f, c.ts[i], c.ints[i]);
+  };
+  const auto take_packed = [](Points* into, size_t s, size_t f, const storage::PackedRun& run,
+                              size_t b, size_t e) {
+    EXPECT_LT(b, e);
+    for (size_t i = b; i < e; ++i) {
+      uint32_t offset = 0;  // little-endian host: the low bytes
+      std::memcpy(&offset, run.offsets + i * run.width, run.width);
+      into->emplace_back(s, f, run.TimeAt(i), static_cast<int64_t>(run.base + offset));
+    }
+  };
+  const std::vector<SeriesId> order = {ids[4], ids[1], ids[5], ids[0], ids[3], ids[2]};
+  for (const auto& [start, end] : std::vector<std::pair<int64_t, int64_t>>{
+           {INT64_MIN, INT64_MAX}, {45 * kMinute, 130 * kMinute}, {150 * kMinute, 203 * kMinute}}) {
+    for (int pass = 0; pass < 3; ++pass) {  // decoded, cached, cached and packed
+      Points together, alone;
+      const Db::SeriesPackedVisitor packed = [&](size_t s, size_t f, const storage::PackedRun& r,
+                                                 size_t b, size_t e) {
+        take_packed(&together, s, f, r, b, e);
+      };
+      ASSERT_TRUE(db_->ScanSeries(
+                         order, fields, start, end,
+                         [&](size_t s, size_t f, const Column& c, size_t b, size_t e) {
+                           take(&together, s, f, c, b, e);
+                         },
+                         pass == 2 ? &packed : nullptr)
+                      .ok());
+      for (size_t s = 0; s < order.size(); ++s) {
+        const Db::PackedRunVisitor one_packed = [&](size_t f, const storage::PackedRun& r, size_t b,
+                                                    size_t e) {
+          take_packed(&alone, s, f, r, b, e);
+        };
+        ASSERT_TRUE(db_->ScanSeries(
+                           order[s], fields, start, end,
+                           [&](size_t f, const Column& c, size_t b, size_t e) {
+                             take(&alone, s, f, c, b, e);
+                           },
+                           pass == 2 ? &one_packed : nullptr)
+                        .ok());
+      }
+      EXPECT_EQ(together, alone) << "range " << start << ".." << end << " pass " << pass;
+      ASSERT_FALSE(together.empty());
+      // Series come in the order given, and every point is util's.
+      EXPECT_TRUE(std::is_sorted(
+          together.begin(), together.end(),
+          [](const auto& a, const auto& b) { return std::get<0>(a) < std::get<0>(b); }));
+      EXPECT_TRUE(std::all_of(together.begin(), together.end(),
+                              [](const auto& p) { return std::get<1>(p) == 1; }));
+    }
+  }
+  // The unflushed points are there: n2/0's newer minute 50, n0/1's minutes 200-204.
+  Points all;
+  ASSERT_TRUE(db_->ScanSeries(
+                     ids, fields, INT64_MIN, INT64_MAX,
+                     [&](size_t s, size_t f, const Column& c, size_t b, size_t e) {
+                       take(&all, s, f, c, b, e);
+                     },
+                     nullptr)
+                  .ok());
+  EXPECT_EQ(all.size(), 5u * 200 + 80 + 5);
+  const size_t n2 = static_cast<size_t>(
+      std::find_if(series.begin(), series.end(),
+                   [](const Series& x) {
+                     return x.tags == std::vector<Tag>{{"gpu", "0"}, {"node", "n2"}};
+                   }) -
+      series.begin());
+  EXPECT_NE(
+      std::find(all.begin(), all.end(), std::make_tuple(n2, size_t{1}, 50 * kMinute, int64_t{-7})),
+      all.end());
+  const Status bad = db_->ScanSeries(
+      std::vector<SeriesId>{ids[0], 12345}, fields, 0, kMinute,
+      [](size_t, size_t, const Column&, size_t, size_t) {}, nullptr);
+  EXPECT_TRUE(bad.IsInvalidArgument()) << bad.ToString();
+  EXPECT_NE(bad.message().find("12345"), std::string::npos);
+}
+
 TEST_F(DbTest, AWideHeadIsFlushedBySeveralWorkersAndEveryPointReadsBack) {
   // 5,000 series: past the size a flush splits among workers (one a core).
   // Nine flushes of three minutes each give every day window parts 0..7,

@@ -104,6 +104,17 @@ TEST(StoreDamageTest, CorruptedTableFailsEveryQueryOverTheMeasurement) {
   };
   EXPECT_TRUE(logged("damaged stored data, left out of answers: chunk of series 0"));
   EXPECT_TRUE(logged("(store keys "));
+  // A scan of both series at once reads b past a's damage, and names it.
+  std::vector<Series> series;
+  std::vector<SeriesId> ids;
+  ASSERT_TRUE(db->ListSeries("gpu", {}, &series, &ids).ok());
+  ASSERT_EQ(ids.size(), 2u);
+  std::map<size_t, size_t> points;  // by position
+  const Status scanned = db->ScanSeries(
+      ids, std::vector<std::string>{"util"}, 0, 3600'000'000'000LL,
+      [&](size_t s, size_t, const Column&, size_t b, size_t e) { points[s] += e - b; }, nullptr);
+  EXPECT_TRUE(scanned.IsCorruption()) << scanned.ToString();
+  EXPECT_EQ(points[1], 10u);
 
   Db::VerifyReport report;
   ASSERT_TRUE(db->Verify(/*drop_damaged=*/false, &report).ok());
