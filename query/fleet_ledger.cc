@@ -238,6 +238,9 @@ class LedgerBuilder {
   int64_t start_ = 0, end_ = 0;
   int32_t minutes_ = 0;
   std::unordered_map<std::string, JobRecord> jobs_;
+  // Allocated's last lookup in jobs_ (which no longer grows then).
+  std::string found_job_;
+  const JobRecord* found_ = nullptr;
   std::map<std::string, std::vector<int32_t>> pending_;  // by region: jobs waiting, by minute
   std::map<std::string, NodeMinutes> nodes_;
   // By region '\0' sku: from each instant on, the price of a GPU-minute.
@@ -407,22 +410,33 @@ Status LedgerBuilder::ReadSched() {
 Status LedgerBuilder::ReadSteps() {
   std::vector<Series> series;
   GPULSE_RETURN_IF_ERROR(db_->ListSeries("job_step", scope_, &series));
-  const std::vector<std::string> fields = {
-      "job",          "step",           "step_time_ms", "data_loader_ms",
-      "grad_sync_ms", "workload_class", "image",        "framework"};
+  // The image and framework (strings of every step minute) are read only
+  // for contributors.
+  std::vector<std::string> fields = {
+      "job", "step", "step_time_ms", "data_loader_ms", "grad_sync_ms", "workload_class"};
+  if (o_.contributors) fields.insert(fields.end(), {"image", "framework"});
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
     std::vector<Column> cols;
     GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kMinuteNs, end_, &cols));
+    cols.resize(8);  // empty image and framework when not read
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
     Cursor step(cols[1]), time(cols[2]), data(cols[3]), sync(cols[4]), cls(cols[5]), image(cols[6]),
         framework(cols[7]);
+    // A job's minutes follow one another in its series: its record is
+    // looked up when the job changes.
+    JobRecord* current = nullptr;
+    const std::string* current_job = nullptr;
     for (size_t i = 0; i < job.size(); ++i) {
       const int64_t ts = job.ts[i];
       if (!step.At(ts)) continue;
       StepMinute m{ts, static_cast<int64_t>(NumberAt(cols[1], step.index())), 0, 0, false};
-      JobRecord& record = jobs_[job.strings[i]];
+      if (current_job == nullptr || *current_job != job.strings[i]) {
+        current = &jobs_[job.strings[i]];  // unordered_map: stays put as the map grows
+        current_job = &job.strings[i];
+      }
+      JobRecord& record = *current;
       if (record.workload_class.empty() && cls.At(ts) && cols[5].type == FieldType::kString) {
         record.workload_class = cols[5].strings[cls.index()];
       }
@@ -459,11 +473,12 @@ Status LedgerBuilder::ReadSteps() {
 void LedgerBuilder::Baselines() {
   std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> shares;
   for (const auto& [name, record] : jobs_) {
+    std::pair<std::vector<float>, std::vector<float>>* into = nullptr;  // the job's class and width
     for (const StepMinute& m : record.steps) {
       if (!m.timed || m.minute_ns < start_) continue;
-      auto& [d, g] = shares[BaselineKey(record)];
-      d.push_back(m.data_share);
-      g.push_back(m.sync_share);
+      if (into == nullptr) into = &shares[BaselineKey(record)];
+      into->first.push_back(m.data_share);
+      into->second.push_back(m.sync_share);
     }
   }
   for (auto& [key, pair] : shares) baseline_[key] = {Median(&pair.first), Median(&pair.second)};
@@ -565,17 +580,22 @@ std::array<double, kLossCount> LedgerBuilder::Allocated(const std::string& job, 
                                                         const Ended** failed) {
   std::array<double, kLossCount> out{};
   *failed = nullptr;
-  const auto it = jobs_.find(job);
-  *record = it == jobs_.end() ? nullptr : &it->second;
+  // A GPU's minutes mostly hold the job of the minute before.
+  if (found_job_ != job) {
+    const auto it = jobs_.find(job);
+    found_job_ = job;
+    found_ = it == jobs_.end() ? nullptr : &it->second;
+  }
+  *record = found_;
   if (!healthy) {
     out[static_cast<size_t>(Loss::kHardware)] = 1;
     return out;
   }
-  if (it == jobs_.end()) {  // no steps and no outcome known: it did not visibly advance
+  if (found_ == nullptr) {  // no steps and no outcome known: it did not visibly advance
     out[static_cast<size_t>(Loss::kSoftware)] = 1;
     return out;
   }
-  const JobRecord& r = it->second;
+  const JobRecord& r = *found_;
   // The attempt running at t is the first to end after it.
   const auto end = std::upper_bound(r.ends.begin(), r.ends.end(), t,
                                     [](int64_t v, const Ended& e) { return v < e.end_ns; });
