@@ -37,6 +37,7 @@ class SimulatorImpl final : public Simulator {
     j["gpus_per_node"] = o.gpus_per_node;
     j["gpus"] = s.gpus;
     j["days"] = o.days;
+    if (o.hours > 0) j["hours"] = o.hours;
     j["jobs"] = s.jobs;
     j["capacity_gpu_minutes"] = s.capacity_gpu_minutes;
     j["allocated_gpu_minutes"] = s.allocated_gpu_minutes;

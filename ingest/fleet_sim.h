@@ -76,6 +76,8 @@ struct SimOptions {
   int nodes = 150;  // in all, dealt round the regions
   int gpus_per_node = 8;
   int days = 7;
+  // When above 0, the span in hours instead of days (a live load's hour).
+  int hours = 0;
   // Job submissions a day across the fleet; 0 scales with the fleet (29 per
   // GPU a day: 35,000 for 1,200 GPUs). Mostly short interactive jobs; the
   // distributed training, retraining and batch jobs are sized by capacity.
@@ -83,6 +85,10 @@ struct SimOptions {
   uint64_t seed = 1;
   int64_t start_ns = 0;  // the first minute; rounded down to a minute
   std::vector<IncidentRequest> incidents;
+  // Minutes each emitting thread simulates before it hands its points to the
+  // sink: fewer, larger writes by default; 1 when a live load is paced
+  // minute by minute. Changes no point.
+  int batch_minutes = 10;
 };
 
 // An incident as it happened: the ground truth the operators are tested on.

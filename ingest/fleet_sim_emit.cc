@@ -18,8 +18,6 @@ namespace gpulse::fleet::sim {
 
 namespace {
 
-constexpr int kBlockMinutes = 10;
-
 // DCGM's clock event reasons (DCGM_FI_DEV_CLOCKS_EVENT_REASONS bits).
 constexpr int64_t kThrottleIdle = 0x1;
 constexpr int64_t kThrottleSwPowerCap = 0x4;
@@ -570,14 +568,14 @@ Status EmitPlan(const Plan& plan, const Tables& tables, PointSink* sink, int thr
   std::mutex error_mutex;
   Status error;
   std::atomic<bool> failed{false};
-  const int64_t blocks = (plan.minutes - plan.first + kBlockMinutes - 1) / kBlockMinutes;
+  const int block = plan.options.batch_minutes;
+  const int64_t blocks = (plan.minutes - plan.first + block - 1) / block;
   const auto run = [&](int shard) {
     const int nodes = static_cast<int>(plan.nodes.size());
     ShardEmitter emitter(plan, tables, nodes * shard / threads, nodes * (shard + 1) / threads,
                          shard == 0);
-    for (int32_t from = plan.first; from < plan.minutes && !failed.load(); from += kBlockMinutes) {
-      Status s =
-          emitter.EmitMinutes(from, std::min(plan.minutes, from + kBlockMinutes), sink, &emitted);
+    for (int32_t from = plan.first; from < plan.minutes && !failed.load(); from += block) {
+      Status s = emitter.EmitMinutes(from, std::min(plan.minutes, from + block), sink, &emitted);
       if (!s.ok()) {
         std::lock_guard lock(error_mutex);
         if (!failed.exchange(true)) error = s;

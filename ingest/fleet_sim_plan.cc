@@ -652,6 +652,9 @@ Status BuildPlan(const SimOptions& options, Plan* plan) {
   }
   if (options.days < 1 || options.days > 400)
     return Status::InvalidArgument("--days must be 1 to 400");
+  if (options.hours < 0 || options.hours > 400 * 24)
+    return Status::InvalidArgument("--hours must be 1 to 9600");
+  if (options.batch_minutes < 1) return Status::InvalidArgument("batch_minutes must be at least 1");
   if (options.jobs_per_day < 0)
     return Status::InvalidArgument("--jobs-per-day must not be negative");
   if (options.incidents.size() > kMaxIncidents) {
@@ -660,7 +663,7 @@ Status BuildPlan(const SimOptions& options, Plan* plan) {
   plan->options = options;
   plan->options.start_ns =
       options.start_ns - (((options.start_ns % kMinuteNs) + kMinuteNs) % kMinuteNs);
-  plan->minutes = kWarmupMinutes + options.days * 1440;
+  plan->minutes = kWarmupMinutes + (options.hours > 0 ? options.hours * 60 : options.days * 1440);
   plan->gpn = options.gpus_per_node;
   BuildInventory(plan);
   PlanMaintenance(plan);

@@ -46,10 +46,12 @@ constexpr const char* kUsage =
     "  --nodes N             nodes in all, dealt round the regions (default 150)\n"
     "  --gpus-per-node N     (default 8)\n"
     "  --days N              how long (default 7)\n"
+    "  --hours N             how long in hours instead (a live load's hour: --hours 1)\n"
     "  --jobs-per-day N      job submissions a day (default 29 per GPU: 35,000 for 1,200)\n"
     "  --seed N              (default 1)\n"
     "  --start TIME          the first minute: RFC3339 or epoch seconds (default: --days\n"
-    "                        before today 00:00 UTC, so the data ends at midnight)\n"
+    "                        before today 00:00 UTC, so the data ends at midnight;\n"
+    "                        --hours before this hour; paced, so it ends as the run does)\n"
     "  --incident SPEC       an incident (repeatable): KIND[@OFFSET][/DURATION][:SCOPE],\n"
     "                        e.g. driver-upgrade@3d/2d, thermal@2d6h/8h:us-east-c0-n003\n"
     "  --incidents all       one of each kind, spread over the span\n"
@@ -61,6 +63,10 @@ constexpr const char* kUsage =
     "  --database NAME       --url: write to this database (default gpulse)\n"
     "  --token TOKEN         --url: the write token, when the server asks for one\n"
     "  --threads N           threads that emit points (default 2)\n"
+    "  --pace N              --url: send each minute's points when its time comes, N\n"
+    "                        simulated minutes a wall-clock minute (1: real time, as\n"
+    "                        agents would); a sustained load's test. Default: as fast\n"
+    "                        as the server takes them\n"
     "\n"
     "Incident kinds and their default scope (chosen from the seed):\n"
     "  hw-fault              XID/ECC errors on 3 GPUs of 2 nodes (scope: node or node/gpu, "
@@ -145,7 +151,8 @@ class FileSink final : public fleet::PointSink {
 };
 
 // Line protocol POSTed to /write over one keep-alive connection; a 503 (the
-// server's back-pressure) is retried after the Retry-After it names.
+// server's back-pressure) is retried after the Retry-After it names, and
+// counted.
 class HttpSink final : public fleet::PointSink {
  public:
   HttpSink(std::string host, std::string port, std::string database, std::string token)
@@ -170,6 +177,7 @@ class HttpSink final : public fleet::PointSink {
         return s;
       }
       if (status == 204) return Status::Ok();
+      if (status == 503) ++refused_;
       if (status == 503 && attempt < 600) {
         std::this_thread::sleep_for(std::chrono::seconds(std::clamp(retry_after, 1, 10)));
         continue;
@@ -178,6 +186,8 @@ class HttpSink final : public fleet::PointSink {
                              reply.substr(0, 500));
     }
   }
+
+  uint64_t refused() const { return refused_.load(); }
 
  private:
   Status Post(const std::string& body, int* status, std::string* reply, int* retry_after) {
@@ -218,6 +228,32 @@ class HttpSink final : public fleet::PointSink {
   std::mutex mutex_;
   boost::asio::io_context io_;
   std::unique_ptr<boost::beast::tcp_stream> stream_;
+  std::atomic<uint64_t> refused_{0};
+};
+
+// Holds each write until the wall clock reaches its newest point's minute
+// on the paced clock: minute m of the simulation (from `first_ns`) goes
+// out (m + 1) / pace wall-clock minutes after the start, as an agent sends
+// a minute's samples once the minute is over.
+class PacedSink final : public fleet::PointSink {
+ public:
+  PacedSink(fleet::PointSink* to, int64_t first_ns, int pace)
+      : to_(to), first_ns_(first_ns), pace_(pace), start_(std::chrono::steady_clock::now()) {}
+  Status Write(std::span<const PointRef> points) override {
+    int64_t newest = first_ns_;
+    for (const PointRef& p : points) newest = std::max(newest, p.timestamp_ns);
+    constexpr int64_t kMinuteNs = 60'000'000'000;
+    const int64_t minute = (newest - first_ns_) / kMinuteNs;
+    std::this_thread::sleep_until(start_ +
+                                  std::chrono::nanoseconds((minute + 1) * kMinuteNs / pace_));
+    return to_->Write(points);
+  }
+
+ private:
+  fleet::PointSink* to_;
+  int64_t first_ns_;
+  int pace_;
+  std::chrono::steady_clock::time_point start_;
 };
 
 bool ParseInt(const std::string& text, int64_t lo, int64_t hi, int64_t* out) {
@@ -302,9 +338,18 @@ int64_t DefaultSimulationStart(int days) {
   return (now / 86400 - days) * 86400 * 1'000'000'000;
 }
 
+int64_t DefaultSimulationStart(int hours, int pace) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  if (pace <= 0) return (now / 3600 - hours) * 3600 * 1'000'000'000;
+  const int64_t minutes = int64_t{hours} * 60;
+  return (now / 60 - minutes + minutes / pace) * 60 * 1'000'000'000;
+}
+
 Status ParseSimulateArgs(const std::vector<std::string>& args, SimulateArgs* out) {
   SimulateArgs a;
-  bool start_given = false, all = false;
+  bool start_given = false, all = false, days_given = false;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     if (flag == "--help" || flag == "-h") {
@@ -343,6 +388,11 @@ Status ParseSimulateArgs(const std::vector<std::string>& args, SimulateArgs* out
       GPULSE_RETURN_IF_ERROR(number(1, 16, &a.sim.gpus_per_node));
     } else if (flag == "--days") {
       GPULSE_RETURN_IF_ERROR(number(1, 400, &a.sim.days));
+      days_given = true;
+    } else if (flag == "--hours") {
+      GPULSE_RETURN_IF_ERROR(number(1, 400 * 24, &a.sim.hours));
+    } else if (flag == "--pace") {
+      GPULSE_RETURN_IF_ERROR(number(1, 100'000, &a.pace));
     } else if (flag == "--jobs-per-day") {
       GPULSE_RETURN_IF_ERROR(number(0, 10'000'000, &a.sim.jobs_per_day));
     } else if (flag == "--threads") {
@@ -379,11 +429,23 @@ Status ParseSimulateArgs(const std::vector<std::string>& args, SimulateArgs* out
     return Status::InvalidArgument("give one of --data, --url and --out");
   }
   if (a.url.empty() && a.out.empty() && a.data.empty()) a.data = "./gpulse-data";
+  if (days_given && a.sim.hours > 0)
+    return Status::InvalidArgument("give --days or --hours, not both");
+  if (a.pace > 0 && a.url.empty()) {
+    return Status::InvalidArgument("--pace sends to a server: give --url");
+  }
+  if (all && a.sim.hours > 0) {
+    return Status::InvalidArgument("--incidents all spreads incidents over days: give --days");
+  }
+  if (a.pace > 0) a.sim.batch_minutes = 1;
   if (all) {
     auto spread = AllIncidents(a.sim.days);
     a.sim.incidents.insert(a.sim.incidents.begin(), spread.begin(), spread.end());
   }
-  if (!start_given) a.sim.start_ns = DefaultSimulationStart(a.sim.days);
+  if (!start_given) {
+    a.sim.start_ns = a.sim.hours > 0 ? DefaultSimulationStart(a.sim.hours, a.pace)
+                                     : DefaultSimulationStart(a.sim.days);
+  }
   if (a.truth.empty()) {
     a.truth = !a.data.empty()                  ? a.data + "/simulation-truth.json"
               : !a.out.empty() && a.out != "-" ? a.out + ".truth.json"
@@ -421,7 +483,10 @@ Status RunSimulation(const SimulateArgs& a, SimulationReport* report, bool show_
     std::string host, port;
     GPULSE_RETURN_IF_ERROR(shell::ParseUrl(a.url, &host, &port));
     HttpSink sink(host, port, a.database, a.token);
-    s = sim->Emit(&sink, a.threads, progress, &report->points);
+    PacedSink paced(&sink, report->summary.start_ns, std::max(a.pace, 1));
+    s = sim->Emit(a.pace > 0 ? static_cast<fleet::PointSink*>(&paced) : &sink, a.threads, progress,
+                  &report->points);
+    report->refused = sink.refused();
   }
   if (show_progress) std::fprintf(stderr, "\r              \r");
   GPULSE_RETURN_IF_ERROR(s);
@@ -435,14 +500,20 @@ Status RunSimulation(const SimulateArgs& a, SimulationReport* report, bool show_
 
 void PrintSimulationReport(const SimulateArgs& a, const SimulationReport& r) {
   const fleet::SimSummary& s = r.summary;
-  std::printf("simulated %d GPUs (%d nodes, %d region%s) for %d day%s from %s\n", s.gpus, s.nodes,
-              a.sim.regions, a.sim.regions == 1 ? "" : "s", a.sim.days, a.sim.days == 1 ? "" : "s",
-              fleet::FormatUtcTime(s.start_ns).c_str());
+  const int span = a.sim.hours > 0 ? a.sim.hours : a.sim.days;
+  const std::string unit = a.sim.hours > 0 ? "hour" : "day";
+  std::printf("simulated %d GPUs (%d nodes, %d region%s) for %d %s%s from %s\n", s.gpus, s.nodes,
+              a.sim.regions, a.sim.regions == 1 ? "" : "s", span, unit.c_str(),
+              span == 1 ? "" : "s", fleet::FormatUtcTime(s.start_ns).c_str());
   std::printf("  %s points", FormatCount(r.points).c_str());
   if (r.values > 0) std::printf(", %s values", FormatCount(r.values).c_str());
   std::printf(" in %.1f s (planning %.1f s", r.seconds, r.plan_seconds);
   if (r.tier_seconds > 0) std::printf(", building the 1h and 1d tiers %.1f s", r.tier_seconds);
   std::printf(")\n");
+  if (!a.url.empty()) {
+    std::printf("  writes the server refused (503, each retried): %llu\n",
+                static_cast<unsigned long long>(r.refused));
+  }
   std::printf("  %s jobs: %s succeeded, %s failed, %s preempted\n", FormatCount(s.jobs).c_str(),
               FormatCount(s.jobs_succeeded).c_str(), FormatCount(s.jobs_failed).c_str(),
               FormatCount(s.jobs_preempted).c_str());

@@ -15,6 +15,10 @@ struct SimulateArgs {
   std::string database = "gpulse";
   std::string token;
   int threads = 2;
+  // With --url: simulated minutes a wall-clock minute (1: real time); each
+  // minute's points are sent once its time has come. 0: as fast as the
+  // server takes them.
+  int pace = 0;
   bool help = false;
 };
 
@@ -23,12 +27,17 @@ Status ParseSimulateArgs(const std::vector<std::string>& args, SimulateArgs* out
 
 // The default --start: `days` before today 00:00 UTC.
 int64_t DefaultSimulationStart(int days);
+// The default --start of a run of `hours`: paced, so that the last minute
+// is sent as the run ends (at pace 1 the first minute is now's); else
+// `hours` before the current hour.
+int64_t DefaultSimulationStart(int hours, int pace);
 
 struct SimulationReport {
   fleet::SimSummary summary;
   std::vector<fleet::Incident> incidents;
   uint64_t points = 0;
   uint64_t values = 0;      // known when writing to a data directory
+  uint64_t refused = 0;     // --url: writes the server answered 503 (each retried)
   double seconds = 0;       // in all
   double plan_seconds = 0;  // of which planning the jobs
   double tier_seconds = 0;  // ... and building tiers after a load into a new directory

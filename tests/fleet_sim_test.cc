@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -591,6 +592,57 @@ TEST(FleetSimTest, SimulateWritesToAServerAndRetriesItsBackPressure) {
   EXPECT_EQ(std::get<int64_t>(r.statements[1].series.at(0).values.at(0).at(1)), 8 * 1440);
   EXPECT_TRUE(std::ifstream(dir.path() + "/truth.json").good());
   EXPECT_GT(metrics.writes_refused_busy.load(), 0u);  // the retry path ran
+}
+
+// --hours and --pace: an hour of a small fleet sent minute by minute on a
+// clock 3,600 times as fast (a second for the hour), each minute once its
+// time has come, none refused; the options that cannot go together are
+// usage errors.
+TEST(FleetSimTest, SimulatePacedSendsAnHourMinuteByMinuteAsItsTimeComes) {
+  storage::ScratchDir dir;
+  server::ServerConfig config;
+  test::UseQuietTestDb(&config.db);
+  server::ServerMetrics metrics;
+  server::SourceRegistry sources;
+  test::TestServer srv;
+  ASSERT_TRUE(srv.Start(dir.path() + "/srv", config, &metrics, &sources).ok());
+  const std::string url = "http://127.0.0.1:" + std::to_string(srv.port());
+  const auto started = std::chrono::steady_clock::now();
+  const test::RunOutcome run =
+      test::RunGpulse({"simulate", "--url", url, "--nodes", "2", "--hours", "1", "--pace", "3600",
+                       "--start", "2026-11-02T10:00:00Z", "--truth", dir.path() + "/truth.json"},
+                      dir.path());
+  const auto took = std::chrono::steady_clock::now() - started;
+  ASSERT_EQ(run.status, 0) << run.err;
+  // The last minute goes out a second after the start.
+  EXPECT_GE(took, std::chrono::milliseconds(950));
+  EXPECT_NE(run.out.find("for 1 hour from 2026-11-02T10:00:00Z"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("refused (503, each retried): 0"), std::string::npos) << run.out;
+  QueryOptions q;
+  q.database = "gpulse";
+  QueryResult r;
+  ASSERT_TRUE(srv.db()
+                  ->Query("SELECT count(util) FROM gpu WHERE time >= '2026-11-02T10:00:00Z' AND "
+                          "time < '2026-11-02T11:00:00Z'; SELECT count(util) FROM gpu",
+                          q, &r)
+                  .ok());
+  ASSERT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
+  EXPECT_EQ(std::get<int64_t>(r.statements[0].series.at(0).values.at(0).at(1)), 2 * 8 * 60);
+  EXPECT_EQ(std::get<int64_t>(r.statements[1].series.at(0).values.at(0).at(1)), 2 * 8 * 60);
+  EXPECT_EQ(metrics.writes_refused_busy.load(), 0u);
+
+  const auto usage = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), "simulate");
+    return test::RunGpulse(args, dir.path());
+  };
+  const test::RunOutcome both = usage({"--url", url, "--days", "1", "--hours", "2"});
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("--days or --hours"), std::string::npos) << both.err;
+  const test::RunOutcome unpaced = usage({"--out", dir.path() + "/f.lp", "--pace", "2"});
+  EXPECT_EQ(unpaced.status, 2);
+  EXPECT_NE(unpaced.err.find("--pace sends to a server"), std::string::npos) << unpaced.err;
+  EXPECT_EQ(usage({"--url", url, "--hours", "0"}).status, 2);
+  EXPECT_EQ(usage({"--url", url, "--hours", "2", "--incidents", "all"}).status, 2);
 }
 
 }  // namespace
