@@ -2447,13 +2447,64 @@ Status AnswerRaw(ExecContext* ctx, const SelectStatement& s, const Plan& plan,
   return Status::Ok();
 }
 
-Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* plan,
-              const std::vector<InSeries>& series, std::vector<ResultSeries>* out) {
+Status RunRawWhole(ExecContext* ctx, const SelectStatement& s, Input* input, const Plan& plan,
+                   const std::vector<InSeries>& series, std::vector<ResultSeries>* out) {
   // The columns read and their joins are held until the answer is built.
   ScopedCharge reading(ctx->memory());
   RawRows raw;
-  GPULSE_RETURN_IF_ERROR(ReadRaw(ctx, input, *plan, series, /*max_rows=*/true, &reading, &raw));
-  return AnswerRaw(ctx, s, *plan, series, raw, INT64_MIN, INT64_MAX, out);
+  GPULSE_RETURN_IF_ERROR(ReadRaw(ctx, input, plan, series, /*max_rows=*/true, &reading, &raw));
+  return AnswerRaw(ctx, s, plan, series, raw, INT64_MIN, INT64_MAX, out);
+}
+
+Status RawExtent(ExecContext* ctx, Input* input, const Plan& plan,
+                 const std::vector<InSeries>& series, int64_t* first, int64_t* last);
+
+// A raw SELECT with LIMIT (and no SLIMIT or SOFFSET) answers the first
+// OFFSET + LIMIT rows of each group: it reads a window at the start of the
+// range (at its end under ORDER BY time DESC), a minute a row wide at first
+// and four times wider each time, until every group its series can form has
+// its LIMIT rows there or the window is the whole range. The rows of a group
+// that has them in the window are the range's first ones, so the answer is
+// the whole range's. `SELECT * FROM gpu LIMIT 3` reads minutes, not the
+// store (it was refused for its memory or its rows).
+Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* plan,
+              const std::vector<InSeries>& series, std::vector<ResultSeries>* out) {
+  if (!s.limit || *s.limit <= 0 || s.slimit || s.soffset || plan->field_dims || series.empty()) {
+    return RunRawWhole(ctx, s, input, *plan, series, out);
+  }
+  int64_t lo = plan->lo, hi = plan->hi;
+  if (!plan->has_lo || !plan->has_hi) {
+    int64_t first = 0, last = 0;
+    GPULSE_RETURN_IF_ERROR(RawExtent(ctx, input, *plan, series, &first, &last));
+    if (first > last) return Status::Ok();
+    lo = std::max(lo, first);
+    hi = std::min(hi, last + 1);  // last < INT64_MAX: no point is stored there
+  }
+  std::set<GroupKey> groups;
+  for (const InSeries& in : series) groups.insert(TagKeyOf(*plan, in));
+  const size_t limit = static_cast<size_t>(*s.limit);
+  const __int128 rows =
+      static_cast<__int128>(*s.limit) + std::max<int64_t>(0, s.offset.value_or(0));
+  const bool desc = s.order == SortOrder::kDesc;
+  constexpr int64_t kRowNs = 60'000'000'000;  // a minute a row: the GPU-minute grain
+  for (__int128 width = rows * kRowNs;; width *= 4) {
+    const bool whole = width >= static_cast<__int128>(hi) - lo;
+    Plan window = *plan;
+    window.has_lo = window.has_hi = true;
+    window.lo = whole || !desc ? lo : static_cast<int64_t>(hi - width);
+    window.hi = whole || desc ? hi : static_cast<int64_t>(lo + width);
+    std::vector<ResultSeries> got;
+    GPULSE_RETURN_IF_ERROR(RunRawWhole(ctx, s, input, window, series, &got));
+    size_t complete = 0;
+    for (const ResultSeries& rs : got) {
+      complete += (rs.by_column.empty() ? rs.values.size() : rs.row_times.size()) >= limit;
+    }
+    if (whole || complete >= groups.size()) {
+      *out = std::move(got);
+      return Status::Ok();
+    }
+    GPULSE_RETURN_IF_ERROR(ctx->Poll());
+  }
 }
 
 // A streamed raw SELECT reads its range a span at a time: a day, aligned as
