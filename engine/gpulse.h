@@ -630,7 +630,9 @@ class Db {
   // ScanSeries a series, for one look at the catalog and one pass of one
   // store iterator a call instead of a snapshot and an iterator a series (a
   // fleet-wide fold reads 100,000 series; ids in ascending order let the
-  // iterator step forward through the blocks it has loaded).
+  // iterator step forward through the blocks it has loaded). Every series'
+  // unflushed points in range are copied when the call starts: a fold over a
+  // fleet makes one call a chunk of tens of series (the query layer: 32).
   // InvalidArgument for an id the catalog never gave.
   using SeriesRunVisitor =
       std::function<void(size_t s, size_t field, const Column& column, size_t begin, size_t end)>;
