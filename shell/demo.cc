@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/time_literal.h"
 #include "shell/commands.h"
 #include "shell/simulate.h"
 
@@ -35,6 +36,9 @@ struct DemoTimes {
   std::string start, end;                  // the week
   std::string upgrade_start, upgrade_end;  // driver-upgrade-1
   std::string hot_start, hot_end;          // thermal-1
+  // DECOMPOSE's windows: the working day before the upgrade (a weekend's
+  // quiet would swamp the driver's crashes), and its first day.
+  std::string day_before, day_before_end, upgrade_day_end;
 };
 
 bool ReadTimes(const std::string& truth_path, DemoTimes* t) {
@@ -54,7 +58,18 @@ bool ReadTimes(const std::string& truth_path, DemoTimes* t) {
       t->hot_end = inc.value("end", "");
     }
   }
-  return !t->start.empty() && !t->upgrade_start.empty() && !t->hot_start.empty();
+  int64_t upgrade = 0;
+  if (t->start.empty() || t->hot_start.empty() ||
+      !query::ParseTimeLiteral(t->upgrade_start, &upgrade)) {
+    return false;
+  }
+  constexpr int64_t kDayNs = 86400LL * 1'000'000'000;
+  int64_t before = upgrade - kDayNs;
+  while ((before / kDayNs + 3) % 7 >= 5) before -= kDayNs;  // 1970-01-01: a Thursday
+  t->day_before = fleet::FormatUtcTime(before);
+  t->day_before_end = fleet::FormatUtcTime(before + kDayNs);
+  t->upgrade_day_end = fleet::FormatUtcTime(upgrade + kDayNs);
+  return true;
 }
 
 void PrintQuestions(const std::string& dir, const DemoTimes& t) {
@@ -65,6 +80,13 @@ void PrintQuestions(const std::string& dir, const DemoTimes& t) {
       "  What is in there?\n"
       "    %s\"SHOW MEASUREMENTS\"\n"
       "    %s\"SHOW TAG VALUES FROM gpu WITH KEY = node\"\n"
+      "\n"
+      "  What share of the GPU-minutes was productive (goodput), and where did the rest go?\n"
+      "  Per region and day (docs/metric-framework.md):\n"
+      "    %s\"NORTHSTAR BY region WHERE time >= '%s' AND time < '%s' EVERY 1d\"\n"
+      "\n"
+      "  Why did goodput move on the upgrade's first day? (against the working day before it)\n"
+      "    %s\"DECOMPOSE NORTHSTAR BETWEEN '%s' AND '%s' VERSUS '%s' AND '%s'\"\n"
       "\n"
       "  How busy were the GPUs, per region and day? (the weekend is quieter)\n"
       "    %s\"SELECT mean(util), p95(util) FROM gpu GROUP BY region, time(1d)\"\n"
@@ -93,7 +115,9 @@ void PrintQuestions(const std::string& dir, const DemoTimes& t) {
       "\n"
       "The ground truth of the incidents is in %s/simulation-truth.json; docs/fleet-schema.md\n"
       "describes every measurement. gpulse serve --data %s serves the same data over HTTP.\n",
-      t.start.c_str(), t.end.c_str(), q.c_str(), q.c_str(), q.c_str(), t.upgrade_start.c_str(),
+      t.start.c_str(), t.end.c_str(), q.c_str(), q.c_str(), q.c_str(), t.start.c_str(),
+      t.end.c_str(), q.c_str(), t.day_before.c_str(), t.day_before_end.c_str(),
+      t.upgrade_start.c_str(), t.upgrade_day_end.c_str(), q.c_str(), t.upgrade_start.c_str(),
       q.c_str(), q.c_str(), t.upgrade_start.c_str(), t.upgrade_end.c_str(), q.c_str(),
       t.upgrade_start.c_str(), t.upgrade_end.c_str(), t.hot_start.c_str(), t.hot_end.c_str(),
       q.c_str(), t.hot_start.c_str(), t.hot_end.c_str(), q.c_str(), dir.c_str(), dir.c_str(),

@@ -645,5 +645,47 @@ TEST(FleetSimTest, SimulatePacedSendsAnHourMinuteByMinuteAsItsTimeComes) {
   EXPECT_EQ(usage({"--url", url, "--hours", "2", "--incidents", "all"}).status, 2);
 }
 
+// `gpulse demo`: every question it prints is a command that answers, and
+// its goodput question covers the simulated week (14 rows: 2 regions x 7
+// days), not the empty day after it.
+TEST(FleetSimTest, DemoPrintsQuestionsThatEachAnswer) {
+  storage::ScratchDir dir;
+  const std::string data = dir.path() + "/demo";
+  const test::RunOutcome demo = test::RunGpulse({"demo", "--data", data}, dir.path());
+  ASSERT_EQ(demo.status, 0) << demo.err;
+  const std::string prefix = "    gpulse query --data " + data + " \"";
+  std::istringstream lines(demo.out);
+  std::string line;
+  std::vector<std::string> queries;
+  while (std::getline(lines, line)) {
+    if (line.rfind(prefix, 0) == 0 && line.back() == '"') {
+      queries.push_back(line.substr(prefix.size(), line.size() - prefix.size() - 1));
+    }
+  }
+  ASSERT_GE(queries.size(), 9u) << demo.out;
+  bool asked_goodput = false, asked_why = false;
+  for (const std::string& q : queries) {
+    const test::RunOutcome answer = test::RunGpulse({"query", "--data", data, q}, dir.path());
+    EXPECT_EQ(answer.status, 0) << q << "\n" << answer.err;
+    EXPECT_NE(answer.out.find("rows)"), std::string::npos) << q << "\n" << answer.out;
+    if (q.rfind("NORTHSTAR", 0) == 0) {
+      asked_goodput = true;
+      size_t days = 0;
+      for (size_t at = answer.out.find("T00:00:00Z"); at != std::string::npos;
+           at = answer.out.find("T00:00:00Z", at + 1)) {
+        ++days;
+      }
+      EXPECT_EQ(days, 14u) << answer.out;
+    }
+    if (q.rfind("DECOMPOSE", 0) == 0) {
+      asked_why = true;
+      // The driver the upgrade brought is named among the software loss's
+      // contributors.
+      EXPECT_NE(answer.out.find("driver_version"), std::string::npos) << answer.out;
+    }
+  }
+  EXPECT_TRUE(asked_goodput && asked_why) << demo.out;
+}
+
 }  // namespace
 }  // namespace gpulse::fleet
