@@ -73,16 +73,21 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
   GPULSE_RETURN_IF_ERROR(Dimensions(s, &lo.by));
   int64_t over = kDefaultOverNs;
   GPULSE_RETURN_IF_ERROR(Span(s.over.get(), "OVER", &over));
-  std::optional<Bucketer> months;  // EVERY 1mo: calendar months, UTC
-  if (s.every != nullptr && s.every->kind == ExprKind::kDuration &&
-      std::any_of(s.every->duration.begin(), s.every->duration.end(),
-                  [](const DurationPart& p) { return p.unit == "mo"; })) {
+  // EVERY: buckets on the epoch's grid (UTC), as GROUP BY time's, so that a
+  // day is a calendar day whatever the range's start; a bucket that began
+  // before the range is labelled with its own start. EVERY 1mo: calendar
+  // months.
+  std::optional<Bucketer> buckets;
+  if (s.every != nullptr) {
+    const bool months = s.every->kind == ExprKind::kDuration &&
+                        std::any_of(s.every->duration.begin(), s.every->duration.end(),
+                                    [](const DurationPart& p) { return p.unit == "mo"; });
+    int64_t every = 0;
+    if (!months) GPULSE_RETURN_IF_ERROR(Span(s.every.get(), "EVERY", &every));
     Result<Bucketer> b = Bucketer::Make(s.every->duration, 0, std::nullopt);
     if (!b.ok()) return ErrorAt(*s.every, b.status().message());
-    months = std::move(*b);
-    lo.bucket_of = [&months](int64_t t) { return months->Start(t); };
-  } else {
-    GPULSE_RETURN_IF_ERROR(Span(s.every.get(), "EVERY", &lo.every_ns));
+    buckets = std::move(*b);
+    lo.bucket_of = [&buckets](int64_t t) { return buckets->Start(t); };
   }
   TimeRange range;
   std::unique_ptr<Expr> rest;

@@ -395,6 +395,32 @@ TEST_F(NorthstarTest, EveryMonthBucketsByCalendarMonth) {
   EXPECT_DOUBLE_EQ(std::get<double>(rows[1][3]), 60);
 }
 
+// EVERY 1h (any duration) buckets on the epoch's grid, as GROUP BY time's:
+// a range from 23:30 to 01:15 gives the hours 23:00 (its last 30 minutes),
+// 00:00 and 01:00 (its first 15), not hours from 23:30.
+TEST_F(NorthstarTest, EveryBucketsOnTheEpochsGridWhateverTheRangesStart) {
+  const int64_t from = kT0 - 60 * kMinute;  // 2026-11-01T23:00:00Z
+  for (int m = 0; m < 180; ++m) {
+    const int64_t t = from + m * kMinute;
+    Node(t);
+    Gpu(0, t, "");
+  }
+  Flush();
+  const StatementResult r = test::RunFirst(
+      db_.get(), "NORTHSTAR WHERE gpu = '0' AND time >= " + std::to_string(from + 30 * kMinute) +
+                     "ns AND time < " + std::to_string(kT0 + 75 * kMinute) + "ns EVERY 1h");
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.series.size(), 1u);
+  const auto& rows = r.series[0].values;
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(std::get<int64_t>(rows[0][0]), from);
+  EXPECT_EQ(std::get<int64_t>(rows[1][0]), kT0);
+  EXPECT_EQ(std::get<int64_t>(rows[2][0]), kT0 + 60 * kMinute);
+  EXPECT_DOUBLE_EQ(std::get<double>(rows[0][3]), 30);  // capacity: the range's minutes only
+  EXPECT_DOUBLE_EQ(std::get<double>(rows[1][3]), 60);
+  EXPECT_DOUBLE_EQ(std::get<double>(rows[2][3]), 15);
+}
+
 // The summary and contributor series of a DECOMPOSE of [kT0, +1h) against
 // [+1h, +2h).
 StatementResult DecomposeFirstTwoHours(Db* db) {
