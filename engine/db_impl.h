@@ -80,6 +80,8 @@ class DbImpl final : public Db {
   Status ScanSeries(std::span<const SeriesId> ids, std::span<const std::string> fields,
                     int64_t start_ns, int64_t end_ns, const SeriesRunVisitor& fn,
                     const SeriesPackedVisitor* packed) override;
+  Status TimeExtent(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                    int64_t start_ns, int64_t end_ns, int64_t* first, int64_t* last) override;
   Status ScanRollups(SeriesRef series, std::span<const std::string> fields, size_t tier,
                      int64_t start_ns, int64_t end_ns, uint32_t parts,
                      const RollupVisitor& fn) override;
@@ -372,6 +374,11 @@ class DbImpl final : public Db {
                                                        size_t begin, size_t end)>;
   Status ScanSnapshot(const SeriesSnapshot& snap, int64_t start_ns, int64_t end_ns,
                       FieldRunEmitter fn, const FieldPackedEmitter* packed, StoreCursor* cursor);
+  // The snapshots of series `ids` (fields, unflushed points in range, the
+  // window cache's epoch), under one hold of the state lock.
+  Status TakeSnapshots(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                       int64_t start_ns, int64_t end_ns, LazySnapshot* store,
+                       std::vector<SeriesSnapshot>* out);
   Status CheckOpen() const;
   // Holds off Close until the calling method returns; every public method
   // but Close takes it before CheckOpen.

@@ -203,23 +203,8 @@ Status DbImpl::ScanSeries(std::span<const SeriesId> ids, std::span<const std::st
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   if (start_ns >= end_ns || ids.empty()) return Status::Ok();
   LazySnapshot store(store_.get());
-  // Every series' fields and unflushed points under one hold of the state
-  // lock, as one ScanSeries a series would take them (the window cache's
-  // epoch read with them).
   std::vector<SeriesSnapshot> snaps;
-  snaps.reserve(ids.size());
-  {
-    std::shared_lock<std::shared_mutex> l(mu_);
-    for (const SeriesId id : ids) {
-      if (id >= index_.series_count()) {
-        return Status::InvalidArgument("no series with id " + std::to_string(id));
-      }
-      SeriesSnapshot& snap = snaps.emplace_back(&store);
-      snap.series_id = id;
-      SnapshotFieldsLocked(fields, start_ns, end_ns, &snap);
-      snap.epoch = window_cache_.epoch();
-    }
-  }
+  GPULSE_RETURN_IF_ERROR(TakeSnapshots(ids, fields, start_ns, end_ns, &store, &snaps));
   // A series whose stored data cannot be read is left from there, as one
   // ScanSeries of it would stop; the others are still read, with a new
   // iterator (a damaged block leaves LevelDB's in error), and the first
@@ -239,6 +224,98 @@ Status DbImpl::ScanSeries(std::span<const SeriesId> ids, std::span<const std::st
     if (!st.IsCorruption()) return st;
     if (damage.ok()) damage = st;
     cursor.reset();
+  }
+  return damage;
+}
+
+Status DbImpl::TakeSnapshots(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                             int64_t start_ns, int64_t end_ns, LazySnapshot* store,
+                             std::vector<SeriesSnapshot>* out) {
+  // Every series' fields and unflushed points under one hold of the state
+  // lock, as one ScanSeries a series would take them (the window cache's
+  // epoch read with them).
+  out->clear();
+  out->reserve(ids.size());
+  std::shared_lock<std::shared_mutex> l(mu_);
+  for (const SeriesId id : ids) {
+    if (id >= index_.series_count()) {
+      return Status::InvalidArgument("no series with id " + std::to_string(id));
+    }
+    SeriesSnapshot& snap = out->emplace_back(store);
+    snap.series_id = id;
+    SnapshotFieldsLocked(fields, start_ns, end_ns, &snap);
+    snap.epoch = window_cache_.epoch();
+  }
+  return Status::Ok();
+}
+
+Status DbImpl::TimeExtent(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                          int64_t start_ns, int64_t end_ns, int64_t* first, int64_t* last) {
+  *first = INT64_MAX;
+  *last = INT64_MIN;
+  const auto open = HoldOpen();
+  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  if (start_ns >= end_ns || ids.empty()) return Status::Ok();
+  LazySnapshot store(store_.get());
+  std::vector<SeriesSnapshot> snaps;
+  GPULSE_RETURN_IF_ERROR(TakeSnapshots(ids, fields, start_ns, end_ns, &store, &snaps));
+  const auto take = [&](int64_t t) {
+    *first = std::min(*first, t);
+    *last = std::max(*last, t);
+  };
+  Status damage;
+  StoreCursor it;  // destroyed before the snapshot it reads is released
+  for (const SeriesSnapshot& snap : snaps) {
+    for (const SeriesSnapshot::Field& field : snap.fields) {
+      if (field.id == kNoId) continue;
+      for (const Column* c : {&field.sealed, &field.head}) {  // sorted, in range
+        if (!c->ts.empty()) {
+          take(c->ts.front());
+          take(c->ts.back());
+        }
+      }
+      if (!it) {
+        leveldb::ReadOptions read_options;
+        read_options.snapshot = store.get();
+        it.reset(store_->NewIterator(read_options));
+      }
+      it->Seek(storage::ChunkKey(storage::kRawTier, snap.series_id, field.id,
+                                 storage::WindowStart(start_ns, window_ns_)));
+      for (; it->Valid(); it->Next()) {
+        storage::ChunkKeyParts key;
+        const leveldb::Slice k = it->key();
+        if (!storage::ParseChunkKey(std::string_view(k.data(), k.size()), &key) ||
+            key.tier != storage::kRawTier || key.series_id != snap.series_id ||
+            key.field_id != field.id || key.window_start >= end_ns) {
+          break;
+        }
+        const std::string_view value(it->value().data(), it->value().size());
+        storage::ChunkInfo info;
+        Status read = storage::ReadChunkInfo(value, &info);
+        if (read.ok() && info.count > 0 && info.max_ts >= start_ns && info.min_ts < end_ns) {
+          if (info.min_ts >= start_ns && info.max_ts < end_ns) {
+            take(info.min_ts);
+            take(info.max_ts);
+          } else {  // cut by a bound of the range: its points in it
+            Column part;
+            read = storage::DecodeChunk(value, &part);
+            const auto b = std::lower_bound(part.ts.begin(), part.ts.end(), start_ns);
+            const auto e = std::lower_bound(b, part.ts.end(), end_ns);
+            if (read.ok() && b < e) {
+              take(*b);
+              take(*(e - 1));
+            }
+          }
+        }
+        if (!read.ok() && damage.ok()) {
+          damage = Status::Corruption("chunk of series " + std::to_string(key.series_id) +
+                                      " field " + std::to_string(key.field_id) + " window " +
+                                      std::to_string(key.window_start) + " part " +
+                                      std::to_string(key.part) + ": " + read.message());
+        }
+      }
+      if (!it->status().ok()) return Status::IOError("read chunks: " + it->status().ToString());
+    }
   }
   return damage;
 }

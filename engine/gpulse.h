@@ -641,6 +641,16 @@ class Db {
   virtual Status ScanSeries(std::span<const SeriesId> ids, std::span<const std::string> fields,
                             int64_t start_ns, int64_t end_ns, const SeriesRunVisitor& fn,
                             const SeriesPackedVisitor* packed) = 0;
+  // The smallest and largest timestamp of the points of `fields` of series
+  // `ids` in [start_ns, end_ns) (*first > *last when there is none), from the
+  // stored chunks' headers and the unflushed points: a chunk is decoded only
+  // where a bound of the range cuts it. For a reader that must find where
+  // the data begins or ends before it reads (a raw SELECT with LIMIT over an
+  // open range). A chunk whose header cannot be read is left out and the
+  // call then returns Corruption naming it. InvalidArgument for an id the
+  // catalog never gave.
+  virtual Status TimeExtent(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                            int64_t start_ns, int64_t end_ns, int64_t* first, int64_t* last) = 0;
 
   // Visits the rows of tier `tier` (an index into storage::kTiers) of a
   // series' fields whose buckets start in [start_ns, end_ns): fn(i, rows,

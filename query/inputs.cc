@@ -228,6 +228,17 @@ class DbInput final : public Input {
     return Damaged(ctx_->db()->ScanSeries(ids, fields, lo, hi, fn, packed));
   }
 
+  Status TimeExtent(std::span<const InSeries* const> series, std::span<const std::string> fields,
+                    int64_t lo, int64_t hi, int64_t* first, int64_t* last) override {
+    std::vector<SeriesId> ids(series.size());
+    for (size_t s = 0; s < series.size(); ++s) ids[s] = series[s]->id;
+    int64_t f = INT64_MAX, l = INT64_MIN;
+    const Status st = Damaged(ctx_->db()->TimeExtent(ids, fields, lo, hi, &f, &l));
+    *first = std::min(*first, f);
+    *last = std::max(*last, l);
+    return st;
+  }
+
   // A Corruption noted for the answer, and the read carried on.
   Status Damaged(Status st) {
     if (!st.IsCorruption()) return st;

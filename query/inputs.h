@@ -105,6 +105,20 @@ class Input {
     }
     return Status::Ok();
   }
+  // Thread-safe. The first and last timestamps of the points of `fields` of
+  // `series` in [lo, hi) (*first > *last: none), widened into what *first
+  // and *last hold (Db::TimeExtent: the Db's input reads chunk headers).
+  virtual Status TimeExtent(std::span<const InSeries* const> series,
+                            std::span<const std::string> fields, int64_t lo, int64_t hi,
+                            int64_t* first, int64_t* last) {
+    return Scan(
+        series, fields, lo, hi,
+        [&](size_t, size_t, const Column& col, size_t begin, size_t end) {
+          *first = std::min(*first, col.ts[begin]);
+          *last = std::max(*last, col.ts[end - 1]);
+        },
+        nullptr);
+  }
   // The tiers ScanRollups can read, bit t for storage::kTiers[t] (the Db's
   // kept tiers; a subquery's answer has none).
   virtual uint32_t Tiers() const { return 0; }

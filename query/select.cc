@@ -2531,23 +2531,24 @@ Status RawExtent(ExecContext* ctx, Input* input, const Plan& plan,
   *first = INT64_MAX;
   *last = INT64_MIN;
   size_t workers = 1;
+  // kRawChunk series a call: the Db's input reads their chunks' headers
+  // with one store iterator, decoding only chunks a bound of the range cuts.
+  std::vector<const InSeries*> all(series.size());
+  for (size_t i = 0; i < series.size(); ++i) all[i] = &series[i];
   return ParallelFor(
-      ctx, series.size(), &workers,
-      [&](size_t, size_t i) -> Status {
+      ctx, (series.size() + kRawChunk - 1) / kRawChunk, &workers,
+      [&](size_t, size_t c) -> Status {
         int64_t f = INT64_MAX, l = INT64_MIN;
-        GPULSE_RETURN_IF_ERROR(input->Scan(
-            series[i], plan.fields, plan.lo, plan.hi,
-            [&](size_t, const Column& c, size_t begin, size_t end) {
-              f = std::min(f, c.ts[begin]);
-              l = std::max(l, c.ts[end - 1]);
-            },
-            nullptr));
+        const size_t begin = c * kRawChunk, end = std::min(series.size(), begin + kRawChunk);
+        GPULSE_RETURN_IF_ERROR(
+            input->TimeExtent(std::span<const InSeries* const>(all.data() + begin, end - begin),
+                              plan.fields, plan.lo, plan.hi, &f, &l));
         std::lock_guard<std::mutex> lock(mu);
         *first = std::min(*first, f);
         *last = std::max(*last, l);
         return Status::Ok();
       },
-      /*min_per_worker=*/64, Split::kDynamic);
+      /*min_per_worker=*/2, Split::kDynamic);
 }
 
 // Sends a span's rows to ctx->emit in time slices of about kSliceRows rows

@@ -783,6 +783,79 @@ TEST_F(DbTest, ScanSeriesOfManyHandsOverEachSeriesAsAScanOfItAlone) {
   EXPECT_NE(bad.message().find("12345"), std::string::npos);
 }
 
+// TimeExtent: the first and last point of series' fields in a range, from
+// chunk headers, a chunk a bound cuts, and unflushed points; as the points
+// themselves say, after a delete too.
+TEST_F(DbTest, TimeExtentIsTheFirstAndLastPointInTheRange) {
+  std::vector<Point> batch;
+  for (int m = 0; m < 200; ++m) {
+    batch.push_back(GpuPoint("a", 0, m * kMinute, int64_t{m}));
+    if (m >= 120) batch.push_back(GpuPoint("b", 0, m * kMinute, int64_t{m}));
+  }
+  batch.push_back({"gpu", {{"gpu", "0"}, {"node", "c"}}, {{"temp", int64_t{50}}}, 7 * kMinute});
+  ASSERT_TRUE(db_->Write(batch).ok());
+  ASSERT_TRUE(db_->Flush().ok());
+  batch.clear();
+  for (int m = 200; m < 205; ++m) batch.push_back(GpuPoint("b", 0, m * kMinute, int64_t{m}));
+  ASSERT_TRUE(db_->Write(batch).ok());  // unflushed
+  std::vector<Series> series;
+  std::vector<SeriesId> ids;
+  ASSERT_TRUE(db_->ListSeries("gpu", {}, &series, &ids).ok());
+  ASSERT_EQ(ids.size(), 3u);
+  const std::vector<std::string> util = {"util"};
+  // The extent as the points read say it, and as TimeExtent does.
+  const auto scanned = [&](std::vector<SeriesId> of, int64_t start, int64_t end) {
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    EXPECT_TRUE(db_->ScanSeries(
+                       of, util, start, end,
+                       [&](size_t, size_t, const Column& c, size_t b, size_t e) {
+                         first = std::min(first, c.ts[b]);
+                         last = std::max(last, c.ts[e - 1]);
+                       },
+                       nullptr)
+                    .ok());
+    return std::make_pair(first, last);
+  };
+  const auto extent = [&](std::vector<SeriesId> of, int64_t start, int64_t end) {
+    int64_t first = 0, last = 0;
+    EXPECT_TRUE(db_->TimeExtent(of, util, start, end, &first, &last).ok());
+    return std::make_pair(first, last);
+  };
+  using Range = std::pair<int64_t, int64_t>;
+  EXPECT_EQ(extent(ids, INT64_MIN, INT64_MAX), Range(0, 204 * kMinute));
+  EXPECT_EQ(extent(ids, 45 * kMinute, 130 * kMinute), Range(45 * kMinute, 129 * kMinute));
+  EXPECT_EQ(extent(ids, 201 * kMinute + 1, INT64_MAX), Range(202 * kMinute, 204 * kMinute));
+  const Range none = extent(ids, 500 * kMinute, 600 * kMinute);
+  EXPECT_GT(none.first, none.second);
+  for (const auto& [start, end] : std::vector<Range>{
+           {INT64_MIN, INT64_MAX}, {45 * kMinute, 130 * kMinute}, {130 * kMinute, 203 * kMinute}}) {
+    for (const std::vector<SeriesId>& of :
+         {ids, std::vector<SeriesId>{ids[1]}, std::vector<SeriesId>{ids[2], ids[0]}}) {
+      EXPECT_EQ(extent(of, start, end), scanned(of, start, end)) << start << ".." << end;
+    }
+  }
+  const auto position_of = [&](const std::string& node) {
+    for (size_t i = 0; i < series.size(); ++i) {
+      for (const Tag& t : series[i].tags) {
+        if (t.key == "node" && t.value == node) return i;
+      }
+    }
+    return series.size();
+  };
+  // c has no util: nothing, though it has points of another field.
+  const size_t c = position_of("c");
+  const Range of_c = extent({ids[c]}, INT64_MIN, INT64_MAX);
+  EXPECT_GT(of_c.first, of_c.second);
+  // A delete of a's first 50 minutes moves the start to its 50th.
+  const size_t a = position_of("a");
+  ASSERT_TRUE(db_->Delete(std::span<const Series>(&series[a], 1), 0, 50 * kMinute).ok());
+  EXPECT_EQ(extent(ids, INT64_MIN, INT64_MAX), Range(50 * kMinute, 204 * kMinute));
+  int64_t first = 0, last = 0;
+  const Status bad =
+      db_->TimeExtent(std::vector<SeriesId>{ids[0], 12345}, util, 0, kMinute, &first, &last);
+  EXPECT_TRUE(bad.IsInvalidArgument()) << bad.ToString();
+}
+
 TEST_F(DbTest, AWideHeadIsFlushedBySeveralWorkersAndEveryPointReadsBack) {
   // 5,000 series: past the size a flush splits among workers (one a core).
   // Nine flushes of three minutes each give every day window parts 0..7,
