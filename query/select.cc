@@ -2456,8 +2456,44 @@ Status RunRawWhole(ExecContext* ctx, const SelectStatement& s, Input* input, con
   return AnswerRaw(ctx, s, plan, series, raw, INT64_MIN, INT64_MAX, out);
 }
 
+// [first, last] of the points of `series` in [plan.lo, plan.hi): where the
+// query bounds no side of its range, the data's own. first > last: none.
 Status RawExtent(ExecContext* ctx, Input* input, const Plan& plan,
-                 const std::vector<InSeries>& series, int64_t* first, int64_t* last);
+                 const std::vector<InSeries>& series, int64_t* first, int64_t* last) {
+  std::mutex mu;
+  *first = INT64_MAX;
+  *last = INT64_MIN;
+  size_t workers = 1;
+  // kRawChunk series a call: the Db's input reads their chunks' headers
+  // with one store iterator, decoding only chunks a bound of the range cuts.
+  std::vector<const InSeries*> all(series.size());
+  for (size_t i = 0; i < series.size(); ++i) all[i] = &series[i];
+  return ParallelFor(
+      ctx, (series.size() + kRawChunk - 1) / kRawChunk, &workers,
+      [&](size_t, size_t c) -> Status {
+        int64_t f = INT64_MAX, l = INT64_MIN;
+        const size_t begin = c * kRawChunk, end = std::min(series.size(), begin + kRawChunk);
+        GPULSE_RETURN_IF_ERROR(
+            input->TimeExtent(std::span<const InSeries* const>(all.data() + begin, end - begin),
+                              plan.fields, plan.lo, plan.hi, &f, &l));
+        std::lock_guard<std::mutex> lock(mu);
+        *first = std::min(*first, f);
+        *last = std::max(*last, l);
+        return Status::Ok();
+      },
+      /*min_per_worker=*/2, Split::kDynamic);
+}
+
+// Clips [*lo, *hi) to the data's extent in it; *empty when there is none.
+Status ClipToData(ExecContext* ctx, Input* input, const Plan& plan,
+                  const std::vector<InSeries>& series, int64_t* lo, int64_t* hi, bool* empty) {
+  int64_t first = 0, last = 0;
+  GPULSE_RETURN_IF_ERROR(RawExtent(ctx, input, plan, series, &first, &last));
+  *empty = first > last;
+  *lo = std::max(*lo, first);
+  *hi = std::min(*hi, last + 1);  // last < INT64_MAX: no point is stored there
+  return Status::Ok();
+}
 
 // A raw SELECT with LIMIT (and no SLIMIT or SOFFSET) answers the first
 // OFFSET + LIMIT rows of each group: it reads a window at the start of the
@@ -2474,11 +2510,9 @@ Status RunRaw(ExecContext* ctx, const SelectStatement& s, Input* input, Plan* pl
   }
   int64_t lo = plan->lo, hi = plan->hi;
   if (!plan->has_lo || !plan->has_hi) {
-    int64_t first = 0, last = 0;
-    GPULSE_RETURN_IF_ERROR(RawExtent(ctx, input, *plan, series, &first, &last));
-    if (first > last) return Status::Ok();
-    lo = std::max(lo, first);
-    hi = std::min(hi, last + 1);  // last < INT64_MAX: no point is stored there
+    bool empty = false;
+    GPULSE_RETURN_IF_ERROR(ClipToData(ctx, input, *plan, series, &lo, &hi, &empty));
+    if (empty) return Status::Ok();
   }
   std::set<GroupKey> groups;
   for (const InSeries& in : series) groups.insert(TagKeyOf(*plan, in));
@@ -2522,34 +2556,6 @@ constexpr uint64_t kSliceRows = 50'000;
 // A range bounded on both sides but longer than this many days is clipped to
 // the data's extent first.
 constexpr int64_t kExtentAfterSpans = 64;
-
-// [first, last] of the points of `series` in [plan.lo, plan.hi): where the
-// query bounds no side of its range, the data's own. first > last: none.
-Status RawExtent(ExecContext* ctx, Input* input, const Plan& plan,
-                 const std::vector<InSeries>& series, int64_t* first, int64_t* last) {
-  std::mutex mu;
-  *first = INT64_MAX;
-  *last = INT64_MIN;
-  size_t workers = 1;
-  // kRawChunk series a call: the Db's input reads their chunks' headers
-  // with one store iterator, decoding only chunks a bound of the range cuts.
-  std::vector<const InSeries*> all(series.size());
-  for (size_t i = 0; i < series.size(); ++i) all[i] = &series[i];
-  return ParallelFor(
-      ctx, (series.size() + kRawChunk - 1) / kRawChunk, &workers,
-      [&](size_t, size_t c) -> Status {
-        int64_t f = INT64_MAX, l = INT64_MIN;
-        const size_t begin = c * kRawChunk, end = std::min(series.size(), begin + kRawChunk);
-        GPULSE_RETURN_IF_ERROR(
-            input->TimeExtent(std::span<const InSeries* const>(all.data() + begin, end - begin),
-                              plan.fields, plan.lo, plan.hi, &f, &l));
-        std::lock_guard<std::mutex> lock(mu);
-        *first = std::min(*first, f);
-        *last = std::max(*last, l);
-        return Status::Ok();
-      },
-      /*min_per_worker=*/2, Split::kDynamic);
-}
 
 // Sends a span's rows to ctx->emit in time slices of about kSliceRows rows
 // (later slices first under ORDER BY time DESC), each slice's charge given
@@ -2596,11 +2602,9 @@ Status StreamRaw(ExecContext* ctx, const SelectStatement& s, Input* input, const
   // reads every series.
   if (!plan.has_lo || !plan.has_hi ||
       static_cast<__int128>(hi) - lo > static_cast<__int128>(kExtentAfterSpans) * kDayNs) {
-    int64_t first = 0, last = 0;
-    GPULSE_RETURN_IF_ERROR(RawExtent(ctx, input, plan, series, &first, &last));
-    if (first > last) return Status::Ok();
-    lo = std::max(lo, first);
-    hi = std::min(hi, last + 1);  // last < INT64_MAX: no point is stored there
+    bool empty = false;
+    GPULSE_RETURN_IF_ERROR(ClipToData(ctx, input, plan, series, &lo, &hi, &empty));
+    if (empty) return Status::Ok();
   }
   const bool desc = s.order == SortOrder::kDesc;
   const uint64_t budget = ctx->memory() != nullptr ? ctx->memory()->limit() : UINT64_MAX;
