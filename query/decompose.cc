@@ -68,6 +68,7 @@ Status LedgerOf(Db* db, const QueryOptions& options, int64_t now_ns,
   lo.known_until_ns = now_ns;
   lo.max_gpu_minutes = options.limits.max_points;
   lo.baselines = baselines;
+  lo.range_yardstick = baselines == nullptr;
   constexpr int64_t kMinuteNs = 60'000'000'000;
   lo.every_ns = std::max<int64_t>(1, (end - start) / kPiecesPerWindow / kMinuteNs) * kMinuteNs;
   Ledger ledger;

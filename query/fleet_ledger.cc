@@ -21,6 +21,7 @@ namespace {
 using storage::NumberAt;
 
 constexpr int64_t kMinuteNs = 60'000'000'000;
+constexpr int64_t kDayNs = 1440 * kMinuteNs;
 // Jobs wait at most two days in the simulator's queues; a backlog at the
 // start of the range is rebuilt from this far back.
 constexpr int64_t kQueueLookbackNs = 2 * 1440 * kMinuteNs;
@@ -160,33 +161,34 @@ class LedgerBuilder {
     if (!o.database.empty()) scope_.push_back({"db", o.database});
   }
 
+  // Day by day (the UTC days the range touches): each day's minutes are
+  // classified from the data of that day, so that a minute's answer does not
+  // depend on the range it is asked in (docs/metric-framework.md).
   Status Build(Ledger* out) {
-    std::vector<LedgerRow>* rows = &out->rows;
     GPULSE_RETURN_IF_ERROR(SetRange());
-    // Steps first: the jobs that ran in the range are the ones whose earlier
-    // scheduler events (starts, resubmissions) are kept.
-    GPULSE_RETURN_IF_ERROR(ReadSteps());
-    GPULSE_RETURN_IF_ERROR(ReadSched());
-    Baselines();
-    GPULSE_RETURN_IF_ERROR(ReadNodes());
-    if (o_.contributors) GPULSE_RETURN_IF_ERROR(ReadLinks());
-    GPULSE_RETURN_IF_ERROR(ReadCost());
-    GPULSE_RETURN_IF_ERROR(ReadGpus());
+    if (o_.range_yardstick && o_.baselines == nullptr) {
+      GPULSE_RETURN_IF_ERROR(RangeMedians());
+    }
+    for (int64_t day = DayOf(range_start_); day < range_end_; day += kDayNs) {
+      GPULSE_RETURN_IF_ERROR(BuildDay(day));
+    }
+    std::vector<LedgerRow>* rows = &out->rows;
     rows->clear();
     for (auto& [key, row] : cells_) {
       if (row.Capacity() > 0) rows->push_back(std::move(row));
     }
     out->contributor_names = std::move(names_);
-    out->baselines = std::move(baseline_);
+    out->baselines = std::move(range_baselines_);
     return Status::Ok();
   }
 
  private:
+  static int64_t DayOf(int64_t t) { return t - (((t % kDayNs) + kDayNs) % kDayNs); }
   int32_t MinuteOf(int64_t ts) const { return static_cast<int32_t>((ts - start_) / kMinuteNs); }
 
   // The range in whole minutes, checked before any arithmetic can overflow:
-  // at most 400 days, and far enough from the ends of int64 for the queue's
-  // look-back.
+  // at most 400 days, and far enough from the ends of int64 for the
+  // look-backs.
   Status SetRange() {
     constexpr int64_t kMaxSpan = 400LL * 1440 * kMinuteNs;
     if (o_.start_ns < INT64_MIN / 2 || o_.end_ns > INT64_MAX / 2) {
@@ -196,13 +198,51 @@ class LedgerBuilder {
     if (o_.end_ns <= o_.start_ns) return Status::InvalidArgument("the time range is empty");
     if (o_.end_ns - o_.start_ns > kMaxSpan)
       return Status::InvalidArgument("the time range is longer than 400 days");
-    start_ = o_.start_ns - (((o_.start_ns % kMinuteNs) + kMinuteNs) % kMinuteNs);
-    end_ = o_.end_ns;
-    const int64_t over = ((end_ % kMinuteNs) + kMinuteNs) % kMinuteNs;
-    if (over != 0) end_ += kMinuteNs - over;
-    minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
+    range_start_ = o_.start_ns - (((o_.start_ns % kMinuteNs) + kMinuteNs) % kMinuteNs);
+    range_end_ = o_.end_ns;
+    const int64_t over = ((range_end_ % kMinuteNs) + kMinuteNs) % kMinuteNs;
+    if (over != 0) range_end_ += kMinuteNs - over;
     return Status::Ok();
   }
+  // Forgets what the previous day read, and sets the day's window: minutes
+  // are classified from the day's start (a GPU's idle minutes after a failed
+  // job are judged from what the day saw) up to the range's end or the
+  // day's; steps and starts are read over the whole day, so that its medians
+  // are the same whatever part of it is asked.
+  void StartDay(int64_t day) {
+    jobs_.clear();
+    found_job_.clear();
+    found_ = nullptr;
+    pending_.clear();
+    nodes_.clear();
+    prices_.clear();
+    baseline_.clear();
+    demand_.clear();
+    unhealthy_.clear();
+    deferred_.clear();
+    last_ = nullptr;
+    start_ = day;
+    day_end_ = day + kDayNs;
+    end_ = std::min(day_end_, range_end_);
+    minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
+  }
+  Status BuildDay(int64_t day);
+  // The series of a measurement in scope, listed once for all the days.
+  Status SeriesOf(const std::string& measurement, const std::vector<Series>** out) {
+    auto it = listed_.find(measurement);
+    if (it == listed_.end()) {
+      std::vector<Series> series;
+      GPULSE_RETURN_IF_ERROR(db_->ListSeries(measurement, scope_, &series));
+      it = listed_.emplace(measurement, std::move(series)).first;
+    }
+    *out = &it->second;
+    return Status::Ok();
+  }
+  // The medians of `day`'s timed steps by class and width (memoized).
+  Status DayMedians(int64_t day, const StepBaselines** out);
+  // The medians over the whole range (LedgerOptions::range_yardstick).
+  Status RangeMedians();
+  StepBaselines OwnMedians() const;
   Status Check() const {
     if (o_.cancelled && o_.cancelled()) return Status::Cancelled("NORTHSTAR cancelled");
     return Status::Ok();
@@ -210,7 +250,8 @@ class LedgerBuilder {
 
   Status ReadSched();
   Status ReadSteps();
-  void Baselines();
+  // The yardstick of the day's data and sync shares (docs/metric-framework.md, rule 6).
+  void Baselines(int64_t day);
   Status ReadNodes();
   Status ReadLinks();
   // The troubled links of the nodes `job` ran on at minute m (contributor ids).
@@ -235,8 +276,14 @@ class LedgerBuilder {
 
   Db* db_;
   const LedgerOptions& o_;
-  int64_t start_ = 0, end_ = 0;
+  int64_t range_start_ = 0, range_end_ = 0;  // in whole minutes
+  // The day being built: its minutes [start_, end_) are classified (those
+  // before range_start_ are not counted), its steps read up to day_end_.
+  int64_t start_ = 0, end_ = 0, day_end_ = 0;
   int32_t minutes_ = 0;
+  std::map<int64_t, StepBaselines> day_medians_;       // by day
+  StepBaselines range_baselines_;                      // with range_yardstick
+  std::map<std::string, std::vector<Series>> listed_;  // by measurement
   std::unordered_map<std::string, JobRecord> jobs_;
   // Allocated's last lookup in jobs_ (which no longer grows then).
   std::string found_job_;
@@ -282,8 +329,9 @@ uint32_t LedgerBuilder::Intern(size_t dimension, std::string_view value) {
 // range saw after its last checkpoint), and the queue's length per region and minute: jobs
 // submitted (or resubmitted) and neither started nor cancelled yet.
 Status LedgerBuilder::ReadSched() {
-  std::vector<Series> series;
-  GPULSE_RETURN_IF_ERROR(db_->ListSeries("sched", scope_, &series));
+  const std::vector<Series>* listed = nullptr;
+  GPULSE_RETURN_IF_ERROR(SeriesOf("sched", &listed));
+  const std::vector<Series>& series = *listed;
   const std::vector<std::string> fields = {
       "job", "status", "reason", "last_checkpoint", "requested_gpus", "nodes"};
   struct QueueEvent {
@@ -305,7 +353,7 @@ Status LedgerBuilder::ReadSched() {
     const Series& s = series[k];
     const std::string event = TagOf(s, "event");
     std::vector<Column> cols;
-    const int64_t to = event == "ended" ? o_.known_until_ns : end_;
+    const int64_t to = event == "ended" ? o_.known_until_ns : day_end_;
     GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kQueueLookbackNs, to, &cols));
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
@@ -326,6 +374,7 @@ Status LedgerBuilder::ReadSched() {
           record.placements.push_back({ts, SplitNodes(cols[5].strings[placed.index()])});
       }
       if (event == "submitted" || event == "retried" || event == "started") {
+        if (ts >= end_) continue;  // read for the starts' widths only
         const int asked = gpus.At(ts) ? static_cast<int>(NumberAt(cols[4], gpus.index())) : 1;
         queue.push_back(
             {ts, event == "started" ? -1 : +1, &regions[k], &queues[k], asked, job.strings[i]});
@@ -408,8 +457,9 @@ Status LedgerBuilder::ReadSched() {
 // gradient sync in its step time; the baselines are the medians of those
 // shares per workload class over the range.
 Status LedgerBuilder::ReadSteps() {
-  std::vector<Series> series;
-  GPULSE_RETURN_IF_ERROR(db_->ListSeries("job_step", scope_, &series));
+  const std::vector<Series>* listed = nullptr;
+  GPULSE_RETURN_IF_ERROR(SeriesOf("job_step", &listed));
+  const std::vector<Series>& series = *listed;
   // The image and framework (strings of every step minute) are read only
   // for contributors.
   std::vector<std::string> fields = {
@@ -418,7 +468,7 @@ Status LedgerBuilder::ReadSteps() {
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
     std::vector<Column> cols;
-    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kMinuteNs, end_, &cols));
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kMinuteNs, day_end_, &cols));
     cols.resize(8);  // empty image and framework when not read
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
@@ -467,10 +517,9 @@ Status LedgerBuilder::ReadSteps() {
   return Status::Ok();
 }
 
-// The medians of the data and sync shares of the range's timed steps, by
-// class and width (known once the scheduler's starts are read), unless the
-// caller gave its own.
-void LedgerBuilder::Baselines() {
+// The medians of the data and sync shares of the timed steps read (from
+// start_ on), by class and width (known once the scheduler's starts are read).
+StepBaselines LedgerBuilder::OwnMedians() const {
   std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> shares;
   for (const auto& [name, record] : jobs_) {
     std::pair<std::vector<float>, std::vector<float>>* into = nullptr;  // the job's class and width
@@ -481,15 +530,73 @@ void LedgerBuilder::Baselines() {
       into->second.push_back(m.sync_share);
     }
   }
-  for (auto& [key, pair] : shares) baseline_[key] = {Median(&pair.first), Median(&pair.second)};
-  if (o_.baselines != nullptr) {
-    for (const auto& [key, given] : *o_.baselines) baseline_[key] = given;
+  StepBaselines out;
+  for (auto& [key, pair] : shares) out[key] = {Median(&pair.first), Median(&pair.second)};
+  return out;
+}
+
+Status LedgerBuilder::DayMedians(int64_t day, const StepBaselines** out) {
+  auto it = day_medians_.find(day);
+  if (it == day_medians_.end()) {
+    StartDay(day);
+    end_ = day_end_;  // the whole day, whatever the range
+    minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
+    GPULSE_RETURN_IF_ERROR(ReadSteps());
+    GPULSE_RETURN_IF_ERROR(ReadSched());
+    it = day_medians_.emplace(day, OwnMedians()).first;
   }
+  *out = &it->second;
+  return Status::Ok();
+}
+
+Status LedgerBuilder::RangeMedians() {
+  StartDay(range_start_);
+  end_ = day_end_ = range_end_;
+  minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
+  GPULSE_RETURN_IF_ERROR(ReadSteps());
+  GPULSE_RETURN_IF_ERROR(ReadSched());
+  range_baselines_ = OwnMedians();
+  return Status::Ok();
+}
+
+// A day's data and sync shares are judged by the medians of the day before
+// (a fixed yardstick: a minute's answer does not depend on the range, and an
+// incident on half of a class's jobs does not raise the median it is judged
+// by); a class and width the day before did not run, by the day's own. The
+// caller's baselines (DECOMPOSE's), or the range's (range_yardstick), when
+// given, instead. Needs the day's steps and starts read, and the day
+// before's medians known.
+void LedgerBuilder::Baselines(int64_t day) {
+  const StepBaselines* yardstick = o_.baselines;
+  if (yardstick == nullptr && o_.range_yardstick) yardstick = &range_baselines_;
+  if (yardstick == nullptr) yardstick = &day_medians_.at(day - kDayNs);
+  baseline_ = day_medians_[day] = OwnMedians();
+  for (const auto& [key, given] : *yardstick) baseline_[key] = given;
+}
+
+// One day of the range: its jobs, queue, nodes and prices, then its GPUs'
+// minutes.
+Status LedgerBuilder::BuildDay(int64_t day) {
+  if (o_.baselines == nullptr && !o_.range_yardstick && !day_medians_.contains(day - kDayNs)) {
+    const StepBaselines* before = nullptr;
+    GPULSE_RETURN_IF_ERROR(DayMedians(day - kDayNs, &before));
+  }
+  StartDay(day);
+  // Steps first: the jobs that ran in the day are the ones whose earlier
+  // scheduler events (starts, resubmissions) are kept.
+  GPULSE_RETURN_IF_ERROR(ReadSteps());
+  GPULSE_RETURN_IF_ERROR(ReadSched());
+  Baselines(day);
+  GPULSE_RETURN_IF_ERROR(ReadNodes());
+  if (o_.contributors) GPULSE_RETURN_IF_ERROR(ReadLinks());
+  GPULSE_RETURN_IF_ERROR(ReadCost());
+  return ReadGpus();
 }
 
 Status LedgerBuilder::ReadNodes() {
-  std::vector<Series> series;
-  GPULSE_RETURN_IF_ERROR(db_->ListSeries("node", scope_, &series));
+  const std::vector<Series>* listed = nullptr;
+  GPULSE_RETURN_IF_ERROR(SeriesOf("node", &listed));
+  const std::vector<Series>& series = *listed;
   const std::vector<std::string> fields = {"maintenance", "gpu_inventory", "driver_version"};
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
@@ -519,8 +626,9 @@ Status LedgerBuilder::ReadNodes() {
 // retransmits far above a healthy link's), so that a job's network loss is
 // traced to the troubled link it crossed rather than to every node it ran on.
 Status LedgerBuilder::ReadLinks() {
-  std::vector<Series> series;
-  GPULSE_RETURN_IF_ERROR(db_->ListSeries("link", scope_, &series));
+  const std::vector<Series>* listed = nullptr;
+  GPULSE_RETURN_IF_ERROR(SeriesOf("link", &listed));
+  const std::vector<Series>& series = *listed;
   const std::vector<std::string> fields = {"packet_loss_pct", "retransmits"};
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
@@ -560,9 +668,10 @@ void LedgerBuilder::TroubledLinks(const JobRecord& job, int64_t t, int32_t m,
 }
 
 LedgerRow& LedgerBuilder::Cell(const std::vector<std::string>& group, int64_t ts) {
-  const int64_t bucket = o_.bucket_of      ? o_.bucket_of(ts)
-                         : o_.every_ns > 0 ? start_ + (ts - start_) / o_.every_ns * o_.every_ns
-                                           : start_;
+  const int64_t bucket = o_.bucket_of ? o_.bucket_of(ts)
+                         : o_.every_ns > 0
+                             ? range_start_ + (ts - range_start_) / o_.every_ns * o_.every_ns
+                             : range_start_;
   // Consecutive minutes of a GPU mostly land in the same cell.
   if (last_ != nullptr && last_->bucket_ns == bucket && last_->group == group) return *last_;
   LedgerRow& row = cells_[{group, bucket}];
@@ -665,8 +774,9 @@ const Ended* LedgerBuilder::RestartGap(const JobRecord& r, int64_t last_t, int64
 // before the range is read, so that its first minutes have a price.
 Status LedgerBuilder::ReadCost() {
   constexpr int64_t kPriceLookbackNs = 1440 * kMinuteNs;
-  std::vector<Series> series;
-  GPULSE_RETURN_IF_ERROR(db_->ListSeries("cost", scope_, &series));
+  const std::vector<Series>* listed = nullptr;
+  GPULSE_RETURN_IF_ERROR(SeriesOf("cost", &listed));
+  const std::vector<Series>& series = *listed;
   const std::vector<std::string> fields = {"usd_per_hour", "gpus"};
   std::map<std::string, std::map<int64_t, std::pair<double, double>>> paid;  // usd/h, gpus
   for (const Series& s : series) {
@@ -694,8 +804,9 @@ Status LedgerBuilder::ReadCost() {
 }
 
 Status LedgerBuilder::ReadGpus() {
-  std::vector<Series> series;
-  GPULSE_RETURN_IF_ERROR(db_->ListSeries("gpu", scope_, &series));
+  const std::vector<Series>* listed = nullptr;
+  GPULSE_RETURN_IF_ERROR(SeriesOf("gpu", &listed));
+  const std::vector<Series>& series = *listed;
   // The attribution columns grouped by are read beside job and health.
   fields_ = {"job", "xid", "throttle_reasons"};
   for (const std::string& key : o_.by) {
@@ -857,6 +968,10 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
         const bool waiting = pending != nullptr && (*pending)[m] > 0;
         add[static_cast<size_t>(waiting ? Loss::kScheduling : Loss::kSlack)] = 1;
       }
+    }
+    if (t < range_start_) {  // read for the GPU's state only
+      if (o_.contributors) ids[6] = ids[7] = ids[8] = kNone;
+      continue;
     }
     LedgerRow& row = Cell(group, t);
     for (size_t l = 0; l < kLossCount; ++l) row.minutes[l] += add[l];

@@ -1,6 +1,9 @@
 // The GPU-minute ledger: every GPU-minute of the fleet in a time range,
 // classified as productive or as exactly one loss, from the measurements of
 // the fleet schema (docs/fleet-schema.md) read through the public Db API.
+// Each minute is classified from the data of its UTC day (and look-backs
+// from the day's start), so its answer is the same in any range that holds
+// it: a range's ledger is the sum of its days'.
 // NORTHSTAR is its productive share; DECOMPOSE compares two of them. The
 // rules, and why they are what they are, are in docs/metric-framework.md.
 //
@@ -68,11 +71,14 @@ struct LedgerOptions {
   uint64_t max_gpu_minutes = 2'000'000'000;
   // Trace each loss's minutes to the contributors below (DECOMPOSE).
   bool contributors = false;
-  // The baselines to judge the range's steps by instead of the range's own
-  // medians (a class and width missing from it still gets the range's own).
-  // DECOMPOSE passes the earlier window's, so that one yardstick measures
-  // both windows. Null: the range's own.
+  // The baselines to judge the range's steps by instead of each day's
+  // yardstick, the medians of the day before (a class and width missing
+  // from them still gets the day's own). DECOMPOSE passes the earlier
+  // window's, so that one yardstick measures both windows.
   const StepBaselines* baselines = nullptr;
+  // Without `baselines`: judge the steps by the medians over the whole range
+  // (DECOMPOSE's earlier window), returned in Ledger::baselines.
+  bool range_yardstick = false;
 };
 
 // What a lost GPU-minute is traced to: where it was (region, cluster, node,
@@ -116,7 +122,7 @@ struct Ledger {
   std::vector<LedgerRow> rows;  // in (group, bucket) order; buckets with capacity only
   // Contributor ids: (dimension, value).
   std::vector<std::pair<std::string, std::string>> contributor_names;
-  StepBaselines baselines;  // what the range's steps were judged by
+  StepBaselines baselines;  // with range_yardstick: what the range's steps were judged by
 };
 
 Status BuildLedger(Db* db, const LedgerOptions& options, Ledger* out);

@@ -513,9 +513,12 @@ TEST_F(NorthstarTest, DecomposeJudgesBothWindowsByTheEarlierWindowsBaseline) {
   // 24 of 32 GPUs spend 30% of each minute above the earlier median (10%).
   EXPECT_NEAR(std::get<double>(rows[1][4]), 100.0 * 24 * 0.3 / 32, 1e-4);  // float shares
   EXPECT_NEAR(std::get<double>(rows[0][4]), -100.0 * 24 * 0.3 / 32, 1e-4);
-  // NORTHSTAR over the later hour alone is its own yardstick: the slow
-  // steps are its median, and nothing is lost to data.
-  EXPECT_NEAR(Northstar(kT0 + 60 * kMinute, kT0 + 120 * kMinute)["data_io"], 0, 1e-9);
+  // NORTHSTAR over the later hour alone judges it as a NORTHSTAR over the
+  // whole day would (a minute's answer does not depend on the range): with
+  // no day before, by the day's own median, the fast steps; were the hour
+  // its own yardstick, the slow steps would be its median and nothing would
+  // be lost.
+  EXPECT_NEAR(Northstar(kT0 + 60 * kMinute, kT0 + 120 * kMinute)["data_io"], 24 * 0.3 / 32, 1e-6);
 }
 
 // A loss that never moves moving a little says more than one that swings
@@ -768,6 +771,64 @@ TEST_F(NorthstarSimTest, GoodputAndTheLossesAddUpToCapacityInEveryBucketAndGroup
   // as unobserved), and no maintenance falls on a Monday or Tuesday.
   EXPECT_NEAR(capacity, 64.0 * 2 * 1440, 1e-6);
   EXPECT_GT(productive / capacity, 0.5);  // a busy fleet, nights and incidents included
+}
+
+// A minute is judged by its day (the medians of the day before, the GPU's
+// state since the day's start), so it gets the same answer in any range:
+// six hours asked alone are the six-hour bucket of the two days, and the
+// two days are the sum of each day asked alone. The data-loader incident
+// on the second day is judged by the first day's medians, and the hardware
+// fault's idle minutes straddle the bucket's start.
+TEST_F(NorthstarSimTest, AMinutesAnswerDoesNotDependOnTheRangeItIsAskedIn) {
+  auto db = Simulate(dir_.path() + "/fleet", {"io-bottleneck@1d2h/8h", "hw-fault@1d5h/3h"});
+  // (group, bucket) -> minutes by column (productive, capacity, then each loss).
+  using Minutes = std::map<std::pair<std::string, int64_t>, std::vector<double>>;
+  const auto ask = [&](const std::string& q) {
+    QueryResult r;
+    EXPECT_TRUE(db->Query(q, {}, &r).ok());
+    EXPECT_TRUE(r.statements.at(0).status.ok()) << r.statements[0].status.ToString();
+    Minutes out;
+    for (const ResultSeries& s : r.statements.at(0).series) {
+      for (const auto& row : s.values) {
+        const double capacity = std::get<double>(row[3]);
+        std::vector<double>& v =
+            out[{s.tags.empty() ? "" : s.tags[0].value, std::get<int64_t>(row[0])}];
+        v = {std::get<double>(row[2]), capacity};
+        for (size_t c = 4; c + 3 < row.size(); ++c)
+          v.push_back(std::get<double>(row[c]) * capacity);
+      }
+    }
+    return out;
+  };
+  const auto expect_equal = [](const std::vector<double>& a, const std::vector<double>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t c = 0; c < a.size(); ++c) EXPECT_NEAR(a[c], b[c], 1e-6) << "column " << c;
+  };
+  const Minutes whole =
+      ask("NORTHSTAR BY region WHERE time >= '2026-11-02T00:00:00Z' AND time < "
+          "'2026-11-04T00:00:00Z' EVERY 6h");
+  const Minutes part =
+      ask("NORTHSTAR BY region WHERE time >= '2026-11-03T06:00:00Z' AND time < "
+          "'2026-11-03T12:00:00Z'");
+  ASSERT_EQ(part.size(), 2u);  // two regions
+  for (const auto& [key, minutes] : part) {
+    SCOPED_TRACE(key.first);
+    expect_equal(minutes, whole.at(key));
+  }
+  // The incident lost data-loader minutes against the day before's medians.
+  double data_io = 0;
+  for (const auto& [key, minutes] : part) data_io += minutes[2 + 3];
+  EXPECT_GT(data_io, 60.0);
+  const Minutes both =
+      ask("NORTHSTAR WHERE time >= '2026-11-02T00:00:00Z' AND time < '2026-11-04T00:00:00Z'");
+  const Minutes first =
+      ask("NORTHSTAR WHERE time >= '2026-11-02T00:00:00Z' AND time < '2026-11-03T00:00:00Z'");
+  const Minutes second =
+      ask("NORTHSTAR WHERE time >= '2026-11-03T00:00:00Z' AND time < '2026-11-04T00:00:00Z'");
+  ASSERT_EQ(both.size(), 1u);
+  std::vector<double> sum = first.begin()->second;
+  for (size_t c = 0; c < sum.size(); ++c) sum[c] += second.begin()->second[c];
+  expect_equal(both.begin()->second, sum);
 }
 
 }  // namespace
