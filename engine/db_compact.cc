@@ -260,6 +260,7 @@ Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
     if (!w.ok()) return Status::IOError("verify: drop damaged parts: " + w.ToString());
     report->dropped = report->damaged.size();
     window_cache_.Clear();
+    versions_.TouchEverything();
     // The raw parts are dropped first: a rebuilt block holds what the raw
     // points left say.
     for (const Block& b : dropped_blocks) {

@@ -119,6 +119,7 @@ Status DbImpl::DeleteSeries(std::span<const Series> series, int64_t first, int64
   GPULSE_RETURN_IF_ERROR(wal_->Append(record, &wal_end));
   GPULSE_RETURN_IF_ERROR(wal_->SyncTo(wal_end));
   const Status s = ApplyDeleteLocked(ids, first, last, drop);
+  for (const Series& gone : series) versions_.TouchAll(gone.measurement);
   if (!s.ok()) {
     // The record is logged: reopening applies it. Until then the store may
     // be half done, so writes stop as after a failed flush.

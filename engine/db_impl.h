@@ -41,6 +41,7 @@
 #include <tuple>
 #include <vector>
 
+#include "engine/data_versions.h"
 #include "engine/gpulse.h"
 #include "engine/head.h"
 #include "engine/series_index.h"
@@ -92,6 +93,10 @@ class DbImpl final : public Db {
                      int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) override;
   uint32_t KeptTiers() const override { return tier_mask_; }
   Status CatalogVersion(std::string_view measurement, uint64_t* version) override;
+  uint64_t DataVersion(std::string_view measurement, int64_t timestamp_ns) override {
+    return versions_.Get(measurement, timestamp_ns);
+  }
+  uint64_t LatestDataVersion() override { return DataVersions::Latest(); }
   Status PutDefinition(std::string_view kind, std::string_view name,
                        std::string_view text) override;
   Status DeleteDefinition(std::string_view kind, std::string_view name) override;
@@ -156,6 +161,8 @@ class DbImpl final : public Db {
   // Options::cardinality.max_series_per_database is rejected.
   // `known` (may be null): each view's series id as looked up already under
   // write_mu_ (kNoId for a series not in the catalog then).
+  void TouchDays(std::span<const PointRef> points, const std::vector<size_t>& view_index,
+                 const std::vector<PointView>& views, const std::vector<size_t>& accepted);
   Status ResolveLocked(const std::vector<PointView>& views, ResolvedBatch* resolved,
                        std::vector<size_t>* accepted, std::vector<WriteResult::Rejected>* rejected,
                        bool limit_series = false, const std::vector<uint32_t>* known = nullptr);
@@ -408,6 +415,7 @@ class DbImpl final : public Db {
   std::unique_ptr<storage::FileLock> lock_;
   std::unique_ptr<leveldb::DB> store_;
   WindowCache window_cache_;
+  DataVersions versions_;  // touched after a write or delete can be read
   std::unique_ptr<storage::Wal> wal_;
   std::atomic<bool> closed_{true};
   mutable std::shared_mutex open_mu_;  // shared by calls in flight, exclusive in Close

@@ -105,6 +105,7 @@ Status DbImpl::EnforceRetention(int64_t now_ns) {
   }
   if (changed > 0) {
     window_cache_.Clear();
+    versions_.TouchEverything();
     Log("retention: deleted or trimmed " + std::to_string(changed) +
         " chunk parts and tier blocks");
   }

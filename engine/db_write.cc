@@ -178,6 +178,22 @@ void DbImpl::MaybeScheduleFlush() {
   bg_cv_.notify_all();
 }
 
+// The days of the accepted points, for Db::DataVersion (a batch's points
+// mostly share measurement and day: runs of them are noted once).
+void DbImpl::TouchDays(std::span<const PointRef> points, const std::vector<size_t>& view_index,
+                       const std::vector<PointView>& views, const std::vector<size_t>& accepted) {
+  thread_local std::vector<std::pair<std::string_view, int64_t>> touched;
+  touched.clear();
+  for (size_t i : accepted) {
+    const std::string_view measurement = points[view_index[i]].measurement;
+    const int64_t day = DataVersions::DayOf(views[i].timestamp_ns);
+    if (!touched.empty() && touched.back().second == day && touched.back().first == measurement)
+      continue;
+    touched.emplace_back(measurement, day);
+  }
+  versions_.Touch(touched);
+}
+
 Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
@@ -268,6 +284,7 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
       ApplyLocked(resolved);
       out->values_written += resolved.values.size();
       wrote = true;
+      TouchDays(points, view_index, views, accepted);
     }
   }
   if (wrote && options_.sync_policy == SyncPolicy::kEveryBatch) {

@@ -2,6 +2,7 @@
 set(GPULSE_ENGINE_SOURCES
   engine/chunk_parts.cc
   engine/column_ops.cc
+  engine/data_versions.cc
   engine/db_compact.cc
   engine/db_definitions.cc
   engine/db_delete.cc

@@ -11,8 +11,12 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <memory>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
+
+#include "query/ledger_days.h"
 
 namespace gpulse::query {
 
@@ -21,6 +25,7 @@ namespace {
 using storage::NumberAt;
 
 constexpr int64_t kMinuteNs = 60'000'000'000;
+constexpr int64_t kHourNs = 60 * kMinuteNs;
 constexpr int64_t kDayNs = 1440 * kMinuteNs;
 // Jobs wait at most two days in the simulator's queues; a backlog at the
 // start of the range is rebuilt from this far back.
@@ -127,6 +132,18 @@ Loss CauseOf(Outcome outcome, std::string_view reason) {
   return Loss::kLostWork;
 }
 
+// An attempt's end at `ts`, from sched ended's columns job, status, reason
+// and last_checkpoint (cols[0..3]).
+Ended EndedAt(const std::vector<Column>& cols, int64_t ts, Outcome outcome, Cursor* reason,
+              Cursor* checkpoint) {
+  std::string_view why;
+  if (cols[2].type == FieldType::kString && reason->At(ts)) why = cols[2].strings[reason->index()];
+  Ended e{ts, INT64_MIN, outcome, CauseOf(outcome, why)};
+  if (checkpoint->At(ts))
+    e.last_checkpoint_ns = static_cast<int64_t>(NumberAt(cols[3], checkpoint->index()));
+  return e;
+}
+
 // "n1,n2,n3" (sched started's `nodes`).
 std::vector<std::string> SplitNodes(std::string_view list) {
   std::vector<std::string> out;
@@ -169,6 +186,16 @@ class LedgerBuilder {
     if (o_.range_yardstick && o_.baselines == nullptr) {
       GPULSE_RETURN_IF_ERROR(RangeMedians());
     }
+    // Whole days are kept for reuse (ledger_days.h) when nothing but the
+    // shape (database, WHERE, BY) and the day decides them.
+    may_keep_ = o_.keep_days && !o_.contributors && o_.baselines == nullptr &&
+                !o_.range_yardstick && (o_.where == nullptr || !o_.where_text.empty()) &&
+                o_.known_until_ns < INT64_MAX / 2;
+    if (may_keep_) {
+      as_of_ = db_->LatestDataVersion();  // before anything is read
+      shape_ = o_.database + '\0' + o_.where_text;
+      for (const std::string& key : o_.by) shape_ += '\0' + key;
+    }
     for (int64_t day = DayOf(range_start_); day < range_end_; day += kDayNs) {
       GPULSE_RETURN_IF_ERROR(BuildDay(day));
     }
@@ -179,6 +206,8 @@ class LedgerBuilder {
     }
     out->contributor_names = std::move(names_);
     out->baselines = std::move(range_baselines_);
+    out->days_reused = days_reused_;
+    out->days_kept = days_kept_;
     return Status::Ok();
   }
 
@@ -227,6 +256,23 @@ class LedgerBuilder {
     minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
   }
   Status BuildDay(int64_t day);
+  // Whether `day` is kept: whole in the range, and each of its hours in one bucket.
+  bool Keeps(int64_t day) const;
+  // Whether the data a kept day read is unchanged since `as_of` (kLedgerInputs).
+  bool InputsUnchanged(int64_t day, uint64_t as_of) const;
+  // Whether a kept day is still true (ledger_days.h).
+  Status Reusable(int64_t day, const LedgerDays::Found& kept, bool* reusable);
+  // The `sched` ended events of a day before known_until: (hash of the job, time).
+  Status DayEnds(int64_t day, const std::vector<std::pair<uint64_t, int64_t>>** out);
+  // The day just built (in day_cells_), to keep.
+  std::shared_ptr<const LedgerDay> KeepDay(int64_t day);
+  // A GPU held `job` until minute `t` of the day being kept.
+  void NoteJob(const std::string& job, int64_t t) {
+    int64_t& last = used_jobs_.try_emplace(job, t).first->second;
+    last = std::max(last, t);
+  }
+  // Adds a kept day's hours to the range's buckets.
+  void AddDay(const LedgerDay& day);
   // The series of a measurement in scope, listed once for all the days.
   Status SeriesOf(const std::string& measurement, const std::vector<Series>** out) {
     auto it = listed_.find(measurement);
@@ -259,7 +305,8 @@ class LedgerBuilder {
   Status ReadCost();
   Status ReadGpus();
   void Classify(const Series& gpu, const std::vector<Column>& cols);
-  LedgerRow& Cell(const std::vector<std::string>& group, int64_t bucket);
+  int64_t Bucket(int64_t ts) const;  // the start of the range's bucket holding ts
+  LedgerRow& Cell(const std::vector<std::string>& group, int64_t ts);
   // *failed: the attempt whose failure threw the minute away, or null.
   std::array<double, kLossCount> Allocated(const std::string& job, int64_t t, bool healthy,
                                            const JobRecord** record, const Ended** failed);
@@ -284,6 +331,16 @@ class LedgerBuilder {
   std::map<int64_t, StepBaselines> day_medians_;       // by day
   StepBaselines range_baselines_;                      // with range_yardstick
   std::map<std::string, std::vector<Series>> listed_;  // by measurement
+  // Kept days (ledger_days.h).
+  bool may_keep_ = false;
+  bool keeping_ = false;  // the day being built is kept: its cells are hours in day_cells_
+  std::string shape_;
+  std::map<std::pair<std::vector<std::string>, int64_t>, LedgerRow> day_cells_;
+  uint64_t as_of_ = 0;  // Db::LatestDataVersion before anything was read
+  // The jobs on the kept day's GPUs, and the last minute each held one.
+  std::unordered_map<std::string, int64_t> used_jobs_;
+  std::map<int64_t, std::vector<std::pair<uint64_t, int64_t>>> day_ends_;  // DayEnds', by day
+  int days_reused_ = 0, days_kept_ = 0;
   std::unordered_map<std::string, JobRecord> jobs_;
   // Allocated's last lookup in jobs_ (which no longer grows then).
   std::string found_job_;
@@ -387,14 +444,8 @@ Status LedgerBuilder::ReadSched() {
         continue;
       }
       if (ts < start_)
-        continue;  // the range's minutes are judged by the attempts that end after them
-      std::string_view why;
-      if (cols[2].type == FieldType::kString && reason.At(ts))
-        why = cols[2].strings[reason.index()];
-      Ended e{ts, INT64_MIN, outcome, CauseOf(outcome, why)};
-      if (checkpoint.At(ts))
-        e.last_checkpoint_ns = static_cast<int64_t>(NumberAt(cols[3], checkpoint.index()));
-      jobs_[job.strings[i]].ends.push_back(e);
+        continue;  // the day's minutes are judged by the attempts that end after them
+      jobs_[job.strings[i]].ends.push_back(EndedAt(cols, ts, outcome, &reason, &checkpoint));
     }
   }
   // Replayed in time order; a job leaving that was not seen entering (it
@@ -577,11 +628,39 @@ void LedgerBuilder::Baselines(int64_t day) {
 // One day of the range: its jobs, queue, nodes and prices, then its GPUs'
 // minutes.
 Status LedgerBuilder::BuildDay(int64_t day) {
+  GPULSE_RETURN_IF_ERROR(Check());
+  const bool keep = Keeps(day);
+  const LedgerDays::Key key{db_, shape_, day};
+  if (keep) {
+    const std::optional<LedgerDays::Found> kept = LedgerDays::Process().Find(key);
+    bool reusable = false;
+    if (kept.has_value()) GPULSE_RETURN_IF_ERROR(Reusable(day, *kept, &reusable));
+    if (reusable) {
+      AddDay(*kept->day);
+      day_medians_[day] = kept->day->own_medians;
+      LedgerDays::Process().Confirm(key, kept->day.get(), o_.known_until_ns, as_of_);
+      ++days_reused_;
+      return Status::Ok();
+    }
+  }
   if (o_.baselines == nullptr && !o_.range_yardstick && !day_medians_.contains(day - kDayNs)) {
-    const StepBaselines* before = nullptr;
-    GPULSE_RETURN_IF_ERROR(DayMedians(day - kDayNs, &before));
+    // The day before's medians: a day kept is as good as read (its inputs
+    // hold the day before's steps and starts).
+    const std::optional<LedgerDays::Found> before =
+        may_keep_ ? LedgerDays::Process().Find({db_, shape_, day - kDayNs}) : std::nullopt;
+    if (before.has_value() && InputsUnchanged(day - kDayNs, before->as_of)) {
+      day_medians_[day - kDayNs] = before->day->own_medians;
+    } else {
+      const StepBaselines* medians = nullptr;
+      GPULSE_RETURN_IF_ERROR(DayMedians(day - kDayNs, &medians));
+    }
   }
   StartDay(day);
+  keeping_ = keep;
+  if (keep) {  // the whole day, whatever part of it the range holds
+    end_ = day_end_;
+    minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
+  }
   // Steps first: the jobs that ran in the day are the ones whose earlier
   // scheduler events (starts, resubmissions) are kept.
   GPULSE_RETURN_IF_ERROR(ReadSteps());
@@ -590,7 +669,151 @@ Status LedgerBuilder::BuildDay(int64_t day) {
   GPULSE_RETURN_IF_ERROR(ReadNodes());
   if (o_.contributors) GPULSE_RETURN_IF_ERROR(ReadLinks());
   GPULSE_RETURN_IF_ERROR(ReadCost());
-  return ReadGpus();
+  const Status read = ReadGpus();
+  keeping_ = false;
+  last_ = nullptr;
+  GPULSE_RETURN_IF_ERROR(read);
+  if (keep) {
+    std::shared_ptr<const LedgerDay> built = KeepDay(day);
+    AddDay(*built);
+    LedgerDays::Process().Put(key, {std::move(built), o_.known_until_ns, as_of_});
+    ++days_kept_;
+  }
+  return Status::Ok();
+}
+
+// A day over (as far as what is asked knows), of which the range holds
+// whole hours, each in one bucket.
+bool LedgerBuilder::Keeps(int64_t day) const {
+  if (!may_keep_ || day + kDayNs > o_.known_until_ns) return false;
+  const int64_t from = std::max(day, range_start_), to = std::min(day + kDayNs, range_end_);
+  if (from % kHourNs != 0 || to % kHourNs != 0) return false;
+  for (int64_t hour = from; hour < to; hour += kHourNs) {
+    if (Bucket(hour) != Bucket(hour + kHourNs - kMinuteNs)) return false;
+  }
+  return true;
+}
+
+bool LedgerBuilder::InputsUnchanged(int64_t day, uint64_t as_of) const {
+  for (const LedgerInput& input : kLedgerInputs) {
+    for (int d = input.first_day; d <= input.last_day; ++d) {
+      if (db_->DataVersion(input.measurement, day + d * kDayNs) > as_of) return false;
+    }
+  }
+  return true;
+}
+
+// A kept day is true while its inputs are unchanged, what is asked knows no
+// less than it did, and no end of one of its jobs has come to be known
+// since, at or before the end that decided the job's minutes: ended events
+// on days written since it was kept, or timed since it knew.
+Status LedgerBuilder::Reusable(int64_t day, const LedgerDays::Found& kept, bool* reusable) {
+  *reusable = false;
+  const int64_t known = o_.known_until_ns;
+  // (Days asked about from years later are built again rather than checked.)
+  constexpr int64_t kMaxDaysChecked = 800;
+  if (known < kept.known_until_ns || (known - day) / kDayNs > kMaxDaysChecked ||
+      !InputsUnchanged(day, kept.as_of)) {
+    return Status::Ok();
+  }
+  const auto& jobs = kept.day->jobs;
+  for (int64_t x = day; x < known; x += kDayNs) {
+    const bool written = db_->DataVersion("sched", x) > kept.as_of;
+    const int64_t from = written ? x : std::max(x, kept.known_until_ns);
+    if (from >= std::min(x + kDayNs, known)) continue;
+    const std::vector<std::pair<uint64_t, int64_t>>* ends = nullptr;
+    GPULSE_RETURN_IF_ERROR(DayEnds(x, &ends));
+    for (const auto& [job, ts] : *ends) {
+      if (ts < from) continue;
+      const auto it = std::lower_bound(jobs.begin(), jobs.end(), std::make_pair(job, INT64_MIN));
+      if (it != jobs.end() && it->first == job && ts <= it->second) return Status::Ok();
+    }
+  }
+  *reusable = true;
+  return Status::Ok();
+}
+
+Status LedgerBuilder::DayEnds(int64_t day, const std::vector<std::pair<uint64_t, int64_t>>** out) {
+  auto it = day_ends_.find(day);
+  if (it == day_ends_.end()) {
+    std::vector<std::pair<uint64_t, int64_t>> ends;
+    const std::vector<Series>* listed = nullptr;
+    GPULSE_RETURN_IF_ERROR(SeriesOf("sched", &listed));
+    const std::vector<std::string> fields = {"job"};
+    for (const Series& s : *listed) {
+      if (TagOf(s, "event") != "ended") continue;
+      GPULSE_RETURN_IF_ERROR(Check());
+      std::vector<Column> cols;
+      GPULSE_RETURN_IF_ERROR(
+          db_->ReadSeries(s, fields, day, std::min(day + kDayNs, o_.known_until_ns), &cols));
+      if (cols[0].type != FieldType::kString) continue;
+      for (size_t i = 0; i < cols[0].size(); ++i)
+        ends.emplace_back(std::hash<std::string>()(cols[0].strings[i]), cols[0].ts[i]);
+    }
+    it = day_ends_.emplace(day, std::move(ends)).first;
+  }
+  *out = &it->second;
+  return Status::Ok();
+}
+
+std::shared_ptr<const LedgerDay> LedgerBuilder::KeepDay(int64_t day) {
+  auto kept = std::make_shared<LedgerDay>();
+  std::map<std::vector<std::string>, uint32_t> groups;
+  for (auto& [key, cell] : day_cells_) {
+    const auto [g, added] = groups.try_emplace(cell.group, static_cast<uint32_t>(groups.size()));
+    if (added) kept->groups.push_back(cell.group);
+    LedgerDay::Row row;
+    row.hour_ns = cell.bucket_ns;
+    row.group = g->second;
+    row.minutes = cell.minutes;
+    row.cost_usd = cell.cost_usd;
+    row.priced_minutes = cell.priced_minutes;
+    row.failed_attempts.assign(cell.failed_attempts.begin(), cell.failed_attempts.end());
+    kept->rows.push_back(std::move(row));
+  }
+  day_cells_.clear();
+  kept->own_medians = day_medians_.at(day);
+  // Each job's minutes were decided by the first end after them (Allocated,
+  // RestartGap): after its last minute, the end that decided them all.
+  for (const auto& [job, last] : used_jobs_) {
+    int64_t decided = INT64_MAX;
+    const auto it = jobs_.find(job);
+    if (it != jobs_.end()) {
+      const std::vector<Ended>& ends = it->second.ends;
+      const auto end = std::upper_bound(ends.begin(), ends.end(), last,
+                                        [](int64_t v, const Ended& e) { return v < e.end_ns; });
+      if (end != ends.end()) decided = end->end_ns;
+    }
+    kept->jobs.emplace_back(std::hash<std::string>()(job), decided);
+  }
+  used_jobs_.clear();
+  // Jobs whose names share a hash: the later end stands for both.
+  std::sort(kept->jobs.begin(), kept->jobs.end());
+  for (size_t i = 1; i < kept->jobs.size(); ++i) {
+    if (kept->jobs[i].first == kept->jobs[i - 1].first) kept->jobs[i - 1].second = INT64_MIN;
+  }
+  std::erase_if(kept->jobs, [](const auto& j) { return j.second == INT64_MIN; });
+  return kept;
+}
+
+void LedgerBuilder::AddDay(const LedgerDay& day) {
+  for (const LedgerDay::Row& row : day.rows) {
+    if (row.hour_ns < range_start_ || row.hour_ns >= range_end_) continue;
+    const std::vector<std::string>& group = day.groups[row.group];
+    const int64_t bucket = Bucket(row.hour_ns);
+    LedgerRow& cell = cells_[{group, bucket}];
+    cell.group = group;
+    cell.bucket_ns = bucket;
+    for (size_t l = 0; l < kLossCount; ++l) cell.minutes[l] += row.minutes[l];
+    cell.cost_usd += row.cost_usd;
+    cell.priced_minutes += row.priced_minutes;
+    for (const auto& [hash, attempt] : row.failed_attempts) {
+      LedgerRow::FailedAttempt& into = cell.failed_attempts[hash];
+      into.loss = attempt.loss;
+      into.minutes += attempt.minutes;
+    }
+  }
+  last_ = nullptr;
 }
 
 Status LedgerBuilder::ReadNodes() {
@@ -667,14 +890,18 @@ void LedgerBuilder::TroubledLinks(const JobRecord& job, int64_t t, int32_t m,
   }
 }
 
+int64_t LedgerBuilder::Bucket(int64_t ts) const {
+  return o_.bucket_of      ? o_.bucket_of(ts)
+         : o_.every_ns > 0 ? range_start_ + (ts - range_start_) / o_.every_ns * o_.every_ns
+                           : range_start_;
+}
+
 LedgerRow& LedgerBuilder::Cell(const std::vector<std::string>& group, int64_t ts) {
-  const int64_t bucket = o_.bucket_of ? o_.bucket_of(ts)
-                         : o_.every_ns > 0
-                             ? range_start_ + (ts - range_start_) / o_.every_ns * o_.every_ns
-                             : range_start_;
+  // A day to keep is built in hours, bucketed when it is added.
+  const int64_t bucket = keeping_ ? ts - (((ts % kHourNs) + kHourNs) % kHourNs) : Bucket(ts);
   // Consecutive minutes of a GPU mostly land in the same cell.
   if (last_ != nullptr && last_->bucket_ns == bucket && last_->group == group) return *last_;
-  LedgerRow& row = cells_[{group, bucket}];
+  LedgerRow& row = (keeping_ ? day_cells_ : cells_)[{group, bucket}];
   row.group = group;
   row.bucket_ns = bucket;
   last_ = &row;
@@ -941,6 +1168,8 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
       if (job.At(t) && cols[0].type == FieldType::kString &&
           !cols[0].strings[job.index()].empty()) {
         const JobRecord* record = nullptr;
+        if (keeping_ && last_job != nullptr && *last_job != cols[0].strings[job.index()])
+          NoteJob(*last_job, last_t);
         last_job = &cols[0].strings[job.index()];
         add = Allocated(*last_job, t, healthy, &record, &failed);
         last_record = record;
@@ -969,7 +1198,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
         add[static_cast<size_t>(waiting ? Loss::kScheduling : Loss::kSlack)] = 1;
       }
     }
-    if (t < range_start_) {  // read for the GPU's state only
+    if (t < range_start_ && !keeping_) {  // read for the GPU's state only
       if (o_.contributors) ids[6] = ids[7] = ids[8] = kNone;
       continue;
     }
@@ -1005,6 +1234,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
       ids[6] = ids[7] = ids[8] = kNone;
     }
   }
+  if (keeping_ && last_job != nullptr) NoteJob(*last_job, last_t);
 }
 
 // Adds a minute's losses to its contributors; a scheduling loss to the

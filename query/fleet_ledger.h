@@ -69,6 +69,11 @@ struct LedgerOptions {
   std::string database;                 // only series tagged db=<database>, when set
   std::function<bool()> cancelled;      // polled; true stops with Cancelled
   uint64_t max_gpu_minutes = 2'000'000'000;
+  // The WHERE's canonical text: with it (or no WHERE), whole days of the
+  // range are kept and reused (query/ledger_days.h), unless keep_days is
+  // false.
+  std::string where_text;
+  bool keep_days = true;
   // Trace each loss's minutes to the contributors below (DECOMPOSE).
   bool contributors = false;
   // The baselines to judge the range's steps by instead of each day's
@@ -123,6 +128,8 @@ struct Ledger {
   // Contributor ids: (dimension, value).
   std::vector<std::pair<std::string, std::string>> contributor_names;
   StepBaselines baselines;  // with range_yardstick: what the range's steps were judged by
+  int days_reused = 0;      // whole days read from kept ledgers
+  int days_kept = 0;        // ... and built and kept
 };
 
 Status BuildLedger(Db* db, const LedgerOptions& options, Ledger* out);

@@ -100,7 +100,10 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
   TagCondition where;
   GPULSE_RETURN_IF_ERROR(NoAttributionIn(rest.get()));
   GPULSE_RETURN_IF_ERROR(where.CompileTagsOnly(rest.get(), "NORTHSTAR"));
-  lo.where = &where;
+  if (rest != nullptr) {
+    lo.where = &where;
+    lo.where_text = rest->ToString();  // the shape of the days kept (ledger_days.h)
+  }
   lo.database = options.database;
   lo.cancelled = options.cancelled;
   lo.known_until_ns = now_ns;

@@ -21,6 +21,7 @@ set(GPULSE_QUERY_SOURCES
   query/eval.cc
   query/executor.cc
   query/fleet_ledger.cc
+  query/ledger_days.cc
   query/isolation_forest.cc
   query/anomalies.cc
   query/format.cc

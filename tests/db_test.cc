@@ -155,6 +155,57 @@ TEST_F(DbTest, CatalogVersionsFollowEachMeasurementsCatalog) {
   EXPECT_FALSE(db_->CatalogVersion("gpu", &ignored).ok());
 }
 
+// A measurement's data version of a day changes when a point of that day
+// is written or any of its points deleted, and only then; values are new to
+// the Db (a reader may keep what it derived from a day while they hold).
+TEST_F(DbTest, DataVersionsFollowEachMeasurementsDays) {
+  constexpr int64_t kDay = 1440 * kMinute;
+  const int64_t d0 = 20000 * kDay, d1 = d0 + kDay;
+  const uint64_t never = db_->DataVersion("gpu", d0);
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, d0 + 5 * kMinute, int64_t{1})}).ok());
+  const uint64_t a = db_->DataVersion("gpu", d0);
+  EXPECT_NE(a, never);
+  EXPECT_EQ(db_->DataVersion("gpu", d0 + kDay - 1), a);  // any instant of the day
+  const uint64_t b = db_->DataVersion("gpu", d1);
+  Point other = GpuPoint("n1", 0, d0, int64_t{1});
+  other.measurement = "host";
+  const uint64_t host = db_->DataVersion("host", d0);
+  // A point of the next day, or of another measurement, leaves the day alone.
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, d1 + kMinute, int64_t{2})}).ok());
+  EXPECT_EQ(db_->DataVersion("gpu", d0), a);
+  EXPECT_NE(db_->DataVersion("gpu", d1), b);
+  ASSERT_TRUE(db_->Write({other}).ok());
+  EXPECT_EQ(db_->DataVersion("gpu", d0), a);
+  EXPECT_NE(db_->DataVersion("host", d0), host);
+  // A late point of the day, an overwrite with the same timestamp, a flush
+  // that changes nothing, a delete.
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, d0 + 5 * kMinute, int64_t{7})}).ok());
+  const uint64_t c = db_->DataVersion("gpu", d0);
+  EXPECT_NE(c, a);
+  ASSERT_TRUE(db_->Flush().ok());
+  EXPECT_EQ(db_->DataVersion("gpu", d0), c);
+  std::vector<Series> gpus;
+  ASSERT_TRUE(db_->ListSeries("gpu", {}, &gpus).ok());
+  const uint64_t before_delete = db_->DataVersion("gpu", d1 + 3 * kDay);
+  ASSERT_TRUE(db_->Delete(gpus, d1, d1 + kMinute).ok());
+  EXPECT_NE(db_->DataVersion("gpu", d0), c);  // deletes move every day of it
+  EXPECT_NE(db_->DataVersion("gpu", d1 + 3 * kDay), before_delete);
+  // A Db opened again starts afresh.
+  const uint64_t last = db_->DataVersion("gpu", d0);
+  Reopen();
+  EXPECT_NE(db_->DataVersion("gpu", d0), last);
+  EXPECT_NE(db_->DataVersion("gpu", d0), a);
+  // Writes over more days than it keeps apart still move each day's version.
+  std::vector<Point> spread;
+  for (int64_t d = 0; d < 9000; ++d) spread.push_back(GpuPoint("n3", 0, d * kDay, int64_t{1}));
+  const uint64_t old = db_->DataVersion("gpu", 100 * kDay);
+  ASSERT_TRUE(db_->Write(spread).ok());
+  EXPECT_NE(db_->DataVersion("gpu", 100 * kDay), old);
+  const uint64_t settled = db_->DataVersion("gpu", 100 * kDay);
+  ASSERT_TRUE(db_->Write({GpuPoint("n3", 0, 8999 * kDay + 1, int64_t{2})}).ok());
+  EXPECT_EQ(db_->DataVersion("gpu", 100 * kDay), settled);
+}
+
 TEST_F(DbTest, WriteThenReadInOrder) {
   std::vector<Point> batch;
   for (int m = 0; m < 10; ++m) batch.push_back(GpuPoint("n1", 0, m * kMinute, int64_t{m}));

@@ -15,6 +15,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
+#include "query/fleet_ledger.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
@@ -117,6 +118,93 @@ class NorthstarTest : public ::testing::Test {
   std::unique_ptr<Db> db_;
   std::vector<Point> pending_;
 };
+
+// A whole day's ledger is kept and reused while it is still true, and built
+// again when it is not: a point written on the day, an end of one of its
+// jobs written since (a failure after the day, at a checkpoint inside it),
+// an end that was already written but has come to be known (now passed it),
+// or a question that knows less. Each answer equals the one built afresh.
+TEST_F(NorthstarTest, KeptDaysAreReusedUntilTheirDataOrTheirJobsOutcomesChange) {
+  Sched("submitted", kT0, "long");
+  Sched("started", kT0, "long", {{"nodes", std::string("n1")}});
+  Sched("submitted", kT0 + 1, "later");
+  Sched("started", kT0 + 1, "later", {{"nodes", std::string("n1")}});
+  for (int m = 0; m < 36 * 60; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    Node(t);
+    for (int g = 0; g < 8; ++g) Gpu(g, t, g < 4 ? "long" : "later");
+    Step(t, "long", m + 1);
+    Step(t, "later", m + 1, "n2");  // its own series (the tags of its first GPU)
+  }
+  // Written now, known once now passes it: "later" fails on day three, its
+  // last checkpoint at noon of the first.
+  Sched("ended", kT0 + 3 * kDay, "later",
+        {{"status", std::string("failed")},
+         {"reason", std::string("hardware")},
+         {"last_checkpoint", kT0 + 12 * 60 * kMinute}});
+  Flush();
+  const auto ledger = [&](int64_t now, bool keep) {
+    query::LedgerOptions o;
+    o.start_ns = kT0;
+    o.end_ns = kT0 + kDay;
+    o.known_until_ns = now;
+    o.keep_days = keep;
+    query::Ledger out;
+    const Status s = query::BuildLedger(db_.get(), o, &out);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(out.rows.size(), 1u);
+    return out;
+  };
+  const auto minutes = [](const query::Ledger& l, query::Loss loss) {
+    return l.rows.empty() ? -1.0 : l.rows[0].minutes[static_cast<size_t>(loss)];
+  };
+  // Asked at `now`: whether the kept day was reused, and the answer is the
+  // one built afresh.
+  const auto ask = [&](int64_t now) {
+    const query::Ledger kept = ledger(now, true);
+    const query::Ledger afresh = ledger(now, false);
+    EXPECT_EQ(afresh.days_reused + afresh.days_kept, 0);
+    for (size_t l = 0; l < query::kLossCount; ++l)
+      EXPECT_NEAR(kept.rows.at(0).minutes[l], afresh.rows.at(0).minutes[l], 1e-9) << l;
+    EXPECT_EQ(kept.rows[0].failed_attempts.size(), afresh.rows[0].failed_attempts.size());
+    EXPECT_EQ(kept.days_reused + kept.days_kept, 1);
+    return std::make_pair(kept.days_reused == 1, kept);
+  };
+  const int64_t now = kT0 + 2 * kDay;
+  EXPECT_FALSE(ask(now).first);
+  auto [reused, l] = ask(now + kMinute);
+  EXPECT_TRUE(reused);
+  EXPECT_EQ(minutes(l, query::Loss::kHardware), 0);
+  // Day three comes: the failure is known, and the 12 hours after the
+  // checkpoint on 4 GPUs are hardware's.
+  std::tie(reused, l) = ask(kT0 + 3 * kDay + kMinute);
+  EXPECT_FALSE(reused);
+  EXPECT_NEAR(minutes(l, query::Loss::kHardware), 4 * 12 * 60, 1e-9);
+  std::tie(reused, l) = ask(kT0 + 3 * kDay + 2 * kMinute);
+  EXPECT_TRUE(reused);
+  // "long" failed on day two (written late), its checkpoint at 20:00 of day one.
+  Sched("ended", kT0 + 25 * 60 * kMinute, "long",
+        {{"status", std::string("failed")},
+         {"reason", std::string("software")},
+         {"last_checkpoint", kT0 + 20 * 60 * kMinute}});
+  Flush();
+  std::tie(reused, l) = ask(kT0 + 3 * kDay + 3 * kMinute);
+  EXPECT_FALSE(reused);
+  EXPECT_NEAR(minutes(l, query::Loss::kSoftware), 4 * 4 * 60, 1e-9);
+  std::tie(reused, l) = ask(kT0 + 3 * kDay + 4 * kMinute);
+  EXPECT_TRUE(reused);
+  // A GPU of "long" fell off the bus at 10:00 of day one (written late).
+  Gpu(0, kT0 + 10 * 60 * kMinute, "long", 79);
+  Flush();
+  std::tie(reused, l) = ask(kT0 + 3 * kDay + 5 * kMinute);
+  EXPECT_FALSE(reused);
+  EXPECT_NEAR(minutes(l, query::Loss::kHardware), 4 * 12 * 60 + 1, 1e-9);
+  // Asked as of day two, before either failure was known.
+  std::tie(reused, l) = ask(kT0 + kDay + 30 * kMinute);
+  EXPECT_FALSE(reused);
+  EXPECT_NEAR(minutes(l, query::Loss::kHardware), 1, 1e-9);
+  EXPECT_NEAR(minutes(l, query::Loss::kSoftware), 0, 1e-9);
+}
 
 // A three-day job on 8 GPUs that checkpoints at 58h and fails at 62h keeps
 // 58 hours of work: the 4 hours after the checkpoint are lost to its cause.
@@ -807,6 +895,12 @@ TEST_F(NorthstarSimTest, AMinutesAnswerDoesNotDependOnTheRangeItIsAskedIn) {
   const Minutes whole =
       ask("NORTHSTAR BY region WHERE time >= '2026-11-02T00:00:00Z' AND time < "
           "'2026-11-04T00:00:00Z' EVERY 6h");
+  // Asked again, from the days kept (query/ledger_days.h).
+  const Minutes again =
+      ask("NORTHSTAR BY region WHERE time >= '2026-11-02T00:00:00Z' AND time < "
+          "'2026-11-04T00:00:00Z' EVERY 6h");
+  ASSERT_EQ(again.size(), whole.size());
+  for (const auto& [key, minutes] : whole) expect_equal(again.at(key), minutes);
   const Minutes part =
       ask("NORTHSTAR BY region WHERE time >= '2026-11-03T06:00:00Z' AND time < "
           "'2026-11-03T12:00:00Z'");
@@ -814,6 +908,22 @@ TEST_F(NorthstarSimTest, AMinutesAnswerDoesNotDependOnTheRangeItIsAskedIn) {
   for (const auto& [key, minutes] : part) {
     SCOPED_TRACE(key.first);
     expect_equal(minutes, whole.at(key));
+  }
+  // The same six hours in half-hour buckets, which no kept day's hours
+  // answer: built from the data, from the day's start.
+  const Minutes halves =
+      ask("NORTHSTAR BY region WHERE time >= '2026-11-03T06:00:00Z' AND time < "
+          "'2026-11-03T12:00:00Z' EVERY 30m");
+  ASSERT_EQ(halves.size(), 2u * 12);
+  Minutes summed;
+  for (const auto& [key, minutes] : halves) {
+    std::vector<double>& into = summed[{key.first, part.begin()->first.second}];
+    into.resize(minutes.size());
+    for (size_t c = 0; c < minutes.size(); ++c) into[c] += minutes[c];
+  }
+  for (const auto& [key, minutes] : summed) {
+    SCOPED_TRACE(key.first);
+    expect_equal(minutes, part.at(key));
   }
   // The incident lost data-loader minutes against the day before's medians.
   double data_io = 0;

@@ -1,0 +1,71 @@
+#include "engine/data_versions.h"
+
+#include <algorithm>
+#include <atomic>
+
+namespace gpulse::engine {
+
+namespace {
+std::atomic<uint64_t> next_version{1};
+}  // namespace
+
+// Sequentially consistent: a reader that sees a version from Latest also
+// sees the write that took it, which was applied before.
+uint64_t DataVersions::Next() { return next_version.fetch_add(1); }
+
+uint64_t DataVersions::Latest() { return next_version.load() - 1; }
+
+DataVersions::DataVersions() : base_(Next()) {}
+
+void DataVersions::Touch(std::span<const std::pair<std::string_view, int64_t>> touched) {
+  if (touched.empty()) return;
+  std::lock_guard<std::mutex> l(mu_);
+  const uint64_t version = Next();
+  std::string_view last_name;
+  Measurement* m = nullptr;
+  int64_t last_day = 0;
+  for (const auto& [name, ts] : touched) {
+    const int64_t day = DayOf(ts);
+    if (m != nullptr && name == last_name) {
+      if (day == last_day) continue;  // a batch's points mostly share both
+    } else {
+      auto it = measurements_.find(name);
+      if (it == measurements_.end())
+        it = measurements_.emplace(std::string(name), Measurement{}).first;
+      m = &it->second;
+      last_name = name;
+    }
+    last_day = day;
+    m->days[day] = version;
+    if (m->days.size() > kMaxDays) {
+      m->days.clear();
+      m->all = version;
+    }
+  }
+}
+
+void DataVersions::TouchAll(std::string_view measurement) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = measurements_.find(measurement);
+  if (it == measurements_.end())
+    it = measurements_.emplace(std::string(measurement), Measurement{}).first;
+  it->second.days.clear();
+  it->second.all = Next();
+}
+
+void DataVersions::TouchEverything() {
+  std::lock_guard<std::mutex> l(mu_);
+  measurements_.clear();
+  base_ = Next();
+}
+
+uint64_t DataVersions::Get(std::string_view measurement, int64_t timestamp_ns) const {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto it = measurements_.find(measurement);
+  if (it == measurements_.end()) return base_;
+  const Measurement& m = it->second;
+  const auto day = m.days.find(DayOf(timestamp_ns));
+  return std::max({base_, m.all, day == m.days.end() ? uint64_t{0} : day->second});
+}
+
+}  // namespace gpulse::engine
