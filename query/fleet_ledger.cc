@@ -12,7 +12,9 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <numeric>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 
@@ -191,8 +193,8 @@ class LedgerBuilder {
     may_keep_ = o_.keep_days && !o_.contributors && o_.baselines == nullptr &&
                 !o_.range_yardstick && (o_.where == nullptr || !o_.where_text.empty()) &&
                 o_.known_until_ns < INT64_MAX / 2;
+    as_of_ = db_->LatestDataVersion();  // before anything is read
     if (may_keep_) {
-      as_of_ = db_->LatestDataVersion();  // before anything is read
       shape_ = o_.database + '\0' + o_.where_text;
       for (const std::string& key : o_.by) shape_ += '\0' + key;
     }
@@ -234,11 +236,9 @@ class LedgerBuilder {
     return Status::Ok();
   }
   // Forgets what the previous day read, and sets the day's window: minutes
-  // are classified from the day's start (a GPU's idle minutes after a failed
-  // job are judged from what the day saw) up to the range's end or the
-  // day's; steps and starts are read over the whole day, so that its medians
-  // are the same whatever part of it is asked.
-  void StartDay(int64_t day) {
+  // [from, to) are classified, steps read up to steps_to; the look-backs
+  // (queue, starts, prices) and the outcomes read count from the day's start.
+  void StartDay(int64_t day, int64_t from, int64_t to, int64_t steps_to) {
     jobs_.clear();
     found_job_.clear();
     found_ = nullptr;
@@ -250,22 +250,26 @@ class LedgerBuilder {
     unhealthy_.clear();
     deferred_.clear();
     last_ = nullptr;
-    start_ = day;
+    day_ = day;
+    start_ = from;
+    end_ = to;
     day_end_ = day + kDayNs;
-    end_ = std::min(day_end_, range_end_);
+    steps_end_ = steps_to;
     minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
   }
   Status BuildDay(int64_t day);
   // Whether `day` is kept: whole in the range, and each of its hours in one bucket.
-  bool Keeps(int64_t day) const;
+  bool Keeps(int64_t day);
+  // Minutes [from, to) of `day`, from the data.
+  Status BuildSegment(int64_t day, int64_t from, int64_t to);
   // Whether the data a kept day read is unchanged since `as_of` (kLedgerInputs).
-  bool InputsUnchanged(int64_t day, uint64_t as_of) const;
+  bool Unchanged(std::span<const LedgerInput> inputs, int64_t day, uint64_t as_of) const;
   // Whether a kept day is still true (ledger_days.h).
   Status Reusable(int64_t day, const LedgerDays::Found& kept, bool* reusable);
   // The `sched` ended events of a day before known_until: (hash of the job, time).
   Status DayEnds(int64_t day, const std::vector<std::pair<uint64_t, int64_t>>** out);
   // The day just built (in day_cells_), to keep.
-  std::shared_ptr<const LedgerDay> KeepDay(int64_t day);
+  std::shared_ptr<const LedgerDay> KeepDay();
   // A GPU held `job` until minute `t` of the day being kept.
   void NoteJob(const std::string& job, int64_t t) {
     int64_t& last = used_jobs_.try_emplace(job, t).first->second;
@@ -297,14 +301,17 @@ class LedgerBuilder {
   Status ReadSched();
   Status ReadSteps();
   // The yardstick of the day's data and sync shares (docs/metric-framework.md, rule 6).
-  void Baselines(int64_t day);
+  Status Baselines(int64_t day);
   Status ReadNodes();
   Status ReadLinks();
   // The troubled links of the nodes `job` ran on at minute m (contributor ids).
   void TroubledLinks(const JobRecord& job, int64_t t, int32_t m, std::vector<uint32_t>* out) const;
   Status ReadCost();
   Status ReadGpus();
-  void Classify(const Series& gpu, const std::vector<Column>& cols);
+  Status Classify(const Series& gpu, const std::vector<Column>& cols);
+  // The last job a GPU held in the day before start_, and the minute:
+  // false when it held none.
+  Status LastJobBefore(const Series& gpu, std::string* job, int64_t* t, bool* found);
   int64_t Bucket(int64_t ts) const;  // the start of the range's bucket holding ts
   LedgerRow& Cell(const std::vector<std::string>& group, int64_t ts);
   // *failed: the attempt whose failure threw the minute away, or null.
@@ -325,8 +332,10 @@ class LedgerBuilder {
   const LedgerOptions& o_;
   int64_t range_start_ = 0, range_end_ = 0;  // in whole minutes
   // The day being built: its minutes [start_, end_) are classified (those
-  // before range_start_ are not counted), its steps read up to day_end_.
-  int64_t start_ = 0, end_ = 0, day_end_ = 0;
+  // before range_start_ are not counted), its steps read up to steps_end_,
+  // its starts and the queue's events up to day_end_.
+  int64_t day_ = 0, start_ = 0, end_ = 0, day_end_ = 0, steps_end_ = 0;
+  bool medians_only_ = false;  // reads steps and starts for the medians only
   int32_t minutes_ = 0;
   std::map<int64_t, StepBaselines> day_medians_;       // by day
   StepBaselines range_baselines_;                      // with range_yardstick
@@ -334,6 +343,7 @@ class LedgerBuilder {
   // Kept days (ledger_days.h).
   bool may_keep_ = false;
   bool keeping_ = false;  // the day being built is kept: its cells are hours in day_cells_
+  int64_t kept_from_ = 0, kept_to_ = 0;  // the hours of the range read from a kept day
   std::string shape_;
   std::map<std::pair<std::vector<std::string>, int64_t>, LedgerRow> day_cells_;
   uint64_t as_of_ = 0;  // Db::LatestDataVersion before anything was read
@@ -405,13 +415,21 @@ Status LedgerBuilder::ReadSched() {
     regions.push_back(TagOf(s, "region"));
     queues.push_back(TagOf(s, "queue"));
   }
-  for (size_t k = 0; k < series.size(); ++k) {
+  // Outcomes first: a job that ended (failed, say) after the day's start is
+  // one whose starts and resubmissions matter even when none of its steps
+  // were read (its GPUs idle after it, from a range's start on).
+  std::vector<size_t> order(series.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_partition(order.begin(), order.end(),
+                        [&](size_t k) { return TagOf(series[k], "event") == "ended"; });
+  for (size_t k : order) {
     GPULSE_RETURN_IF_ERROR(Check());
     const Series& s = series[k];
     const std::string event = TagOf(s, "event");
     std::vector<Column> cols;
+    if (event == "ended" && medians_only_) continue;
     const int64_t to = event == "ended" ? o_.known_until_ns : day_end_;
-    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kQueueLookbackNs, to, &cols));
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, day_ - kQueueLookbackNs, to, &cols));
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
     Cursor status(cols[1]), reason(cols[2]), checkpoint(cols[3]), gpus(cols[4]), placed(cols[5]);
@@ -443,8 +461,7 @@ Status LedgerBuilder::ReadSched() {
         if (ts < end_) queue.push_back({ts, -1, &regions[k], &queues[k], 0, job.strings[i]});
         continue;
       }
-      if (ts < start_)
-        continue;  // the day's minutes are judged by the attempts that end after them
+      if (ts < day_) continue;  // the day's minutes are judged by the attempts that end after them
       jobs_[job.strings[i]].ends.push_back(EndedAt(cols, ts, outcome, &reason, &checkpoint));
     }
   }
@@ -519,7 +536,7 @@ Status LedgerBuilder::ReadSteps() {
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
     std::vector<Column> cols;
-    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kMinuteNs, day_end_, &cols));
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kMinuteNs, steps_end_, &cols));
     cols.resize(8);  // empty image and framework when not read
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
@@ -586,24 +603,32 @@ StepBaselines LedgerBuilder::OwnMedians() const {
   return out;
 }
 
+// The medians of a whole day's steps: kept (ledger_days.h) while its steps
+// and starts are unchanged, or read by a builder of their own.
 Status LedgerBuilder::DayMedians(int64_t day, const StepBaselines** out) {
   auto it = day_medians_.find(day);
   if (it == day_medians_.end()) {
-    StartDay(day);
-    end_ = day_end_;  // the whole day, whatever the range
-    minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
-    GPULSE_RETURN_IF_ERROR(ReadSteps());
-    GPULSE_RETURN_IF_ERROR(ReadSched());
-    it = day_medians_.emplace(day, OwnMedians()).first;
+    const LedgerDays::MediansKey key{db_, o_.database, day};
+    std::optional<LedgerDays::Medians> kept = LedgerDays::Process().FindMedians(key);
+    if (kept.has_value() && Unchanged(kMedianInputs, day, kept->as_of)) {
+      it = day_medians_.emplace(day, std::move(kept->medians)).first;
+    } else {
+      LedgerBuilder reader(db_, o_);
+      reader.medians_only_ = true;
+      reader.StartDay(day, day, day + kDayNs, day + kDayNs);
+      GPULSE_RETURN_IF_ERROR(reader.ReadSteps());
+      GPULSE_RETURN_IF_ERROR(reader.ReadSched());
+      it = day_medians_.emplace(day, reader.OwnMedians()).first;
+      LedgerDays::Process().PutMedians(key, {it->second, as_of_});
+    }
   }
   *out = &it->second;
   return Status::Ok();
 }
 
 Status LedgerBuilder::RangeMedians() {
-  StartDay(range_start_);
-  end_ = day_end_ = range_end_;
-  minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
+  StartDay(range_start_, range_start_, range_end_, range_end_);
+  day_end_ = range_end_;
   GPULSE_RETURN_IF_ERROR(ReadSteps());
   GPULSE_RETURN_IF_ERROR(ReadSched());
   range_baselines_ = OwnMedians();
@@ -613,89 +638,105 @@ Status LedgerBuilder::RangeMedians() {
 // A day's data and sync shares are judged by the medians of the day before
 // (a fixed yardstick: a minute's answer does not depend on the range, and an
 // incident on half of a class's jobs does not raise the median it is judged
-// by); a class and width the day before did not run, by the day's own. The
-// caller's baselines (DECOMPOSE's), or the range's (range_yardstick), when
-// given, instead. Needs the day's steps and starts read, and the day
-// before's medians known.
-void LedgerBuilder::Baselines(int64_t day) {
+// by); a class and width the day before did not run, by the whole day's own
+// (read only when one is missing). The caller's baselines (DECOMPOSE's), or
+// the range's (range_yardstick), when given, instead. Needs the steps and
+// starts read.
+Status LedgerBuilder::Baselines(int64_t day) {
   const StepBaselines* yardstick = o_.baselines;
   if (yardstick == nullptr && o_.range_yardstick) yardstick = &range_baselines_;
-  if (yardstick == nullptr) yardstick = &day_medians_.at(day - kDayNs);
-  baseline_ = day_medians_[day] = OwnMedians();
-  for (const auto& [key, given] : *yardstick) baseline_[key] = given;
+  if (yardstick == nullptr) GPULSE_RETURN_IF_ERROR(DayMedians(day - kDayNs, &yardstick));
+  baseline_ = *yardstick;
+  bool missing = false;
+  for (const auto& [name, record] : jobs_) {
+    if (record.steps.empty() || baseline_.contains(BaselineKey(record))) continue;
+    missing = std::any_of(record.steps.begin(), record.steps.end(),
+                          [&](const StepMinute& m) { return m.timed && m.minute_ns >= start_; });
+    if (missing) break;
+  }
+  if (!missing) return Status::Ok();
+  const StepBaselines* own = nullptr;
+  GPULSE_RETURN_IF_ERROR(DayMedians(day, &own));
+  for (const auto& [key, medians] : *own) baseline_.try_emplace(key, medians);
+  return Status::Ok();
 }
 
-// One day of the range: its jobs, queue, nodes and prices, then its GPUs'
-// minutes.
+// One day of the range: the whole hours of a day over from a kept day (kept
+// now if there is none, or it no longer holds), and what the range holds
+// of the day besides from the data.
 Status LedgerBuilder::BuildDay(int64_t day) {
   GPULSE_RETURN_IF_ERROR(Check());
-  const bool keep = Keeps(day);
+  const int64_t from = std::max(day, range_start_), to = std::min(day + kDayNs, range_end_);
+  if (!Keeps(day)) return BuildSegment(day, from, to);
   const LedgerDays::Key key{db_, shape_, day};
-  if (keep) {
-    const std::optional<LedgerDays::Found> kept = LedgerDays::Process().Find(key);
-    bool reusable = false;
-    if (kept.has_value()) GPULSE_RETURN_IF_ERROR(Reusable(day, *kept, &reusable));
-    if (reusable) {
-      AddDay(*kept->day);
-      day_medians_[day] = kept->day->own_medians;
-      LedgerDays::Process().Confirm(key, kept->day.get(), o_.known_until_ns, as_of_);
-      ++days_reused_;
-      return Status::Ok();
-    }
-  }
-  if (o_.baselines == nullptr && !o_.range_yardstick && !day_medians_.contains(day - kDayNs)) {
-    // The day before's medians: a day kept is as good as read (its inputs
-    // hold the day before's steps and starts).
-    const std::optional<LedgerDays::Found> before =
-        may_keep_ ? LedgerDays::Process().Find({db_, shape_, day - kDayNs}) : std::nullopt;
-    if (before.has_value() && InputsUnchanged(day - kDayNs, before->as_of)) {
-      day_medians_[day - kDayNs] = before->day->own_medians;
-    } else {
-      const StepBaselines* medians = nullptr;
-      GPULSE_RETURN_IF_ERROR(DayMedians(day - kDayNs, &medians));
-    }
-  }
-  StartDay(day);
-  keeping_ = keep;
-  if (keep) {  // the whole day, whatever part of it the range holds
-    end_ = day_end_;
-    minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
-  }
-  // Steps first: the jobs that ran in the day are the ones whose earlier
-  // scheduler events (starts, resubmissions) are kept.
-  GPULSE_RETURN_IF_ERROR(ReadSteps());
-  GPULSE_RETURN_IF_ERROR(ReadSched());
-  Baselines(day);
-  GPULSE_RETURN_IF_ERROR(ReadNodes());
-  if (o_.contributors) GPULSE_RETURN_IF_ERROR(ReadLinks());
-  GPULSE_RETURN_IF_ERROR(ReadCost());
-  const Status read = ReadGpus();
-  keeping_ = false;
-  last_ = nullptr;
-  GPULSE_RETURN_IF_ERROR(read);
-  if (keep) {
-    std::shared_ptr<const LedgerDay> built = KeepDay(day);
+  const std::optional<LedgerDays::Found> kept = LedgerDays::Process().Find(key);
+  bool reusable = false;
+  if (kept.has_value()) GPULSE_RETURN_IF_ERROR(Reusable(day, *kept, &reusable));
+  if (reusable) {
+    AddDay(*kept->day);
+    LedgerDays::Process().Confirm(key, kept->day.get(), o_.known_until_ns, as_of_);
+    ++days_reused_;
+  } else {
+    // The whole day, its minutes in hours.
+    StartDay(day, day, day + kDayNs, day + kDayNs);
+    keeping_ = true;
+    // Steps first: the jobs that ran are the ones whose earlier scheduler
+    // events (starts, resubmissions) are kept.
+    GPULSE_RETURN_IF_ERROR(ReadSteps());
+    GPULSE_RETURN_IF_ERROR(ReadSched());
+    // The whole day's steps are read: its medians, the next day's yardstick.
+    day_medians_[day] = OwnMedians();
+    LedgerDays::Process().PutMedians({db_, o_.database, day}, {day_medians_[day], as_of_});
+    GPULSE_RETURN_IF_ERROR(Baselines(day));
+    GPULSE_RETURN_IF_ERROR(ReadNodes());
+    GPULSE_RETURN_IF_ERROR(ReadCost());
+    const Status read = ReadGpus();
+    keeping_ = false;
+    last_ = nullptr;
+    GPULSE_RETURN_IF_ERROR(read);
+    std::shared_ptr<const LedgerDay> built = KeepDay();
     AddDay(*built);
     LedgerDays::Process().Put(key, {std::move(built), o_.known_until_ns, as_of_});
     ++days_kept_;
   }
+  if (from < kept_from_) GPULSE_RETURN_IF_ERROR(BuildSegment(day, from, kept_from_));
+  if (kept_to_ < to) GPULSE_RETURN_IF_ERROR(BuildSegment(day, kept_to_, to));
   return Status::Ok();
 }
 
+// Classified from `from` (the GPUs' last jobs before it looked up when it
+// matters), or from the day's start for DECOMPOSE, whose contributors trace
+// what the day held before (the GPUs that failed a job, its team).
+Status LedgerBuilder::BuildSegment(int64_t day, int64_t from, int64_t to) {
+  StartDay(day, o_.contributors ? day : from, to, to);
+  // Steps first: the jobs that ran are the ones whose earlier scheduler
+  // events (starts, resubmissions) are kept.
+  GPULSE_RETURN_IF_ERROR(ReadSteps());
+  GPULSE_RETURN_IF_ERROR(ReadSched());
+  GPULSE_RETURN_IF_ERROR(Baselines(day));
+  GPULSE_RETURN_IF_ERROR(ReadNodes());
+  if (o_.contributors) GPULSE_RETURN_IF_ERROR(ReadLinks());
+  GPULSE_RETURN_IF_ERROR(ReadCost());
+  return ReadGpus();
+}
+
 // A day over (as far as what is asked knows), of which the range holds
-// whole hours, each in one bucket.
-bool LedgerBuilder::Keeps(int64_t day) const {
+// whole hours, each in one bucket: those hours are read from the kept day.
+bool LedgerBuilder::Keeps(int64_t day) {
   if (!may_keep_ || day + kDayNs > o_.known_until_ns) return false;
   const int64_t from = std::max(day, range_start_), to = std::min(day + kDayNs, range_end_);
-  if (from % kHourNs != 0 || to % kHourNs != 0) return false;
-  for (int64_t hour = from; hour < to; hour += kHourNs) {
+  kept_from_ = from + (kHourNs - (((from % kHourNs) + kHourNs) % kHourNs)) % kHourNs;
+  kept_to_ = to - (((to % kHourNs) + kHourNs) % kHourNs);
+  if (kept_from_ >= kept_to_) return false;
+  for (int64_t hour = kept_from_; hour < kept_to_; hour += kHourNs) {
     if (Bucket(hour) != Bucket(hour + kHourNs - kMinuteNs)) return false;
   }
   return true;
 }
 
-bool LedgerBuilder::InputsUnchanged(int64_t day, uint64_t as_of) const {
-  for (const LedgerInput& input : kLedgerInputs) {
+bool LedgerBuilder::Unchanged(std::span<const LedgerInput> inputs, int64_t day,
+                              uint64_t as_of) const {
+  for (const LedgerInput& input : inputs) {
     for (int d = input.first_day; d <= input.last_day; ++d) {
       if (db_->DataVersion(input.measurement, day + d * kDayNs) > as_of) return false;
     }
@@ -713,7 +754,7 @@ Status LedgerBuilder::Reusable(int64_t day, const LedgerDays::Found& kept, bool*
   // (Days asked about from years later are built again rather than checked.)
   constexpr int64_t kMaxDaysChecked = 800;
   if (known < kept.known_until_ns || (known - day) / kDayNs > kMaxDaysChecked ||
-      !InputsUnchanged(day, kept.as_of)) {
+      !Unchanged(kLedgerInputs, day, kept.as_of)) {
     return Status::Ok();
   }
   const auto& jobs = kept.day->jobs;
@@ -756,7 +797,7 @@ Status LedgerBuilder::DayEnds(int64_t day, const std::vector<std::pair<uint64_t,
   return Status::Ok();
 }
 
-std::shared_ptr<const LedgerDay> LedgerBuilder::KeepDay(int64_t day) {
+std::shared_ptr<const LedgerDay> LedgerBuilder::KeepDay() {
   auto kept = std::make_shared<LedgerDay>();
   std::map<std::vector<std::string>, uint32_t> groups;
   for (auto& [key, cell] : day_cells_) {
@@ -772,7 +813,6 @@ std::shared_ptr<const LedgerDay> LedgerBuilder::KeepDay(int64_t day) {
     kept->rows.push_back(std::move(row));
   }
   day_cells_.clear();
-  kept->own_medians = day_medians_.at(day);
   // Each job's minutes were decided by the first end after them (Allocated,
   // RestartGap): after its last minute, the end that decided them all.
   for (const auto& [job, last] : used_jobs_) {
@@ -798,7 +838,7 @@ std::shared_ptr<const LedgerDay> LedgerBuilder::KeepDay(int64_t day) {
 
 void LedgerBuilder::AddDay(const LedgerDay& day) {
   for (const LedgerDay::Row& row : day.rows) {
-    if (row.hour_ns < range_start_ || row.hour_ns >= range_end_) continue;
+    if (row.hour_ns < kept_from_ || row.hour_ns >= kept_to_) continue;
     const std::vector<std::string>& group = day.groups[row.group];
     const int64_t bucket = Bucket(row.hour_ns);
     LedgerRow& cell = cells_[{group, bucket}];
@@ -1009,7 +1049,7 @@ Status LedgerBuilder::ReadCost() {
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
     std::vector<Column> cols;
-    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kPriceLookbackNs, end_, &cols));
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, day_ - kPriceLookbackNs, end_, &cols));
     if (cols[0].type == FieldType::kString || cols[1].type == FieldType::kString) continue;
     auto& by_time = paid[TagOf(s, "region") + '\0' + TagOf(s, "sku")];
     Cursor gpus(cols[1]);
@@ -1053,7 +1093,7 @@ Status LedgerBuilder::ReadGpus() {
     }
     std::vector<Column> cols;
     GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields_, start_, end_, &cols));
-    Classify(s, cols);
+    GPULSE_RETURN_IF_ERROR(Classify(s, cols));
   }
   if (o_.contributors) TraceHardwareFailures();
   return Status::Ok();
@@ -1092,7 +1132,23 @@ void LedgerBuilder::TraceHardwareFailures() {
   }
 }
 
-void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols) {
+Status LedgerBuilder::LastJobBefore(const Series& gpu, std::string* job, int64_t* t, bool* found) {
+  *found = false;
+  std::vector<Column> cols;
+  const std::string field[] = {"job"};
+  GPULSE_RETURN_IF_ERROR(db_->ReadSeries(gpu, field, day_, start_, &cols));
+  if (cols[0].type != FieldType::kString) return Status::Ok();
+  for (size_t i = cols[0].size(); i-- > 0;) {
+    if (cols[0].strings[i].empty()) continue;
+    *job = cols[0].strings[i];
+    *t = cols[0].ts[i];
+    *found = true;
+    break;
+  }
+  return Status::Ok();
+}
+
+Status LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols) {
   const std::string node = TagOf(gpu, "node");
   const std::string region = TagOf(gpu, "region");
   const auto price_it = prices_.find(region + '\0' + TagOf(gpu, "sku"));
@@ -1142,6 +1198,8 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
   const std::string* last_job = nullptr;
   const JobRecord* last_record = nullptr;
   int64_t last_t = 0;
+  std::string job_before;  // the last job before start_, looked up once
+  bool looked_back = false;
   uint32_t last_team = kNone;
   for (int32_t m = 0; m < minutes_; ++m) {
     const int64_t t = start_ + m * kMinuteNs;
@@ -1184,18 +1242,31 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
         }
       } else if (!healthy) {
         add[static_cast<size_t>(Loss::kHardware)] = 1;
-      } else if (last_record != nullptr &&
-                 (failed = RestartGap(*last_record, last_t, t)) != nullptr) {
-        // Idle while its failed job comes back: the failure's cost.
-        add[static_cast<size_t>(failed->cause)] = 1;
-        if (o_.contributors) {
-          ids[6] = last_record->image;
-          ids[7] = last_record->framework;
-          ids[8] = last_team;
-        }
       } else {
-        const bool waiting = pending != nullptr && (*pending)[m] > 0;
-        add[static_cast<size_t>(waiting ? Loss::kScheduling : Loss::kSlack)] = 1;
+        // Idle. Classified from after the day's start, the GPU's last job
+        // before is looked up the first time it matters.
+        if (last_job == nullptr && !looked_back && start_ > day_) {
+          looked_back = true;
+          bool found = false;
+          GPULSE_RETURN_IF_ERROR(LastJobBefore(gpu, &job_before, &last_t, &found));
+          if (found) {
+            last_job = &job_before;
+            const auto it = jobs_.find(job_before);
+            last_record = it == jobs_.end() ? nullptr : &it->second;
+          }
+        }
+        if (last_record != nullptr && (failed = RestartGap(*last_record, last_t, t)) != nullptr) {
+          // Idle while its failed job comes back: the failure's cost.
+          add[static_cast<size_t>(failed->cause)] = 1;
+          if (o_.contributors) {
+            ids[6] = last_record->image;
+            ids[7] = last_record->framework;
+            ids[8] = last_team;
+          }
+        } else {
+          const bool waiting = pending != nullptr && (*pending)[m] > 0;
+          add[static_cast<size_t>(waiting ? Loss::kScheduling : Loss::kSlack)] = 1;
+        }
       }
     }
     if (t < range_start_ && !keeping_) {  // read for the GPU's state only
@@ -1235,6 +1306,7 @@ void LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols)
     }
   }
   if (keeping_ && last_job != nullptr) NoteJob(*last_job, last_t);
+  return Status::Ok();
 }
 
 // Adds a minute's losses to its contributors; a scheduling loss to the

@@ -9,7 +9,7 @@ size_t LedgerDay::Bytes() const {
     total += sizeof(g) + g.capacity() * sizeof(std::string);
     for (const std::string& v : g) total += v.capacity();
   }
-  total += jobs.capacity() * sizeof(jobs[0]) + own_medians.size() * 96;
+  total += jobs.capacity() * sizeof(jobs[0]);
   return total;
 }
 
@@ -57,6 +57,19 @@ void LedgerDays::Confirm(const Key& key, const LedgerDay* day, int64_t known_unt
     f.known_until_ns = known_until_ns;
     f.as_of = as_of;
   }
+}
+
+std::optional<LedgerDays::Medians> LedgerDays::FindMedians(const MediansKey& key) {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto it = medians_.find(key);
+  if (it == medians_.end()) return std::nullopt;
+  return it->second;
+}
+
+void LedgerDays::PutMedians(const MediansKey& key, Medians medians) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (medians_.size() >= kMaxMedians && !medians_.contains(key)) medians_.clear();
+  medians_[key] = std::move(medians);
 }
 
 size_t LedgerDays::bytes() const {

@@ -46,7 +46,6 @@ struct LedgerDay {
   };
   std::vector<std::vector<std::string>> groups;
   std::vector<Row> rows;
-  StepBaselines own_medians;  // the day's, the next day's yardstick
   // The jobs seen on its GPUs, by hash (sorted), each with the end of the
   // attempt that decided its last minute of the day (INT64_MAX: running,
   // or its end unknown, when the day was built): an end of the job after
@@ -67,6 +66,10 @@ struct LedgerInput {
 };
 inline constexpr LedgerInput kLedgerInputs[] = {
     {"job_step", -2, 0}, {"sched", -3, 0}, {"cost", -1, 0}, {"gpu", 0, 0}, {"node", 0, 0}};
+// ... and the medians of a day's steps (the next day's yardstick): its steps
+// (from the last minute of the day before) and the starts that give their
+// jobs' widths.
+inline constexpr LedgerInput kMedianInputs[] = {{"job_step", -1, 0}, {"sched", -2, 0}};
 
 class LedgerDays {
  public:
@@ -90,6 +93,15 @@ class LedgerDays {
   void Confirm(const Key& key, const LedgerDay* day, int64_t known_until_ns, uint64_t as_of);
   size_t bytes() const;
 
+  // The medians of a day's steps, as of a data version: (db, database, day).
+  using MediansKey = std::tuple<const void*, std::string, int64_t>;
+  struct Medians {
+    StepBaselines medians;
+    uint64_t as_of = 0;
+  };
+  std::optional<Medians> FindMedians(const MediansKey& key);
+  void PutMedians(const MediansKey& key, Medians medians);
+
  private:
   struct Kept {
     Found found;
@@ -100,6 +112,9 @@ class LedgerDays {
   std::map<Key, Kept> days_;  // GUARDED_BY(mu_)
   std::list<Key> lru_;        // GUARDED_BY(mu_): most recently used first
   size_t bytes_ = 0;          // GUARDED_BY(mu_)
+  // A few kilobytes a day; forgotten all at once past kMaxMedians.
+  static constexpr size_t kMaxMedians = 4096;
+  std::map<MediansKey, Medians> medians_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace gpulse::query
