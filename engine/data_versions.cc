@@ -23,11 +23,11 @@ void DataVersions::Touch(std::span<const std::pair<std::string_view, int64_t>> t
   const uint64_t version = Next();
   std::string_view last_name;
   Measurement* m = nullptr;
-  int64_t last_day = 0;
+  int64_t last_hour = 0;
   for (const auto& [name, ts] : touched) {
-    const int64_t day = DayOf(ts);
+    const int64_t hour = HourOf(ts);
     if (m != nullptr && name == last_name) {
-      if (day == last_day) continue;  // a batch's points mostly share both
+      if (hour == last_hour) continue;  // a batch's points mostly share both
     } else {
       auto it = measurements_.find(name);
       if (it == measurements_.end())
@@ -35,10 +35,10 @@ void DataVersions::Touch(std::span<const std::pair<std::string_view, int64_t>> t
       m = &it->second;
       last_name = name;
     }
-    last_day = day;
-    m->days[day] = version;
-    if (m->days.size() > kMaxDays) {
-      m->days.clear();
+    last_hour = hour;
+    m->hours[hour] = version;
+    if (m->hours.size() > kMaxHours) {
+      m->hours.clear();
       m->all = version;
     }
   }
@@ -49,7 +49,7 @@ void DataVersions::TouchAll(std::string_view measurement) {
   auto it = measurements_.find(measurement);
   if (it == measurements_.end())
     it = measurements_.emplace(std::string(measurement), Measurement{}).first;
-  it->second.days.clear();
+  it->second.hours.clear();
   it->second.all = Next();
 }
 
@@ -59,13 +59,17 @@ void DataVersions::TouchEverything() {
   base_ = Next();
 }
 
-uint64_t DataVersions::Get(std::string_view measurement, int64_t timestamp_ns) const {
+uint64_t DataVersions::Get(std::string_view measurement, int64_t start_ns, int64_t end_ns) const {
   std::lock_guard<std::mutex> l(mu_);
   const auto it = measurements_.find(measurement);
   if (it == measurements_.end()) return base_;
   const Measurement& m = it->second;
-  const auto day = m.days.find(DayOf(timestamp_ns));
-  return std::max({base_, m.all, day == m.days.end() ? uint64_t{0} : day->second});
+  uint64_t version = std::max(base_, m.all);
+  for (auto h = m.hours.lower_bound(HourOf(start_ns)); h != m.hours.end() && h->first < end_ns;
+       ++h) {
+    version = std::max(version, h->second);
+  }
+  return version;
 }
 
 }  // namespace gpulse::engine

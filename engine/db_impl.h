@@ -93,8 +93,8 @@ class DbImpl final : public Db {
                      int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) override;
   uint32_t KeptTiers() const override { return tier_mask_; }
   Status CatalogVersion(std::string_view measurement, uint64_t* version) override;
-  uint64_t DataVersion(std::string_view measurement, int64_t timestamp_ns) override {
-    return versions_.Get(measurement, timestamp_ns);
+  uint64_t DataVersion(std::string_view measurement, int64_t start_ns, int64_t end_ns) override {
+    return versions_.Get(measurement, start_ns, end_ns);
   }
   uint64_t LatestDataVersion() override { return DataVersions::Latest(); }
   Status PutDefinition(std::string_view kind, std::string_view name,
@@ -161,8 +161,8 @@ class DbImpl final : public Db {
   // Options::cardinality.max_series_per_database is rejected.
   // `known` (may be null): each view's series id as looked up already under
   // write_mu_ (kNoId for a series not in the catalog then).
-  void TouchDays(std::span<const PointRef> points, const std::vector<size_t>& view_index,
-                 const std::vector<PointView>& views, const std::vector<size_t>& accepted);
+  void TouchHours(std::span<const PointRef> points, const std::vector<size_t>& view_index,
+                  const std::vector<PointView>& views, const std::vector<size_t>& accepted);
   Status ResolveLocked(const std::vector<PointView>& views, ResolvedBatch* resolved,
                        std::vector<size_t>* accepted, std::vector<WriteResult::Rejected>* rejected,
                        bool limit_series = false, const std::vector<uint32_t>* known = nullptr);

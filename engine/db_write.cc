@@ -178,18 +178,21 @@ void DbImpl::MaybeScheduleFlush() {
   bg_cv_.notify_all();
 }
 
-// The days of the accepted points, for Db::DataVersion (a batch's points
-// mostly share measurement and day: runs of them are noted once).
-void DbImpl::TouchDays(std::span<const PointRef> points, const std::vector<size_t>& view_index,
-                       const std::vector<PointView>& views, const std::vector<size_t>& accepted) {
+// The hours of the accepted points, for Db::DataVersion (a batch's points
+// mostly share measurement and hour: runs of them are noted once).
+void DbImpl::TouchHours(std::span<const PointRef> points, const std::vector<size_t>& view_index,
+                        const std::vector<PointView>& views, const std::vector<size_t>& accepted) {
   thread_local std::vector<std::pair<std::string_view, int64_t>> touched;
   touched.clear();
+  size_t last = 0;  // the pair the previous point matched
   for (size_t i : accepted) {
-    const std::string_view measurement = points[view_index[i]].measurement;
-    const int64_t day = DataVersions::DayOf(views[i].timestamp_ns);
-    if (!touched.empty() && touched.back().second == day && touched.back().first == measurement)
-      continue;
-    touched.emplace_back(measurement, day);
+    const std::pair<std::string_view, int64_t> pair{points[view_index[i]].measurement,
+                                                    DataVersions::HourOf(views[i].timestamp_ns)};
+    if (!touched.empty() && touched[last] == pair) continue;
+    // A batch mixes a few measurements (gpu, node, ...) in a few hours.
+    const auto seen = std::find(touched.begin(), touched.end(), pair);
+    last = static_cast<size_t>(seen - touched.begin());
+    if (seen == touched.end()) touched.push_back(pair);
   }
   versions_.Touch(touched);
 }
@@ -284,7 +287,7 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
       ApplyLocked(resolved);
       out->values_written += resolved.values.size();
       wrote = true;
-      TouchDays(points, view_index, views, accepted);
+      TouchHours(points, view_index, views, accepted);
     }
   }
   if (wrote && options_.sync_policy == SyncPolicy::kEveryBatch) {

@@ -528,14 +528,15 @@ class Db {
   // keeps its plans) while the version stays the same, if it read the
   // version before it listed.
   virtual Status CatalogVersion(std::string_view measurement, uint64_t* version) = 0;
-  // The version of what `measurement` holds on the UTC day holding
-  // `timestamp_ns`: it changes whenever a point of the measurement with a
-  // timestamp in that day is written, or points of it are deleted (Delete,
-  // DropSeries; retention and Verify's drops change every version). Each
-  // value is new to the process. A caller may keep what it derived from a
-  // day's points (the GPU-minute ledger keeps each day's) while the
-  // versions stay the same, if it read them before it read the points.
-  virtual uint64_t DataVersion(std::string_view measurement, int64_t timestamp_ns) = 0;
+  // The version of what `measurement` holds in [start_ns, end_ns), by
+  // whole UTC hours: it changes whenever a point of the measurement with a
+  // timestamp in an hour the range meets is written, or points of it are
+  // deleted (Delete, DropSeries; retention and Verify's drops change every
+  // version). Each value is new to the process. A caller may keep what it
+  // derived from the range's points (the GPU-minute ledger keeps spans of
+  // hours) while the version stays the same, if it read the version (or
+  // LatestDataVersion) before it read the points.
+  virtual uint64_t DataVersion(std::string_view measurement, int64_t start_ns, int64_t end_ns) = 0;
   // At least every DataVersion answered now: a DataVersion above it, later,
   // means a change made after this call. Read it before reading the points
   // derived from, and the days whose versions stay at or below it since

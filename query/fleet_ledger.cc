@@ -146,6 +146,14 @@ Ended EndedAt(const std::vector<Column>& cols, int64_t ts, Outcome outcome, Curs
   return e;
 }
 
+uint64_t Mix(uint64_t h) {  // splitmix64's finalizer
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
+}
+
 // "n1,n2,n3" (sched started's `nodes`).
 std::vector<std::string> SplitNodes(std::string_view list) {
   std::vector<std::string> out;
@@ -173,6 +181,9 @@ double Median(std::vector<float>* v) {
   std::nth_element(v->begin(), mid, v->end());
   return *mid;
 }
+
+std::shared_ptr<const LedgerSpan> MergeSpans(
+    const std::vector<std::shared_ptr<const LedgerSpan>>& spans);
 
 class LedgerBuilder {
  public:
@@ -253,30 +264,32 @@ class LedgerBuilder {
     day_ = day;
     start_ = from;
     end_ = to;
-    day_end_ = day + kDayNs;
     steps_end_ = steps_to;
     minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
   }
   Status BuildDay(int64_t day);
   // Whether `day` is kept: whole in the range, and each of its hours in one bucket.
-  bool Keeps(int64_t day);
+  // Whether each hour of [from, to) falls in one bucket of the range.
+  bool WholeHours(int64_t from, int64_t to) const;
   // Minutes [from, to) of `day`, from the data.
   Status BuildSegment(int64_t day, int64_t from, int64_t to);
-  // Whether the data a kept day read is unchanged since `as_of` (kLedgerInputs).
-  bool Unchanged(std::span<const LedgerInput> inputs, int64_t day, uint64_t as_of) const;
-  // Whether a kept day is still true (ledger_days.h).
-  Status Reusable(int64_t day, const LedgerDays::Found& kept, bool* reusable);
+  Status BuildSpan(int64_t day, int64_t from, int64_t to, std::shared_ptr<LedgerSpan>* out);
+  void KeepSpans(const std::vector<std::shared_ptr<const LedgerSpan>>& spans);
+  // Whether the data `inputs` name is unchanged since `as_of`.
+  bool Unchanged(std::span<const LedgerSpan::Input> inputs, uint64_t as_of) const;
+  // Whether a kept span is still true (ledger_days.h).
+  Status Reusable(const LedgerDays::Found& kept, bool* reusable);
   // The `sched` ended events of a day before known_until: (hash of the job, time).
   Status DayEnds(int64_t day, const std::vector<std::pair<uint64_t, int64_t>>** out);
-  // The day just built (in day_cells_), to keep.
-  std::shared_ptr<const LedgerDay> KeepDay();
+  // The span just built (in day_cells_), to keep.
+  std::shared_ptr<LedgerSpan> KeepSpan();
   // A GPU held `job` until minute `t` of the day being kept.
   void NoteJob(const std::string& job, int64_t t) {
     int64_t& last = used_jobs_.try_emplace(job, t).first->second;
     last = std::max(last, t);
   }
-  // Adds a kept day's hours to the range's buckets.
-  void AddDay(const LedgerDay& day);
+  // Adds a kept span's hours [from, to) to the range's buckets.
+  void AddSpan(const LedgerSpan& span, int64_t from, int64_t to);
   // The series of a measurement in scope, listed once for all the days.
   Status SeriesOf(const std::string& measurement, const std::vector<Series>** out) {
     auto it = listed_.find(measurement);
@@ -333,8 +346,8 @@ class LedgerBuilder {
   int64_t range_start_ = 0, range_end_ = 0;  // in whole minutes
   // The day being built: its minutes [start_, end_) are classified (those
   // before range_start_ are not counted), its steps read up to steps_end_,
-  // its starts and the queue's events up to day_end_.
-  int64_t day_ = 0, start_ = 0, end_ = 0, day_end_ = 0, steps_end_ = 0;
+  // its starts and the queue's events up to end_.
+  int64_t day_ = 0, start_ = 0, end_ = 0, steps_end_ = 0;
   bool medians_only_ = false;  // reads steps and starts for the medians only
   int32_t minutes_ = 0;
   std::map<int64_t, StepBaselines> day_medians_;       // by day
@@ -343,7 +356,7 @@ class LedgerBuilder {
   // Kept days (ledger_days.h).
   bool may_keep_ = false;
   bool keeping_ = false;  // the day being built is kept: its cells are hours in day_cells_
-  int64_t kept_from_ = 0, kept_to_ = 0;  // the hours of the range read from a kept day
+  bool read_whole_day_steps_ = false;  // the span being kept read the day's later steps too
   std::string shape_;
   std::map<std::pair<std::vector<std::string>, int64_t>, LedgerRow> day_cells_;
   uint64_t as_of_ = 0;  // Db::LatestDataVersion before anything was read
@@ -406,14 +419,16 @@ Status LedgerBuilder::ReadSched() {
     int delta;  // +1 enters the queue, -1 leaves it
     const std::string* region;
     const std::string* queue;
-    int gpus;  // asked for (entering)
-    std::string job;
+    int gpus;      // asked for (entering)
+    uint64_t job;  // a hash of the region and the job (the same id may be used in two)
   };
   std::vector<QueueEvent> queue;
   std::vector<std::string> regions, queues;
+  std::vector<uint64_t> region_hash;
   for (const Series& s : series) {
     regions.push_back(TagOf(s, "region"));
     queues.push_back(TagOf(s, "queue"));
+    region_hash.push_back(std::hash<std::string>()(regions.back()));
   }
   // Outcomes first: a job that ended (failed, say) after the day's start is
   // one whose starts and resubmissions matter even when none of its steps
@@ -428,7 +443,7 @@ Status LedgerBuilder::ReadSched() {
     const std::string event = TagOf(s, "event");
     std::vector<Column> cols;
     if (event == "ended" && medians_only_) continue;
-    const int64_t to = event == "ended" ? o_.known_until_ns : day_end_;
+    const int64_t to = event == "ended" ? o_.known_until_ns : end_;
     GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, day_ - kQueueLookbackNs, to, &cols));
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
@@ -443,7 +458,9 @@ Status LedgerBuilder::ReadSched() {
       if (event == "started" && known != jobs_.end()) {
         JobRecord& record = known->second;
         record.starts.push_back(ts);
-        if (cols[5].type == FieldType::kString && placed.At(ts))
+        // Its width is its first attempt's (a later start cannot change
+        // how its earlier minutes were judged).
+        if (record.width == 0 && cols[5].type == FieldType::kString && placed.At(ts))
           record.width = cols[5].strings[placed.index()].find(',') == std::string::npos ? 1 : 2;
         if (o_.contributors && cols[5].type == FieldType::kString && placed.At(ts))
           record.placements.push_back({ts, SplitNodes(cols[5].strings[placed.index()])});
@@ -451,14 +468,17 @@ Status LedgerBuilder::ReadSched() {
       if (event == "submitted" || event == "retried" || event == "started") {
         if (ts >= end_) continue;  // read for the starts' widths only
         const int asked = gpus.At(ts) ? static_cast<int>(NumberAt(cols[4], gpus.index())) : 1;
-        queue.push_back(
-            {ts, event == "started" ? -1 : +1, &regions[k], &queues[k], asked, job.strings[i]});
+        queue.push_back({ts, event == "started" ? -1 : +1, &regions[k], &queues[k], asked,
+                         Mix(region_hash[k] ^ std::hash<std::string>()(job.strings[i]))});
         continue;
       }
       if (event != "ended" || cols[1].type != FieldType::kString || !status.At(ts)) continue;
       const Outcome outcome = OutcomeOf(cols[1].strings[status.index()]);
       if (outcome == Outcome::kCancelled) {
-        if (ts < end_) queue.push_back({ts, -1, &regions[k], &queues[k], 0, job.strings[i]});
+        if (ts < end_) {
+          queue.push_back({ts, -1, &regions[k], &queues[k], 0,
+                           Mix(region_hash[k] ^ std::hash<std::string>()(job.strings[i]))});
+        }
         continue;
       }
       if (ts < day_) continue;  // the day's minutes are judged by the attempts that end after them
@@ -478,7 +498,8 @@ Status LedgerBuilder::ReadSched() {
     int gpus = 0;
     const std::string* queue = nullptr;
   };
-  std::unordered_map<std::string, Waiting> waiting;
+  std::unordered_map<uint64_t, Waiting> waiting;
+  waiting.reserve(queue.size() / 2);
   for (size_t k = 0; k < regions.size(); ++k) {
     if (pending_[regions[k]].empty())
       pending_[regions[k]].assign(static_cast<size_t>(minutes_) + 1, 0);
@@ -486,7 +507,7 @@ Status LedgerBuilder::ReadSched() {
     if (o_.contributors && demand.empty()) demand.assign(static_cast<size_t>(minutes_) + 1, 0);
   }
   for (const QueueEvent& e : queue) {
-    Waiting& w = waiting[*e.region + '\0' + e.job];
+    Waiting& w = waiting[e.job];
     if (e.delta < 0 && w.count == 0) continue;
     if (e.delta > 0) {
       w.gpus = e.gpus;
@@ -610,7 +631,7 @@ Status LedgerBuilder::DayMedians(int64_t day, const StepBaselines** out) {
   if (it == day_medians_.end()) {
     const LedgerDays::MediansKey key{db_, o_.database, day};
     std::optional<LedgerDays::Medians> kept = LedgerDays::Process().FindMedians(key);
-    if (kept.has_value() && Unchanged(kMedianInputs, day, kept->as_of)) {
+    if (kept.has_value() && Unchanged(MedianInputs(day), kept->as_of)) {
       it = day_medians_.emplace(day, std::move(kept->medians)).first;
     } else {
       LedgerBuilder reader(db_, o_);
@@ -628,7 +649,6 @@ Status LedgerBuilder::DayMedians(int64_t day, const StepBaselines** out) {
 
 Status LedgerBuilder::RangeMedians() {
   StartDay(range_start_, range_start_, range_end_, range_end_);
-  day_end_ = range_end_;
   GPULSE_RETURN_IF_ERROR(ReadSteps());
   GPULSE_RETURN_IF_ERROR(ReadSched());
   range_baselines_ = OwnMedians();
@@ -655,53 +675,108 @@ Status LedgerBuilder::Baselines(int64_t day) {
     if (missing) break;
   }
   if (!missing) return Status::Ok();
+  read_whole_day_steps_ = true;
   const StepBaselines* own = nullptr;
   GPULSE_RETURN_IF_ERROR(DayMedians(day, &own));
   for (const auto& [key, medians] : *own) baseline_.try_emplace(key, medians);
   return Status::Ok();
 }
 
-// One day of the range: the whole hours of a day over from a kept day (kept
-// now if there is none, or it no longer holds), and what the range holds
-// of the day besides from the data.
+// One day of the range: its whole hours, as far as what is asked knows
+// them over, from kept spans (kept now where there are none, or they no
+// longer hold), and the minutes at the edges from the data.
 Status LedgerBuilder::BuildDay(int64_t day) {
   GPULSE_RETURN_IF_ERROR(Check());
   const int64_t from = std::max(day, range_start_), to = std::min(day + kDayNs, range_end_);
-  if (!Keeps(day)) return BuildSegment(day, from, to);
-  const LedgerDays::Key key{db_, shape_, day};
-  const std::optional<LedgerDays::Found> kept = LedgerDays::Process().Find(key);
-  bool reusable = false;
-  if (kept.has_value()) GPULSE_RETURN_IF_ERROR(Reusable(day, *kept, &reusable));
-  if (reusable) {
-    AddDay(*kept->day);
-    LedgerDays::Process().Confirm(key, kept->day.get(), o_.known_until_ns, as_of_);
-    ++days_reused_;
-  } else {
-    // The whole day, its minutes in hours.
-    StartDay(day, day, day + kDayNs, day + kDayNs);
-    keeping_ = true;
-    // Steps first: the jobs that ran are the ones whose earlier scheduler
-    // events (starts, resubmissions) are kept.
-    GPULSE_RETURN_IF_ERROR(ReadSteps());
-    GPULSE_RETURN_IF_ERROR(ReadSched());
+  const int64_t hours_from = from + (kHourNs - (((from % kHourNs) + kHourNs) % kHourNs)) % kHourNs;
+  const int64_t settled = std::min(to, o_.known_until_ns);
+  const int64_t hours_to = settled - (((settled % kHourNs) + kHourNs) % kHourNs);
+  if (!may_keep_ || hours_from >= hours_to || !WholeHours(hours_from, hours_to)) {
+    return BuildSegment(day, from, to);
+  }
+  if (from < hours_from) GPULSE_RETURN_IF_ERROR(BuildSegment(day, from, hours_from));
+  std::vector<std::shared_ptr<const LedgerSpan>> valid;
+  for (const LedgerDays::Found& found : LedgerDays::Process().FindDay(db_, shape_, day)) {
+    if (found.span->to_ns <= hours_from || found.span->from_ns >= hours_to) continue;
+    bool reusable = false;
+    GPULSE_RETURN_IF_ERROR(Reusable(found, &reusable));
+    if (reusable) {
+      valid.push_back(found.span);
+    } else {
+      LedgerDays::Process().Erase(db_, shape_, found.span->from_ns);
+    }
+  }
+  // Hour by hour: from a kept span, or built up to the next one.
+  std::vector<std::shared_ptr<const LedgerSpan>> used;
+  size_t next = 0;  // valid spans are in hour order
+  for (int64_t hour = hours_from; hour < hours_to;) {
+    while (next < valid.size() && valid[next]->to_ns <= hour) ++next;
+    std::shared_ptr<const LedgerSpan> span;
+    if (next < valid.size() && valid[next]->from_ns <= hour) {
+      span = valid[next];
+      ++days_reused_;
+    } else {
+      const int64_t until = next < valid.size() ? valid[next]->from_ns : hours_to;
+      std::shared_ptr<LedgerSpan> built;
+      GPULSE_RETURN_IF_ERROR(BuildSpan(day, hour, until, &built));
+      span = std::move(built);
+      ++days_kept_;
+    }
+    const int64_t until = std::min(span->to_ns, hours_to);
+    AddSpan(*span, hour, until);
+    if (!used.empty() && used.back()->to_ns != span->from_ns) {
+      KeepSpans(used);
+      used.clear();
+    }
+    used.push_back(std::move(span));
+    hour = until;
+  }
+  KeepSpans(used);
+  if (hours_to < to) GPULSE_RETURN_IF_ERROR(BuildSegment(day, hours_to, to));
+  return Status::Ok();
+}
+
+bool LedgerBuilder::WholeHours(int64_t from, int64_t to) const {
+  for (int64_t hour = from; hour < to; hour += kHourNs) {
+    if (Bucket(hour) != Bucket(hour + kHourNs - kMinuteNs)) return false;
+  }
+  return true;
+}
+
+// Minutes [from, to) of `day` classified into hours, to keep.
+Status LedgerBuilder::BuildSpan(int64_t day, int64_t from, int64_t to,
+                                std::shared_ptr<LedgerSpan>* out) {
+  StartDay(day, from, to, to);
+  keeping_ = true;
+  read_whole_day_steps_ = false;
+  // Steps first: the jobs that ran are the ones whose earlier scheduler
+  // events (starts, resubmissions) are kept.
+  GPULSE_RETURN_IF_ERROR(ReadSteps());
+  GPULSE_RETURN_IF_ERROR(ReadSched());
+  if (from == day && to == day + kDayNs) {
     // The whole day's steps are read: its medians, the next day's yardstick.
     day_medians_[day] = OwnMedians();
     LedgerDays::Process().PutMedians({db_, o_.database, day}, {day_medians_[day], as_of_});
-    GPULSE_RETURN_IF_ERROR(Baselines(day));
-    GPULSE_RETURN_IF_ERROR(ReadNodes());
-    GPULSE_RETURN_IF_ERROR(ReadCost());
-    const Status read = ReadGpus();
-    keeping_ = false;
-    last_ = nullptr;
-    GPULSE_RETURN_IF_ERROR(read);
-    std::shared_ptr<const LedgerDay> built = KeepDay();
-    AddDay(*built);
-    LedgerDays::Process().Put(key, {std::move(built), o_.known_until_ns, as_of_});
-    ++days_kept_;
   }
-  if (from < kept_from_) GPULSE_RETURN_IF_ERROR(BuildSegment(day, from, kept_from_));
-  if (kept_to_ < to) GPULSE_RETURN_IF_ERROR(BuildSegment(day, kept_to_, to));
+  GPULSE_RETURN_IF_ERROR(Baselines(day));
+  GPULSE_RETURN_IF_ERROR(ReadNodes());
+  GPULSE_RETURN_IF_ERROR(ReadCost());
+  const Status read = ReadGpus();
+  keeping_ = false;
+  last_ = nullptr;
+  GPULSE_RETURN_IF_ERROR(read);
+  *out = KeepSpan();
   return Status::Ok();
+}
+
+// Keeps spans used one after another as one.
+void LedgerBuilder::KeepSpans(const std::vector<std::shared_ptr<const LedgerSpan>>& spans) {
+  if (spans.empty()) return;
+  std::shared_ptr<const LedgerSpan> kept = spans.size() == 1 ? spans[0] : MergeSpans(spans);
+  for (const auto& span : spans) {
+    if (span->from_ns != kept->from_ns) LedgerDays::Process().Erase(db_, shape_, span->from_ns);
+  }
+  LedgerDays::Process().Put({std::move(kept), o_.known_until_ns, as_of_}, db_, shape_);
 }
 
 // Classified from `from` (the GPUs' last jobs before it looked up when it
@@ -720,46 +795,30 @@ Status LedgerBuilder::BuildSegment(int64_t day, int64_t from, int64_t to) {
   return ReadGpus();
 }
 
-// A day over (as far as what is asked knows), of which the range holds
-// whole hours, each in one bucket: those hours are read from the kept day.
-bool LedgerBuilder::Keeps(int64_t day) {
-  if (!may_keep_ || day + kDayNs > o_.known_until_ns) return false;
-  const int64_t from = std::max(day, range_start_), to = std::min(day + kDayNs, range_end_);
-  kept_from_ = from + (kHourNs - (((from % kHourNs) + kHourNs) % kHourNs)) % kHourNs;
-  kept_to_ = to - (((to % kHourNs) + kHourNs) % kHourNs);
-  if (kept_from_ >= kept_to_) return false;
-  for (int64_t hour = kept_from_; hour < kept_to_; hour += kHourNs) {
-    if (Bucket(hour) != Bucket(hour + kHourNs - kMinuteNs)) return false;
+bool LedgerBuilder::Unchanged(std::span<const LedgerSpan::Input> inputs, uint64_t as_of) const {
+  for (const LedgerSpan::Input& input : inputs) {
+    if (db_->DataVersion(input.measurement, input.start_ns, input.end_ns) > as_of) return false;
   }
   return true;
 }
 
-bool LedgerBuilder::Unchanged(std::span<const LedgerInput> inputs, int64_t day,
-                              uint64_t as_of) const {
-  for (const LedgerInput& input : inputs) {
-    for (int d = input.first_day; d <= input.last_day; ++d) {
-      if (db_->DataVersion(input.measurement, day + d * kDayNs) > as_of) return false;
-    }
-  }
-  return true;
-}
-
-// A kept day is true while its inputs are unchanged, what is asked knows no
-// less than it did, and no end of one of its jobs has come to be known
+// A kept span is true while its inputs are unchanged, what is asked knows
+// no less than it did, and no end of one of its jobs has come to be known
 // since, at or before the end that decided the job's minutes: ended events
 // on days written since it was kept, or timed since it knew.
-Status LedgerBuilder::Reusable(int64_t day, const LedgerDays::Found& kept, bool* reusable) {
+Status LedgerBuilder::Reusable(const LedgerDays::Found& kept, bool* reusable) {
   *reusable = false;
   const int64_t known = o_.known_until_ns;
+  const int64_t day = kept.span->day_ns;
   // (Days asked about from years later are built again rather than checked.)
   constexpr int64_t kMaxDaysChecked = 800;
   if (known < kept.known_until_ns || (known - day) / kDayNs > kMaxDaysChecked ||
-      !Unchanged(kLedgerInputs, day, kept.as_of)) {
+      !Unchanged(kept.span->Inputs(), kept.as_of)) {
     return Status::Ok();
   }
-  const auto& jobs = kept.day->jobs;
+  const auto& jobs = kept.span->jobs;
   for (int64_t x = day; x < known; x += kDayNs) {
-    const bool written = db_->DataVersion("sched", x) > kept.as_of;
+    const bool written = db_->DataVersion("sched", x, x + kDayNs) > kept.as_of;
     const int64_t from = written ? x : std::max(x, kept.known_until_ns);
     if (from >= std::min(x + kDayNs, known)) continue;
     const std::vector<std::pair<uint64_t, int64_t>>* ends = nullptr;
@@ -797,13 +856,17 @@ Status LedgerBuilder::DayEnds(int64_t day, const std::vector<std::pair<uint64_t,
   return Status::Ok();
 }
 
-std::shared_ptr<const LedgerDay> LedgerBuilder::KeepDay() {
-  auto kept = std::make_shared<LedgerDay>();
+std::shared_ptr<LedgerSpan> LedgerBuilder::KeepSpan() {
+  auto kept = std::make_shared<LedgerSpan>();
+  kept->day_ns = day_;
+  kept->from_ns = start_;
+  kept->to_ns = end_;
+  kept->read_whole_day_steps = read_whole_day_steps_;
   std::map<std::vector<std::string>, uint32_t> groups;
   for (auto& [key, cell] : day_cells_) {
     const auto [g, added] = groups.try_emplace(cell.group, static_cast<uint32_t>(groups.size()));
     if (added) kept->groups.push_back(cell.group);
-    LedgerDay::Row row;
+    LedgerSpan::Row row;
     row.hour_ns = cell.bucket_ns;
     row.group = g->second;
     row.minutes = cell.minutes;
@@ -836,10 +899,10 @@ std::shared_ptr<const LedgerDay> LedgerBuilder::KeepDay() {
   return kept;
 }
 
-void LedgerBuilder::AddDay(const LedgerDay& day) {
-  for (const LedgerDay::Row& row : day.rows) {
-    if (row.hour_ns < kept_from_ || row.hour_ns >= kept_to_) continue;
-    const std::vector<std::string>& group = day.groups[row.group];
+void LedgerBuilder::AddSpan(const LedgerSpan& span, int64_t from, int64_t to) {
+  for (const LedgerSpan::Row& row : span.rows) {
+    if (row.hour_ns < from || row.hour_ns >= to) continue;
+    const std::vector<std::string>& group = span.groups[row.group];
     const int64_t bucket = Bucket(row.hour_ns);
     LedgerRow& cell = cells_[{group, bucket}];
     cell.group = group;
@@ -854,6 +917,35 @@ void LedgerBuilder::AddDay(const LedgerDay& day) {
     }
   }
   last_ = nullptr;
+}
+
+// Spans of a day used one after another become one (their rows and jobs
+// together), true as of now: they were just found true, or built.
+std::shared_ptr<const LedgerSpan> MergeSpans(
+    const std::vector<std::shared_ptr<const LedgerSpan>>& spans) {
+  auto merged = std::make_shared<LedgerSpan>();
+  merged->day_ns = spans.front()->day_ns;
+  merged->from_ns = spans.front()->from_ns;
+  merged->to_ns = spans.back()->to_ns;
+  std::map<std::vector<std::string>, uint32_t> groups;
+  for (const auto& span : spans) {
+    merged->read_whole_day_steps |= span->read_whole_day_steps;
+    for (const LedgerSpan::Row& row : span->rows) {
+      const std::vector<std::string>& group = span->groups[row.group];
+      const auto [g, added] = groups.try_emplace(group, static_cast<uint32_t>(groups.size()));
+      if (added) merged->groups.push_back(group);
+      merged->rows.push_back(row);
+      merged->rows.back().group = g->second;
+    }
+    merged->jobs.insert(merged->jobs.end(), span->jobs.begin(), span->jobs.end());
+  }
+  // A job in several: the latest end that decided its minutes stands.
+  std::sort(merged->jobs.begin(), merged->jobs.end());
+  for (size_t i = 1; i < merged->jobs.size(); ++i) {
+    if (merged->jobs[i].first == merged->jobs[i - 1].first) merged->jobs[i - 1].second = INT64_MIN;
+  }
+  std::erase_if(merged->jobs, [](const auto& j) { return j.second == INT64_MIN; });
+  return merged;
 }
 
 Status LedgerBuilder::ReadNodes() {

@@ -2,8 +2,26 @@
 
 namespace gpulse::query {
 
-size_t LedgerDay::Bytes() const {
-  size_t total = sizeof(LedgerDay) + rows.capacity() * sizeof(Row);
+namespace {
+constexpr int64_t kHourNs = 3'600'000'000'000;
+constexpr int64_t kDayNs = 24 * kHourNs;
+}  // namespace
+
+std::array<LedgerSpan::Input, 5> LedgerSpan::Inputs() const {
+  return {{{"gpu", day_ns, to_ns},
+           {"node", from_ns, to_ns},
+           {"job_step", day_ns - 2 * kDayNs, read_whole_day_steps ? day_ns + kDayNs : to_ns},
+           {"sched", day_ns - 3 * kDayNs, to_ns},
+           {"cost", day_ns - kDayNs, to_ns}}};
+}
+
+std::array<LedgerSpan::Input, 2> MedianInputs(int64_t day_ns) {
+  return {{{"job_step", day_ns - kHourNs, day_ns + kDayNs},
+           {"sched", day_ns - 2 * kDayNs, day_ns + kDayNs}}};
+}
+
+size_t LedgerSpan::Bytes() const {
+  size_t total = sizeof(LedgerSpan) + rows.capacity() * sizeof(Row);
   for (const Row& r : rows) total += r.failed_attempts.capacity() * sizeof(r.failed_attempts[0]);
   for (const auto& g : groups) {
     total += sizeof(g) + g.capacity() * sizeof(std::string);
@@ -18,45 +36,46 @@ LedgerDays& LedgerDays::Process() {
   return *days;
 }
 
-std::optional<LedgerDays::Found> LedgerDays::Find(const Key& key) {
+std::vector<LedgerDays::Found> LedgerDays::FindDay(const void* db, const std::string& shape,
+                                                   int64_t day_ns) {
+  std::vector<Found> out;
   std::lock_guard<std::mutex> l(mu_);
-  const auto it = days_.find(key);
-  if (it == days_.end()) return std::nullopt;
-  lru_.splice(lru_.begin(), lru_, it->second.use);
-  return it->second.found;
+  for (auto it = spans_.lower_bound({db, shape, day_ns});
+       it != spans_.end() && std::get<0>(it->first) == db && std::get<1>(it->first) == shape &&
+       std::get<2>(it->first) < day_ns + kDayNs;
+       ++it) {
+    lru_.splice(lru_.begin(), lru_, it->second.use);
+    out.push_back(it->second.found);
+  }
+  return out;
 }
 
-void LedgerDays::Put(const Key& key, Found found) {
-  const size_t bytes = found.day->Bytes();
+void LedgerDays::EraseLocked(std::map<Key, Kept>::iterator it) {
+  bytes_ -= it->second.found.span->Bytes();
+  lru_.erase(it->second.use);
+  spans_.erase(it);
+}
+
+void LedgerDays::Put(Found found, const void* db, const std::string& shape) {
+  const size_t bytes = found.span->Bytes();
   if (bytes > budget_) return;
+  Key key{db, shape, found.span->from_ns};
   std::lock_guard<std::mutex> l(mu_);
-  auto it = days_.find(key);
-  if (it != days_.end()) {
-    bytes_ -= it->second.found.day->Bytes();
-    lru_.erase(it->second.use);
-    days_.erase(it);
-  }
-  while (bytes_ + bytes > budget_ && !lru_.empty()) {
-    const auto last = days_.find(lru_.back());
-    bytes_ -= last->second.found.day->Bytes();
-    days_.erase(last);
-    lru_.pop_back();
-  }
+  if (const auto it = spans_.find(key); it != spans_.end()) EraseLocked(it);
+  while (bytes_ + bytes > budget_ && !lru_.empty()) EraseLocked(spans_.find(lru_.back()));
   lru_.push_front(key);
-  days_.emplace(key, Kept{std::move(found), lru_.begin()});
+  spans_.emplace(std::move(key), Kept{std::move(found), lru_.begin()});
   bytes_ += bytes;
 }
 
-void LedgerDays::Confirm(const Key& key, const LedgerDay* day, int64_t known_until_ns,
-                         uint64_t as_of) {
+void LedgerDays::Erase(const void* db, const std::string& shape, int64_t from_ns) {
   std::lock_guard<std::mutex> l(mu_);
-  const auto it = days_.find(key);
-  if (it == days_.end() || it->second.found.day.get() != day) return;
-  Found& f = it->second.found;
-  if (known_until_ns >= f.known_until_ns && as_of >= f.as_of) {
-    f.known_until_ns = known_until_ns;
-    f.as_of = as_of;
-  }
+  if (const auto it = spans_.find({db, shape, from_ns}); it != spans_.end()) EraseLocked(it);
+}
+
+size_t LedgerDays::bytes() const {
+  std::lock_guard<std::mutex> l(mu_);
+  return bytes_;
 }
 
 std::optional<LedgerDays::Medians> LedgerDays::FindMedians(const MediansKey& key) {
@@ -70,11 +89,6 @@ void LedgerDays::PutMedians(const MediansKey& key, Medians medians) {
   std::lock_guard<std::mutex> l(mu_);
   if (medians_.size() >= kMaxMedians && !medians_.contains(key)) medians_.clear();
   medians_[key] = std::move(medians);
-}
-
-size_t LedgerDays::bytes() const {
-  std::lock_guard<std::mutex> l(mu_);
-  return bytes_;
 }
 
 }  // namespace gpulse::query

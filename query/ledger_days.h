@@ -1,23 +1,24 @@
-// Days of the GPU-minute ledger kept for reuse. A minute is classified from
-// the data of its UTC day (fleet_ledger.h), so a whole day's ledger, once
-// built, is the answer for that day in any later range until the data it
-// was built from changes:
-// - a point written or deleted on a day it read (kLedgerInputs), which
-//   Db::DataVersion tells;
+// Spans of the GPU-minute ledger kept for reuse. A minute is classified
+// from the data of its UTC day and the minutes before it in that day
+// (fleet_ledger.h), never from the range that asks, so the ledger of whole
+// hours, once built, is the answer for those hours in any later range until
+// the data it was built from changes:
+// - a point written or deleted in a time it read (LedgerSpan::Inputs),
+//   which Db::DataVersion tells;
 // - an attempt of a job that ran in it ending in a way not known then (a
 //   failure loses the minutes after the last checkpoint): a `sched` ended
 //   event of one of its jobs, written since or timed since it was built, at
 //   or before the end that decided the job's minutes (any time, for a job
 //   still running then).
-// Each kept day records what it was built from, and is used only while
-// that holds (LedgerBuilder::Reusable in fleet_ledger.cc).
+// Each kept span records what it was built from, and is used only while
+// that holds (LedgerBuilder::Reusable in fleet_ledger.cc). A span holds
+// consecutive whole hours of one day, in hourly rows, per query shape
+// (database, WHERE, BY), so that any EVERY whose buckets are whole hours
+// reads them; spans used together are merged into one.
 //
-// Days are kept in hourly rows, per query shape (database, WHERE, BY), so
-// that any EVERY whose buckets are whole hours reads them. Process-wide,
-// bounded in bytes, the least recently used day forgotten first.
-//
-// Thread safety: LedgerDays may be used from any thread; a kept day is
-// immutable.
+// Process-wide, bounded in bytes, the least recently used span forgotten
+// first. Thread safety: LedgerDays may be used from any thread; a kept span
+// is immutable.
 #pragma once
 
 #include <array>
@@ -36,7 +37,8 @@
 
 namespace gpulse::query {
 
-struct LedgerDay {
+struct LedgerSpan {
+  int64_t day_ns = 0, from_ns = 0, to_ns = 0;  // hours [from, to) of the day
   struct Row {
     int64_t hour_ns = 0;
     uint32_t group = 0;  // index into groups
@@ -45,31 +47,32 @@ struct LedgerDay {
     std::vector<std::pair<uint64_t, LedgerRow::FailedAttempt>> failed_attempts;
   };
   std::vector<std::vector<std::string>> groups;
-  std::vector<Row> rows;
+  std::vector<Row> rows;  // by hour
   // The jobs seen on its GPUs, by hash (sorted), each with the end of the
-  // attempt that decided its last minute of the day (INT64_MAX: running,
-  // or its end unknown, when the day was built): an end of the job after
-  // that changes nothing in the day.
+  // attempt that decided its last minute in the span (INT64_MAX: running,
+  // or its end unknown, when it was built): an end of the job after that
+  // changes nothing in the span.
   std::vector<std::pair<uint64_t, int64_t>> jobs;
+  // A class and width the day before did not run was judged by the whole
+  // day's medians: the span also read the day's later steps.
+  bool read_whole_day_steps = false;
 
+  // What it read, as (measurement, [start, end)): its GPUs and nodes from
+  // the day's start (a GPU's last job before the span), steps from two
+  // days before (the day before's medians are its yardstick), the
+  // scheduler's events from three (the queue's and the starts' look-backs),
+  // prices from one.
+  struct Input {
+    const char* measurement;
+    int64_t start_ns, end_ns;
+  };
+  std::array<Input, 5> Inputs() const;
   size_t Bytes() const;
 };
 
-// The days of each measurement a day's ledger reads, as offsets in days:
-// its steps (and the day before's, for the yardstick, from the last minute
-// of the day before that), the scheduler's events from three days before
-// (the queue's and the starts' look-backs), prices from the day before,
-// and its GPUs and nodes.
-struct LedgerInput {
-  const char* measurement;
-  int first_day, last_day;  // relative to the day, inclusive
-};
-inline constexpr LedgerInput kLedgerInputs[] = {
-    {"job_step", -2, 0}, {"sched", -3, 0}, {"cost", -1, 0}, {"gpu", 0, 0}, {"node", 0, 0}};
-// ... and the medians of a day's steps (the next day's yardstick): its steps
-// (from the last minute of the day before) and the starts that give their
-// jobs' widths.
-inline constexpr LedgerInput kMedianInputs[] = {{"job_step", -1, 0}, {"sched", -2, 0}};
+// What the medians of a day's steps read: its steps (from the last minute
+// of the day before) and the starts that give their jobs' widths.
+std::array<LedgerSpan::Input, 2> MedianInputs(int64_t day_ns);
 
 class LedgerDays {
  public:
@@ -78,19 +81,19 @@ class LedgerDays {
   static LedgerDays& Process();  // the one the query layer uses
   explicit LedgerDays(size_t budget_bytes) : budget_(budget_bytes) {}
 
-  // (db, database '\0' WHERE '\0' BY, day start)
+  // (db, database '\0' WHERE '\0' BY, the span's first hour)
   using Key = std::tuple<const void*, std::string, int64_t>;
-  // A kept day and what it is true of: the outcomes known before
+  // A kept span and what it is true of: the outcomes known before
   // known_until_ns, and the data as of Db::LatestDataVersion as_of.
   struct Found {
-    std::shared_ptr<const LedgerDay> day;
+    std::shared_ptr<const LedgerSpan> span;
     int64_t known_until_ns = 0;
     uint64_t as_of = 0;
   };
-  std::optional<Found> Find(const Key& key);
-  void Put(const Key& key, Found found);
-  // The kept `day` is still true at a later known_until and as_of.
-  void Confirm(const Key& key, const LedgerDay* day, int64_t known_until_ns, uint64_t as_of);
+  // The spans of a day, by their first hour.
+  std::vector<Found> FindDay(const void* db, const std::string& shape, int64_t day_ns);
+  void Put(Found found, const void* db, const std::string& shape);
+  void Erase(const void* db, const std::string& shape, int64_t from_ns);
   size_t bytes() const;
 
   // The medians of a day's steps, as of a data version: (db, database, day).
@@ -107,11 +110,13 @@ class LedgerDays {
     Found found;
     std::list<Key>::iterator use;  // in lru_
   };
+  void EraseLocked(std::map<Key, Kept>::iterator it);
+
   const size_t budget_;
   mutable std::mutex mu_;
-  std::map<Key, Kept> days_;  // GUARDED_BY(mu_)
-  std::list<Key> lru_;        // GUARDED_BY(mu_): most recently used first
-  size_t bytes_ = 0;          // GUARDED_BY(mu_)
+  std::map<Key, Kept> spans_;  // GUARDED_BY(mu_)
+  std::list<Key> lru_;         // GUARDED_BY(mu_): most recently used first
+  size_t bytes_ = 0;           // GUARDED_BY(mu_)
   // A few kilobytes a day; forgotten all at once past kMaxMedians.
   static constexpr size_t kMaxMedians = 4096;
   std::map<MediansKey, Medians> medians_;  // GUARDED_BY(mu_)

@@ -155,55 +155,62 @@ TEST_F(DbTest, CatalogVersionsFollowEachMeasurementsCatalog) {
   EXPECT_FALSE(db_->CatalogVersion("gpu", &ignored).ok());
 }
 
-// A measurement's data version of a day changes when a point of that day
-// is written or any of its points deleted, and only then; values are new to
-// the Db (a reader may keep what it derived from a day while they hold).
-TEST_F(DbTest, DataVersionsFollowEachMeasurementsDays) {
-  constexpr int64_t kDay = 1440 * kMinute;
-  const int64_t d0 = 20000 * kDay, d1 = d0 + kDay;
-  const uint64_t never = db_->DataVersion("gpu", d0);
-  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, d0 + 5 * kMinute, int64_t{1})}).ok());
-  const uint64_t a = db_->DataVersion("gpu", d0);
+// A measurement's data version of a time range changes when a point in an
+// hour the range meets is written or any of its points deleted, and only
+// then; values are new to the Db (a reader may keep what it derived from a
+// range while they hold).
+TEST_F(DbTest, DataVersionsFollowEachMeasurementsHours) {
+  constexpr int64_t kHour = 60 * kMinute;
+  const int64_t h0 = 480000 * kHour, h1 = h0 + kHour;
+  const auto version = [&](const std::string& m, int64_t from, int64_t to) {
+    return db_->DataVersion(m, from, to);
+  };
+  const uint64_t never = version("gpu", h0, h1);
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, h0 + 5 * kMinute, int64_t{1})}).ok());
+  const uint64_t a = version("gpu", h0, h1);
   EXPECT_NE(a, never);
-  EXPECT_EQ(db_->DataVersion("gpu", d0 + kDay - 1), a);  // any instant of the day
-  const uint64_t b = db_->DataVersion("gpu", d1);
-  Point other = GpuPoint("n1", 0, d0, int64_t{1});
+  EXPECT_EQ(version("gpu", h0 + 59 * kMinute, h0 + 59 * kMinute + 1), a);  // any part of the hour
+  EXPECT_EQ(version("gpu", h0 - 5 * kHour, h0 + 1), a);                    // a range that meets it
+  EXPECT_EQ(version("gpu", h0 - 5 * kHour, h0), never);  // ... and one that does not
+  const uint64_t b = version("gpu", h1, h1 + kHour);
+  const uint64_t host = version("host", h0, h1);
+  // A point of the next hour, or of another measurement, leaves the hour alone.
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, h1 + kMinute, int64_t{2})}).ok());
+  EXPECT_EQ(version("gpu", h0, h1), a);
+  EXPECT_NE(version("gpu", h1, h1 + kHour), b);
+  EXPECT_NE(version("gpu", h0, h1 + kHour), a);  // a range over both
+  Point other = GpuPoint("n1", 0, h0, int64_t{1});
   other.measurement = "host";
-  const uint64_t host = db_->DataVersion("host", d0);
-  // A point of the next day, or of another measurement, leaves the day alone.
-  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, d1 + kMinute, int64_t{2})}).ok());
-  EXPECT_EQ(db_->DataVersion("gpu", d0), a);
-  EXPECT_NE(db_->DataVersion("gpu", d1), b);
   ASSERT_TRUE(db_->Write({other}).ok());
-  EXPECT_EQ(db_->DataVersion("gpu", d0), a);
-  EXPECT_NE(db_->DataVersion("host", d0), host);
-  // A late point of the day, an overwrite with the same timestamp, a flush
+  EXPECT_EQ(version("gpu", h0, h1), a);
+  EXPECT_NE(version("host", h0, h1), host);
+  // A late point of the hour, an overwrite with the same timestamp, a flush
   // that changes nothing, a delete.
-  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, d0 + 5 * kMinute, int64_t{7})}).ok());
-  const uint64_t c = db_->DataVersion("gpu", d0);
+  ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, h0 + 5 * kMinute, int64_t{7})}).ok());
+  const uint64_t c = version("gpu", h0, h1);
   EXPECT_NE(c, a);
   ASSERT_TRUE(db_->Flush().ok());
-  EXPECT_EQ(db_->DataVersion("gpu", d0), c);
+  EXPECT_EQ(version("gpu", h0, h1), c);
   std::vector<Series> gpus;
   ASSERT_TRUE(db_->ListSeries("gpu", {}, &gpus).ok());
-  const uint64_t before_delete = db_->DataVersion("gpu", d1 + 3 * kDay);
-  ASSERT_TRUE(db_->Delete(gpus, d1, d1 + kMinute).ok());
-  EXPECT_NE(db_->DataVersion("gpu", d0), c);  // deletes move every day of it
-  EXPECT_NE(db_->DataVersion("gpu", d1 + 3 * kDay), before_delete);
+  const uint64_t far = version("gpu", h1 + 100 * kHour, h1 + 101 * kHour);
+  ASSERT_TRUE(db_->Delete(gpus, h1, h1 + kMinute).ok());
+  EXPECT_NE(version("gpu", h0, h1), c);  // deletes move every hour of it
+  EXPECT_NE(version("gpu", h1 + 100 * kHour, h1 + 101 * kHour), far);
   // A Db opened again starts afresh.
-  const uint64_t last = db_->DataVersion("gpu", d0);
+  const uint64_t last = version("gpu", h0, h1);
   Reopen();
-  EXPECT_NE(db_->DataVersion("gpu", d0), last);
-  EXPECT_NE(db_->DataVersion("gpu", d0), a);
-  // Writes over more days than it keeps apart still move each day's version.
+  EXPECT_NE(version("gpu", h0, h1), last);
+  EXPECT_NE(version("gpu", h0, h1), a);
+  // Writes over more hours than it keeps apart still move each hour's version.
   std::vector<Point> spread;
-  for (int64_t d = 0; d < 9000; ++d) spread.push_back(GpuPoint("n3", 0, d * kDay, int64_t{1}));
-  const uint64_t old = db_->DataVersion("gpu", 100 * kDay);
+  for (int64_t h = 0; h < 66000; ++h) spread.push_back(GpuPoint("n3", 0, h * kHour, int64_t{1}));
+  const uint64_t old = version("gpu", 100 * kHour, 101 * kHour);
   ASSERT_TRUE(db_->Write(spread).ok());
-  EXPECT_NE(db_->DataVersion("gpu", 100 * kDay), old);
-  const uint64_t settled = db_->DataVersion("gpu", 100 * kDay);
-  ASSERT_TRUE(db_->Write({GpuPoint("n3", 0, 8999 * kDay + 1, int64_t{2})}).ok());
-  EXPECT_EQ(db_->DataVersion("gpu", 100 * kDay), settled);
+  EXPECT_NE(version("gpu", 100 * kHour, 101 * kHour), old);
+  const uint64_t settled = version("gpu", 100 * kHour, 101 * kHour);
+  ASSERT_TRUE(db_->Write({GpuPoint("n3", 0, 65999 * kHour + 1, int64_t{2})}).ok());
+  EXPECT_EQ(version("gpu", 100 * kHour, 101 * kHour), settled);
 }
 
 TEST_F(DbTest, WriteThenReadInOrder) {

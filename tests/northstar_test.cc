@@ -206,6 +206,58 @@ TEST_F(NorthstarTest, KeptDaysAreReusedUntilTheirDataOrTheirJobsOutcomesChange) 
   EXPECT_NEAR(minutes(l, query::Loss::kSoftware), 0, 1e-9);
 }
 
+// The day still going is kept an hour at a time as its hours pass: each
+// question builds only the hours no earlier one kept, and the minutes of
+// the hour under way from the data. A late point rebuilds the hours it
+// falls in; one in the hour under way changes nothing kept.
+TEST_F(NorthstarTest, TheHoursOfTheDayUnderWayAreKeptAsTheyPass) {
+  // The day before ran the same class and width: its medians are the
+  // yardstick, so the day's hours do not wait for the day's own.
+  Sched("started", kT0 - kDay, "before", {{"nodes", std::string("n2")}});
+  for (int m = 0; m < 60; ++m) Step(kT0 - kDay + m * kMinute, "before", m + 1, "n2");
+  Sched("submitted", kT0, "run");
+  Sched("started", kT0, "run", {{"nodes", std::string("n1")}});
+  const auto minutes = [&](int from, int to) {
+    for (int m = from; m < to; ++m) {
+      const int64_t t = kT0 + m * kMinute;
+      Node(t);
+      for (int g = 0; g < 8; ++g) Gpu(g, t, g < 6 ? "run" : "");
+      Step(t, "run", m + 1);
+    }
+    Flush();
+  };
+  minutes(0, 10 * 60 + 30);
+  // Asked at `now` over the day so far: (spans reused, spans built), and
+  // the answer equals the one built afresh.
+  const auto ask = [&](int64_t now) {
+    query::Ledger out[2];
+    for (int keep = 0; keep < 2; ++keep) {
+      query::LedgerOptions o;
+      o.start_ns = kT0;
+      o.end_ns = now;
+      o.known_until_ns = now;
+      o.keep_days = keep == 1;
+      const Status s = query::BuildLedger(db_.get(), o, &out[keep]);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
+    EXPECT_EQ(out[0].rows.size(), 1u);
+    EXPECT_EQ(out[1].rows.size(), 1u);
+    for (size_t l = 0; l < query::kLossCount && !out[1].rows.empty(); ++l)
+      EXPECT_NEAR(out[1].rows[0].minutes[l], out[0].rows.at(0).minutes[l], 1e-9) << l;
+    return std::make_pair(out[1].days_reused, out[1].days_kept);
+  };
+  EXPECT_EQ(ask(kT0 + 10 * 60 * kMinute + 30 * kMinute), std::make_pair(0, 1));  // [00, 10)
+  minutes(10 * 60 + 30, 11 * 60 + 15);
+  EXPECT_EQ(ask(kT0 + 11 * 60 * kMinute + 15 * kMinute), std::make_pair(1, 1));  // + [10, 11)
+  EXPECT_EQ(ask(kT0 + 11 * 60 * kMinute + 20 * kMinute), std::make_pair(1, 0));  // [00, 11)
+  minutes(11 * 60 + 15, 11 * 60 + 25);  // the hour under way
+  EXPECT_EQ(ask(kT0 + 11 * 60 * kMinute + 25 * kMinute), std::make_pair(1, 0));
+  Gpu(6, kT0 + 5 * 60 * kMinute, "", 79);  // a late point: an idle GPU fell off the bus at 05:00
+  Flush();
+  EXPECT_EQ(ask(kT0 + 11 * 60 * kMinute + 26 * kMinute), std::make_pair(0, 1));
+  EXPECT_EQ(ask(kT0 + 11 * 60 * kMinute + 27 * kMinute), std::make_pair(1, 0));
+}
+
 // A three-day job on 8 GPUs that checkpoints at 58h and fails at 62h keeps
 // 58 hours of work: the 4 hours after the checkpoint are lost to its cause.
 TEST_F(NorthstarTest, AMultiDayJobThatFailsLosesOnlyTheMinutesAfterItsLastCheckpoint) {
