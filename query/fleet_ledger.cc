@@ -196,7 +196,9 @@ class LedgerBuilder {
   // depend on the range it is asked in (docs/metric-framework.md).
   Status Build(Ledger* out) {
     GPULSE_RETURN_IF_ERROR(SetRange());
-    if (o_.range_yardstick && o_.baselines == nullptr) {
+    // (A range inside one day reads its steps once, in BuildSegment.)
+    if (o_.range_yardstick && o_.baselines == nullptr &&
+        DayOf(range_start_) != DayOf(range_end_ - 1)) {
       GPULSE_RETURN_IF_ERROR(RangeMedians());
     }
     // Whole days are kept for reuse (ledger_days.h) when nothing but the
@@ -305,7 +307,8 @@ class LedgerBuilder {
   Status DayMedians(int64_t day, const StepBaselines** out);
   // The medians over the whole range (LedgerOptions::range_yardstick).
   Status RangeMedians();
-  StepBaselines OwnMedians() const;
+  // Of the timed steps read in [from, to) (default: all read from start_).
+  StepBaselines OwnMedians(int64_t from = INT64_MIN, int64_t to = INT64_MAX) const;
   Status Check() const {
     if (o_.cancelled && o_.cancelled()) return Status::Cancelled("NORTHSTAR cancelled");
     return Status::Ok();
@@ -608,12 +611,13 @@ Status LedgerBuilder::ReadSteps() {
 
 // The medians of the data and sync shares of the timed steps read (from
 // start_ on), by class and width (known once the scheduler's starts are read).
-StepBaselines LedgerBuilder::OwnMedians() const {
+StepBaselines LedgerBuilder::OwnMedians(int64_t from, int64_t to) const {
+  from = std::max(from, start_);
   std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> shares;
   for (const auto& [name, record] : jobs_) {
     std::pair<std::vector<float>, std::vector<float>>* into = nullptr;  // the job's class and width
     for (const StepMinute& m : record.steps) {
-      if (!m.timed || m.minute_ns < start_) continue;
+      if (!m.timed || m.minute_ns < from || m.minute_ns >= to) continue;
       if (into == nullptr) into = &shares[BaselineKey(record)];
       into->first.push_back(m.data_share);
       into->second.push_back(m.sync_share);
@@ -667,11 +671,13 @@ Status LedgerBuilder::Baselines(int64_t day) {
   if (yardstick == nullptr && o_.range_yardstick) yardstick = &range_baselines_;
   if (yardstick == nullptr) GPULSE_RETURN_IF_ERROR(DayMedians(day - kDayNs, &yardstick));
   baseline_ = *yardstick;
+  // (Minutes before the range, read for a GPU's state, are not judged.)
+  const int64_t counted = std::max(start_, range_start_);
   bool missing = false;
   for (const auto& [name, record] : jobs_) {
     if (record.steps.empty() || baseline_.contains(BaselineKey(record))) continue;
     missing = std::any_of(record.steps.begin(), record.steps.end(),
-                          [&](const StepMinute& m) { return m.timed && m.minute_ns >= start_; });
+                          [&](const StepMinute& m) { return m.timed && m.minute_ns >= counted; });
     if (missing) break;
   }
   if (!missing) return Status::Ok();
@@ -788,6 +794,11 @@ Status LedgerBuilder::BuildSegment(int64_t day, int64_t from, int64_t to) {
   // events (starts, resubmissions) are kept.
   GPULSE_RETURN_IF_ERROR(ReadSteps());
   GPULSE_RETURN_IF_ERROR(ReadSched());
+  // A range_yardstick inside one day: the range's steps are all read here.
+  if (o_.range_yardstick && o_.baselines == nullptr && range_start_ >= day &&
+      range_end_ <= day + kDayNs) {
+    range_baselines_ = OwnMedians(range_start_, range_end_);
+  }
   GPULSE_RETURN_IF_ERROR(Baselines(day));
   GPULSE_RETURN_IF_ERROR(ReadNodes());
   if (o_.contributors) GPULSE_RETURN_IF_ERROR(ReadLinks());
