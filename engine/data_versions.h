@@ -42,8 +42,11 @@ class DataVersions {
   // is of a change made after this call.
   static uint64_t Latest();
 
+  // The start of the hour holding `timestamp_ns` (INT64_MIN for the first
+  // hour, which starts before it).
   static int64_t HourOf(int64_t timestamp_ns) {
-    return timestamp_ns - (((timestamp_ns % kHourNs) + kHourNs) % kHourNs);
+    const int64_t into = ((timestamp_ns % kHourNs) + kHourNs) % kHourNs;
+    return timestamp_ns < INT64_MIN + into ? INT64_MIN : timestamp_ns - into;
   }
 
  private:

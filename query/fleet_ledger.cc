@@ -195,18 +195,18 @@ class LedgerBuilder {
   // classified from the data of that day, so that a minute's answer does not
   // depend on the range it is asked in (docs/metric-framework.md).
   Status Build(Ledger* out) {
+    as_of_ = db_->LatestDataVersion();  // before anything is read
     GPULSE_RETURN_IF_ERROR(SetRange());
     // (A range inside one day reads its steps once, in BuildSegment.)
     if (o_.range_yardstick && o_.baselines == nullptr &&
         DayOf(range_start_) != DayOf(range_end_ - 1)) {
       GPULSE_RETURN_IF_ERROR(RangeMedians());
     }
-    // Whole days are kept for reuse (ledger_days.h) when nothing but the
+    // Whole hours are kept for reuse (ledger_days.h) when nothing but the
     // shape (database, WHERE, BY) and the day decides them.
     may_keep_ = o_.keep_days && !o_.contributors && o_.baselines == nullptr &&
                 !o_.range_yardstick && (o_.where == nullptr || !o_.where_text.empty()) &&
                 o_.known_until_ns < INT64_MAX / 2;
-    as_of_ = db_->LatestDataVersion();  // before anything is read
     if (may_keep_) {
       shape_ = o_.database + '\0' + o_.where_text;
       for (const std::string& key : o_.by) shape_ += '\0' + key;
@@ -221,8 +221,8 @@ class LedgerBuilder {
     }
     out->contributor_names = std::move(names_);
     out->baselines = std::move(range_baselines_);
-    out->days_reused = days_reused_;
-    out->days_kept = days_kept_;
+    out->spans_reused = spans_reused_;
+    out->spans_built = spans_built_;
     return Status::Ok();
   }
 
@@ -366,7 +366,7 @@ class LedgerBuilder {
   // The jobs on the kept day's GPUs, and the last minute each held one.
   std::unordered_map<std::string, int64_t> used_jobs_;
   std::map<int64_t, std::vector<std::pair<uint64_t, int64_t>>> day_ends_;  // DayEnds', by day
-  int days_reused_ = 0, days_kept_ = 0;
+  int spans_reused_ = 0, spans_built_ = 0;
   std::unordered_map<std::string, JobRecord> jobs_;
   // Allocated's last lookup in jobs_ (which no longer grows then).
   std::string found_job_;
@@ -689,13 +689,16 @@ Status LedgerBuilder::Baselines(int64_t day) {
 }
 
 // One day of the range: its whole hours, as far as what is asked knows
-// them over, from kept spans (kept now where there are none, or they no
-// longer hold), and the minutes at the edges from the data.
+// them settled, from kept spans (kept now where there are none, or they no
+// longer hold), and the minutes at the edges from the data. An hour is
+// settled kSettleNs after its end: agents at minute grain deliver a minute
+// late, and a span that a late point changes is built again whole.
 Status LedgerBuilder::BuildDay(int64_t day) {
+  constexpr int64_t kSettleNs = 5 * kMinuteNs;
   GPULSE_RETURN_IF_ERROR(Check());
   const int64_t from = std::max(day, range_start_), to = std::min(day + kDayNs, range_end_);
   const int64_t hours_from = from + (kHourNs - (((from % kHourNs) + kHourNs) % kHourNs)) % kHourNs;
-  const int64_t settled = std::min(to, o_.known_until_ns);
+  const int64_t settled = std::min(to, o_.known_until_ns - kSettleNs);
   const int64_t hours_to = settled - (((settled % kHourNs) + kHourNs) % kHourNs);
   if (!may_keep_ || hours_from >= hours_to || !WholeHours(hours_from, hours_to)) {
     return BuildSegment(day, from, to);
@@ -720,13 +723,13 @@ Status LedgerBuilder::BuildDay(int64_t day) {
     std::shared_ptr<const LedgerSpan> span;
     if (next < valid.size() && valid[next]->from_ns <= hour) {
       span = valid[next];
-      ++days_reused_;
+      ++spans_reused_;
     } else {
       const int64_t until = next < valid.size() ? valid[next]->from_ns : hours_to;
       std::shared_ptr<LedgerSpan> built;
       GPULSE_RETURN_IF_ERROR(BuildSpan(day, hour, until, &built));
       span = std::move(built);
-      ++days_kept_;
+      ++spans_built_;
     }
     const int64_t until = std::min(span->to_ns, hours_to);
     AddSpan(*span, hour, until);

@@ -128,8 +128,8 @@ struct Ledger {
   // Contributor ids: (dimension, value).
   std::vector<std::pair<std::string, std::string>> contributor_names;
   StepBaselines baselines;  // with range_yardstick: what the range's steps were judged by
-  int days_reused = 0;      // whole days read from kept ledgers
-  int days_kept = 0;        // ... and built and kept
+  int spans_reused = 0;     // spans of whole hours read from kept ledgers (ledger_days.h)
+  int spans_built = 0;      // ... and built and kept
 };
 
 Status BuildLedger(Db* db, const LedgerOptions& options, Ledger* out);

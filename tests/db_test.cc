@@ -202,6 +202,14 @@ TEST_F(DbTest, DataVersionsFollowEachMeasurementsHours) {
   Reopen();
   EXPECT_NE(version("gpu", h0, h1), last);
   EXPECT_NE(version("gpu", h0, h1), a);
+  // The first and the last hours a point may be in.
+  const uint64_t first = version("gpu", INT64_MIN, INT64_MIN + 1);
+  const uint64_t final_hour = version("gpu", kMaxTimestampNs, INT64_MAX);
+  ASSERT_TRUE(db_->Write({GpuPoint("n4", 0, INT64_MIN, int64_t{1}),
+                          GpuPoint("n4", 0, kMaxTimestampNs, int64_t{1})})
+                  .ok());
+  EXPECT_NE(version("gpu", INT64_MIN, INT64_MIN + 1), first);
+  EXPECT_NE(version("gpu", kMaxTimestampNs, INT64_MAX), final_hour);
   // Writes over more hours than it keeps apart still move each hour's version.
   std::vector<Point> spread;
   for (int64_t h = 0; h < 66000; ++h) spread.push_back(GpuPoint("n3", 0, h * kHour, int64_t{1}));

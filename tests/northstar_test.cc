@@ -163,12 +163,12 @@ TEST_F(NorthstarTest, KeptDaysAreReusedUntilTheirDataOrTheirJobsOutcomesChange) 
   const auto ask = [&](int64_t now) {
     const query::Ledger kept = ledger(now, true);
     const query::Ledger afresh = ledger(now, false);
-    EXPECT_EQ(afresh.days_reused + afresh.days_kept, 0);
+    EXPECT_EQ(afresh.spans_reused + afresh.spans_built, 0);
     for (size_t l = 0; l < query::kLossCount; ++l)
       EXPECT_NEAR(kept.rows.at(0).minutes[l], afresh.rows.at(0).minutes[l], 1e-9) << l;
     EXPECT_EQ(kept.rows[0].failed_attempts.size(), afresh.rows[0].failed_attempts.size());
-    EXPECT_EQ(kept.days_reused + kept.days_kept, 1);
-    return std::make_pair(kept.days_reused == 1, kept);
+    EXPECT_EQ(kept.spans_reused + kept.spans_built, 1);
+    return std::make_pair(kept.spans_reused == 1, kept);
   };
   const int64_t now = kT0 + 2 * kDay;
   EXPECT_FALSE(ask(now).first);
@@ -244,7 +244,7 @@ TEST_F(NorthstarTest, TheHoursOfTheDayUnderWayAreKeptAsTheyPass) {
     EXPECT_EQ(out[1].rows.size(), 1u);
     for (size_t l = 0; l < query::kLossCount && !out[1].rows.empty(); ++l)
       EXPECT_NEAR(out[1].rows[0].minutes[l], out[0].rows.at(0).minutes[l], 1e-9) << l;
-    return std::make_pair(out[1].days_reused, out[1].days_kept);
+    return std::make_pair(out[1].spans_reused, out[1].spans_built);
   };
   EXPECT_EQ(ask(kT0 + 10 * 60 * kMinute + 30 * kMinute), std::make_pair(0, 1));  // [00, 10)
   minutes(10 * 60 + 30, 11 * 60 + 15);
