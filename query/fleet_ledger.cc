@@ -223,6 +223,7 @@ class LedgerBuilder {
     out->baselines = std::move(range_baselines_);
     out->spans_reused = spans_reused_;
     out->spans_built = spans_built_;
+    LedgerDays::Process().Count(spans_reused_, spans_built_);
     return Status::Ok();
   }
 

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -95,6 +96,13 @@ class LedgerDays {
   void Put(Found found, const void* db, const std::string& shape);
   void Erase(const void* db, const std::string& shape, int64_t from_ns);
   size_t bytes() const;
+  // Spans read from kept ones, and built and kept, by every question so far.
+  void Count(int reused, int built) {
+    reused_.fetch_add(static_cast<uint64_t>(reused), std::memory_order_relaxed);
+    built_.fetch_add(static_cast<uint64_t>(built), std::memory_order_relaxed);
+  }
+  uint64_t reused() const { return reused_.load(std::memory_order_relaxed); }
+  uint64_t built() const { return built_.load(std::memory_order_relaxed); }
 
   // The medians of a day's steps, as of a data version: (db, database, day).
   using MediansKey = std::tuple<const void*, std::string, int64_t>;
@@ -113,6 +121,7 @@ class LedgerDays {
   void EraseLocked(std::map<Key, Kept>::iterator it);
 
   const size_t budget_;
+  std::atomic<uint64_t> reused_{0}, built_{0};
   mutable std::mutex mu_;
   std::map<Key, Kept> spans_;  // GUARDED_BY(mu_)
   std::list<Key> lru_;         // GUARDED_BY(mu_): most recently used first

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "query/ledger_days.h"
 #include "query/select.h"
 
 namespace gpulse::server {
@@ -114,6 +115,15 @@ std::string ServerMetrics::Render(const DbStats& db) const {
   Line(&out, "gpulse_query_kept_plan_series", "gauge",
        "Series held in the series lists of kept query plans (at most 65,536).",
        static_cast<double>(query::KeptPlanSeries()));
+  const query::LedgerDays& ledger = query::LedgerDays::Process();
+  Line(&out, "gpulse_ledger_kept_bytes", "gauge",
+       "Memory held by kept spans of the GPU-minute ledger (NORTHSTAR's whole hours).",
+       static_cast<double>(ledger.bytes()));
+  Line(&out, "gpulse_ledger_spans_reused_total", "counter",
+       "Spans of whole hours NORTHSTAR read from kept ones.", static_cast<double>(ledger.reused()));
+  Line(&out, "gpulse_ledger_spans_built_total", "counter",
+       "Spans of whole hours NORTHSTAR classified from the data and kept.",
+       static_cast<double>(ledger.built()));
   Line(&out, "gpulse_head_bytes", "gauge", "Memory held by unflushed points.",
        static_cast<double>(db.head_bytes));
   Line(&out, "gpulse_head_values", "gauge", "Unflushed field values.",

@@ -16,6 +16,7 @@
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
 #include "query/fleet_ledger.h"
+#include "query/ledger_days.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
@@ -172,8 +173,10 @@ TEST_F(NorthstarTest, KeptDaysAreReusedUntilTheirDataOrTheirJobsOutcomesChange) 
   };
   const int64_t now = kT0 + 2 * kDay;
   EXPECT_FALSE(ask(now).first);
+  const uint64_t counted = query::LedgerDays::Process().reused();  // /metrics' counter
   auto [reused, l] = ask(now + kMinute);
   EXPECT_TRUE(reused);
+  EXPECT_EQ(query::LedgerDays::Process().reused(), counted + 1);
   EXPECT_EQ(minutes(l, query::Loss::kHardware), 0);
   // Day three comes: the failure is known, and the 12 hours after the
   // checkpoint on 4 GPUs are hardware's.

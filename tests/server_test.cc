@@ -528,6 +528,7 @@ TEST_F(ServerTest, MetricsHealthAndSourcesReportWhatHappened) {
   EXPECT_NE(metrics.body.find("gpulse_http_request_duration_seconds_bucket{le=\"+Inf\"}"),
             std::string::npos);
   EXPECT_NE(metrics.body.find("gpulse_wal_bytes"), std::string::npos);
+  EXPECT_NE(metrics.body.find("gpulse_ledger_spans_built_total"), std::string::npos);
 
   const auto health = nlohmann::json::parse(client.Get("/health").body);
   EXPECT_EQ(health["status"], "pass");
