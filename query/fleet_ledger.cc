@@ -272,7 +272,6 @@ class LedgerBuilder {
     minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
   }
   Status BuildDay(int64_t day);
-  // Whether `day` is kept: whole in the range, and each of its hours in one bucket.
   // Whether each hour of [from, to) falls in one bucket of the range.
   bool WholeHours(int64_t from, int64_t to) const;
   // Minutes [from, to) of `day`, from the data.
@@ -363,12 +362,12 @@ class LedgerBuilder {
   std::map<std::string, std::pair<std::vector<Series>, std::vector<SeriesId>>> listed_;
   // Kept days (ledger_days.h).
   bool may_keep_ = false;
-  bool keeping_ = false;  // the day being built is kept: its cells are hours in day_cells_
+  bool keeping_ = false;  // the span being built is kept: its cells are hours in day_cells_
   bool read_whole_day_steps_ = false;  // the span being kept read the day's later steps too
   std::string shape_;
   std::map<std::pair<std::vector<std::string>, int64_t>, LedgerRow> day_cells_;
   uint64_t as_of_ = 0;  // Db::LatestDataVersion before anything was read
-  // The jobs on the kept day's GPUs, and the last minute each held one.
+  // The jobs on the GPUs of the span being kept, and the last minute each held one.
   std::unordered_map<std::string, int64_t> used_jobs_;
   std::map<int64_t, std::vector<std::pair<uint64_t, int64_t>>> day_ends_;  // DayEnds', by day
   int spans_reused_ = 0, spans_built_ = 0;
