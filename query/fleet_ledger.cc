@@ -251,9 +251,9 @@ class LedgerBuilder {
     return Status::Ok();
   }
   // Forgets what the previous day read, and sets the day's window: minutes
-  // [from, to) are classified, steps read up to steps_to; the look-backs
+  // [from, to) are classified (and their steps read); the look-backs
   // (queue, starts, prices) and the outcomes read count from the day's start.
-  void StartDay(int64_t day, int64_t from, int64_t to, int64_t steps_to) {
+  void StartDay(int64_t day, int64_t from, int64_t to) {
     jobs_.clear();
     found_job_.clear();
     found_ = nullptr;
@@ -268,7 +268,6 @@ class LedgerBuilder {
     day_ = day;
     start_ = from;
     end_ = to;
-    steps_end_ = steps_to;
     minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
   }
   Status BuildDay(int64_t day);
@@ -351,9 +350,9 @@ class LedgerBuilder {
   const LedgerOptions& o_;
   int64_t range_start_ = 0, range_end_ = 0;  // in whole minutes
   // The day being built: its minutes [start_, end_) are classified (those
-  // before range_start_ are not counted), its steps read up to steps_end_,
+  // before range_start_ are not counted), its steps read up to end_,
   // its starts and the queue's events up to end_.
-  int64_t day_ = 0, start_ = 0, end_ = 0, steps_end_ = 0;
+  int64_t day_ = 0, start_ = 0, end_ = 0;
   bool medians_only_ = false;  // reads steps and starts for the medians only
   int32_t minutes_ = 0;
   std::map<int64_t, StepBaselines> day_medians_;  // by day
@@ -564,7 +563,7 @@ Status LedgerBuilder::ReadSteps() {
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
     std::vector<Column> cols;
-    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kMinuteNs, steps_end_, &cols));
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, start_ - kMinuteNs, end_, &cols));
     cols.resize(8);  // empty image and framework when not read
     const Column& job = cols[0];
     if (job.type != FieldType::kString) continue;
@@ -644,7 +643,7 @@ Status LedgerBuilder::DayMedians(int64_t day, const StepBaselines** out) {
     } else {
       LedgerBuilder reader(db_, o_);
       reader.medians_only_ = true;
-      reader.StartDay(day, day, day + kDayNs, day + kDayNs);
+      reader.StartDay(day, day, day + kDayNs);
       GPULSE_RETURN_IF_ERROR(reader.ReadSteps());
       GPULSE_RETURN_IF_ERROR(reader.ReadSched());
       it = day_medians_.emplace(day, reader.OwnMedians()).first;
@@ -656,7 +655,7 @@ Status LedgerBuilder::DayMedians(int64_t day, const StepBaselines** out) {
 }
 
 Status LedgerBuilder::RangeMedians() {
-  StartDay(range_start_, range_start_, range_end_, range_end_);
+  StartDay(range_start_, range_start_, range_end_);
   GPULSE_RETURN_IF_ERROR(ReadSteps());
   GPULSE_RETURN_IF_ERROR(ReadSched());
   range_baselines_ = OwnMedians();
@@ -759,7 +758,7 @@ bool LedgerBuilder::WholeHours(int64_t from, int64_t to) const {
 // Minutes [from, to) of `day` classified into hours, to keep.
 Status LedgerBuilder::BuildSpan(int64_t day, int64_t from, int64_t to,
                                 std::shared_ptr<LedgerSpan>* out) {
-  StartDay(day, from, to, to);
+  StartDay(day, from, to);
   keeping_ = true;
   read_whole_day_steps_ = false;
   // Steps first: the jobs that ran are the ones whose earlier scheduler
@@ -796,7 +795,7 @@ void LedgerBuilder::KeepSpans(const std::vector<std::shared_ptr<const LedgerSpan
 // matters), or from the day's start for DECOMPOSE, whose contributors trace
 // what the day held before (the GPUs that failed a job, its team).
 Status LedgerBuilder::BuildSegment(int64_t day, int64_t from, int64_t to) {
-  StartDay(day, o_.contributors ? day : from, to, to);
+  StartDay(day, o_.contributors ? day : from, to);
   // Steps first: the jobs that ran are the ones whose earlier scheduler
   // events (starts, resubmissions) are kept.
   GPULSE_RETURN_IF_ERROR(ReadSteps());
@@ -908,12 +907,7 @@ std::shared_ptr<LedgerSpan> LedgerBuilder::KeepSpan() {
     kept->jobs.emplace_back(std::hash<std::string>()(job), decided);
   }
   used_jobs_.clear();
-  // Jobs whose names share a hash: the later end stands for both.
-  std::sort(kept->jobs.begin(), kept->jobs.end());
-  for (size_t i = 1; i < kept->jobs.size(); ++i) {
-    if (kept->jobs[i].first == kept->jobs[i - 1].first) kept->jobs[i - 1].second = INT64_MIN;
-  }
-  std::erase_if(kept->jobs, [](const auto& j) { return j.second == INT64_MIN; });
+  kept->SortJobs();  // jobs whose names share a hash: the later end stands for both
   return kept;
 }
 
@@ -957,12 +951,7 @@ std::shared_ptr<const LedgerSpan> MergeSpans(
     }
     merged->jobs.insert(merged->jobs.end(), span->jobs.begin(), span->jobs.end());
   }
-  // A job in several: the latest end that decided its minutes stands.
-  std::sort(merged->jobs.begin(), merged->jobs.end());
-  for (size_t i = 1; i < merged->jobs.size(); ++i) {
-    if (merged->jobs[i].first == merged->jobs[i - 1].first) merged->jobs[i - 1].second = INT64_MIN;
-  }
-  std::erase_if(merged->jobs, [](const auto& j) { return j.second == INT64_MIN; });
+  merged->SortJobs();  // a job in several: the latest end that decided its minutes stands
   return merged;
 }
 

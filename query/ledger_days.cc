@@ -1,5 +1,7 @@
 #include "query/ledger_days.h"
 
+#include <algorithm>
+
 namespace gpulse::query {
 
 namespace {
@@ -18,6 +20,14 @@ std::array<LedgerSpan::Input, 5> LedgerSpan::Inputs() const {
 std::array<LedgerSpan::Input, 2> MedianInputs(int64_t day_ns) {
   return {{{"job_step", day_ns - kHourNs, day_ns + kDayNs},
            {"sched", day_ns - 2 * kDayNs, day_ns + kDayNs}}};
+}
+
+void LedgerSpan::SortJobs() {
+  std::sort(jobs.begin(), jobs.end());
+  for (size_t i = 1; i < jobs.size(); ++i) {
+    if (jobs[i].first == jobs[i - 1].first) jobs[i - 1].second = INT64_MIN;
+  }
+  std::erase_if(jobs, [](const auto& j) { return j.second == INT64_MIN; });
 }
 
 size_t LedgerSpan::Bytes() const {

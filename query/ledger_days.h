@@ -68,6 +68,8 @@ struct LedgerSpan {
     int64_t start_ns, end_ns;
   };
   std::array<Input, 5> Inputs() const;
+  // Sorts jobs by hash; a hash listed twice keeps the later end.
+  void SortJobs();
   size_t Bytes() const;
 };
 
