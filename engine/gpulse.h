@@ -392,12 +392,12 @@ struct QueryLimits {
   uint64_t max_points = 2'000'000'000;  // stored values a statement may read
   uint64_t max_rows = 10'000'000;       // rows (buckets x groups) a statement may return
   // Memory the whole query may hold (the values it reads, its groups' states,
-  // its answer): 0 is a sixteenth of physical memory (query/query_memory.h).
+  // its answer): 0 is a sixteenth of physical memory (query/runtime/query_memory.h).
   uint64_t max_memory_bytes = 0;
   std::chrono::milliseconds timeout{60'000};
 };
 
-class QueryMemory;  // query/query_memory.h
+class QueryMemory;  // query/runtime/query_memory.h
 
 // Where a query's answer goes as it is made (QueryOptions::sink), instead of
 // into a QueryResult whole, so that a large answer is sent while it is read.
@@ -447,7 +447,7 @@ struct QueryOptions {
   // Lets a SELECT's answer come in ResultSeries::row_times and by_column
   // instead of rows (a row of QueryValues is an allocation of its own, and in
   // a wide answer the rows cost more than computing them). For callers that
-  // read both shapes, as the formatters in query/format.h do; a series may
+  // read both shapes, as the formatters in query/runtime/format.h do; a series may
   // still come in rows.
   bool answers_by_column = false;
 };

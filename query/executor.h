@@ -4,14 +4,14 @@
 // buckets and output columns) and then run by reading each chosen series'
 // fields over the time range once (Db::ReadSeries), on worker threads, and
 // folding the points into per-group, per-bucket aggregate states
-// (query/aggregate.h) or, without aggregates, into rows. SHOW statements read
+// (query/exec/aggregate.h) or, without aggregates, into rows. SHOW statements read
 // the catalog. EXPLAIN runs the plan and reports what it touched.
 //
 // Thread safety: Execute may be called from any number of threads at once.
 #pragma once
 
 #include "engine/gpulse.h"
-#include "query/parser.h"
+#include "query/syntax/parser.h"
 
 namespace gpulse::query {
 

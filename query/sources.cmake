@@ -1,37 +1,49 @@
-# Sources of the query layer: the front end (lexer, parser, AST), which knows
-# nothing of storage, and the executor above the engine's Db.
+# Sources of the query layer, a pipeline in folders (query/README.md): the
+# front end (syntax/), the values and inputs every stage shares (runtime/),
+# the planner (plan/), execution (exec/), the fleet statements (fleet/), and
+# the executor on top that runs a statement list.
 set(GPULSE_QUERY_SOURCES
-  query/token.cc
-  query/lexer.cc
-  query/parse_error.cc
-  query/ast.cc
-  query/functions.cc
-  query/time_literal.cc
-  query/parser.cc
-  query/parse_cache.cc
-  query/aggregate.cc
-  query/alert_rule.cc
-  query/baseline.cc
-  query/buckets.cc
-  query/calendar.cc
-  query/cells.cc
-  query/condition.cc
-  query/decompose.cc
-  query/delete.cc
-  query/eval.cc
+  query/syntax/token.cc
+  query/syntax/lexer.cc
+  query/syntax/parse_error.cc
+  query/syntax/ast.cc
+  query/syntax/functions.cc
+  query/syntax/time_literal.cc
+  query/syntax/parser.cc
+  query/syntax/parse_cache.cc
+  query/syntax/regex.cc
+  query/syntax/statement_reach.cc
+  query/runtime/eval.cc
+  query/runtime/format.cc
+  query/runtime/inputs.cc
+  query/runtime/parallel.cc
+  query/runtime/query_memory.cc
+  query/runtime/context.cc
+  query/plan/agg_spec.cc
+  query/plan/buckets.cc
+  query/plan/condition.cc
+  query/plan/plan.cc
+  query/plan/plan_cache.cc
+  query/plan/tier_choice.cc
+  query/exec/aggregate.cc
+  query/exec/cells.cc
+  query/exec/delete.cc
+  query/exec/fold.cc
+  query/exec/rows.cc
+  query/exec/answer.cc
+  query/exec/aggregate_run.cc
+  query/exec/raw.cc
+  query/exec/select.cc
+  query/fleet/alert_rule.cc
+  query/fleet/anomalies.cc
+  query/fleet/baseline.cc
+  query/fleet/calendar.cc
+  query/fleet/decompose.cc
+  query/fleet/fleet_ledger.cc
+  query/fleet/isolation_forest.cc
+  query/fleet/kpis.cc
+  query/fleet/ledger_days.cc
+  query/fleet/northstar.cc
+  query/fleet/stale.cc
   query/executor.cc
-  query/fleet_ledger.cc
-  query/ledger_days.cc
-  query/isolation_forest.cc
-  query/anomalies.cc
-  query/format.cc
-  query/kpis.cc
-  query/northstar.cc
-  query/inputs.cc
-  query/parallel.cc
-  query/query_memory.cc
-  query/select.cc
-  query/stale.cc
-  query/statement_reach.cc
-  query/regex.cc
 )

@@ -9,9 +9,9 @@
 #include <set>
 
 #include "engine/clock.h"
-#include "query/calendar.h"
 #include "query/executor.h"
-#include "query/format.h"
+#include "query/fleet/calendar.h"
+#include "query/runtime/format.h"
 
 namespace gpulse::server {
 

@@ -1,4 +1,4 @@
-// AlertManager: the server side of alert rules (query/alert_rule.h). Every
+// AlertManager: the server side of alert rules (query/fleet/alert_rule.h). Every
 // minute it evaluates each stored rule, and the built-in freshness rule (the
 // collection contract of SHOW STALE), and moves each (rule, group) instance
 // through its states:
@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
-#include "query/alert_rule.h"
+#include "query/fleet/alert_rule.h"
 #include "server/webhook.h"
 
 namespace gpulse::server {

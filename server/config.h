@@ -60,7 +60,7 @@ struct ServerConfig {
   // writes and /ping: query_threads of them (0: one a core, at least 2),
   // with up to max_waiting_queries more waiting (more are answered 503).
   // Together they hold at most server_query_memory_bytes (0: a quarter
-  // of physical memory; query/query_memory.h).
+  // of physical memory; query/runtime/query_memory.h).
   int query_threads = 0;
   size_t max_waiting_queries = 64;
   uint64_t server_query_memory_bytes = 0;

@@ -12,9 +12,9 @@
 #include "ingest/line_protocol.h"
 #include "ingest/lp_batch.h"
 #include "query/executor.h"
-#include "query/format.h"
-#include "query/parser.h"
-#include "query/statement_reach.h"
+#include "query/runtime/format.h"
+#include "query/syntax/parser.h"
+#include "query/syntax/statement_reach.h"
 #include "server/gzip.h"
 
 namespace gpulse::server {

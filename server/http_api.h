@@ -23,10 +23,10 @@
 #include <string_view>
 
 #include "engine/gpulse.h"
-#include "query/format.h"
-#include "query/parse_cache.h"
-#include "query/query_memory.h"
-#include "query/statement_reach.h"
+#include "query/runtime/format.h"
+#include "query/runtime/query_memory.h"
+#include "query/syntax/parse_cache.h"
+#include "query/syntax/statement_reach.h"
 #include "server/alerts.h"
 #include "server/auth.h"
 #include "server/config.h"

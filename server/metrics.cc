@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "query/ledger_days.h"
-#include "query/select.h"
+#include "query/fleet/ledger_days.h"
+#include "query/plan/plan_cache.h"
 
 namespace gpulse::server {
 

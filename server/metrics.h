@@ -24,7 +24,7 @@ struct ConnectionStats {
   uint64_t queries_in_flight = 0;  // queries running or waiting for a query thread
 };
 
-// The queries' memory (query/query_memory.h), as the metrics show it.
+// The queries' memory (query/runtime/query_memory.h), as the metrics show it.
 struct QueryMemoryStats {
   uint64_t held = 0;
   uint64_t limit = 0;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
-#include "query/time_literal.h"
+#include "query/syntax/time_literal.h"
 #include "shell/commands.h"
 #include "shell/simulate.h"
 

@@ -43,9 +43,9 @@
 #include <vector>
 
 #include "engine/gpulse.h"
-#include "query/format.h"
-#include "query/lexer.h"
-#include "query/parser.h"
+#include "query/runtime/format.h"
+#include "query/syntax/lexer.h"
+#include "query/syntax/parser.h"
 #include "server/http_api.h"
 #include "shell/table.h"
 

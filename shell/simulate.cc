@@ -19,7 +19,7 @@
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
 #include "ingest/lp_format.h"
-#include "query/time_literal.h"
+#include "query/syntax/time_literal.h"
 #include "shell/commands.h"
 #include "shell/query_cli.h"
 #include "shell/simulate.h"

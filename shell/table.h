@@ -1,6 +1,6 @@
 // Query results as aligned text tables, for people at a terminal (the shell
 // and `gpulse query --format table`). Scripts should read CSV or JSON
-// (query/format.h): a table's widths depend on the data, so its layout is not
+// (query/runtime/format.h): a table's widths depend on the data, so its layout is not
 // a format to parse.
 //
 // One statement prints as, per series:
@@ -22,7 +22,7 @@
 #include <string>
 
 #include "engine/gpulse.h"
-#include "query/format.h"
+#include "query/runtime/format.h"
 
 namespace gpulse::shell {
 

@@ -1,16 +1,16 @@
-// Alert rules, the language and engine side (query/alert_rule.h): CREATE
+// Alert rules, the language and engine side (query/fleet/alert_rule.h): CREATE
 // ALERT / DROP ALERT / SHOW ALERTS parse, print, compile with their defaults
 // and refuse what cannot run; rules are stored durably; a rule's evaluation
 // at an instant gives one sample per group, with the baseline from the same
 // instant of earlier days of the same kind, planned maintenance left out.
 // The state machine and the HTTP side are in alerts_test.cc.
 
-#include "query/alert_rule.h"
+#include "query/fleet/alert_rule.h"
 
 #include <gtest/gtest.h>
 
 #include "engine/gpulse.h"
-#include "query/kpis.h"
+#include "query/fleet/kpis.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"

@@ -1,15 +1,15 @@
-// ANOMALIES (query/anomalies.h) and the isolation forest under it: an
+// ANOMALIES (query/fleet/anomalies.h) and the isolation forest under it: an
 // isolated point scores high, a crowd near 0.5, and the statement's misuses
 // are errors. The simulated fortnight with an odd day is a slow test
 // (tests/slow/anomalies_sim_test.cc).
 
-#include "query/anomalies.h"
+#include "query/fleet/anomalies.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "query/isolation_forest.h"
+#include "query/fleet/isolation_forest.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"

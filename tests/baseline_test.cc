@@ -1,4 +1,4 @@
-// BASELINE (query/baseline.cc): expected value and band from the same time
+// BASELINE (query/fleet/baseline.cc): expected value and band from the same time
 // of day on earlier days of the same kind. The simulator's weekday retrains
 // are normal; the same rise on a Sunday is not. Hand-made days pin the
 // median, the MAD band and the errors.

@@ -1,4 +1,4 @@
-// The flat aggregate cells (query/cells.h) against the general aggregate
+// The flat aggregate cells (query/exec/cells.h) against the general aggregate
 // states and against answers computed here: the same rows, bit for bit, for
 // every cell aggregate over float, integer and unsigned fields, with ties,
 // irregular times, several series per group and integer sums that wrap.
@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
-#include "query/cells.h"
+#include "query/exec/cells.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
 

@@ -1,8 +1,8 @@
-// Tests for query/format.h: numbers print as the shortest round-trip text
+// Tests for query/runtime/format.h: numbers print as the shortest round-trip text
 // whichever way they are written, and an answer by column (what the server
 // asks the executor for) formats exactly as the same answer in rows.
 
-#include "query/format.h"
+#include "query/runtime/format.h"
 
 #include <gtest/gtest.h>
 

@@ -15,9 +15,9 @@
 
 #include "engine/gpulse.h"
 #include "query/executor.h"
-#include "query/format.h"
-#include "query/parser.h"
-#include "query/select.h"
+#include "query/plan/plan_cache.h"
+#include "query/runtime/format.h"
+#include "query/syntax/parser.h"
 #include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"
 

@@ -1,4 +1,4 @@
-// SHOW KPIS (query/kpis.cc) on a simulated fleet: every KPI is listed with
+// SHOW KPIS (query/fleet/kpis.cc) on a simulated fleet: every KPI is listed with
 // its owner, lead or lag and alert intent; values agree with the queries
 // their definitions name, and move with the incidents that should move them.
 

@@ -1,4 +1,4 @@
-// NORTHSTAR (query/northstar.cc over query/fleet_ledger.cc): goodput and
+// NORTHSTAR (query/fleet/northstar.cc over query/fleet/fleet_ledger.cc): goodput and
 // the losses from the fleet schema. Small fleets written point by point pin
 // each rule (a multi-day job that fails loses only what came after its last
 // checkpoint; idle with a queue is scheduling, without one slack; planned
@@ -15,8 +15,8 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
-#include "query/fleet_ledger.h"
-#include "query/ledger_days.h"
+#include "query/fleet/fleet_ledger.h"
+#include "query/fleet/ledger_days.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
@@ -950,7 +950,7 @@ TEST_F(NorthstarSimTest, AMinutesAnswerDoesNotDependOnTheRangeItIsAskedIn) {
   const Minutes whole =
       ask("NORTHSTAR BY region WHERE time >= '2026-11-02T00:00:00Z' AND time < "
           "'2026-11-04T00:00:00Z' EVERY 6h");
-  // Asked again, from the days kept (query/ledger_days.h).
+  // Asked again, from the days kept (query/fleet/ledger_days.h).
   const Minutes again =
       ask("NORTHSTAR BY region WHERE time >= '2026-11-02T00:00:00Z' AND time < "
           "'2026-11-04T00:00:00Z' EVERY 6h");

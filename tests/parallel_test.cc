@@ -1,10 +1,10 @@
-// ParallelFor (query/parallel.h): every index runs once in either split;
+// ParallelFor (query/runtime/parallel.h): every index runs once in either split;
 // fixed blocks are contiguous and in worker order (what merging in series
 // order relies on); an error or a cancellation stops the run and is what it
 // returns; and with Split::kDynamic the caller does not wait for workers that
 // are busy elsewhere.
 
-#include "query/parallel.h"
+#include "query/runtime/parallel.h"
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // ParseCache: a text parsed once is answered from the kept tree after, the
 // tree a later run gets answers as a fresh parse does (now() included), and
 // the bounds hold.
-#include "query/parse_cache.h"
+#include "query/syntax/parse_cache.h"
 
 #include <gtest/gtest.h>
 

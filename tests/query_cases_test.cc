@@ -24,8 +24,8 @@
 
 #include "engine/gpulse.h"
 #include "ingest/line_protocol.h"
-#include "query/format.h"
-#include "query/time_literal.h"
+#include "query/runtime/format.h"
+#include "query/syntax/time_literal.h"
 #include "tests/support/scratch_dir.h"
 
 #ifndef GPULSE_SOURCE_DIR

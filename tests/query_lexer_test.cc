@@ -1,4 +1,4 @@
-#include "query/lexer.h"
+#include "query/syntax/lexer.h"
 
 #include <gtest/gtest.h>
 

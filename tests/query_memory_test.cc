@@ -5,7 +5,7 @@
 // to a sink is read a window at a time, so that its memory does not grow
 // with its range.
 
-#include "query/query_memory.h"
+#include "query/runtime/query_memory.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 
 #include "engine/gpulse.h"
 #include "query/executor.h"
-#include "query/parser.h"
+#include "query/syntax/parser.h"
 #include "storage/env.h"
 #include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"

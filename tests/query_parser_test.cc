@@ -1,4 +1,4 @@
-#include "query/parser.h"
+#include "query/syntax/parser.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-// Regular expressions in queries (query/regex.h): RE2, linear in the text and
+// Regular expressions in queries (query/syntax/regex.h): RE2, linear in the text and
 // never recursive. The regression test is named after the defect: one query
 // over a long tag value crashed `gpulse serve` (std::regex recursed once a
 // character and backtracked exponentially). Then Go's syntax, every place a
 // query takes a regex with a bad one, and a bounded random run of patterns
 // over long values through the whole query path.
 
-#include "query/regex.h"
+#include "query/syntax/regex.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// SHOW STALE (query/stale.cc): the simulator's silent agent and missing GPU
+// SHOW STALE (query/fleet/stale.cc): the simulator's silent agent and missing GPU
 // are found, only inside their windows; a GPU held by a job with no use is
 // found; tag conditions and the as-of time bound narrow it.
 

@@ -1,9 +1,9 @@
-// StatementReach (query/statement_reach.h): which database each statement
+// StatementReach (query/syntax/statement_reach.h): which database each statement
 // reads or changes, table-driven over every statement kind; and the
 // executor's own enforcement of QueryOptions::readable_databases, for
 // programs that embed the library without the server in front.
 
-#include "query/statement_reach.h"
+#include "query/syntax/statement_reach.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
-#include "query/parser.h"
+#include "query/syntax/parser.h"
 #include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"
 

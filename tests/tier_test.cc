@@ -293,7 +293,7 @@ TEST_F(TierTest, UnflushedPointsCountInTierAnswers) {
 }
 
 TEST_F(TierTest, ManySeriesWithGapsTagFiltersAndUnflushedPointsFoldLikeRaw) {
-  // 40 series: a query reads them a chunk at a time (query/select.cc), so
+  // 40 series: a query reads them a chunk at a time (query/exec/select.cc), so
   // a filter that drops series in the middle of a chunk, groups that change
   // within one, whole hours and days without rows (a tier block with gaps)
   // and series with unflushed points among flushed ones all come up.

@@ -16,8 +16,8 @@
 #include <string>
 #include <string_view>
 
-#include "query/ast.h"
-#include "query/parser.h"
+#include "query/syntax/ast.h"
+#include "query/syntax/parser.h"
 #include "tests/fuzz/fuzz_checks.h"
 
 namespace {

@@ -1,4 +1,4 @@
-// libFuzzer target for the regexes of queries (query/regex.h): any pattern
+// libFuzzer target for the regexes of queries (query/syntax/regex.h): any pattern
 // over long values must compile or fail with a message, and match in bounded
 // time, without a crash, a stack overflow or a sanitizer report. The probe
 // that found std::regex's recursion used a 30,000-byte tag value, so every
@@ -18,7 +18,7 @@
 #include <string>
 #include <string_view>
 
-#include "query/regex.h"
+#include "query/syntax/regex.h"
 #include "tests/fuzz/fuzz_checks.h"
 
 namespace {

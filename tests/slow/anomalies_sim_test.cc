@@ -1,4 +1,4 @@
-// ANOMALIES on a simulated fortnight (query/anomalies.h): a day on which one
+// ANOMALIES on a simulated fortnight (query/fleet/anomalies.h): a day on which one
 // cluster's storage slows is flagged, above every other weekday of that
 // cluster, and few ordinary days are. Slow: two weeks of 8 nodes are
 // simulated (about 8 s, two minutes under the sanitizers).
@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "query/anomalies.h"
+#include "query/fleet/anomalies.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"

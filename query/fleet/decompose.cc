@@ -1,0 +1,316 @@
+// DECOMPOSE (decompose.h).
+
+#include "query/fleet/decompose.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "query/fleet/fleet_ledger.h"
+#include "query/plan/condition.h"
+#include "query/runtime/eval.h"
+
+namespace gpulse::query {
+
+namespace {
+
+constexpr size_t kTopContributors = 5;
+// A contributor must carry at least this share of a loss's change to be
+// named: below it, a node or a team is one of many, not where it went.
+constexpr double kMinShareOfChange = 0.10;
+
+Status Bound(const Expr& e, int64_t now_ns, int64_t* ns) {
+  const Result<int64_t> v = EvalTime(e, now_ns);
+  if (!v.ok()) return ErrorAt(e, v.status().message());
+  *ns = *v;
+  return Status::Ok();
+}
+
+// How many pieces a window is cut into to see how much each loss swings
+// within it (its noise), and the least noise a change is judged against.
+constexpr int64_t kPiecesPerWindow = 24;
+constexpr double kMinNoise = 0.001;  // 0.1 points
+
+// One window's ledger per group, merged over its pieces, and each loss's
+// share of capacity piece by piece.
+struct Window {
+  std::map<std::vector<std::string>, LedgerRow> groups;
+  std::map<std::vector<std::string>, std::array<std::vector<double>, kLossCount>> pieces;
+  std::vector<std::pair<std::string, std::string>> names;
+};
+
+void Merge(LedgerRow&& from, LedgerRow* into) {
+  for (size_t l = 0; l < kLossCount; ++l) {
+    into->minutes[l] += from.minutes[l];
+    for (const auto& [id, minutes] : from.contributors[l]) into->contributors[l][id] += minutes;
+  }
+  for (const auto& [hash, attempt] : from.failed_attempts) {
+    LedgerRow::FailedAttempt& a = into->failed_attempts[hash];
+    a.loss = attempt.loss;
+    a.minutes += attempt.minutes;
+  }
+  into->cost_usd += from.cost_usd;
+  into->priced_minutes += from.priced_minutes;
+}
+
+Status LedgerOf(Db* db, const QueryOptions& options, int64_t now_ns,
+                const std::vector<std::string>& by, int64_t start, int64_t end,
+                const StepBaselines* baselines, Window* w, StepBaselines* used) {
+  LedgerOptions lo;
+  lo.start_ns = start;
+  lo.end_ns = end;
+  lo.by = by;
+  lo.contributors = true;
+  lo.database = options.database;
+  lo.cancelled = options.cancelled;
+  lo.known_until_ns = now_ns;
+  lo.max_gpu_minutes = options.limits.max_points;
+  lo.baselines = baselines;
+  lo.range_yardstick = baselines == nullptr;
+  constexpr int64_t kMinuteNs = 60'000'000'000;
+  lo.every_ns = std::max<int64_t>(1, (end - start) / kPiecesPerWindow / kMinuteNs) * kMinuteNs;
+  Ledger ledger;
+  GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
+  for (LedgerRow& row : ledger.rows) {
+    const double capacity = row.Capacity();
+    auto& pieces = w->pieces[row.group];
+    for (size_t l = 0; l < kLossCount; ++l) pieces[l].push_back(row.minutes[l] / capacity);
+    Merge(std::move(row), &w->groups[row.group]);
+  }
+  w->names = std::move(ledger.contributor_names);
+  if (used != nullptr) *used = std::move(ledger.baselines);
+  return Status::Ok();
+}
+
+double Share(const LedgerRow* row, size_t loss) {
+  if (row == nullptr || row->Capacity() <= 0) return 0;
+  return row->minutes[loss] / row->Capacity();
+}
+
+// The share of capacity that the one failed attempt that threw away most of
+// `loss` threw away: a single job's failure, however large, is one event.
+double LargestFailure(const LedgerRow* row, size_t loss) {
+  if (row == nullptr || row->Capacity() <= 0) return 0;
+  double most = 0;
+  for (const auto& [id, attempt] : row->failed_attempts) {
+    if (static_cast<size_t>(attempt.loss) == loss) most = std::max(most, attempt.minutes);
+  }
+  return most / row->Capacity();
+}
+
+// How much a loss grew beyond what one job's failure explains: the change
+// with each window's largest single failure of that loss taken out.
+double SystematicChange(const LedgerRow* ra, const LedgerRow* rb, size_t loss) {
+  return (Share(rb, loss) - LargestFailure(rb, loss)) -
+         (Share(ra, loss) - LargestFailure(ra, loss));
+}
+
+// The spread of a loss's share over a window's pieces, as the standard
+// error of their mean (0 for fewer than two pieces).
+double StandardError(const std::vector<double>& shares) {
+  const size_t n = shares.size();
+  if (n < 2) return 0;
+  double mean = 0;
+  for (double x : shares) mean += x;
+  mean /= static_cast<double>(n);
+  double sum_sq = 0;
+  for (double x : shares) sum_sq += (x - mean) * (x - mean);
+  return std::sqrt(sum_sq / static_cast<double>(n - 1) / static_cast<double>(n));
+}
+
+// How far a loss's systematic change stands out of its noise: the change
+// over the standard error of the difference of the windows' means (Welch),
+// the noise no less than kMinNoise. A loss that swings by a point from one
+// hour to the next moving by a point means less than one that never moves
+// moving by half.
+double Significance(const Window& a, const LedgerRow* ra, const Window& b, const LedgerRow* rb,
+                    const std::vector<std::string>& group, size_t loss) {
+  const auto error = [&](const Window& w) {
+    const auto it = w.pieces.find(group);
+    return it == w.pieces.end() ? 0.0 : StandardError(it->second[loss]);
+  };
+  const double ea = error(a), eb = error(b);
+  return SystematicChange(ra, rb, loss) / std::max(std::sqrt(ea * ea + eb * eb), kMinNoise);
+}
+
+std::string FormatPoints(double share) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f", 100 * share);
+  return text;
+}
+
+struct Contributor {
+  std::string dimension, value;
+  double before = 0, after = 0;  // share of capacity lost to the loss through it
+  double share_of_change = 0;
+  double concentration = 0;  // share of the change over share of presence
+};
+
+// The contributors of `loss` in a group, keyed by name (the two windows
+// number their contributors separately).
+std::vector<Contributor> Contributors(const Window& a, const LedgerRow* ra, const Window& b,
+                                      const LedgerRow* rb, size_t loss) {
+  std::map<std::pair<std::string, std::string>, Contributor> by_name;
+  const auto add = [&](const Window& w, const LedgerRow* row, bool after) {
+    if (row == nullptr) return;
+    const double capacity = row->Capacity();
+    for (const auto& [id, minutes] : row->contributors[loss]) {
+      Contributor& c = by_name[w.names[id]];
+      (after ? c.after : c.before) += minutes / capacity;
+    }
+  };
+  add(a, ra, false);
+  add(b, rb, true);
+  const double change = Share(rb, loss) - Share(ra, loss);
+  std::map<std::pair<std::string, std::string>, double> presence;  // in the after window
+  if (rb != nullptr) {
+    for (const auto& [id, minutes] : rb->contributors[0])
+      presence[b.names[id]] = minutes / rb->Capacity();
+  }
+  std::vector<Contributor> out;
+  for (auto& [name, c] : by_name) {
+    c.dimension = name.first;
+    c.value = name.second;
+    c.share_of_change = change != 0 ? (c.after - c.before) / change : 0;
+    const auto p = presence.find(name);
+    c.concentration = c.share_of_change / std::max(p == presence.end() ? 0.0 : p->second, 0.001);
+    if (c.dimension == "queue") {
+      // A queue holds no capacity: its presence is its part of the loss
+      // before, so a queue that newly waits stands out as a node that newly
+      // fails does.
+      const double before = Share(ra, loss);
+      c.concentration = c.share_of_change / std::max(before > 0 ? c.before / before : 0.0, 0.001);
+    }
+    if (c.share_of_change >= kMinShareOfChange) out.push_back(c);
+  }
+  std::sort(out.begin(), out.end(), [](const Contributor& x, const Contributor& y) {
+    return x.concentration != y.concentration ? x.concentration > y.concentration
+                                              : x.value < y.value;
+  });
+  if (out.size() > kTopContributors) out.resize(kTopContributors);
+  return out;
+}
+
+}  // namespace
+
+Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& options,
+                    int64_t now_ns, std::vector<ResultSeries>* out,
+                    std::vector<std::string>* notes) {
+  std::vector<std::string> by;
+  for (const auto& d : s.dimensions) {
+    if (d->kind != ExprKind::kVarRef)
+      return ErrorAt(*d, "DECOMPOSE groups BY tags or attribution columns");
+    by.push_back(d->text);
+  }
+  int64_t a0 = 0, a1 = 0, b0 = 0, b1 = 0;
+  GPULSE_RETURN_IF_ERROR(Bound(*s.between_start, now_ns, &a0));
+  GPULSE_RETURN_IF_ERROR(Bound(*s.between_end, now_ns, &a1));
+  GPULSE_RETURN_IF_ERROR(Bound(*s.versus_start, now_ns, &b0));
+  GPULSE_RETURN_IF_ERROR(Bound(*s.versus_end, now_ns, &b1));
+  if (a1 <= a0) return ErrorAt(*s.between_end, "the BETWEEN window ends before it starts");
+  if (b1 <= b0) return ErrorAt(*s.versus_end, "the VERSUS window ends before it starts");
+  // Data and network waits are judged in both windows against the usual
+  // shares of the BETWEEN window: were each window its own yardstick, an
+  // incident on a large part of the fleet would raise the median it is
+  // measured against and hide itself.
+  Window before, after;
+  StepBaselines baselines;
+  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, now_ns, by, a0, a1, nullptr, &before, &baselines));
+  GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, now_ns, by, b0, b1, &baselines, &after, nullptr));
+  std::map<std::vector<std::string>, int> groups;
+  for (const auto& [g, row] : before.groups) groups[g];
+  for (const auto& [g, row] : after.groups) groups[g];
+  if (groups.empty()) {
+    notes->push_back(
+        "no GPU-minutes of capacity in either window: is there a gpu measurement "
+        "(docs/fleet-schema.md)?");
+    return Status::Ok();
+  }
+  for (const auto& [group, unused] : groups) {
+    const auto ia = before.groups.find(group);
+    const auto ib = after.groups.find(group);
+    const LedgerRow* ra = ia == before.groups.end() ? nullptr : &ia->second;
+    const LedgerRow* rb = ib == after.groups.end() ? nullptr : &ib->second;
+    std::vector<Tag> tags;
+    for (size_t k = 0; k < by.size(); ++k) tags.push_back({by[k], group[k]});
+    std::sort(tags.begin(), tags.end(), [](const Tag& x, const Tag& y) { return x.key < y.key; });
+    // The losses, the most significant growth first (what pulled goodput
+    // down beyond its usual swing), not counting what one job's failure
+    // explains: one large job failing after its checkpoint is an event, and
+    // a cause is what fails many.
+    // Slack comes last whatever its change: capacity nobody asked for says
+    // how demand moved, not what went wrong (a note says when it moved
+    // goodput more than every other loss together).
+    constexpr size_t kSlack = static_cast<size_t>(Loss::kSlack);
+    std::vector<size_t> order;
+    for (size_t l = 1; l < kLossCount; ++l) {
+      if (l != kSlack) order.push_back(l);
+    }
+    std::array<double, kLossCount> significance{};
+    for (size_t l = 1; l < kLossCount; ++l)
+      significance[l] = Significance(before, ra, after, rb, group, l);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return significance[x] > significance[y]; });
+    order.push_back(kSlack);
+    double ill_growth = 0;
+    for (size_t l : order) {
+      if (l != kSlack) ill_growth += std::max(0.0, Share(rb, l) - Share(ra, l));
+    }
+    const double slack_change = Share(rb, kSlack) - Share(ra, kSlack);
+    if (std::abs(slack_change) >= 0.0005 && std::abs(slack_change) > ill_growth) {
+      std::string where;
+      for (const Tag& t : tags) where += (where.empty() ? " (" : ", ") + t.key + "=" + t.value;
+      if (!where.empty()) where += ")";
+      notes->push_back("goodput" + where + " moved with demand more than with ill health: slack " +
+                       (slack_change > 0 ? "grew" : "fell") + " by " +
+                       FormatPoints(std::abs(slack_change)) +
+                       " points, every other loss together grew by " + FormatPoints(ill_growth));
+    }
+    ResultSeries summary;
+    summary.name = "decompose";
+    summary.tags = tags;
+    summary.columns = {
+        "rank", "loss", "before", "after", "change_points", "single_job_points", "significance"};
+    summary.values.push_back({QueryValue(int64_t{0}), QueryValue(std::string("goodput")),
+                              QueryValue(Share(ra, 0)), QueryValue(Share(rb, 0)),
+                              QueryValue(100 * (Share(rb, 0) - Share(ra, 0))), QueryValue(),
+                              QueryValue()});
+    int64_t rank = 0;
+    for (size_t l : order) {
+      summary.values.push_back({QueryValue(++rank),
+                                QueryValue(std::string(LossName(static_cast<Loss>(l)))),
+                                QueryValue(Share(ra, l)), QueryValue(Share(rb, l)),
+                                QueryValue(100 * (Share(rb, l) - Share(ra, l))),
+                                QueryValue(100 * (LargestFailure(rb, l) - LargestFailure(ra, l))),
+                                QueryValue(significance[l])});
+    }
+    out->push_back(std::move(summary));
+    for (size_t l : order) {
+      if (std::abs(Share(rb, l) - Share(ra, l)) < 0.0005)
+        continue;  // under 0.05 points: nothing to explain
+      const std::vector<Contributor> top = Contributors(before, ra, after, rb, l);
+      if (top.empty()) continue;
+      ResultSeries rs;
+      rs.name = "contributors";
+      rs.tags = tags;
+      rs.tags.push_back({"loss", std::string(LossName(static_cast<Loss>(l)))});
+      std::sort(rs.tags.begin(), rs.tags.end(),
+                [](const Tag& x, const Tag& y) { return x.key < y.key; });
+      rs.columns = {"rank",  "dimension",     "value",          "before",
+                    "after", "change_points", "share_of_change"};
+      int64_t r = 0;
+      for (const Contributor& c : top) {
+        rs.values.push_back({QueryValue(++r), QueryValue(c.dimension), QueryValue(c.value),
+                             QueryValue(c.before), QueryValue(c.after),
+                             QueryValue(100 * (c.after - c.before)),
+                             QueryValue(c.share_of_change)});
+      }
+      out->push_back(std::move(rs));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpulse::query
