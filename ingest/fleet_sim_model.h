@@ -18,7 +18,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ingest/fleet_sim.h"
+#include "ingest/fleet_sim_types.h"
 
 namespace gpulse::fleet::sim {
 

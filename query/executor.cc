@@ -408,7 +408,7 @@ Status CreateAlert(Db* db, const StatementList& statements, size_t index,
   std::vector<AlertSample> samples;
   QueryOptions trial = options;
   trial.database.clear();  // rules see every database, as the server evaluates them
-  GPULSE_RETURN_IF_ERROR(EvaluateAlertRule(db, *rule, trial, now, &samples));
+  GPULSE_RETURN_IF_ERROR(EvaluateAlertRule(db, &Execute, *rule, trial, now, &samples));
   std::vector<std::pair<std::string, std::string>> existing;
   GPULSE_RETURN_IF_ERROR(db->ListDefinitions(kAlertDefinitionKind, &existing));
   for (const auto& [name, text] : existing) {

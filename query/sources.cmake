@@ -43,6 +43,7 @@ set(GPULSE_QUERY_SOURCES
   query/fleet/isolation_forest.cc
   query/fleet/kpis.cc
   query/fleet/ledger_days.cc
+  query/fleet/ledger_row.cc
   query/fleet/northstar.cc
   query/fleet/stale.cc
   query/executor.cc

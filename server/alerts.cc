@@ -242,9 +242,9 @@ void AlertManager::EvaluateAt(int64_t now_ns) {
     options.now_ns = now_ns;
     options.limits = options_.limits;
     options.cancelled = [this] { return stopping_.load(); };
-    const Status s =
-        builtin ? EvaluateFreshness(now_ns, &samples)
-                : query::EvaluateAlertRule(db_, compiled, options, now_ns, &samples, history.get());
+    const Status s = builtin ? EvaluateFreshness(now_ns, &samples)
+                             : query::EvaluateAlertRule(db_, &query::Execute, compiled, options,
+                                                        now_ns, &samples, history.get());
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();

@@ -6,6 +6,7 @@
 // The state machine and the HTTP side are in alerts_test.cc.
 
 #include "query/fleet/alert_rule.h"
+#include "query/executor.h"
 
 #include <gtest/gtest.h>
 
@@ -180,7 +181,7 @@ class AlertRuleDbTest : public ::testing::Test {
     EXPECT_TRUE(rule.ok()) << rule.status().ToString();
     std::vector<query::AlertSample> out;
     if (!rule.ok()) return out;
-    const Status s = query::EvaluateAlertRule(db_.get(), *rule, {}, now, &out);
+    const Status s = query::EvaluateAlertRule(db_.get(), &query::Execute, *rule, {}, now, &out);
     EXPECT_TRUE(s.ok()) << s.ToString();
     return out;
   }
@@ -367,9 +368,10 @@ TEST_F(AlertRuleDbTest, KeptHistoryGivesTheSameAnswersWithoutEvaluatingPastDaysA
   query::RuleHistory history;
   for (const int64_t now : {thursday, thursday + kDay}) {  // Thursday, then Friday
     std::vector<query::AlertSample> fresh, kept;
-    ASSERT_TRUE(query::EvaluateAlertRule(db_.get(), *rule, {}, now, &fresh).ok());
+    ASSERT_TRUE(query::EvaluateAlertRule(db_.get(), &query::Execute, *rule, {}, now, &fresh).ok());
     const uint64_t misses = history.misses;
-    ASSERT_TRUE(query::EvaluateAlertRule(db_.get(), *rule, {}, now, &kept, &history).ok());
+    ASSERT_TRUE(
+        query::EvaluateAlertRule(db_.get(), &query::Execute, *rule, {}, now, &kept, &history).ok());
     ASSERT_EQ(fresh.size(), 1u);
     ASSERT_EQ(kept.size(), 1u);
     EXPECT_EQ(kept[0].columns, fresh[0].columns);

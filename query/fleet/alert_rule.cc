@@ -8,7 +8,6 @@
 #include <limits>
 #include <optional>
 
-#include "query/executor.h"
 #include "query/fleet/baseline.h"
 #include "query/fleet/calendar.h"
 #include "query/fleet/kpis.h"
@@ -216,15 +215,15 @@ size_t NewestRow(const ResultSeries& rs) {
 
 class RuleEvaluator {
  public:
-  RuleEvaluator(Db* db, const AlertRule& rule, const QueryOptions& options)
-      : db_(db), rule_(rule), options_(options) {}
+  RuleEvaluator(Db* db, RunStatements run, const AlertRule& rule, const QueryOptions& options)
+      : db_(db), run_(run), rule_(rule), options_(options) {}
 
   Status Answer(int64_t now_ns, Answers* out) {
     if (rule_.source == nullptr || rule_.source->empty()) return Kpi(now_ns, out);
     QueryOptions o = options_;
     o.now_ns = now_ns;
     QueryResult result;
-    Execute(db_, *rule_.source, o, &result);
+    run_(db_, *rule_.source, o, &result, /*keep_plans=*/true);
     const StatementResult& st = result.statements.at(0);
     GPULSE_RETURN_IF_ERROR(st.status);
     for (const ResultSeries& rs : st.series) {
@@ -267,6 +266,7 @@ class RuleEvaluator {
   }
 
   Db* db_;
+  RunStatements run_;
   const AlertRule& rule_;
   const QueryOptions& options_;
 };
@@ -466,10 +466,11 @@ RuleHistory::Instant HistoryOf(const AlertRule& rule, const Answers& answers) {
 
 }  // namespace
 
-Status EvaluateAlertRule(Db* db, const AlertRule& rule, const QueryOptions& options, int64_t now_ns,
-                         std::vector<AlertSample>* out, RuleHistory* kept) {
+Status EvaluateAlertRule(Db* db, RunStatements run, const AlertRule& rule,
+                         const QueryOptions& options, int64_t now_ns, std::vector<AlertSample>* out,
+                         RuleHistory* kept) {
   out->clear();
-  RuleEvaluator evaluator(db, rule, options);
+  RuleEvaluator evaluator(db, run, rule, options);
   Answers now;
   const Status answered = evaluator.Answer(now_ns, &now);
   if (!answered.ok()) {

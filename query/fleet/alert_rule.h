@@ -119,8 +119,13 @@ class RuleHistory {
 // SELECT is now_ns). A WHEN naming a column the source did not produce is an
 // error naming it and the columns there are. With `history`, the baseline's
 // past instants come from it where kept, and what is evaluated is kept.
-Status EvaluateAlertRule(Db* db, const AlertRule& rule, const QueryOptions& options, int64_t now_ns,
-                         std::vector<AlertSample>* out, RuleHistory* history = nullptr);
+// `run` runs the source: the executor's Execute (query/executor.h), handed
+// down by the caller because rules sit below the executor that runs them.
+using RunStatements = void (*)(Db* db, const StatementList& statements, const QueryOptions& options,
+                               QueryResult* out, bool keep_plans);
+Status EvaluateAlertRule(Db* db, RunStatements run, const AlertRule& rule,
+                         const QueryOptions& options, int64_t now_ns, std::vector<AlertSample>* out,
+                         RuleHistory* history = nullptr);
 
 // "region=us-east,node=n1", or "" for the fleet-wide group.
 std::string GroupText(const std::vector<Tag>& group);

@@ -1473,19 +1473,6 @@ void LedgerBuilder::Trace(const std::array<double, kLossCount>& add,
 
 }  // namespace
 
-std::string_view LossName(Loss loss) {
-  constexpr std::string_view kNames[] = {"productive", "hardware", "software",
-                                         "scheduling", "data_io",  "network",
-                                         "lost_work",  "slack",    "unobserved"};
-  return kNames[static_cast<size_t>(loss)];
-}
-
-double LedgerRow::Capacity() const {
-  double total = 0;
-  for (double m : minutes) total += m;
-  return total;
-}
-
 Status BuildLedger(Db* db, const LedgerOptions& options, Ledger* out) {
   return LedgerBuilder(db, options).Build(out);
 }

@@ -34,7 +34,7 @@
 #include <utility>
 #include <vector>
 
-#include "query/fleet/fleet_ledger.h"
+#include "query/fleet/ledger_row.h"
 
 namespace gpulse::query {
 

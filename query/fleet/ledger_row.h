@@ -1,0 +1,76 @@
+// A row of the GPU-minute ledger: one group's minutes in one bucket, by
+// loss, and what they are traced to. The ledger (fleet_ledger.h) builds rows;
+// kept spans (ledger_days.h) hold them; NORTHSTAR and DECOMPOSE read them.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace gpulse::query {
+
+// Where a GPU-minute went. Capacity minutes are all of them except planned
+// maintenance; each counts once, in fractions when a productive minute spent
+// part of its steps waiting on data or on the network above their baseline.
+enum class Loss : unsigned char {
+  kProductive,  // allocated, advancing, work kept, healthy GPU
+  kHardware,    // XID / double-bit ECC / hardware throttling, or a GPU missing from its node
+  kSoftware,    // the job failed for software reasons (after its last checkpoint), or made no
+                // progress
+  kScheduling,  // idle while jobs of its region waited in the queue
+  kDataIo,      // the share of step time in the data loader above its class's baseline
+  kNetwork,     // the share in gradient sync above baseline, or the job failed for network reasons
+  kLostWork,    // after the last checkpoint of a preempted job, or of one failed for no known cause
+  kSlack,       // idle, and no job waiting: capacity without demand
+  kUnobserved,  // the node's agent reported nothing
+};
+constexpr size_t kLossCount = 9;
+std::string_view LossName(Loss loss);
+
+// The usual shares of step time in the data loader and in gradient sync, by
+// workload class and width (an opaque key): (data, sync).
+using StepBaselines = std::map<std::string, std::pair<double, double>>;
+
+// What a lost GPU-minute is traced to: where it was (region, cluster, node,
+// gpu; for network losses the node's link), what ran there (driver_version,
+// image, framework, team) and, for scheduling losses, the queues that
+// waited (in proportion to the GPUs their waiting jobs asked for).
+constexpr std::string_view kContributorDimensions[] = {
+    "region",         "cluster", "node",      "gpu",   "link",
+    "driver_version", "image",   "framework", "queue", "team"};
+
+struct LedgerRow {
+  int64_t bucket_ns = 0;
+  std::vector<std::string> group;            // values of LedgerOptions::by, in order
+  std::array<double, kLossCount> minutes{};  // by Loss
+  // With LedgerOptions::contributors: per loss, contributor id -> minutes
+  // lost; index 0 (productive) holds instead every capacity minute of the
+  // contributor (its presence, against which a loss's concentration on it
+  // is judged). Queues have no presence: they are traced for scheduling
+  // losses only.
+  std::array<std::unordered_map<uint32_t, double>, kLossCount> contributors;
+  // The job attempts whose failure or preemption threw away minutes of this
+  // row (by a hash of the job and the attempt's end), with the minutes each
+  // threw away (all to its failure's loss): how many jobs a loss is spread
+  // over, and how much of it is one job's, which tells a regression from one
+  // unlucky job.
+  struct FailedAttempt {
+    Loss loss = Loss::kLostWork;
+    double minutes = 0;
+  };
+  std::unordered_map<uint64_t, FailedAttempt> failed_attempts;
+  // What the row's capacity minutes cost: each GPU-minute at the price of
+  // its region's and SKU's GPU-hours then (the `cost` measurement: every
+  // pricing's usd_per_hour over the GPUs it pays for), over 60. Minutes
+  // with no price known are not in it; priced_minutes says how many are.
+  double cost_usd = 0;
+  double priced_minutes = 0;
+  double Capacity() const;
+};
+
+}  // namespace gpulse::query
