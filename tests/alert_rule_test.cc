@@ -424,7 +424,7 @@ TEST_F(AlertRuleDbTest, NorthstarAndKpiRulesAnswerWhatTheirStatementsAnswer) {
       now);
   ASSERT_EQ(samples.size(), 1u);
   Result<QueryValue> kpi =
-      query::EvaluateKpi(db_.get(), "allocation_ratio", now - 2 * kHour, now, {});
+      query::EvaluateKpi(db_.get(), "allocation_ratio", now - 2 * kHour, now, {}, now);
   ASSERT_TRUE(kpi.ok());
   EXPECT_EQ(samples[0].columns.at("value"), *kpi);
   EXPECT_TRUE(samples[0].active);

@@ -181,4 +181,17 @@ Status RunSelect(ExecContext* ctx, const SelectStatement& s, std::vector<ResultS
   return RunSelectInto(ctx, s, out, nullptr, notes);
 }
 
+Status RunInnerSelect(Db* db, const QueryOptions& options, int64_t now_ns, const SelectStatement& s,
+                      std::vector<ResultSeries>* out, std::vector<std::string>* notes) {
+  QueryOptions in_rows = options;
+  in_rows.sink = nullptr;
+  in_rows.answers_by_column = false;
+  ExecContext ctx(db, in_rows, now_ns);
+  GPULSE_RETURN_IF_ERROR(RunSelect(&ctx, s, out, notes));
+  notes->insert(notes->end(), ctx.notes.begin(), ctx.notes.end());
+  const std::vector<std::string> damage = ctx.DamageNotes();
+  notes->insert(notes->end(), damage.begin(), damage.end());
+  return Status::Ok();
+}
+
 }  // namespace gpulse::query

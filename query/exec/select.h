@@ -17,4 +17,11 @@ namespace gpulse::query {
 Status RunSelect(ExecContext* ctx, const SelectStatement& s, std::vector<ResultSeries>* out,
                  std::vector<std::string>* notes);
 
+// A SELECT that another statement runs inside itself (BASELINE's history,
+// a KPI, ANOMALIES' features), with that statement's options and clock: its
+// answer in rows into *out, its notes (and any damage read) appended to
+// *notes.
+Status RunInnerSelect(Db* db, const QueryOptions& options, int64_t now_ns, const SelectStatement& s,
+                      std::vector<ResultSeries>* out, std::vector<std::string>* notes);
+
 }  // namespace gpulse::query

@@ -257,7 +257,8 @@ class RuleEvaluator {
  private:
   Status Kpi(int64_t now_ns, Answers* out) {
     const int64_t over = Span();
-    Result<QueryValue> v = EvaluateKpi(db_, rule_.statement->kpi, now_ns - over, now_ns, options_);
+    Result<QueryValue> v =
+        EvaluateKpi(db_, rule_.statement->kpi, now_ns - over, now_ns, options_, now_ns);
     if (!v.ok()) return v.status();
     AlertSample& sample = (*out)[""];
     sample.columns["value"] = *v;

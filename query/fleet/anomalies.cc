@@ -7,6 +7,7 @@
 #include <cmath>
 #include <map>
 
+#include "query/exec/select.h"
 #include "query/fleet/baseline.h"
 #include "query/fleet/isolation_forest.h"
 #include "query/plan/condition.h"
@@ -29,17 +30,39 @@ bool GroupableKey(const std::string& key) {
 
 using GroupDay = std::pair<std::vector<std::string>, int64_t>;  // tag values, day
 
-// Runs `text` and adds each row's two value columns as features
+// SELECT mean(field), percentile(field, 95) FROM measurement WHERE
+// <condition> GROUP BY <by>, time(1d): a feature pair per group and day.
+std::unique_ptr<SelectStatement> FeatureSelect(const std::string& field,
+                                               const std::string& measurement,
+                                               const std::vector<std::string>& by,
+                                               const Expr& condition) {
+  auto s = std::make_unique<SelectStatement>();
+  std::vector<std::unique_ptr<Expr>> mean_args;
+  mean_args.push_back(MakeVarRef(field));
+  s->fields.push_back({MakeCall("mean", std::move(mean_args)), ""});
+  std::vector<std::unique_ptr<Expr>> p95_args;
+  p95_args.push_back(MakeVarRef(field));
+  p95_args.push_back(MakeInteger(95));
+  s->fields.push_back({MakeCall("percentile", std::move(p95_args)), ""});
+  Source from;
+  from.measurement.name = measurement;
+  s->sources.push_back(std::move(from));
+  s->condition = Clone(condition);
+  for (const std::string& key : by) s->dimensions.push_back(MakeVarRef(key));
+  std::vector<std::unique_ptr<Expr>> day;
+  day.push_back(MakeDuration(1, "d"));
+  s->dimensions.push_back(MakeCall("time", std::move(day)));
+  return s;
+}
+
+// Runs `select` and adds each row's two value columns as features
 // [offset, offset + 2) of its group-day.
-Status Features(Db* db, const std::string& text, const std::vector<std::string>& by,
-                const QueryOptions& options, size_t offset,
+Status Features(Db* db, const SelectStatement& select, const std::vector<std::string>& by,
+                const QueryOptions& options, int64_t now_ns, size_t offset,
                 std::map<GroupDay, std::vector<double>>* rows, std::vector<std::string>* notes) {
-  QueryResult r;
-  GPULSE_RETURN_IF_ERROR(db->Query(text, options, &r));
-  const StatementResult& st = r.statements.at(0);
-  GPULSE_RETURN_IF_ERROR(st.status);
-  notes->insert(notes->end(), st.notes.begin(), st.notes.end());
-  for (const ResultSeries& rs : st.series) {
+  std::vector<ResultSeries> series;
+  GPULSE_RETURN_IF_ERROR(RunInnerSelect(db, options, now_ns, select, &series, notes));
+  for (const ResultSeries& rs : series) {
     std::vector<std::string> group;
     for (const std::string& key : by) {
       const auto t =
@@ -104,19 +127,12 @@ Status RunAnomalies(Db* db, const AnomaliesStatement& s, const QueryOptions& opt
   if (hi - lo > kMaxOverNs)
     return Status::InvalidArgument("ANOMALIES: the range is over 3660 days");
 
-  std::string where =
-      "time >= " + std::to_string(lo) + "ns AND time < " + std::to_string(hi) + "ns";
-  if (rest) where = "(" + rest->ToString() + ") AND " + where;
-  std::string group_by = " GROUP BY ";
-  for (const std::string& key : by) group_by += QuoteIdent(key) + ", ";
-  group_by += "time(1d)";
+  const std::unique_ptr<Expr> where = WithTimeRange(std::move(rest), lo, hi);
   std::map<GroupDay, std::vector<double>> rows;
-  GPULSE_RETURN_IF_ERROR(
-      Features(db, "SELECT mean(util), percentile(util, 95) FROM gpu WHERE " + where + group_by, by,
-               options, 0, &rows, notes));
-  GPULSE_RETURN_IF_ERROR(Features(
-      db, "SELECT mean(cpu_util), percentile(cpu_util, 95) FROM node WHERE " + where + group_by, by,
-      options, 2, &rows, notes));
+  GPULSE_RETURN_IF_ERROR(Features(db, *FeatureSelect("util", "gpu", by, *where), by, options,
+                                  now_ns, 0, &rows, notes));
+  GPULSE_RETURN_IF_ERROR(Features(db, *FeatureSelect("cpu_util", "node", by, *where), by, options,
+                                  now_ns, 2, &rows, notes));
 
   // Features every group-day has; a day missing one of them is left out.
   std::vector<size_t> kept;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <map>
 
+#include "query/exec/select.h"
 #include "query/fleet/calendar.h"
 #include "query/plan/condition.h"
 #include "query/runtime/eval.h"
@@ -44,19 +45,32 @@ Status Bucket(const SelectStatement& s, int64_t* bucket) {
   return Status::Ok();
 }
 
-std::string FillText(const SelectStatement& s) {
+// SELECT <aggregate> AS value FROM <s's sources> WHERE <rest> AND time >= lo
+// AND time < hi GROUP BY <s's dimensions>, with s's FILL: an empty bucket is
+// no sample unless FILL says what it is (FILL(0) for counts makes a quiet
+// hour a sample of 0).
+std::unique_ptr<SelectStatement> HistorySelect(const SelectStatement& s, const Expr& aggregate,
+                                               std::unique_ptr<Expr> rest, int64_t lo, int64_t hi) {
+  auto inner = std::make_unique<SelectStatement>();
+  inner->pos = s.pos;
+  inner->fields.push_back({Clone(aggregate), "value"});
+  for (const Source& src : s.sources) inner->sources.push_back(CloneSource(src));
+  inner->condition = WithTimeRange(std::move(rest), lo, hi);
+  for (const auto& d : s.dimensions) inner->dimensions.push_back(Clone(*d));
   switch (s.fill) {
     case FillKind::kNull:
-      return " FILL(null)";
     case FillKind::kPrevious:
-      return " FILL(previous)";
     case FillKind::kLinear:
-      return " FILL(linear)";
+      inner->fill = s.fill;
+      break;
     case FillKind::kValue:
-      return " FILL(" + s.fill_value->ToString() + ")";
+      inner->fill = s.fill;
+      inner->fill_value = Clone(*s.fill_value);
+      break;
     default:
-      return " FILL(none)";
+      inner->fill = FillKind::kNone;
   }
+  return inner;
 }
 
 }  // namespace
@@ -116,26 +130,14 @@ Status RunBaseline(Db* db, const SelectStatement& s, const QueryOptions& options
   const int64_t hi = range.has_hi ? range.hi : now_ns;
 
   // The aggregate over the range and its history, as the user would ask it.
-  std::string inner = "SELECT " + aggregate.ToString() + " AS value FROM ";
-  for (size_t i = 0; i < s.sources.size(); ++i) inner += (i ? ", " : "") + s.sources[i].ToString();
-  inner += " WHERE ";
-  if (rest) inner += "(" + rest->ToString() + ") AND ";
-  inner += "time >= " + std::to_string(lo - *history) + "ns AND time < " + std::to_string(hi) +
-           "ns GROUP BY ";
-  for (size_t i = 0; i < s.dimensions.size(); ++i)
-    inner += (i ? ", " : "") + s.dimensions[i]->ToString();
-  // The statement's FILL decides what an empty bucket is (FILL(0) for counts
-  // makes a quiet hour a sample of 0); without one, it is no sample.
-  inner += FillText(s);
-  QueryResult r;
-  GPULSE_RETURN_IF_ERROR(db->Query(inner, options, &r));
-  const StatementResult& st = r.statements.at(0);
-  GPULSE_RETURN_IF_ERROR(st.status);
-  notes->insert(notes->end(), st.notes.begin(), st.notes.end());
+  std::vector<ResultSeries> history_series;
+  GPULSE_RETURN_IF_ERROR(RunInnerSelect(
+      db, options, now_ns, *HistorySelect(s, aggregate, std::move(rest), lo - *history, hi),
+      &history_series, notes));
   Calendar calendar;
   GPULSE_RETURN_IF_ERROR(calendar.Load(db, options.database, lo - *history, hi));
 
-  for (const ResultSeries& series : st.series) {
+  for (const ResultSeries& series : history_series) {
     std::map<int64_t, double> values;
     for (const auto& row : series.values) {
       double v = 0;

@@ -1,14 +1,18 @@
 // SHOW KPIS (kpis.h). A KPI is one statement, or the ratio of two, over the
-// fleet schema; evaluating it runs the statements through Db::Query with the
-// range written in, exactly as a user would run its definition.
+// fleet schema. Each definition is parsed once, without its range; evaluating
+// it runs a copy of the tree with the range added to its WHERE, as a user
+// running its definition would.
 
 #include "query/fleet/kpis.h"
 
 #include <algorithm>
 #include <cmath>
 
+#include "query/exec/select.h"
+#include "query/fleet/northstar.h"
 #include "query/plan/condition.h"
 #include "query/runtime/eval.h"
+#include "query/syntax/parser.h"
 
 namespace gpulse::query {
 
@@ -74,49 +78,79 @@ constexpr Kpi kKpis[] = {
      "their cost: NORTHSTAR BY team EVERY 1d (cost_usd)"},
 };
 
-std::string Fill(const char* text, const std::string& range) {
-  std::string out = text;
-  const size_t at = out.find("$range");
-  if (at != std::string::npos) out.replace(at, 6, range);
-  return out;
+// A definition's text without its range: up to " WHERE $range" or
+// " AND $range", which end every definition.
+std::string WithoutRange(std::string_view text) {
+  for (std::string_view tail : {" WHERE $range", " AND $range"}) {
+    if (text.ends_with(tail)) return std::string(text.substr(0, text.size() - tail.size()));
+  }
+  return std::string(text);
 }
 
-// The first statement's first row: `column`'s value, or the first value
-// after `time`. Null when there is none.
-Result<QueryValue> First(Db* db, const std::string& text, const QueryOptions& options,
-                         const char* column) {
-  QueryResult r;
-  GPULSE_RETURN_IF_ERROR(db->Query(text, options, &r));
-  if (r.statements.empty()) return QueryValue();
-  const StatementResult& st = r.statements[0];
-  GPULSE_RETURN_IF_ERROR(st.status);
-  if (st.series.empty() || st.series[0].values.empty()) return QueryValue();
-  const ResultSeries& s = st.series[0];
+// Each KPI's numerator and denominator (null: none), parsed once.
+struct Parsed {
+  std::unique_ptr<Statement> numerator, denominator;
+};
+
+const std::vector<Parsed>& Definitions() {
+  static const std::vector<Parsed> parsed = [] {
+    std::vector<Parsed> out;
+    const auto parse = [](const char* text) -> std::unique_ptr<Statement> {
+      if (text[0] == '\0') return nullptr;
+      Result<std::unique_ptr<Statement>> s = ParseStatement(WithoutRange(text));
+      return s.ok() ? std::move(*s) : nullptr;  // a definition that does not parse: null
+    };
+    for (const Kpi& k : kKpis) out.push_back({parse(k.numerator), parse(k.denominator)});
+    return out;
+  }();
+  return parsed;
+}
+
+// Statement `s` of a definition over [lo, hi): its first row's `column`, or
+// its first value after `time`. Null when there is none.
+Result<QueryValue> First(Db* db, const Statement* s, int64_t lo, int64_t hi,
+                         const QueryOptions& options, int64_t now_ns, const char* column) {
+  if (s == nullptr) return Status::InvalidArgument("internal: a KPI definition does not parse");
+  std::vector<ResultSeries> series;
+  std::vector<std::string> notes;
+  if (s->kind == StatementKind::kSelect) {
+    std::unique_ptr<SelectStatement> select = CloneSelect(static_cast<const SelectStatement&>(*s));
+    select->condition = WithTimeRange(std::move(select->condition), lo, hi);
+    GPULSE_RETURN_IF_ERROR(RunInnerSelect(db, options, now_ns, *select, &series, &notes));
+  } else if (s->kind == StatementKind::kNorthstar) {
+    NorthstarStatement northstar;
+    northstar.condition = WithTimeRange(nullptr, lo, hi);
+    GPULSE_RETURN_IF_ERROR(RunNorthstar(db, northstar, options, now_ns, &series, &notes));
+  } else {
+    return Status::InvalidArgument("internal: a KPI is a SELECT or NORTHSTAR");
+  }
+  if (series.empty() || series[0].values.empty()) return QueryValue();
+  const ResultSeries& rs = series[0];
   size_t c = 1;
   if (column[0] != '\0') {
-    for (c = 0; c < s.columns.size() && s.columns[c] != column; ++c) {
+    for (c = 0; c < rs.columns.size() && rs.columns[c] != column; ++c) {
     }
   }
-  if (c >= s.values[0].size()) return QueryValue();
-  return s.values[0][c];
+  if (c >= rs.values[0].size()) return QueryValue();
+  return rs.values[0][c];
 }
 
-QueryValue Evaluate(Db* db, const Kpi& k, const std::string& range, const QueryOptions& options) {
-  const Result<QueryValue> num = First(db, Fill(k.numerator, range), options, "");
+QueryValue Evaluate(Db* db, size_t kpi, int64_t lo, int64_t hi, const QueryOptions& options,
+                    int64_t now_ns) {
+  const Kpi& k = kKpis[kpi];
+  const Parsed& parsed = Definitions()[kpi];
+  const Result<QueryValue> num = First(db, parsed.numerator.get(), lo, hi, options, now_ns, "");
   if (!num.ok()) return QueryValue();
   double n = 0;
   const bool counted = ToDouble(*num, &n);
   if (k.denominator[0] == '\0') return counted ? QueryValue(n * k.scale) : QueryValue();
   // A ratio whose numerator matched nothing is 0 when there was something
   // to divide by (no hardware XIDs at all), and null when there was not.
-  const Result<QueryValue> den = First(db, Fill(k.denominator, range), options, k.column);
+  const Result<QueryValue> den =
+      First(db, parsed.denominator.get(), lo, hi, options, now_ns, k.column);
   double d = 0;
   if (!den.ok() || !ToDouble(*den, &d) || d == 0) return QueryValue();
   return QueryValue(n / d * k.scale);
-}
-
-std::string RangeText(int64_t lo, int64_t hi) {
-  return "time >= " + std::to_string(lo) + "ns AND time < " + std::to_string(hi) + "ns";
 }
 
 }  // namespace
@@ -127,11 +161,12 @@ bool IsKpi(std::string_view name) {
 }
 
 Result<QueryValue> EvaluateKpi(Db* db, std::string_view name, int64_t start_ns, int64_t end_ns,
-                               const QueryOptions& options) {
+                               const QueryOptions& options, int64_t now_ns) {
   const auto k = std::find_if(std::begin(kKpis), std::end(kKpis),
                               [&](const Kpi& x) { return name == x.name; });
   if (k == std::end(kKpis)) return Status::NotFound("no KPI is called " + std::string(name));
-  return Evaluate(db, *k, RangeText(start_ns, end_ns), options);
+  return Evaluate(db, static_cast<size_t>(k - std::begin(kKpis)), start_ns, end_ns, options,
+                  now_ns);
 }
 
 Status RunShowKpis(Db* db, const ShowStatement& s, const QueryOptions& options, int64_t now_ns,
@@ -145,21 +180,21 @@ Status RunShowKpis(Db* db, const ShowStatement& s, const QueryOptions& options, 
   if (hi < INT64_MIN / 2)
     return Status::InvalidArgument("SHOW KPIS: the range ends before the years it handles");
   const int64_t lo = range.has_lo ? range.lo : hi - 24 * 3600LL * 1'000'000'000;
-  const std::string text = RangeText(lo, hi);
   ResultSeries rs;
   rs.name = "kpis";
   rs.columns = {"name",  "value",        "unit",       "leading_lagging",
                 "owner", "alert_intent", "definition", "description"};
-  for (const Kpi& k : kKpis) {
+  for (size_t i = 0; i < std::size(kKpis); ++i) {
+    const Kpi& k = kKpis[i];
     std::string definition = k.numerator;
     if (k.denominator[0] != '\0') {
       definition = "(" + definition + ") / (" + k.denominator + ")";
       if (k.column[0] != '\0') definition += "." + std::string(k.column);
       if (k.scale != 1) definition += " * " + std::to_string(static_cast<int64_t>(k.scale));
     }
-    rs.values.push_back({std::string(k.name), Evaluate(db, k, text, options), std::string(k.unit),
-                         std::string(k.lead_lag), std::string(k.owner), std::string(k.intent),
-                         definition, std::string(k.description)});
+    rs.values.push_back({std::string(k.name), Evaluate(db, i, lo, hi, options, now_ns),
+                         std::string(k.unit), std::string(k.lead_lag), std::string(k.owner),
+                         std::string(k.intent), definition, std::string(k.description)});
   }
   out->push_back(std::move(rs));
   return Status::Ok();

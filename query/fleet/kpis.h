@@ -16,10 +16,10 @@ namespace gpulse::query {
 // Whether a KPI is called `name`.
 bool IsKpi(std::string_view name);
 
-// KPI `name`'s value over [start_ns, end_ns): null when there was nothing to
-// compute it from.
+// KPI `name`'s value over [start_ns, end_ns), as known at now_ns: null when
+// there was nothing to compute it from.
 Result<QueryValue> EvaluateKpi(Db* db, std::string_view name, int64_t start_ns, int64_t end_ns,
-                               const QueryOptions& options);
+                               const QueryOptions& options, int64_t now_ns);
 
 Status RunShowKpis(Db* db, const ShowStatement& statement, const QueryOptions& options,
                    int64_t now_ns, std::vector<ResultSeries>* out);

@@ -1,5 +1,7 @@
 #include "query/plan/condition.h"
 
+#include <algorithm>
+
 #include "query/runtime/eval.h"
 
 namespace gpulse::query {
@@ -25,6 +27,83 @@ std::unique_ptr<Expr> Clone(const Expr& e) {
   c->height = e.height;
   for (const auto& child : e.children) c->children.push_back(Clone(*child));
   return c;
+}
+
+Source CloneSource(const Source& s) {
+  Source copy;
+  copy.measurement = s.measurement;
+  if (s.subquery) copy.subquery = CloneSelect(*s.subquery);
+  return copy;
+}
+
+std::unique_ptr<SelectStatement> CloneSelect(const SelectStatement& s) {
+  auto c = std::make_unique<SelectStatement>();
+  c->pos = s.pos;
+  for (const SelectField& f : s.fields) c->fields.push_back({Clone(*f.expr), f.alias});
+  for (const Source& src : s.sources) c->sources.push_back(CloneSource(src));
+  if (s.condition) c->condition = Clone(*s.condition);
+  for (const auto& d : s.dimensions) c->dimensions.push_back(Clone(*d));
+  c->fill = s.fill;
+  if (s.fill_value) c->fill_value = Clone(*s.fill_value);
+  c->order = s.order;
+  c->limit = s.limit;
+  c->offset = s.offset;
+  c->slimit = s.slimit;
+  c->soffset = s.soffset;
+  c->timezone = s.timezone;
+  return c;
+}
+
+std::unique_ptr<Expr> MakeVarRef(std::string name, VarType type) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::kVarRef;
+  e->text = std::move(name);
+  e->var_type = type;
+  return e;
+}
+
+std::unique_ptr<Expr> MakeInteger(int64_t value) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::kInteger;
+  e->int_value = value;
+  return e;
+}
+
+std::unique_ptr<Expr> MakeBinary(BinaryOp op, std::unique_ptr<Expr> a, std::unique_ptr<Expr> b) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::kBinary;
+  e->binary_op = op;
+  e->pos = a->pos;
+  e->height = 1 + std::max(a->height, b->height);
+  e->children.push_back(std::move(a));
+  e->children.push_back(std::move(b));
+  return e;
+}
+
+std::unique_ptr<Expr> MakeCall(std::string name, std::vector<std::unique_ptr<Expr>> args) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::kCall;
+  e->text = std::move(name);
+  for (auto& a : args) {
+    e->height = std::max(e->height, 1 + a->height);
+    e->children.push_back(std::move(a));
+  }
+  return e;
+}
+
+std::unique_ptr<Expr> MakeDuration(int64_t amount, std::string unit) {
+  auto e = std::make_unique<Expr>();
+  e->kind = ExprKind::kDuration;
+  e->duration.push_back({amount, std::move(unit)});
+  return e;
+}
+
+std::unique_ptr<Expr> WithTimeRange(std::unique_ptr<Expr> condition, int64_t lo, int64_t hi) {
+  std::unique_ptr<Expr> range =
+      MakeBinary(BinaryOp::kAnd, MakeBinary(BinaryOp::kGte, MakeVarRef("time"), MakeInteger(lo)),
+                 MakeBinary(BinaryOp::kLt, MakeVarRef("time"), MakeInteger(hi)));
+  if (condition == nullptr) return range;
+  return MakeBinary(BinaryOp::kAnd, std::move(condition), std::move(range));
 }
 
 bool IsTimeRef(const Expr& e) { return e.kind == ExprKind::kVarRef && e.text == "time"; }

@@ -50,6 +50,22 @@ class SourceFilter {
 // InvalidArgument "line L, column C: what", at the expression.
 Status ErrorAt(const Expr& e, const std::string& what);
 std::unique_ptr<Expr> Clone(const Expr& e);
+// A copy of a FROM entry (its subquery too).
+Source CloneSource(const Source& s);
+// A copy of a SELECT's tree (its subqueries too), without kept plans.
+std::unique_ptr<SelectStatement> CloneSelect(const SelectStatement& s);
+// Trees made in code, as the parser makes them, for the statements that run
+// other statements inside themselves (BASELINE, SHOW KPIS, ANOMALIES): no
+// text is written to be parsed again.
+std::unique_ptr<Expr> MakeVarRef(std::string name, VarType type = VarType::kAny);
+std::unique_ptr<Expr> MakeInteger(int64_t value);
+std::unique_ptr<Expr> MakeBinary(BinaryOp op, std::unique_ptr<Expr> a, std::unique_ptr<Expr> b);
+std::unique_ptr<Expr> MakeCall(std::string name, std::vector<std::unique_ptr<Expr>> args);
+// A duration of `amount` `unit`s ("d", "h", "m"...).
+std::unique_ptr<Expr> MakeDuration(int64_t amount, std::string unit);
+// `condition AND time >= lo AND time < hi` (nanoseconds); `condition` may be
+// null.
+std::unique_ptr<Expr> WithTimeRange(std::unique_ptr<Expr> condition, int64_t lo, int64_t hi);
 bool IsTimeRef(const Expr& e);
 bool IsComparison(BinaryOp op);
 bool MentionsTime(const Expr& e);

@@ -28,7 +28,7 @@ ALLOWED = {
     "query/runtime": ["query/syntax", "engine", "storage"],
     "query/plan": ["query/runtime", "query/syntax", "engine", "storage"],
     "query/exec": ["query/plan", "query/runtime", "query/syntax", "engine", "storage"],
-    "query/fleet": ["query/plan", "query/runtime", "query/syntax", "engine", "storage"],
+    "query/fleet": ["query/exec", "query/plan", "query/runtime", "query/syntax", "engine", "storage"],
     "query": QUERY + ["engine", "storage"],
     "server": ["query"] + QUERY + ["ingest", "engine", "storage"],
     "shell": ["server", "query"] + QUERY + ["ingest", "engine", "storage"],
