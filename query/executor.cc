@@ -17,6 +17,7 @@
 #include "query/fleet/northstar.h"
 #include "query/fleet/stale.h"
 #include "query/plan/condition.h"
+#include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/runtime/inputs.h"
 #include "query/runtime/query_memory.h"
@@ -25,23 +26,12 @@
 
 namespace gpulse {
 
-// Db::Query lives here, above the engine, so that the engine library's
-// lower layers know nothing of the language.
-Status Db::Query(std::string_view text, const QueryOptions& options, QueryResult* out) {
+Status Query(Db* db, std::string_view text, const QueryOptions& options, QueryResult* out) {
   query::ParseError error;
   Result<query::StatementList> statements = query::ParseQuery(text, &error);
   if (!statements.ok()) return statements.status();
-  query::Execute(this, *statements, options, out, /*keep_plans=*/false);  // the tree dies here
+  query::Execute(db, *statements, options, out, /*keep_plans=*/false);  // the tree dies here
   return Status::Ok();
-}
-
-QueryValue ResultSeries::At(size_t row, size_t column) const {
-  if (by_column.empty()) return values[row][column];
-  if (column == 0) return row_times[row];
-  const Column& c = by_column[column - 1];
-  const auto it = std::lower_bound(c.ts.begin(), c.ts.end(), row_times[row]);
-  if (it == c.ts.end() || *it != row_times[row]) return QueryValue();
-  return query::CellOf(c, static_cast<size_t>(it - c.ts.begin()));
 }
 
 namespace query {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include "engine/gpulse.h"
+#include "query/runtime/result.h"
 #include "query/syntax/parser.h"
 
 namespace gpulse::query {
@@ -18,7 +19,7 @@ namespace gpulse::query {
 // Runs every statement; each gets its own StatementResult (an error in one
 // does not stop the next). With keep_plans, a SELECT keeps its plans in the
 // tree for the tree's next run (ExecContext::keep_plans); a caller that runs
-// a tree once (Db::Query) saves the copy by turning it off.
+// a tree once (gpulse::Query) saves the copy by turning it off.
 void Execute(Db* db, const StatementList& statements, const QueryOptions& options, QueryResult* out,
              bool keep_plans = true);
 

@@ -19,6 +19,7 @@ set(GPULSE_QUERY_SOURCES
   query/runtime/parallel.cc
   query/runtime/query_memory.cc
   query/runtime/context.cc
+  query/runtime/result.cc
   query/plan/agg_spec.cc
   query/plan/buckets.cc
   query/plan/condition.cc

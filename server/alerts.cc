@@ -11,6 +11,7 @@
 #include "engine/clock.h"
 #include "query/executor.h"
 #include "query/fleet/calendar.h"
+#include "query/query.h"
 #include "query/runtime/format.h"
 
 namespace gpulse::server {
@@ -273,7 +274,7 @@ Status AlertManager::EvaluateFreshness(int64_t now_ns, std::vector<query::AlertS
   options.limits = options_.limits;
   options.cancelled = [this] { return stopping_.load(); };
   QueryResult result;
-  GPULSE_RETURN_IF_ERROR(db_->Query("SHOW STALE", options, &result));
+  GPULSE_RETURN_IF_ERROR(gpulse::Query(db_, "SHOW STALE", options, &result));
   const StatementResult& st = result.statements.at(0);
   GPULSE_RETURN_IF_ERROR(st.status);
   // A node drained for planned maintenance may well fall silent: its

@@ -33,6 +33,7 @@
 
 #include "engine/gpulse.h"
 #include "query/fleet/alert_rule.h"
+#include "query/query.h"
 #include "server/webhook.h"
 
 namespace gpulse::server {

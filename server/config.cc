@@ -1,4 +1,5 @@
 #include "server/config.h"
+#include "query/query.h"
 
 #include <fstream>
 #include <map>

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 
 namespace gpulse::server {
 

@@ -12,6 +12,7 @@
 #include "ingest/line_protocol.h"
 #include "ingest/lp_batch.h"
 #include "query/executor.h"
+#include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/syntax/parser.h"
 #include "query/syntax/statement_reach.h"

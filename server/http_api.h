@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/runtime/query_memory.h"
 #include "query/syntax/parse_cache.h"

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/syntax/lexer.h"
 #include "query/syntax/parser.h"
@@ -159,7 +160,7 @@ class EmbeddedConnection final : public Connection {
     QueryOptions options;
     options.database = database_;
     options.cancelled = [] { return g_interrupted.load(); };
-    return db_->Query(text, options, out);
+    return gpulse::Query(db_.get(), text, options, out);
   }
   Status Close() override { return db_->Close(); }
   std::string Describe() const override { return path_ + " (embedded)"; }

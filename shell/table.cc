@@ -1,4 +1,5 @@
 #include "shell/table.h"
+#include "query/query.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "query/runtime/format.h"
 
 namespace gpulse::shell {

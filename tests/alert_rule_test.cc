@@ -12,6 +12,7 @@
 
 #include "engine/gpulse.h"
 #include "query/fleet/kpis.h"
+#include "query/query.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "query/fleet/isolation_forest.h"
+#include "query/query.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"

@@ -7,6 +7,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
+#include "query/query.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
@@ -28,7 +29,7 @@ class BaselineTest : public ::testing::Test {
   // The rows of the first statement's first series, as time -> row.
   std::map<int64_t, std::vector<QueryValue>> Rows(const std::string& q, Status* status = nullptr) {
     QueryResult r;
-    EXPECT_TRUE(db_->Query(q, {}, &r).ok()) << q;
+    EXPECT_TRUE(gpulse::Query(db_.get(), q, {}, &r).ok()) << q;
     std::map<int64_t, std::vector<QueryValue>> rows;
     const StatementResult& st = r.statements.at(0);
     if (status != nullptr) *status = st.status;
@@ -121,7 +122,9 @@ TEST_F(BaselineTest, MaintenanceAndKnownSeasonsAreLeftOutOfTheHistory) {
   EXPECT_DOUBLE_EQ(std::get<double>(rows.begin()->second[2]), 30);
   // Wednesday was a launch day, known in advance: 10, 40 -> median 25.
   QueryResult r;
-  ASSERT_TRUE(db_->Query("CREATE SEASON launch FROM '2026-11-04' TO '2026-11-05'", {}, &r).ok());
+  ASSERT_TRUE(
+      gpulse::Query(db_.get(), "CREATE SEASON launch FROM '2026-11-04' TO '2026-11-05'", {}, &r)
+          .ok());
   ASSERT_TRUE(r.statements.at(0).status.ok()) << r.statements[0].status.ToString();
   rows = Rows(q);
   ASSERT_EQ(rows.size(), 1u);

@@ -20,6 +20,7 @@
 
 #include "engine/gpulse.h"
 #include "query/exec/cells.h"
+#include "query/query.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
 
@@ -42,7 +43,7 @@ class CellsTest : public ::testing::Test {
 
   QueryResult Run(const std::string& q) {
     QueryResult r;
-    EXPECT_TRUE(db_->Query(q, QueryOptions{}, &r).ok()) << q;
+    EXPECT_TRUE(gpulse::Query(db_.get(), q, QueryOptions{}, &r).ok()) << q;
     EXPECT_EQ(r.statements.size(), 1u) << q;
     if (!r.statements.empty()) {
       EXPECT_TRUE(r.statements[0].status.ok()) << q << ": " << r.statements[0].status.ToString();

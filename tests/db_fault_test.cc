@@ -16,6 +16,7 @@
 #include <string>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "storage/env.h"
 #include "storage/wal.h"
 #include "tests/support/crash_workload.h"
@@ -228,7 +229,9 @@ TEST(DbFaultTest, CorruptionInTheMiddleOfAWalSegmentLosesTheIntactRecordsAfterIt
     std::unique_ptr<Db> db;
     ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
     QueryResult result;
-    ASSERT_TRUE(db->Query("SELECT count(v) FROM m GROUP BY batch", QueryOptions(), &result).ok());
+    ASSERT_TRUE(
+        gpulse::Query(db.get(), "SELECT count(v) FROM m GROUP BY batch", QueryOptions(), &result)
+            .ok());
     // Batch 2 held the midpoint; every other batch is whole.
     const std::vector<ResultSeries>& groups = result.statements.at(0).series;
     std::set<int64_t> batches;

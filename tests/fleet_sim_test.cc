@@ -20,6 +20,7 @@
 
 #include "ingest/line_protocol.h"
 #include "ingest/lp_format.h"
+#include "query/query.h"
 #include "tests/support/run_gpulse.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/store_fault_env.h"
@@ -538,7 +539,8 @@ TEST(FleetSimTest, SimulateLoadsADirectoryWithItsTiersAndGroundTruth) {
   ASSERT_TRUE(Db::Open(options, data, &db).ok());
   EXPECT_EQ(db->KeptTiers(), 0b110u);  // 1h and 1d, built after the load
   QueryResult r;
-  ASSERT_TRUE(db->Query("SELECT count(util) FROM gpu; SHOW MEASUREMENTS", {}, &r).ok());
+  ASSERT_TRUE(
+      gpulse::Query(db.get(), "SELECT count(util) FROM gpu; SHOW MEASUREMENTS", {}, &r).ok());
   ASSERT_EQ(r.statements.size(), 2u);
   ASSERT_TRUE(r.statements[0].status.ok());
   EXPECT_EQ(std::get<int64_t>(r.statements[0].series.at(0).values.at(0).at(1)), 4 * 8 * 1440 * 3);
@@ -582,10 +584,10 @@ TEST(FleetSimTest, SimulateWritesToAServerAndRetriesItsBackPressure) {
   QueryOptions q;
   q.database = "gpulse";
   QueryResult r;
-  ASSERT_TRUE(srv.db()
-                  ->Query("SELECT count(util) FROM gpu; SELECT count(temp) FROM gpu WHERE node = "
-                          "'us-east-c0-n000'",
-                          q, &r)
+  ASSERT_TRUE(gpulse::Query(srv.db(),
+                            "SELECT count(util) FROM gpu; SELECT count(temp) FROM gpu WHERE node = "
+                            "'us-east-c0-n000'",
+                            q, &r)
                   .ok());
   ASSERT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
   EXPECT_EQ(std::get<int64_t>(r.statements[0].series.at(0).values.at(0).at(1)), 4 * 8 * 1440);
@@ -621,10 +623,10 @@ TEST(FleetSimTest, SimulatePacedSendsAnHourMinuteByMinuteAsItsTimeComes) {
   QueryOptions q;
   q.database = "gpulse";
   QueryResult r;
-  ASSERT_TRUE(srv.db()
-                  ->Query("SELECT count(util) FROM gpu WHERE time >= '2026-11-02T10:00:00Z' AND "
-                          "time < '2026-11-02T11:00:00Z'; SELECT count(util) FROM gpu",
-                          q, &r)
+  ASSERT_TRUE(gpulse::Query(srv.db(),
+                            "SELECT count(util) FROM gpu WHERE time >= '2026-11-02T10:00:00Z' AND "
+                            "time < '2026-11-02T11:00:00Z'; SELECT count(util) FROM gpu",
+                            q, &r)
                   .ok());
   ASSERT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
   EXPECT_EQ(std::get<int64_t>(r.statements[0].series.at(0).values.at(0).at(1)), 2 * 8 * 60);

@@ -3,6 +3,7 @@
 // asks the executor for) formats exactly as the same answer in rows.
 
 #include "query/runtime/format.h"
+#include "query/query.h"
 
 #include <gtest/gtest.h>
 

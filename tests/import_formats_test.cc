@@ -20,6 +20,7 @@
 #include "ingest/nvsmi_csv.h"
 #include "ingest/nvsmi_xml.h"
 #include "ingest/pai_csv.h"
+#include "query/query.h"
 #include "tests/support/run_gpulse.h"
 #include "tests/support/scratch_dir.h"
 

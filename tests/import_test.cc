@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "tests/support/run_gpulse.h"
 #include "tests/support/scratch_dir.h"
 

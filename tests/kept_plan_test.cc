@@ -16,6 +16,7 @@
 #include "engine/gpulse.h"
 #include "query/executor.h"
 #include "query/plan/plan_cache.h"
+#include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/syntax/parser.h"
 #include "tests/support/quiet_db.h"
@@ -131,7 +132,8 @@ TEST_F(KeptPlanTest, ADroppedSeriesLeavesAndComesBackWhenWrittenAgain) {
   Write("gpu", "a", "n2", {{"util", 20.0}}, 2);
   EXPECT_EQ(Count(Both(kByNode), "\"node\":"), 2u);
   QueryResult dropped;
-  ASSERT_TRUE(db_->Query("DROP SERIES FROM gpu WHERE node = 'n1'", {}, &dropped).ok());
+  ASSERT_TRUE(
+      gpulse::Query(db_.get(), "DROP SERIES FROM gpu WHERE node = 'n1'", {}, &dropped).ok());
   ASSERT_TRUE(dropped.statements[0].status.ok()) << dropped.statements[0].status.ToString();
   const std::string after_drop = Both(kByNode);
   EXPECT_EQ(Count(after_drop, "\"node\":"), 1u);
@@ -254,8 +256,8 @@ TEST_F(KeptPlanTest, AnotherDbIsPlannedAfresh) {
 TEST_F(KeptPlanTest, KeptSeriesAreCountedAndGivenBackWithTheTree) {
   for (int n = 0; n < 5; ++n) Write("gpu", "a", "n" + std::to_string(n), {{"util", 1.0}}, 1);
   const size_t before = KeptPlanSeries();
-  QueryResult once;  // Db::Query runs a tree once: it keeps nothing
-  ASSERT_TRUE(db_->Query(kByNode, {}, &once).ok());
+  QueryResult once;  // gpulse::Query runs a tree once: it keeps nothing
+  ASSERT_TRUE(gpulse::Query(db_.get(), kByNode, {}, &once).ok());
   EXPECT_EQ(KeptPlanSeries(), before);
   {
     Result<StatementList> tree = ParseQuery(kByNode);

@@ -10,6 +10,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
+#include "query/query.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 
@@ -34,7 +35,7 @@ class KpisTest : public ::testing::Test {
   };
   std::map<std::string, Row> Kpis(const std::string& range) {
     QueryResult r;
-    EXPECT_TRUE(db_->Query("SHOW KPIS WHERE " + range, {}, &r).ok());
+    EXPECT_TRUE(gpulse::Query(db_.get(), "SHOW KPIS WHERE " + range, {}, &r).ok());
     std::map<std::string, Row> out;
     const StatementResult& st = r.statements.at(0);
     EXPECT_TRUE(st.status.ok()) << st.status.ToString();
@@ -63,7 +64,7 @@ class KpisTest : public ::testing::Test {
   }
   double Query(const std::string& q) {
     QueryResult r;
-    EXPECT_TRUE(db_->Query(q, {}, &r).ok()) << q;
+    EXPECT_TRUE(gpulse::Query(db_.get(), q, {}, &r).ok()) << q;
     return Number(r.statements.at(0).series.at(0).values.at(0).at(1));
   }
 
@@ -110,7 +111,7 @@ TEST_F(KpisTest, IncidentsMoveTheKpisThatWatchThem) {
 
 TEST_F(KpisTest, OnlyATimeRangeIsTaken) {
   QueryResult r;
-  ASSERT_TRUE(db_->Query("SHOW KPIS WHERE region = 'us-east'", {}, &r).ok());
+  ASSERT_TRUE(gpulse::Query(db_.get(), "SHOW KPIS WHERE region = 'us-east'", {}, &r).ok());
   EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
 }
 

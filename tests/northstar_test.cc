@@ -17,6 +17,7 @@
 #include "ingest/fleet_sim.h"
 #include "query/fleet/fleet_ledger.h"
 #include "query/fleet/ledger_days.h"
+#include "query/query.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
@@ -99,7 +100,7 @@ class NorthstarTest : public ::testing::Test {
                           std::to_string(to) + "ns" + extra;
     QueryOptions options;
     options.now_ns = now;
-    EXPECT_TRUE(db_->Query(q, options, &r).ok()) << q;
+    EXPECT_TRUE(gpulse::Query(db_.get(), q, options, &r).ok()) << q;
     std::map<std::string, double> row;
     if (r.statements.empty() || !r.statements[0].status.ok() || r.statements[0].series.empty()) {
       ADD_FAILURE() << q << ": " << (r.statements.empty() ? "" : r.statements[0].status.ToString());
@@ -333,24 +334,25 @@ TEST_F(NorthstarTest, MaintenanceIsNotCapacityAndMissingOrSilentGpusAreLosses) {
 
 TEST_F(NorthstarTest, StatementErrorsNameTheFault) {
   QueryResult r;
-  ASSERT_TRUE(db_->Query("NORTHSTAR BY colour", {}, &r).ok());
+  ASSERT_TRUE(gpulse::Query(db_.get(), "NORTHSTAR BY colour", {}, &r).ok());
   EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
   EXPECT_NE(r.statements[0].status.message().find("not colour"), std::string::npos);
   EXPECT_NE(r.statements[0].status.message().find("column 14"), std::string::npos)
       << r.statements[0].status.message();
   r = {};
-  ASSERT_TRUE(db_->Query("NORTHSTAR WHERE time > now() - 1h OVER 2h", {}, &r).ok());
+  ASSERT_TRUE(gpulse::Query(db_.get(), "NORTHSTAR WHERE time > now() - 1h OVER 2h", {}, &r).ok());
   EXPECT_NE(r.statements[0].status.message().find("either"), std::string::npos);
   r = {};
-  ASSERT_TRUE(db_->Query("NORTHSTAR WHERE util > 3", {}, &r).ok());
+  ASSERT_TRUE(gpulse::Query(db_.get(), "NORTHSTAR WHERE util > 3", {}, &r).ok());
   EXPECT_TRUE(r.statements[0].status.IsInvalidArgument()) << r.statements[0].status.ToString();
   r = {};
-  ASSERT_TRUE(db_->Query("NORTHSTAR EVERY 0s", {}, &r).ok());
+  ASSERT_TRUE(gpulse::Query(db_.get(), "NORTHSTAR EVERY 0s", {}, &r).ok());
   EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
   // An attribution in WHERE would match no gpu series' tag: an error, not
   // an empty answer.
   r = {};
-  ASSERT_TRUE(db_->Query("NORTHSTAR WHERE region = 'r1' AND team = 'vision'", {}, &r).ok());
+  ASSERT_TRUE(
+      gpulse::Query(db_.get(), "NORTHSTAR WHERE region = 'r1' AND team = 'vision'", {}, &r).ok());
   EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
   EXPECT_NE(r.statements[0].status.message().find("group BY team"), std::string::npos)
       << r.statements[0].status.message();
@@ -392,7 +394,7 @@ TEST_F(NorthstarTest, DecomposeRanksTheLossThatGrewAndNamesWhereItWent) {
                         std::to_string(kT0 + 60 * kMinute) + "ns VERSUS " +
                         std::to_string(kT0 + 60 * kMinute) + "ns AND " +
                         std::to_string(kT0 + 120 * kMinute) + "ns";
-  ASSERT_TRUE(db_->Query(q, {}, &r).ok());
+  ASSERT_TRUE(gpulse::Query(db_.get(), q, {}, &r).ok());
   const StatementResult& st = r.statements.at(0);
   ASSERT_TRUE(st.status.ok()) << st.status.ToString();
   const ResultSeries& summary = st.series.at(0);
@@ -827,12 +829,12 @@ TEST_F(NorthstarTest, OddSchedulesAndExtremeRangesAreAnswersOrErrorsNotCrashes) 
                         std::to_string(kT0 + 2 * kMinute) + "ns VERSUS " +
                         std::to_string(kT0 + 2 * kMinute) + "ns AND " +
                         std::to_string(kT0 + 5 * kMinute) + "ns";
-  ASSERT_TRUE(db_->Query(q, {}, &r).ok());
+  ASSERT_TRUE(gpulse::Query(db_.get(), q, {}, &r).ok());
   EXPECT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
   for (const char* extreme : {"NORTHSTAR WHERE time >= -9000000000000000000ns AND time < 0ns",
                               "NORTHSTAR WHERE time >= 0ns AND time <= 9223372036854775807ns"}) {
     r = {};
-    ASSERT_TRUE(db_->Query(extreme, {}, &r).ok());
+    ASSERT_TRUE(gpulse::Query(db_.get(), extreme, {}, &r).ok());
     EXPECT_TRUE(r.statements[0].status.IsInvalidArgument()) << extreme;
   }
 }
@@ -848,7 +850,7 @@ class NorthstarSimTest : public ::testing::Test {
 
   static double First(Db* db, const std::string& q, size_t column = 1) {
     QueryResult r;
-    EXPECT_TRUE(db->Query(q, {}, &r).ok());
+    EXPECT_TRUE(gpulse::Query(db, q, {}, &r).ok());
     EXPECT_TRUE(r.statements.at(0).status.ok()) << r.statements[0].status.ToString();
     const auto& v = r.statements.at(0).series.at(0).values.at(0).at(column);
     return std::holds_alternative<double>(v) ? std::get<double>(v)
@@ -871,7 +873,7 @@ TEST_F(NorthstarSimTest, DummyKernelsRaiseUtilButNotGoodput) {
   EXPECT_LT(goodput_gamed, goodput_clean - 0.01);
   // Where it went: vision's minutes without step progress.
   QueryResult r;
-  ASSERT_TRUE(gamed->Query("NORTHSTAR BY team" + window, {}, &r).ok());
+  ASSERT_TRUE(gpulse::Query(gamed.get(), "NORTHSTAR BY team" + window, {}, &r).ok());
   ASSERT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
   std::map<std::string, double> software_by_team;
   for (const ResultSeries& s : r.statements[0].series) {
@@ -890,10 +892,11 @@ TEST_F(NorthstarSimTest, GoodputAndTheLossesAddUpToCapacityInEveryBucketAndGroup
   auto db = Simulate(dir_.path() + "/fleet",
                      {"driver-upgrade@12h/12h", "hw-fault@1d/6h", "silent-agent@1d6h/2h"});
   QueryResult r;
-  ASSERT_TRUE(db->Query("NORTHSTAR BY region WHERE time >= '2026-11-02T00:00:00Z' AND time < "
-                        "'2026-11-04T00:00:00Z' "
-                        "EVERY 6h",
-                        {}, &r)
+  ASSERT_TRUE(gpulse::Query(db.get(),
+                            "NORTHSTAR BY region WHERE time >= '2026-11-02T00:00:00Z' AND time < "
+                            "'2026-11-04T00:00:00Z' "
+                            "EVERY 6h",
+                            {}, &r)
                   .ok());
   ASSERT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
   ASSERT_EQ(r.statements[0].series.size(), 2u);
@@ -928,7 +931,7 @@ TEST_F(NorthstarSimTest, AMinutesAnswerDoesNotDependOnTheRangeItIsAskedIn) {
   using Minutes = std::map<std::pair<std::string, int64_t>, std::vector<double>>;
   const auto ask = [&](const std::string& q) {
     QueryResult r;
-    EXPECT_TRUE(db->Query(q, {}, &r).ok());
+    EXPECT_TRUE(gpulse::Query(db.get(), q, {}, &r).ok());
     EXPECT_TRUE(r.statements.at(0).status.ok()) << r.statements[0].status.ToString();
     Minutes out;
     for (const ResultSeries& s : r.statements.at(0).series) {

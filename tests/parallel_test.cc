@@ -5,6 +5,7 @@
 // are busy elsewhere.
 
 #include "query/runtime/parallel.h"
+#include "query/query.h"
 
 #include <gtest/gtest.h>
 

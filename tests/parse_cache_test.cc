@@ -10,6 +10,7 @@
 
 #include "engine/gpulse.h"
 #include "query/executor.h"
+#include "query/query.h"
 #include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"
 

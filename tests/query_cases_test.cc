@@ -24,6 +24,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/line_protocol.h"
+#include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/syntax/time_literal.h"
 #include "tests/support/scratch_dir.h"
@@ -391,9 +392,9 @@ class CaseRunner {
     QueryOptions by_column = in_rows;
     by_column.answers_by_column = true;
     QueryResult result, columns;
-    Status s = db_->Query(q.text, in_rows, &result);
+    Status s = gpulse::Query(db_.get(), q.text, in_rows, &result);
     const bool reads = ReadsOnly(q.text);
-    const Status sc = reads ? db_->Query(q.text, by_column, &columns) : Status::Ok();
+    const Status sc = reads ? gpulse::Query(db_.get(), q.text, by_column, &columns) : Status::Ok();
     if (reads) {
       EXPECT_EQ(s.ToString(), sc.ToString()) << q.text;
     }

@@ -16,6 +16,7 @@
 
 #include "engine/gpulse.h"
 #include "query/executor.h"
+#include "query/query.h"
 #include "query/syntax/parser.h"
 #include "storage/env.h"
 #include "tests/support/quiet_db.h"

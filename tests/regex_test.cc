@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"
 
@@ -38,7 +39,7 @@ class RegexQueryTest : public ::testing::Test {
   // The one statement's result; the test fails on a query-level error.
   StatementResult Run(const std::string& q) {
     QueryResult result;
-    const Status s = db_->Query(q, QueryOptions(), &result);
+    const Status s = gpulse::Query(db_.get(), q, QueryOptions(), &result);
     EXPECT_TRUE(s.ok()) << q << ": " << s.ToString();
     if (result.statements.empty()) return {};
     return result.statements[0];

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "storage/key_layout.h"
 #include "storage/rollup.h"
 #include "tests/support/scratch_dir.h"
@@ -133,7 +134,7 @@ TEST_F(RetentionTest, WholeWindowsAndRowsPastRetentionGoAndNothingElse) {
   auto run = [&](const std::string& q, QueryResult* r) {
     QueryOptions o;
     o.now_ns = now;
-    ASSERT_TRUE(db_->Query(q, o, r).ok());
+    ASSERT_TRUE(gpulse::Query(db_.get(), q, o, r).ok());
     ASSERT_TRUE(r->statements.at(0).status.ok()) << r->statements[0].status.ToString();
   };
   const std::string range =
@@ -192,7 +193,7 @@ TEST_F(RetentionTest, EachDatabaseKeepsItsDataAsLongAsItsOwnRetentionSays) {
     QueryResult r;
     QueryOptions o;
     o.database = database;
-    EXPECT_TRUE(db_->Query("SHOW RETENTION POLICIES", o, &r).ok());
+    EXPECT_TRUE(gpulse::Query(db_.get(), "SHOW RETENTION POLICIES", o, &r).ok());
     std::vector<std::string> out;
     for (const auto& row : r.statements.at(0).series.at(0).values) {
       out.push_back(std::get<std::string>(row[0]) + "=" + std::get<std::string>(row[1]));

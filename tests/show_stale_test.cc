@@ -8,6 +8,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
+#include "query/query.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
@@ -34,7 +35,7 @@ class ShowStaleTest : public ::testing::Test {
     QueryOptions options;
     options.now_ns = now_ns;
     QueryResult r;
-    EXPECT_TRUE(db_->Query(q, options, &r).ok()) << q;
+    EXPECT_TRUE(gpulse::Query(db_.get(), q, options, &r).ok()) << q;
     std::set<std::string> out;
     if (!r.statements.at(0).status.ok()) {
       ADD_FAILURE() << r.statements[0].status.ToString();
@@ -95,10 +96,10 @@ TEST_F(ShowStaleTest, AGpuHeldByAJobWithNoUseIsFound) {
 
 TEST_F(ShowStaleTest, BadArgumentsAreErrors) {
   QueryResult r;
-  ASSERT_TRUE(db_->Query("SHOW STALE WHERE time > now() - 1h", {}, &r).ok());
+  ASSERT_TRUE(gpulse::Query(db_.get(), "SHOW STALE WHERE time > now() - 1h", {}, &r).ok());
   EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
   r = {};
-  ASSERT_TRUE(db_->Query("SHOW STALE WHERE util > 1", {}, &r).ok());
+  ASSERT_TRUE(gpulse::Query(db_.get(), "SHOW STALE WHERE util > 1", {}, &r).ok());
   EXPECT_TRUE(r.statements[0].status.IsInvalidArgument());
 }
 

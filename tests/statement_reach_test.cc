@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "query/syntax/parser.h"
 #include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"
@@ -93,7 +94,7 @@ TEST(StatementReachTest, TwoDatabasesIsAnErrorAtTheStatement) {
             "database");
 }
 
-// Through Db::Query: FROM "db".."m" reads that database, and a caller with
+// Through gpulse::Query: FROM "db".."m" reads that database, and a caller with
 // readable_databases gets PermissionDenied past them, statement by
 // statement, and SHOW DATABASES lists only its own.
 TEST(StatementReachTest, ExecutorRunsOnTheReachedDatabaseAndEnforcesTheScope) {
@@ -112,7 +113,7 @@ TEST(StatementReachTest, ExecutorRunsOnTheReachedDatabaseAndEnforcesTheScope) {
   ASSERT_TRUE(db->Write(points).ok());
   const auto sum = [&](const std::string& q, const QueryOptions& options) -> Result<int64_t> {
     QueryResult result;
-    GPULSE_RETURN_IF_ERROR(db->Query(q, options, &result));
+    GPULSE_RETURN_IF_ERROR(gpulse::Query(db.get(), q, options, &result));
     const StatementResult& st = result.statements.at(0);
     if (!st.status.ok()) return st.status;
     return std::get<int64_t>(st.series.at(0).values.at(0).at(1));
@@ -135,7 +136,8 @@ TEST(StatementReachTest, ExecutorRunsOnTheReachedDatabaseAndEnforcesTheScope) {
   EXPECT_TRUE(sum("SELECT sum(v) FROM (SELECT v FROM b..m)", scoped).status().IsPermissionDenied());
 
   QueryResult shown;
-  ASSERT_TRUE(db->Query("SHOW DATABASES; SHOW SOURCES; SHOW ALERTS", scoped, &shown).ok());
+  ASSERT_TRUE(
+      gpulse::Query(db.get(), "SHOW DATABASES; SHOW SOURCES; SHOW ALERTS", scoped, &shown).ok());
   ASSERT_EQ(shown.statements.size(), 3u);
   ASSERT_TRUE(shown.statements[0].status.ok());
   ASSERT_EQ(shown.statements[0].series.size(), 1u);
@@ -154,9 +156,9 @@ TEST(StatementReachTest, ExecutorRunsOnTheReachedDatabaseAndEnforcesTheScope) {
     };
   }
   QueryResult stale;
-  ASSERT_TRUE(db->Query("SHOW STALE", all, &stale).ok());
+  ASSERT_TRUE(gpulse::Query(db.get(), "SHOW STALE", all, &stale).ok());
   EXPECT_EQ(asked, 1);
-  ASSERT_TRUE(db->Query("SHOW STALE", scoped, &stale).ok());
+  ASSERT_TRUE(gpulse::Query(db.get(), "SHOW STALE", scoped, &stale).ok());
   EXPECT_EQ(asked, 1) << "a scoped SHOW STALE asked for every source";
 }
 

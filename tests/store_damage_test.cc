@@ -17,6 +17,7 @@
 
 #include "engine/gpulse.h"
 #include "leveldb/db.h"
+#include "query/query.h"
 #include "storage/key_layout.h"
 #include "tests/support/scratch_dir.h"
 
@@ -60,9 +61,10 @@ void Counts(Db* db, std::map<std::string, int64_t>* counts, std::vector<std::str
             const std::string& from = "raw") {
   QueryResult result;
   // A tier answers a range bounded on both sides: the first hour.
-  ASSERT_TRUE(db->Query("SELECT count(util) FROM \"" + from +
-                            "\".gpu WHERE time >= 0 AND time < 1h GROUP BY node",
-                        QueryOptions(), &result)
+  ASSERT_TRUE(gpulse::Query(db,
+                            "SELECT count(util) FROM \"" + from +
+                                "\".gpu WHERE time >= 0 AND time < 1h GROUP BY node",
+                            QueryOptions(), &result)
                   .ok());
   const StatementResult& st = result.statements.at(0);
   ASSERT_TRUE(st.status.ok()) << st.status.ToString();

@@ -19,6 +19,7 @@
 #include "engine/gpulse.h"
 #include "leveldb/db.h"
 #include "leveldb/write_batch.h"
+#include "query/query.h"
 #include "storage/key_layout.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
@@ -74,7 +75,7 @@ class TierTest : public ::testing::Test {
   QueryResult Run(const std::string& q) {
     QueryResult r;
     QueryOptions o;
-    EXPECT_TRUE(db_->Query(q, o, &r).ok()) << q;
+    EXPECT_TRUE(gpulse::Query(db_.get(), q, o, &r).ok()) << q;
     EXPECT_EQ(r.statements.size(), 1u);
     if (!r.statements.empty()) {
       EXPECT_TRUE(r.statements[0].status.ok()) << q << ": " << r.statements[0].status.ToString();
@@ -450,13 +451,16 @@ TEST_F(TierTest, ThePlannerSaysWhyAndAForcedTierMustFit) {
                 .find("5m rollups"),
             std::string::npos);
   QueryResult r;
-  ASSERT_TRUE(db_->Query("SELECT mean(util) FROM \"1h\".gpu" + range + " GROUP BY time(5m)",
-                         QueryOptions(), &r)
+  ASSERT_TRUE(gpulse::Query(db_.get(),
+                            "SELECT mean(util) FROM \"1h\".gpu" + range + " GROUP BY time(5m)",
+                            QueryOptions(), &r)
                   .ok());
   EXPECT_NE(r.statements[0].status.message().find("tier 1h cannot answer"), std::string::npos)
       << r.statements[0].status.ToString();
   r = QueryResult();
-  ASSERT_TRUE(db_->Query("SELECT mean(util) FROM \"weekly\".gpu" + range, QueryOptions(), &r).ok());
+  ASSERT_TRUE(
+      gpulse::Query(db_.get(), "SELECT mean(util) FROM \"weekly\".gpu" + range, QueryOptions(), &r)
+          .ok());
   EXPECT_NE(r.statements[0].status.message().find("no tier (retention policy) named \"weekly\""),
             std::string::npos)
       << r.statements[0].status.ToString();
@@ -527,7 +531,9 @@ TEST_F(TierTest, ChangingTheTierSetDropsAndBuildsTiersAtOpen) {
   EXPECT_NE(TierLine(With(q, "gpu") + " GROUP BY time(1d)").find("1h rollups"), std::string::npos);
   EXPECT_NE(TierLine(With(q, "gpu") + " GROUP BY time(15m)").find("tier: raw"), std::string::npos);
   QueryResult r;
-  ASSERT_TRUE(db_->Query(With(q, "\"5m\".gpu") + " GROUP BY time(15m)", QueryOptions(), &r).ok());
+  ASSERT_TRUE(
+      gpulse::Query(db_.get(), With(q, "\"5m\".gpu") + " GROUP BY time(15m)", QueryOptions(), &r)
+          .ok());
   EXPECT_NE(r.statements[0].status.message().find("tier 5m is not kept"), std::string::npos)
       << r.statements[0].status.ToString();
   ExpectTierEqualsRaw(q + " GROUP BY time(1d)");

@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "tests/support/quiet_db.h"
 #include "tests/support/scratch_dir.h"
 
@@ -267,7 +268,7 @@ TEST(WindowCacheTest, ANewPartFlushedIntoACachedWindowIsSeen) {
   };
   auto count = [&] {
     QueryResult r;
-    EXPECT_TRUE(db->Query("SELECT count(util), sum(util) FROM gpu", {}, &r).ok());
+    EXPECT_TRUE(gpulse::Query(db.get(), "SELECT count(util), sum(util) FROM gpu", {}, &r).ok());
     EXPECT_TRUE(r.statements.at(0).status.ok());
     const auto& row = r.statements[0].series.at(0).values.at(0);
     return std::make_pair(std::get<int64_t>(row[1]), std::get<int64_t>(row[2]));
@@ -310,7 +311,7 @@ TEST(WindowCacheTest, AWindowCachedAsEmptyShowsTheFirstChunkFlushedIntoIt) {
       " AND time < " + std::to_string(day + 3 * one_day);
   auto count = [&] {
     QueryResult r;
-    EXPECT_TRUE(db->Query(q, {}, &r).ok());
+    EXPECT_TRUE(gpulse::Query(db.get(), q, {}, &r).ok());
     EXPECT_TRUE(r.statements.at(0).status.ok());
     if (r.statements[0].series.empty()) return std::make_pair(int64_t{0}, int64_t{0});
     const auto& row = r.statements[0].series[0].values.at(0);

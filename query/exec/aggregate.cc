@@ -1,4 +1,5 @@
 #include "query/exec/aggregate.h"
+#include "query/runtime/result.h"
 
 #include <algorithm>
 #include <cmath>

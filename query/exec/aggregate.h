@@ -15,6 +15,7 @@
 
 #include "engine/gpulse.h"
 #include "query/plan/agg_spec.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

@@ -15,6 +15,7 @@
 #include "query/runtime/eval.h"
 #include "query/runtime/parallel.h"
 #include "query/runtime/query_memory.h"
+#include "query/runtime/result.h"
 #include "storage/key_layout.h"
 
 namespace gpulse::query {

@@ -10,6 +10,7 @@
 #include "query/plan/plan.h"
 #include "query/runtime/context.h"
 #include "query/runtime/inputs.h"
+#include "query/runtime/result.h"
 #include "query/syntax/ast.h"
 
 namespace gpulse::query {

@@ -8,6 +8,7 @@
 
 #include "query/exec/rows.h"
 #include "query/runtime/eval.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

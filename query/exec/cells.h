@@ -25,6 +25,7 @@
 #include "engine/gpulse.h"
 #include "query/exec/aggregate.h"
 #include "query/plan/buckets.h"
+#include "query/runtime/result.h"
 #include "storage/rollup.h"
 
 namespace gpulse::query {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "query/plan/condition.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "query/runtime/eval.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

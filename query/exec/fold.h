@@ -17,6 +17,7 @@
 #include "query/exec/cells.h"
 #include "query/plan/plan.h"
 #include "query/runtime/inputs.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

@@ -14,6 +14,7 @@
 #include "query/runtime/eval.h"
 #include "query/runtime/parallel.h"
 #include "query/runtime/query_memory.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "query/runtime/eval.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

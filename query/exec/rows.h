@@ -12,6 +12,7 @@
 #include "engine/gpulse.h"
 #include "query/plan/plan.h"
 #include "query/runtime/inputs.h"
+#include "query/runtime/result.h"
 #include "query/syntax/ast.h"
 
 namespace gpulse::query {

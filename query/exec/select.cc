@@ -11,6 +11,7 @@
 #include "query/plan/plan_cache.h"
 #include "query/runtime/format.h"
 #include "query/runtime/inputs.h"
+#include "query/runtime/result.h"
 #include "query/syntax/regex.h"
 
 namespace gpulse::query {

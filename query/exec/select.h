@@ -9,6 +9,7 @@
 
 #include "engine/gpulse.h"
 #include "query/runtime/context.h"
+#include "query/runtime/result.h"
 #include "query/syntax/ast.h"
 
 namespace gpulse::query {

@@ -14,6 +14,7 @@
 #include "query/fleet/northstar.h"
 #include "query/plan/condition.h"
 #include "query/runtime/eval.h"
+#include "query/runtime/result.h"
 #include "query/syntax/functions.h"
 #include "storage/column.h"
 

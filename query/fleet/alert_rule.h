@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/runtime/result.h"
 #include "query/syntax/ast.h"
 #include "query/syntax/parser.h"
 

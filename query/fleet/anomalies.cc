@@ -12,6 +12,7 @@
 #include "query/fleet/isolation_forest.h"
 #include "query/plan/condition.h"
 #include "query/runtime/eval.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

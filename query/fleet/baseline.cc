@@ -1,6 +1,7 @@
-// BASELINE (baseline.h). The aggregate is computed by the ordinary executor
-// over the range and the history before it, through Db::Query; the baseline
-// is then a median and a MAD over earlier buckets of the same answer.
+// BASELINE (baseline.h). The aggregate is computed by an ordinary SELECT over
+// the range and the history before it (a tree made from BASELINE's own, run
+// through exec/); the baseline is then a median and a MAD over earlier
+// buckets of the same answer.
 
 #include "query/fleet/baseline.h"
 
@@ -12,6 +13,7 @@
 #include "query/fleet/calendar.h"
 #include "query/plan/condition.h"
 #include "query/runtime/eval.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

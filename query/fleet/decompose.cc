@@ -11,6 +11,7 @@
 #include "query/fleet/fleet_ledger.h"
 #include "query/plan/condition.h"
 #include "query/runtime/eval.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

@@ -20,6 +20,7 @@
 
 #include "engine/column_ops.h"  // AppendPoints (a public home for it: issue 24)
 #include "query/fleet/ledger_days.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

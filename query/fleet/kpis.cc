@@ -12,6 +12,7 @@
 #include "query/fleet/northstar.h"
 #include "query/plan/condition.h"
 #include "query/runtime/eval.h"
+#include "query/runtime/result.h"
 #include "query/syntax/parser.h"
 
 namespace gpulse::query {

@@ -9,6 +9,7 @@
 #include "query/plan/condition.h"
 #include "query/runtime/eval.h"
 #include "query/runtime/format.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/runtime/result.h"
 #include "query/syntax/ast.h"
 
 namespace gpulse::query {

@@ -6,6 +6,7 @@
 
 #include "query/runtime/eval.h"
 #include "query/runtime/format.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

@@ -22,6 +22,7 @@
 #include "query/plan/condition.h"
 #include "query/runtime/context.h"
 #include "query/runtime/inputs.h"
+#include "query/runtime/result.h"
 #include "query/syntax/ast.h"
 #include "query/syntax/functions.h"
 #include "query/syntax/regex.h"

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "query/runtime/format.h"
+#include "query/runtime/result.h"
 #include "storage/rollup.h"
 
 namespace gpulse::query {

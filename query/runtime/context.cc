@@ -3,6 +3,7 @@
 #include <string>
 
 #include "query/runtime/query_memory.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

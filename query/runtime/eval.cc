@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "query/runtime/result.h"
 #include "query/syntax/lexer.h"
 #include "query/syntax/time_literal.h"
 

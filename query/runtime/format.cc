@@ -9,6 +9,7 @@
 #include <ctime>
 #include <nlohmann/json.hpp>
 
+#include "query/runtime/result.h"
 #include "query/syntax/time_literal.h"
 
 namespace gpulse::query {

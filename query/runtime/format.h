@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "engine/gpulse.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 

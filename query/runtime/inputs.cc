@@ -7,6 +7,7 @@
 
 #include "engine/column_ops.h"
 #include "query/runtime/eval.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 
@@ -98,22 +99,6 @@ Column AnswerColumn(const std::vector<int64_t>& times, const std::vector<QueryVa
   }
   SortColumn(&col);
   return col;
-}
-
-QueryValue CellOf(const Column& c, size_t i) {
-  switch (c.type) {
-    case FieldType::kFloat:
-      return c.floats[i];
-    case FieldType::kInt:
-      return c.ints[i];
-    case FieldType::kUint:
-      return c.uints[i];
-    case FieldType::kBool:
-      return c.bools[i] != 0;
-    case FieldType::kString:
-      return c.strings[i];
-  }
-  return std::monostate{};
 }
 
 bool OfOneType(const std::vector<QueryValue>& values) {

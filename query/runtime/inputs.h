@@ -21,6 +21,7 @@
 
 #include "engine/gpulse.h"
 #include "query/runtime/context.h"
+#include "query/runtime/result.h"
 #include "storage/column.h"
 
 namespace gpulse::query {
@@ -43,9 +44,6 @@ struct ColumnSeries {
 // zeros between floats); a string or bool type over numbers (FILL(0) in a
 // column of last(state)), the numbers then left out.
 Column AnswerColumn(const std::vector<int64_t>& times, const std::vector<QueryValue>& values);
-
-// Value i of a column as a QueryValue.
-QueryValue CellOf(const Column& c, size_t i);
 
 // True when the non-null values are all of one type: AnswerColumn then keeps
 // every one of them as it is.

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "query/runtime/result.h"
 #include "storage/env.h"
 
 namespace gpulse {

@@ -18,6 +18,7 @@
 #include <string>
 
 #include "engine/gpulse.h"
+#include "query/runtime/result.h"
 #include "storage/status.h"
 
 namespace gpulse {

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "query/fleet/anomalies.h"
+#include "query/query.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "tests/support/crash_workload.h"
 #include "tests/support/scratch_dir.h"
 
@@ -107,7 +108,7 @@ TEST(Kill9Test, AcknowledgedWritesSurviveSigkill) {
         char text[512];
         std::snprintf(text, sizeof text, q.c_str(), from);
         QueryResult r;
-        EXPECT_TRUE(db->Query(text, QueryOptions(), &r).ok());
+        EXPECT_TRUE(gpulse::Query(db.get(), text, QueryOptions(), &r).ok());
         EXPECT_EQ(r.statements.size(), 1u);
         EXPECT_TRUE(r.statements[0].status.ok()) << r.statements[0].status.ToString();
         return r.statements[0].series;

@@ -17,6 +17,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
+#include "query/query.h"
 
 namespace gpulse::test {
 
@@ -98,9 +99,10 @@ inline Status RunDecomposeAccuracy(const std::string& dir, const std::string& ki
   q.now_ns = kMonday + 3 * kDayNs;
   QueryResult r;
   GPULSE_RETURN_IF_ERROR(
-      db->Query("DECOMPOSE NORTHSTAR BETWEEN '2026-11-03T12:00:00Z' AND '2026-11-04T00:00:00Z' "
-                "VERSUS '2026-11-04T12:00:00Z' AND '2026-11-05T00:00:00Z'",
-                q, &r));
+      gpulse::Query(db.get(),
+                    "DECOMPOSE NORTHSTAR BETWEEN '2026-11-03T12:00:00Z' AND '2026-11-04T00:00:00Z' "
+                    "VERSUS '2026-11-04T12:00:00Z' AND '2026-11-05T00:00:00Z'",
+                    q, &r));
   if (r.statements.empty()) return Status::NotFound("DECOMPOSE gave no answer");
   const StatementResult& answer = r.statements[0];
   GPULSE_RETURN_IF_ERROR(answer.status);

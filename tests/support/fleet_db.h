@@ -10,6 +10,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/fleet_sim.h"
+#include "query/query.h"
 
 namespace gpulse::test {
 
@@ -30,7 +31,7 @@ inline StatementResult RunFirst(Db* db, const std::string& q, int64_t now_ns = 0
   QueryOptions options;
   options.now_ns = now_ns;
   QueryResult r;
-  const Status s = db->Query(q, options, &r);
+  const Status s = gpulse::Query(db, q, options, &r);
   EXPECT_TRUE(s.ok()) << q << ": " << s.ToString();
   return r.statements.empty() ? StatementResult{} : std::move(r.statements[0]);
 }

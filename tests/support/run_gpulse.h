@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "engine/gpulse.h"
+#include "query/query.h"
 #include "tests/support/spawn.h"
 
 namespace gpulse::test {
@@ -57,7 +58,7 @@ inline std::vector<ResultSeries> QueryDirectory(const std::string& dir, const st
   EXPECT_TRUE(Db::Open(o, dir, &db).ok());
   if (db == nullptr) return {};
   QueryResult r;
-  EXPECT_TRUE(db->Query(q, QueryOptions(), &r).ok()) << q;
+  EXPECT_TRUE(gpulse::Query(db.get(), q, QueryOptions(), &r).ok()) << q;
   EXPECT_TRUE(r.statements.at(0).status.ok()) << r.statements[0].status.ToString();
   return r.statements[0].series;
 }
