@@ -1,8 +1,9 @@
-# Sources of the query layer, a pipeline in folders (query/README.md): the
-# front end (syntax/), the values and inputs every stage shares (runtime/),
-# the planner (plan/), execution (exec/), the fleet statements (fleet/), and
-# the executor on top that runs a statement list.
-set(GPULSE_QUERY_SOURCES
+# Sources of the query layer, a pipeline in folders (query/README.md), one
+# library a stage, each linking only the stages before it: the front end
+# (syntax/), the values and inputs every stage shares (runtime/), the planner
+# (plan/), execution (exec/), the fleet statements (fleet/), and the
+# executor on top that runs a statement list.
+set(GPULSE_QUERY_SYNTAX_SOURCES
   query/syntax/token.cc
   query/syntax/lexer.cc
   query/syntax/parse_error.cc
@@ -13,6 +14,8 @@ set(GPULSE_QUERY_SOURCES
   query/syntax/parse_cache.cc
   query/syntax/regex.cc
   query/syntax/statement_reach.cc
+)
+set(GPULSE_QUERY_RUNTIME_SOURCES
   query/runtime/eval.cc
   query/runtime/format.cc
   query/runtime/inputs.cc
@@ -20,12 +23,16 @@ set(GPULSE_QUERY_SOURCES
   query/runtime/query_memory.cc
   query/runtime/context.cc
   query/runtime/result.cc
+)
+set(GPULSE_QUERY_PLAN_SOURCES
   query/plan/agg_spec.cc
   query/plan/buckets.cc
   query/plan/condition.cc
   query/plan/plan.cc
   query/plan/plan_cache.cc
   query/plan/tier_choice.cc
+)
+set(GPULSE_QUERY_EXEC_SOURCES
   query/exec/aggregate.cc
   query/exec/cells.cc
   query/exec/delete.cc
@@ -35,6 +42,8 @@ set(GPULSE_QUERY_SOURCES
   query/exec/aggregate_run.cc
   query/exec/raw.cc
   query/exec/select.cc
+)
+set(GPULSE_QUERY_FLEET_SOURCES
   query/fleet/alert_rule.cc
   query/fleet/anomalies.cc
   query/fleet/baseline.cc
@@ -47,5 +56,7 @@ set(GPULSE_QUERY_SOURCES
   query/fleet/ledger_row.cc
   query/fleet/northstar.cc
   query/fleet/stale.cc
+)
+set(GPULSE_QUERY_TOP_SOURCES
   query/executor.cc
 )
