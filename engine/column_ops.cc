@@ -98,18 +98,6 @@ void SortAndDedup(Column* column) {
   });
 }
 
-void AppendPoints(const Column& src, size_t from, size_t to, Column* dst) {
-  if (from == to) return;
-  dst->ts.insert(dst->ts.end(), src.ts.begin() + from, src.ts.begin() + to);
-  WithValues(*dst, [&](auto& out) {
-    WithValues(src, [&](const auto& in) {
-      if constexpr (std::is_same_v<std::decay_t<decltype(in)>, std::decay_t<decltype(out)>>) {
-        out.insert(out.end(), in.begin() + from, in.begin() + to);
-      }
-    });
-  });
-}
-
 void AppendRange(const Column& src, int64_t start, int64_t end, Column* dst) {
   const auto first = std::lower_bound(src.ts.begin(), src.ts.end(), start);
   const auto last = std::lower_bound(first, src.ts.end(), end);

@@ -25,9 +25,6 @@ void SortAndDedup(Column* column);
 // order, keeping the others in their order. Returns how many it removed.
 size_t EraseRange(Column* column, int64_t first, int64_t last);
 
-// Appends points [from, to) of `src` to `dst`, which must have src's type.
-void AppendPoints(const Column& src, size_t from, size_t to, Column* dst);
-
 // Appends the points of sorted `src` with start <= ts < end to `dst`, which
 // must have src's type.
 void AppendRange(const Column& src, int64_t start, int64_t end, Column* dst);

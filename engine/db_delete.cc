@@ -13,7 +13,6 @@
 #include <algorithm>
 
 #include "engine/chunk_parts.h"
-#include "engine/clock.h"
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
 #include "engine/tier_kinds.h"

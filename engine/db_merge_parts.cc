@@ -19,7 +19,6 @@
 #include <chrono>
 
 #include "engine/chunk_parts.h"
-#include "engine/clock.h"
 #include "engine/db_impl.h"
 #include "leveldb/write_batch.h"
 #include "storage/chunk_codec.h"

@@ -12,7 +12,6 @@
 
 #include <algorithm>
 
-#include "engine/clock.h"
 #include "engine/db_impl.h"
 #include "leveldb/write_batch.h"
 #include "storage/key_layout.h"

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <unordered_set>
 
-#include "engine/clock.h"
 #include "engine/column_ops.h"
 #include "engine/db_impl.h"
 #include "engine/store_status.h"

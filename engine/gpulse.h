@@ -343,6 +343,14 @@ struct DbStats {
   uint64_t retention_deleted_keys = 0;  // chunk parts and tier blocks it deleted or trimmed
 };
 
+// The wall clock in Unix nanoseconds: what now() means in queries, and what
+// retention counts back from.
+inline int64_t WallClockNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 class Db {
  public:
   // Opens the data directory at `path`, replaying its write-ahead log into

@@ -5,7 +5,6 @@
 #include <map>
 #include <set>
 
-#include "engine/clock.h"
 #include "query/exec/delete.h"
 #include "query/exec/select.h"
 #include "query/fleet/alert_rule.h"
@@ -14,9 +13,11 @@
 #include "query/fleet/calendar.h"
 #include "query/fleet/decompose.h"
 #include "query/fleet/kpis.h"
+#include "query/fleet/ledger_days.h"
 #include "query/fleet/northstar.h"
 #include "query/fleet/stale.h"
 #include "query/plan/condition.h"
+#include "query/plan/plan_cache.h"
 #include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/runtime/inputs.h"
@@ -34,9 +35,35 @@ Status Query(Db* db, std::string_view text, const QueryOptions& options, QueryRe
   return Status::Ok();
 }
 
+QueryCacheStats GetQueryCacheStats() {
+  QueryCacheStats stats;
+  stats.kept_plan_series = query::KeptPlanSeries();
+  const query::LedgerDays& ledger = query::LedgerDays::Process();
+  stats.ledger_kept_bytes = ledger.bytes();
+  stats.ledger_spans_reused = ledger.reused();
+  stats.ledger_spans_built = ledger.built();
+  return stats;
+}
+
 namespace query {
 
 namespace {
+
+// The plans SELECTs keep between runs (plan_cache.h), known by the tree's
+// statement id: a tree is run against the Db of whoever parsed it (the
+// server's ParseCache is its Db's), as when the plans sat in the tree.
+PlanCache& ExecutorPlans() {
+  // Never destroyed: threads may run at exit. Told of each tree's end.
+  static PlanCache* const plans = [] {
+    auto* cache = new PlanCache();
+    OnSelectDestroyed([](uint64_t id) { ExecutorPlans().Forget(id); });
+    return cache;
+  }();
+  return *plans;
+}
+
+// The definition kind CREATE DATABASE stores its names under.
+constexpr std::string_view kDatabaseDefinitionKind = "database";
 
 // A WITH clause with its regex compiled once; no clause matches every name.
 class WithMatcher {
@@ -232,6 +259,10 @@ class ShowRunner {
       GPULSE_RETURN_IF_ERROR(db_->ListTagValues(m, "db", &values));
       names.insert(values.begin(), values.end());
     }
+    // And those CREATE DATABASE made known before anything was written.
+    std::vector<std::pair<std::string, std::string>> created;
+    GPULSE_RETURN_IF_ERROR(db_->ListDefinitions(kDatabaseDefinitionKind, &created));
+    for (const auto& [name, text] : created) names.insert(name);
     ResultSeries rs;
     rs.name = "databases";
     rs.columns = {"name"};
@@ -462,6 +493,40 @@ bool Deliver(const QueryOptions& options, size_t i, StatementResult* result, Que
   return go_on;
 }
 
+// A SELECT's answer, with its notes and any damage its reads met.
+Status RunTopSelect(ExecContext* ctx, const SelectStatement& select, StatementResult* result) {
+  GPULSE_RETURN_IF_ERROR(RunSelect(ctx, select, &result->series, &result->notes));
+  result->notes.insert(result->notes.end(), ctx->notes.begin(), ctx->notes.end());
+  const std::vector<std::string> damage = ctx->DamageNotes();
+  result->notes.insert(result->notes.end(), damage.begin(), damage.end());
+  return Status::Ok();
+}
+
+// EXPLAIN: the statement run with its plan described, the plan as the answer.
+Status RunExplain(ExecContext* ctx, const ExplainStatement& explain, StatementResult* result) {
+  ctx->explain = true;
+  ctx->plan_lines.push_back(explain.select->ToString());
+  std::vector<ResultSeries> ignored;
+  const auto t0 = std::chrono::steady_clock::now();
+  const Status status = RunSelect(ctx, *explain.select, &ignored, &result->notes);
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  size_t rows = 0;
+  for (const ResultSeries& rs : ignored) rows += rs.values.size();
+  ctx->plan_lines.push_back("series read: " + std::to_string(ctx->series_read.load()) +
+                            ", stored values read: " + std::to_string(ctx->points_read.load()));
+  ctx->plan_lines.push_back("answer: " + std::to_string(ignored.size()) + " series, " +
+                            std::to_string(rows) + " rows, " +
+                            FormatValue(QueryValue(ms), false, TimeFormat::kRfc3339) + " ms");
+  if (status.ok()) {
+    ResultSeries rs;
+    rs.columns = {"QUERY PLAN"};
+    for (std::string& line : ctx->plan_lines) rs.values.push_back({std::move(line)});
+    result->series.push_back(std::move(rs));
+  }
+  return status;
+}
+
 }  // namespace
 
 bool MayRead(const QueryOptions& options, std::string_view database) {
@@ -488,7 +553,7 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
     counted.memory = &memory;
     return Execute(db, statements, counted, out, keep_plans);
   }
-  const int64_t now = options.now_ns != 0 ? options.now_ns : engine::WallClockNanos();
+  const int64_t now = options.now_ns != 0 ? options.now_ns : WallClockNanos();
   for (size_t i = 0; i < statements.size(); ++i) {
     const auto& stmt = statements[i];
     StatementResult result;
@@ -505,10 +570,10 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
     // What the statement's answer holds is given back once a sink took it.
     const uint64_t held_before = options.memory->held();
     switch (stmt->kind) {
-      case StatementKind::kSelect:
-        if (HasBaseline(static_cast<const SelectStatement&>(*stmt))) {
-          result.status = RunBaseline(db, static_cast<const SelectStatement&>(*stmt), in_rows, now,
-                                      &result.series, &result.notes);
+      case StatementKind::kSelect: {
+        const auto& select = static_cast<const SelectStatement&>(*stmt);
+        if (HasBaseline(select)) {
+          result.status = RunBaseline(db, select, in_rows, now, &result.series, &result.notes);
           break;
         }
         if (options.sink != nullptr) {
@@ -517,44 +582,17 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
           };
         }
         ctx.answers_by_column = options.answers_by_column;
-        ctx.keep_plans = keep_plans;
-        result.status = RunSelect(&ctx, static_cast<const SelectStatement&>(*stmt), &result.series,
-                                  &result.notes);
-        if (result.status.ok()) {
-          result.notes.insert(result.notes.end(), ctx.notes.begin(), ctx.notes.end());
-          const std::vector<std::string> damage = ctx.DamageNotes();
-          result.notes.insert(result.notes.end(), damage.begin(), damage.end());
-        }
+        if (keep_plans) ctx.plan_cache = &ExecutorPlans();
+        result.status = RunTopSelect(&ctx, select, &result);
         break;
+      }
       case StatementKind::kShow:
         result.status = ShowRunner(db, in_rows, now)
                             .Run(static_cast<const ShowStatement&>(*stmt), &result.series);
         break;
-      case StatementKind::kExplain: {
-        const auto& explain = static_cast<const ExplainStatement&>(*stmt);
-        ctx.explain = true;
-        ctx.plan_lines.push_back(explain.select->ToString());
-        std::vector<ResultSeries> ignored;
-        const auto t0 = std::chrono::steady_clock::now();
-        result.status = RunSelect(&ctx, *explain.select, &ignored, &result.notes);
-        const double ms =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
-                .count();
-        size_t rows = 0;
-        for (const ResultSeries& rs : ignored) rows += rs.values.size();
-        ctx.plan_lines.push_back("series read: " + std::to_string(ctx.series_read.load()) +
-                                 ", stored values read: " + std::to_string(ctx.points_read.load()));
-        ctx.plan_lines.push_back("answer: " + std::to_string(ignored.size()) + " series, " +
-                                 std::to_string(rows) + " rows, " +
-                                 FormatValue(QueryValue(ms), false, TimeFormat::kRfc3339) + " ms");
-        if (result.status.ok()) {
-          ResultSeries rs;
-          rs.columns = {"QUERY PLAN"};
-          for (std::string& line : ctx.plan_lines) rs.values.push_back({std::move(line)});
-          result.series.push_back(std::move(rs));
-        }
+      case StatementKind::kExplain:
+        result.status = RunExplain(&ctx, static_cast<const ExplainStatement&>(*stmt), &result);
         break;
-      }
       case StatementKind::kDelete:
         result.status =
             RunDelete(db, static_cast<const DeleteStatement&>(*stmt), in_rows, now, &result.notes);
@@ -577,6 +615,13 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         result.status = RunAnomalies(db, static_cast<const AnomaliesStatement&>(*stmt), in_rows,
                                      now, &result.series, &result.notes);
         break;
+      case StatementKind::kCreateDatabase: {
+        // Known from now on; creating one that exists changes nothing, as in
+        // InfluxDB.
+        const auto& create = static_cast<const CreateDatabaseStatement&>(*stmt);
+        result.status = db->PutDefinition(kDatabaseDefinitionKind, create.name, create.ToString());
+        break;
+      }
       case StatementKind::kDropDefinition: {
         const auto& drop = static_cast<const DropDefinitionStatement&>(*stmt);
         result.status = db->DeleteDefinition(DefinitionKindName(drop.what), drop.name);

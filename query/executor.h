@@ -17,9 +17,10 @@
 namespace gpulse::query {
 
 // Runs every statement; each gets its own StatementResult (an error in one
-// does not stop the next). With keep_plans, a SELECT keeps its plans in the
-// tree for the tree's next run (ExecContext::keep_plans); a caller that runs
-// a tree once (gpulse::Query) saves the copy by turning it off.
+// does not stop the next). With keep_plans, a SELECT's plans are kept in the
+// executor's plan cache for the tree's next run (query/plan/plan_cache.h); a
+// caller that runs a tree once (gpulse::Query) saves the copy by turning it
+// off.
 void Execute(Db* db, const StatementList& statements, const QueryOptions& options, QueryResult* out,
              bool keep_plans = true);
 

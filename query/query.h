@@ -12,6 +12,8 @@
 // its own QueryResult.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 #include "engine/gpulse.h"
@@ -24,5 +26,15 @@ namespace gpulse {
 // line, column and what was expected); each statement's own error is in its
 // result.
 Status Query(Db* db, std::string_view text, const QueryOptions& options, QueryResult* out);
+
+// What the query layer keeps between queries, process-wide (the server's
+// /metrics reports it).
+struct QueryCacheStats {
+  size_t kept_plan_series = 0;       // series in the lists of kept plans (at most 65,536)
+  uint64_t ledger_kept_bytes = 0;    // kept spans of the GPU-minute ledger
+  uint64_t ledger_spans_reused = 0;  // spans NORTHSTAR read from kept ones, so far
+  uint64_t ledger_spans_built = 0;   // ... and built and kept
+};
+QueryCacheStats GetQueryCacheStats();
 
 }  // namespace gpulse

@@ -49,7 +49,10 @@ set(GPULSE_QUERY_FLEET_SOURCES
   query/fleet/baseline.cc
   query/fleet/calendar.cc
   query/fleet/decompose.cc
-  query/fleet/fleet_ledger.cc
+  query/fleet/ledger_builder.cc
+  query/fleet/ledger_read.cc
+  query/fleet/ledger_spans.cc
+  query/fleet/ledger_classify.cc
   query/fleet/isolation_forest.cc
   query/fleet/kpis.cc
   query/fleet/ledger_days.cc

@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
-#include "engine/clock.h"
 #include "query/executor.h"
 #include "query/fleet/calendar.h"
 #include "query/query.h"
@@ -130,7 +129,7 @@ void AlertManager::Loop() {
   const int64_t lag_ns = options_.lag.count() * 1'000'000'000LL;
   int64_t last = 0;  // the last instant evaluated
   while (true) {
-    const int64_t now = engine::WallClockNanos();
+    const int64_t now = WallClockNanos();
     const int64_t next = (now / kMinuteNs + 1) * kMinuteNs;
     std::unique_lock<std::mutex> l(loop_mu_);
     const auto deadline = std::chrono::system_clock::time_point(std::chrono::nanoseconds(next));

@@ -9,82 +9,159 @@
 
 namespace gpulse::server {
 
-namespace {
-
 namespace beast = boost::beast;
 namespace http = beast::http;
 namespace asio = boost::asio;
 
-// The parts of http://host[:port]/path that a request needs.
-struct HttpUrl {
-  std::string authority;  // host[:port], sent as the Host header
-  std::string host;
-  std::string port;
-  std::string target;  // path and query, "/" when the URL has none
-};
-
-bool ParseHttpUrl(const std::string& url, HttpUrl* parsed) {
-  constexpr std::string_view kScheme = "http://";
-  if (!url.starts_with(kScheme)) return false;
-  const std::string rest = url.substr(kScheme.size());
-  const size_t slash = rest.find('/');
-  parsed->authority = rest.substr(0, slash);
-  parsed->target = slash == std::string::npos ? "/" : rest.substr(slash);
-  const size_t colon = parsed->authority.rfind(':');
-  parsed->host = parsed->authority.substr(0, colon);
-  parsed->port = colon == std::string::npos ? "80" : parsed->authority.substr(colon + 1);
-  return true;
+std::string HttpUrl::Authority() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return (v6 ? "[" + host + "]" : host) + ":" + port;
 }
 
-}  // namespace
+Status ParseHttpUrl(std::string_view url, HttpUrl* out, std::string_view default_port) {
+  const Status bad = Status::InvalidArgument(std::string(url) + ": not an http://HOST[:PORT] URL");
+  constexpr std::string_view kScheme = "http://";
+  if (!url.starts_with(kScheme)) return bad;
+  std::string_view rest = url.substr(kScheme.size());
+  const size_t slash = rest.find('/');
+  out->target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  std::string_view authority = rest.substr(0, slash);
+  size_t port_at = authority.rfind(':');
+  if (!authority.empty() && authority.front() == '[') {  // [v6 address]
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return bad;
+    out->host = std::string(authority.substr(1, close - 1));
+    port_at =
+        close + 1 < authority.size() && authority[close + 1] == ':' ? close + 1 : std::string::npos;
+  } else {
+    out->host = std::string(authority.substr(0, port_at));
+  }
+  out->port = port_at != std::string_view::npos ? std::string(authority.substr(port_at + 1))
+              : default_port.empty()            ? "80"
+                                                : std::string(default_port);
+  if (out->host.empty() || out->port.empty()) return bad;
+  return Status::Ok();
+}
+
+struct HttpClient::Connection {
+  asio::io_context io;
+  beast::tcp_stream stream{io};
+  beast::flat_buffer buffer;
+  beast::error_code ec;
+};
+
+HttpClient::HttpClient(std::string url, HttpUrl where, Options options)
+    : url_(std::move(url)), where_(std::move(where)), options_(std::move(options)) {}
+
+HttpClient::~HttpClient() = default;
+
+Status HttpClient::Open(std::string_view url, Options options, std::unique_ptr<HttpClient>* out) {
+  HttpUrl where;
+  GPULSE_RETURN_IF_ERROR(ParseHttpUrl(url, &where));
+  out->reset(new HttpClient(std::string(url), std::move(where), std::move(options)));
+  return Status::Ok();
+}
+
+Status HttpClient::Wait(std::string_view what) {
+  Connection& c = *connection_;
+  c.io.restart();
+  while (!c.io.stopped()) {
+    if (!options_.cancelled) {
+      c.io.run();
+      break;
+    }
+    c.io.run_for(std::chrono::milliseconds(50));
+    if (!c.io.stopped() && options_.cancelled()) {
+      connection_.reset();  // closes the socket; its handlers never run
+      return Status::Cancelled("cancelled");
+    }
+  }
+  if (c.ec == beast::error::timeout) {
+    connection_.reset();
+    return Status::IOError(url_ + ": no answer within " + std::to_string(options_.timeout.count()) +
+                           " ms");
+  }
+  if (c.ec) {
+    const std::string message = c.ec.message();
+    connection_.reset();
+    return Status::IOError(url_ + ": " + std::string(what) + message);
+  }
+  return Status::Ok();
+}
+
+Status HttpClient::Connect() {
+  connection_ = std::make_unique<Connection>();
+  Connection& c = *connection_;
+  asio::ip::tcp::resolver resolver(c.io);
+  const auto endpoints = resolver.resolve(where_.host, where_.port, c.ec);
+  if (c.ec) {
+    const std::string message = c.ec.message();
+    connection_.reset();
+    return Status::IOError(url_ + ": resolve " + where_.host + ": " + message);
+  }
+  if (options_.timeout.count() > 0) c.stream.expires_after(options_.timeout);
+  c.stream.async_connect(endpoints, [&c](beast::error_code e, const auto&) { c.ec = e; });
+  return Wait("connect: ");
+}
+
+Status HttpClient::Send(http::verb method, std::string_view target, std::string_view content_type,
+                        std::string_view accept, const std::string& body, HttpReply* reply) {
+  // A kept connection the server closed meanwhile fails at once: then the
+  // request goes again on a new one.
+  for (int attempt = 0;; ++attempt) {
+    const bool kept = connection_ != nullptr;
+    if (!kept) GPULSE_RETURN_IF_ERROR(Connect());
+    Connection& c = *connection_;
+    http::request<http::string_body> request{method, target, 11};
+    request.set(http::field::host, where_.Authority());
+    request.set(http::field::user_agent, options_.user_agent.empty()
+                                             ? std::string("gpulse/") + Version()
+                                             : options_.user_agent);
+    if (!accept.empty()) request.set(http::field::accept, accept);
+    if (!content_type.empty()) request.set(http::field::content_type, content_type);
+    if (!options_.authorization.empty()) {
+      request.set(http::field::authorization, options_.authorization);
+    }
+    request.body() = body;
+    // Sets Content-Length, except on a GET without a body, which sends none.
+    request.prepare_payload();
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(options_.max_reply_bytes);
+    if (options_.timeout.count() > 0) c.stream.expires_after(options_.timeout);
+    c.ec = {};
+    http::async_write(c.stream, request, [&c, &parser](beast::error_code e, size_t) {
+      c.ec = e;
+      if (!e) {
+        http::async_read(c.stream, c.buffer, parser,
+                         [&c](beast::error_code r, size_t) { c.ec = r; });
+      }
+    });
+    const bool fresh_fail = kept && attempt == 0;
+    const Status waited = Wait("");
+    if (!waited.ok()) {
+      if (fresh_fail && !waited.IsCancelled()) continue;
+      return waited;
+    }
+    auto& response = parser.get();
+    reply->status = response.result_int();
+    reply->retry_after = std::string(response[http::field::retry_after]);
+    reply->body = std::move(response.body());
+    if (!response.keep_alive()) connection_.reset();
+    return Status::Ok();
+  }
+}
 
 Status HttpRequest(http::verb method, const std::string& url, std::string_view content_type,
                    const std::string& body, std::chrono::milliseconds timeout, uint64_t max_bytes,
                    HttpReply* reply, std::string_view accept) {
-  HttpUrl parsed;
-  if (!ParseHttpUrl(url, &parsed)) return Status::InvalidArgument(url + ": not an http:// URL");
-
-  asio::io_context io;
-  beast::tcp_stream stream(io);
-  beast::error_code ec;
-  stream.expires_after(timeout);
-  asio::ip::tcp::resolver resolver(io);
-  const auto endpoints = resolver.resolve(parsed.host, parsed.port, ec);
-  if (ec) return Status::IOError(url + ": resolve " + parsed.host + ": " + ec.message());
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(max_bytes);
-  // Asynchronous calls, so the stream's deadline bounds connect, write and read.
-  stream.async_connect(endpoints, [&](beast::error_code e, const auto&) { ec = e; });
-  io.run();
-  if (ec) return Status::IOError(url + ": connect: " + ec.message());
-
-  http::request<http::string_body> request{method, parsed.target, 11};
-  request.set(http::field::host, parsed.authority);
-  request.set(http::field::user_agent, std::string("gpulse/") + Version());
-  if (!accept.empty()) request.set(http::field::accept, accept);
-  if (!content_type.empty()) request.set(http::field::content_type, content_type);
-  request.body() = body;
-  // Sets Content-Length, except on a GET without a body, which sends none.
-  request.prepare_payload();
-  beast::flat_buffer buffer;
-  http::async_write(stream, request, [&](beast::error_code e, size_t) {
-    ec = e;
-    if (!e) http::async_read(stream, buffer, parser, [&](beast::error_code r, size_t) { ec = r; });
-  });
-  io.restart();
-  io.run();
-  if (ec == beast::error::timeout) {
-    return Status::IOError(url + ": no answer within " + std::to_string(timeout.count()) + " ms");
-  }
-  if (ec) return Status::IOError(url + ": " + ec.message());
-
-  auto& response = parser.get();
-  reply->status = response.result_int();
-  reply->retry_after = std::string(response[http::field::retry_after]);
-  reply->body = std::move(response.body());
-  beast::error_code ignored;
-  stream.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
-  return Status::Ok();
+  HttpClient::Options options;
+  options.timeout = timeout;
+  options.max_reply_bytes = max_bytes;
+  std::unique_ptr<HttpClient> client;
+  GPULSE_RETURN_IF_ERROR(HttpClient::Open(url, options, &client));
+  HttpUrl where;
+  GPULSE_RETURN_IF_ERROR(ParseHttpUrl(url, &where));
+  return client->Send(method, where.target, content_type, accept, body, reply);
 }
 
 }  // namespace gpulse::server

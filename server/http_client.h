@@ -1,14 +1,19 @@
-// HTTP client: one plain-http request at a time, for the scraper's GETs and
-// the webhook sender's POSTs. Each call opens its own connection and closes
-// it: the callers talk to a target every few seconds at most, so a pool of
-// kept-alive connections would buy nothing but state.
+// HttpClient: gpulse's one HTTP client (Boost.Beast), for the scraper's GETs,
+// the webhook sender's POSTs, the shell's queries to a server and the
+// simulator's writes to one. A client talks to one server; it keeps its
+// connection between requests while the server keeps it open, and opens a
+// new one when it was closed. HttpRequest is the one-request form.
 //
-// Thread safety: HttpRequest keeps no state; call it from any thread.
+// Thread safety: a client sends one request at a time (callers that share
+// one serialize); HttpRequest keeps no state and may be called from any
+// thread.
 #pragma once
 
 #include <boost/beast/http/verb.hpp>
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -24,15 +29,68 @@ struct HttpReply {
   std::string retry_after;  // the Retry-After header, verbatim; empty if absent
 };
 
-// Sends one `method` request for `url` (plain http://host[:port]/path) and
-// reads the reply into *reply. `content_type` and `body` are the request's
-// (an empty content_type sends no Content-Type header); `accept`, when not
-// empty, is sent as the Accept header. `timeout` bounds connect, write and
-// read together; a reply body over `max_bytes` is an error.
-//
-// Returns Ok whenever a reply was read, whatever its status. Errors
-// (InvalidArgument for a URL that is not http://, IOError for resolve,
-// connect, timeout and malformed replies) name the URL.
+// A server's address from http://host[:port][/...]: an IPv6 host in
+// brackets, port 80 when none is given (`default_port` instead when not
+// empty). `target` is the path and query ("/" when there is none).
+struct HttpUrl {
+  std::string host;  // without brackets
+  std::string port;
+  std::string target;
+  std::string Authority() const;  // host:port as the Host header wants it
+};
+Status ParseHttpUrl(std::string_view url, HttpUrl* out, std::string_view default_port = {});
+
+class HttpClient {
+ public:
+  struct Options {
+    // Bounds connecting, writing and reading one request together; zero:
+    // no bound.
+    std::chrono::milliseconds timeout{0};
+    uint64_t max_reply_bytes = 64ull << 20;  // a longer reply body is an error
+    std::string user_agent;                  // empty: gpulse/<version>
+    std::string authorization;               // the Authorization header, when not empty
+    // Polled every 50 ms while a request waits (the shell's Ctrl-C): true
+    // drops the connection and ends the request with Cancelled.
+    std::function<bool()> cancelled;
+  };
+
+  // A client of the server at `url` (http://host[:port]; a path is ignored).
+  // InvalidArgument, naming the URL, for one that is not http://.
+  static Status Open(std::string_view url, Options options, std::unique_ptr<HttpClient>* out);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // Sends one request for `target` ("/query?q=..."). `content_type` and
+  // `accept` are sent when not empty. Returns Ok whenever a reply was read,
+  // whatever its status; IOError, naming the server, for resolve, connect,
+  // timeout and malformed replies (the connection is then dropped).
+  Status Send(boost::beast::http::verb method, std::string_view target,
+              std::string_view content_type, std::string_view accept, const std::string& body,
+              HttpReply* reply);
+
+  const std::string& url() const { return url_; }
+
+ private:
+  struct Connection;
+  HttpClient(std::string url, HttpUrl where, Options options);
+  Status Connect();
+  // Runs the connection's pending operation to its end, the deadline or a
+  // cancellation.
+  Status Wait(std::string_view what);
+
+  const std::string url_;
+  const HttpUrl where_;
+  const Options options_;
+  std::unique_ptr<Connection> connection_;  // null between connections
+};
+
+// Sends one `method` request for `url` (plain http://host[:port]/path) on a
+// connection of its own and reads the reply into *reply. `content_type` and
+// `body` are the request's (an empty content_type sends no Content-Type
+// header); `accept`, when not empty, is sent as the Accept header. `timeout`
+// bounds connect, write and read together; a reply body over `max_bytes` is
+// an error. Errors name the URL.
 Status HttpRequest(boost::beast::http::verb method, const std::string& url,
                    std::string_view content_type, const std::string& body,
                    std::chrono::milliseconds timeout, uint64_t max_bytes, HttpReply* reply,

@@ -2,8 +2,7 @@
 
 #include <cstdio>
 
-#include "query/fleet/ledger_days.h"
-#include "query/plan/plan_cache.h"
+#include "query/query.h"
 
 namespace gpulse::server {
 
@@ -112,18 +111,19 @@ std::string ServerMetrics::Render(const DbStats& db) const {
   Line(&out, "gpulse_series_refused_cap_total", "counter",
        "Points rejected because their new series would pass max_series_per_database.",
        static_cast<double>(db.series_refused_cap));
+  const QueryCacheStats caches = GetQueryCacheStats();
   Line(&out, "gpulse_query_kept_plan_series", "gauge",
        "Series held in the series lists of kept query plans (at most 65,536).",
-       static_cast<double>(query::KeptPlanSeries()));
-  const query::LedgerDays& ledger = query::LedgerDays::Process();
+       static_cast<double>(caches.kept_plan_series));
   Line(&out, "gpulse_ledger_kept_bytes", "gauge",
        "Memory held by kept spans of the GPU-minute ledger (NORTHSTAR's whole hours).",
-       static_cast<double>(ledger.bytes()));
+       static_cast<double>(caches.ledger_kept_bytes));
   Line(&out, "gpulse_ledger_spans_reused_total", "counter",
-       "Spans of whole hours NORTHSTAR read from kept ones.", static_cast<double>(ledger.reused()));
+       "Spans of whole hours NORTHSTAR read from kept ones.",
+       static_cast<double>(caches.ledger_spans_reused));
   Line(&out, "gpulse_ledger_spans_built_total", "counter",
        "Spans of whole hours NORTHSTAR classified from the data and kept.",
-       static_cast<double>(ledger.built()));
+       static_cast<double>(caches.ledger_spans_built));
   Line(&out, "gpulse_head_bytes", "gauge", "Memory held by unflushed points.",
        static_cast<double>(db.head_bytes));
   Line(&out, "gpulse_head_values", "gauge", "Unflushed field values.",

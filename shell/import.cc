@@ -23,7 +23,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/clock.h"
 #include "engine/gpulse.h"
 #include "ingest/civil_time.h"
 #include "ingest/lp_batch.h"
@@ -307,7 +306,7 @@ int ImportLineProtocol(Db* db, const ImportOptions& o, const std::string& name, 
                        Rejects* rejects, Totals* totals) {
   ingest::LineProtocolParser::Options parse;
   parse.precision = o.precision;
-  parse.default_time_ns = engine::WallClockNanos();
+  parse.default_time_ns = WallClockNanos();
   parse.max_errors = kMaxReported;
   ingest::LineProtocolBatch batch;
   return ForEachSlice(name, in, *totals, [&](std::string_view slice, size_t line_base) {
@@ -334,7 +333,7 @@ int ImportProm(Db* db, const ImportOptions& o, const std::string& name, Input* i
   ingest::PromMappingOptions mapping = o.prom;
   if (!o.database.empty()) mapping.extra_tags.push_back({"db", o.database});
   std::vector<Point> points;
-  ingest::MapSamples(samples, engine::WallClockNanos(), mapping, &points);
+  ingest::MapSamples(samples, WallClockNanos(), mapping, &points);
   WriteResult result;
   const Status s = points.empty() ? Status::Ok() : db->Write(points, &result);
   if (!s.ok() && !s.IsInvalidArgument()) {
@@ -428,7 +427,7 @@ int ImportNvsmiXml(Db* db, const ImportOptions& o, const std::string& name, Inpu
   ingest::NvsmiXmlOptions options;
   options.tags = FileTags(o, name, true);
   options.zone = o.zone;
-  options.default_time_ns = engine::WallClockNanos();
+  options.default_time_ns = WallClockNanos();
   std::vector<Point> points;
   std::vector<ingest::RowError> errors;
   const Status s = ingest::ParseNvsmiXml(body, options, &points, &errors);

@@ -5,9 +5,9 @@
 //
 // Ctrl-C cancels the query that is running, never the shell: the SIGINT
 // handler sets a flag that the embedded executor polls
-// (QueryOptions::cancelled), shuts down the socket of a remote query so that
-// its blocked read returns at once, and wakes the prompt loop through a pipe,
-// which then drops the line being typed, as bash does.
+// (QueryOptions::cancelled) and the HTTP client of a remote query polls
+// (HttpClient::Options::cancelled, within 50 ms), and wakes the prompt loop
+// through a pipe, which then drops the line being typed, as bash does.
 
 #include "shell/query_cli.h"
 
@@ -17,15 +17,10 @@
 #include <readline/history.h>
 #include <readline/readline.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/http.hpp>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -48,6 +43,7 @@
 #include "query/syntax/lexer.h"
 #include "query/syntax/parser.h"
 #include "server/http_api.h"
+#include "server/http_client.h"
 #include "shell/table.h"
 
 namespace gpulse::shell {
@@ -60,7 +56,6 @@ namespace {
 
 std::atomic<bool> g_interrupted{false};
 std::atomic<bool> g_resized{false};
-std::atomic<int> g_request_fd{-1};  // the socket of the remote query in flight
 int g_wake_pipe[2] = {-1, -1};
 
 void WakeMainLoop() {
@@ -72,8 +67,6 @@ void WakeMainLoop() {
 void OnInterrupt(int) {
   const int saved_errno = errno;
   g_interrupted.store(true);
-  const int fd = g_request_fd.load();
-  if (fd >= 0) ::shutdown(fd, SHUT_RDWR);
   WakeMainLoop();
   errno = saved_errno;
 }
@@ -107,18 +100,6 @@ void ClearInterrupt() {
   DrainWakePipe();
   g_interrupted.store(false);
 }
-
-// Offers a socket to OnInterrupt for as long as the object lives. Declare it
-// after the socket, so that it withdraws the socket before the close frees
-// the descriptor number for reuse. Remote mode runs no other thread, so the
-// handler runs between two steps of this one, never alongside the withdrawal.
-class InterruptibleSocket {
- public:
-  explicit InterruptibleSocket(int fd) { g_request_fd.store(fd); }
-  ~InterruptibleSocket() { g_request_fd.store(-1); }
-  InterruptibleSocket(const InterruptibleSocket&) = delete;
-  InterruptibleSocket& operator=(const InterruptibleSocket&) = delete;
-};
 
 // A terminal turns a typed ^C into SIGINT first and flushes its output queue
 // after (unless NOFLSH is set), so what this process writes in the instant
@@ -171,102 +152,53 @@ class EmbeddedConnection final : public Connection {
   std::string database_;
 };
 
-// A client of `gpulse serve`: GET /query?q=...&db=...&epoch=ns, one
-// connection per request (a shell sends a few a minute).
+// A client of `gpulse serve`: GET /query?q=...&db=...&epoch=ns over the one
+// HTTP client (server/http_client.h), its connection kept between queries.
+// Ctrl-C drops the request in flight.
 class RemoteConnection final : public Connection {
  public:
-  RemoteConnection(std::string url, std::string host, std::string port, std::string database,
-                   std::string token)
-      : url_(std::move(url)),
-        host_(std::move(host)),
-        port_(std::move(port)),
-        database_(std::move(database)),
-        token_(std::move(token)) {}
+  RemoteConnection(std::unique_ptr<server::HttpClient> client, std::string database)
+      : client_(std::move(client)), database_(std::move(database)) {}
 
   Status Query(std::string_view text, QueryResult* out) override {
     std::string target = "/query?epoch=ns&q=" + server::PercentEncode(text);
     if (!database_.empty()) target += "&db=" + server::PercentEncode(database_);
-    int http_status = 0;
-    std::string body;
-    GPULSE_RETURN_IF_ERROR(Get(target, &http_status, &body));
-    const Status parsed = query::ParseJsonResult(body, query::TimeFormat::kNs, out);
-    if (http_status != 200) {
-      const std::string context = url_ + " answered HTTP " + std::to_string(http_status);
+    server::HttpReply reply;
+    const Status sent =
+        client_->Send(boost::beast::http::verb::get, target, "", "application/json", "", &reply);
+    if (sent.IsCancelled() || g_interrupted.load()) return CancelledByUser();
+    GPULSE_RETURN_IF_ERROR(sent);
+    const Status parsed = query::ParseJsonResult(reply.body, query::TimeFormat::kNs, out);
+    if (reply.status != 200) {
+      const std::string context = client_->url() + " answered HTTP " + std::to_string(reply.status);
       return parsed.ok() ? Status::IOError(context) : parsed.WithContext(context);
     }
-    return parsed.WithContext(url_);
+    return parsed.WithContext(client_->url());
   }
-  std::string Describe() const override { return url_; }
+  std::string Describe() const override { return client_->url(); }
 
- private:
   // Replies larger than this are refused rather than exhausting memory.
   static constexpr uint64_t kMaxReplyBytes = 4ull << 30;
 
-  Status Get(const std::string& target, int* http_status, std::string* body);
-  Status Exchange(boost::asio::ip::tcp::socket* socket, const std::string& target, int* http_status,
-                  std::string* body);
-
-  std::string url_, host_, port_, database_, token_;
+ private:
+  std::unique_ptr<server::HttpClient> client_;
+  std::string database_;
 };
-
-Status RemoteConnection::Get(const std::string& target, int* http_status, std::string* body) {
-  using boost::asio::ip::tcp;
-  boost::asio::io_context io;
-  boost::system::error_code ec;
-  const auto endpoints = tcp::resolver(io).resolve(host_, port_, ec);
-  if (ec) return Status::IOError(url_ + ": " + ec.message());
-  Status last = Status::IOError(url_ + ": no address for " + host_);
-  for (const auto& entry : endpoints) {
-    tcp::socket socket(io);
-    socket.open(entry.endpoint().protocol(), ec);
-    if (ec) {
-      last = Status::IOError(url_ + ": " + ec.message());
-      continue;
-    }
-    const InterruptibleSocket interruptible(socket.native_handle());
-    if (g_interrupted.load()) return CancelledByUser();
-    socket.connect(entry.endpoint(), ec);
-    if (g_interrupted.load()) return CancelledByUser();
-    if (ec) {
-      last = Status::IOError(url_ + ": connect: " + ec.message());
-      continue;
-    }
-    return Exchange(&socket, target, http_status, body);
-  }
-  return last;
-}
-
-Status RemoteConnection::Exchange(boost::asio::ip::tcp::socket* socket, const std::string& target,
-                                  int* http_status, std::string* body) {
-  namespace http = boost::beast::http;
-  http::request<http::empty_body> request{http::verb::get, target, 11};
-  const bool v6 = host_.find(':') != std::string::npos;
-  request.set(http::field::host, (v6 ? "[" + host_ + "]" : host_) + ":" + port_);
-  request.set(http::field::user_agent, std::string("gpulse-shell/") + Version());
-  request.set(http::field::accept, "application/json");
-  request.set(http::field::connection, "close");
-  if (!token_.empty()) request.set(http::field::authorization, "Token " + token_);
-  boost::system::error_code ec;
-  http::write(*socket, request, ec);
-  http::response_parser<http::string_body> parser;
-  if (!ec) {
-    parser.body_limit(kMaxReplyBytes);
-    boost::beast::flat_buffer buffer;
-    http::read(*socket, buffer, parser, ec);
-  }
-  // A shut-down socket reads as a closed connection: tell the two apart.
-  if (g_interrupted.load()) return CancelledByUser();
-  if (ec) return Status::IOError(url_ + ": " + ec.message());
-  *http_status = static_cast<int>(parser.get().result_int());
-  *body = std::move(parser.get().body());
-  return Status::Ok();
-}
 
 Status OpenConnection(const ConnectionFlags& flags, std::unique_ptr<Connection>* out) {
   if (!flags.url.empty()) {
     std::string host, port;
     GPULSE_RETURN_IF_ERROR(ParseUrl(flags.url, &host, &port));
-    *out = std::make_unique<RemoteConnection>(flags.url, host, port, flags.database, flags.token);
+    server::HttpClient::Options options;
+    options.user_agent = std::string("gpulse-shell/") + Version();
+    options.max_reply_bytes = RemoteConnection::kMaxReplyBytes;
+    if (!flags.token.empty()) options.authorization = "Token " + flags.token;
+    options.cancelled = [] { return g_interrupted.load(); };
+    std::unique_ptr<server::HttpClient> client;
+    const bool v6 = host.find(':') != std::string::npos;
+    GPULSE_RETURN_IF_ERROR(server::HttpClient::Open(
+        "http://" + (v6 ? "[" + host + "]" : host) + ":" + port, options, &client));
+    *out = std::make_unique<RemoteConnection>(std::move(client), flags.database);
     return Status::Ok();
   }
   const std::string path = flags.data.empty() ? "./gpulse-data" : flags.data;
@@ -1078,22 +1010,12 @@ void Shell::AddHistory(const std::string& entry) {
 Status ParseUrl(std::string_view url, std::string* host, std::string* port) {
   const Status bad =
       Status::InvalidArgument("--url " + std::string(url) + ": expected http://HOST:PORT");
-  constexpr std::string_view kScheme = "http://";
-  if (url.substr(0, kScheme.size()) != kScheme) return bad;
-  std::string_view rest = url.substr(kScheme.size());
-  while (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
-  if (rest.empty() || rest.find('/') != std::string_view::npos) return bad;
-  size_t host_end = rest.rfind(':');
-  if (rest.front() == '[') {
-    const size_t close = rest.find(']');
-    if (close == std::string_view::npos) return bad;
-    *host = std::string(rest.substr(1, close - 1));
-    host_end = close + 1 < rest.size() && rest[close + 1] == ':' ? close + 1 : std::string::npos;
-  } else {
-    *host = std::string(rest.substr(0, host_end));
-  }
-  *port = host_end == std::string_view::npos ? "8086" : std::string(rest.substr(host_end + 1));
-  if (host->empty() || port->empty()) return bad;
+  std::string_view trimmed = url;
+  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.remove_suffix(1);
+  server::HttpUrl where;
+  if (!server::ParseHttpUrl(trimmed, &where, "8086").ok() || where.target != "/") return bad;
+  *host = where.host;
+  *port = where.port;
   return Status::Ok();
 }
 

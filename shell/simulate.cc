@@ -5,10 +5,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include <boost/asio/connect.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -20,6 +16,7 @@
 #include "ingest/fleet_sim.h"
 #include "ingest/lp_format.h"
 #include "query/syntax/time_literal.h"
+#include "server/http_client.h"
 #include "shell/commands.h"
 #include "shell/query_cli.h"
 #include "shell/simulate.h"
@@ -155,11 +152,8 @@ class FileSink final : public fleet::PointSink {
 // counted.
 class HttpSink final : public fleet::PointSink {
  public:
-  HttpSink(std::string host, std::string port, std::string database, std::string token)
-      : host_(std::move(host)),
-        port_(std::move(port)),
-        database_(std::move(database)),
-        token_(std::move(token)) {}
+  HttpSink(std::unique_ptr<server::HttpClient> client, std::string database)
+      : client_(std::move(client)), target_("/write?db=" + database + "&precision=ns") {}
 
   Status Write(std::span<const PointRef> points) override {
     std::string body;
@@ -167,67 +161,31 @@ class HttpSink final : public fleet::PointSink {
     for (const PointRef& p : points) ingest::AppendLineProtocol(p, &body);
     std::lock_guard lock(mutex_);
     for (int attempt = 0;; ++attempt) {
-      int status = 0;
-      std::string reply;
-      int retry_after = 1;
-      Status s = Post(body, &status, &reply, &retry_after);
+      server::HttpReply reply;
+      Status s = client_->Send(boost::beast::http::verb::post, target_, "text/plain; charset=utf-8",
+                               "", body, &reply);
       if (!s.ok()) {
-        stream_.reset();
-        if (attempt < 3) continue;  // the connection may have been closed while idle
+        if (attempt < 3) continue;  // the server may be restarting
         return s;
       }
-      if (status == 204) return Status::Ok();
-      if (status == 503) ++refused_;
-      if (status == 503 && attempt < 600) {
+      if (reply.status == 204) return Status::Ok();
+      if (reply.status == 503) ++refused_;
+      if (reply.status == 503 && attempt < 600) {
+        const int retry_after = std::atoi(reply.retry_after.c_str());
         std::this_thread::sleep_for(std::chrono::seconds(std::clamp(retry_after, 1, 10)));
         continue;
       }
-      return Status::IOError("the server answered " + std::to_string(status) + ": " +
-                             reply.substr(0, 500));
+      return Status::IOError("the server answered " + std::to_string(reply.status) + ": " +
+                             reply.body.substr(0, 500));
     }
   }
 
   uint64_t refused() const { return refused_.load(); }
 
  private:
-  Status Post(const std::string& body, int* status, std::string* reply, int* retry_after) {
-    namespace http = boost::beast::http;
-    boost::system::error_code ec;
-    if (!stream_) {
-      boost::asio::ip::tcp::resolver resolver(io_);
-      const auto endpoints = resolver.resolve(host_, port_, ec);
-      if (ec) return Status::IOError(host_ + ":" + port_ + ": " + ec.message());
-      stream_ = std::make_unique<boost::beast::tcp_stream>(io_);
-      stream_->connect(endpoints, ec);
-      if (ec) return Status::IOError(host_ + ":" + port_ + ": connect: " + ec.message());
-    }
-    http::request<http::string_body> request{http::verb::post,
-                                             "/write?db=" + database_ + "&precision=ns", 11};
-    request.set(http::field::host, host_ + ":" + port_);
-    request.set(http::field::user_agent, std::string("gpulse-simulate/") + Version());
-    request.set(http::field::content_type, "text/plain; charset=utf-8");
-    if (!token_.empty()) request.set(http::field::authorization, "Token " + token_);
-    request.body() = body;
-    request.prepare_payload();
-    http::write(*stream_, request, ec);
-    if (ec) return Status::IOError("write: " + ec.message());
-    boost::beast::flat_buffer buffer;
-    http::response<http::string_body> response;
-    http::read(*stream_, buffer, response, ec);
-    if (ec) return Status::IOError("read: " + ec.message());
-    *status = static_cast<int>(response.result_int());
-    *reply = response.body();
-    if (auto it = response.find(http::field::retry_after); it != response.end()) {
-      *retry_after = std::atoi(std::string(it->value()).c_str());
-    }
-    if (!response.keep_alive()) stream_.reset();
-    return Status::Ok();
-  }
-
-  std::string host_, port_, database_, token_;
+  std::unique_ptr<server::HttpClient> client_;  // one request at a time: mutex_
+  const std::string target_;
   std::mutex mutex_;
-  boost::asio::io_context io_;
-  std::unique_ptr<boost::beast::tcp_stream> stream_;
   std::atomic<uint64_t> refused_{0};
 };
 
@@ -482,7 +440,14 @@ Status RunSimulation(const SimulateArgs& a, SimulationReport* report, bool show_
   } else {
     std::string host, port;
     GPULSE_RETURN_IF_ERROR(shell::ParseUrl(a.url, &host, &port));
-    HttpSink sink(host, port, a.database, a.token);
+    server::HttpClient::Options options;
+    options.user_agent = std::string("gpulse-simulate/") + Version();
+    if (!a.token.empty()) options.authorization = "Token " + a.token;
+    std::unique_ptr<server::HttpClient> client;
+    const bool v6 = host.find(':') != std::string::npos;
+    GPULSE_RETURN_IF_ERROR(server::HttpClient::Open(
+        "http://" + (v6 ? "[" + host + "]" : host) + ":" + port, options, &client));
+    HttpSink sink(std::move(client), a.database);
     PacedSink paced(&sink, report->summary.start_ns, std::max(a.pace, 1));
     s = sim->Emit(a.pace > 0 ? static_cast<fleet::PointSink*>(&paced) : &sink, a.threads, progress,
                   &report->points);

@@ -42,4 +42,24 @@ void Column::Clear() {
   strings.clear();
 }
 
+void AppendPoints(const Column& src, size_t from, size_t to, Column* dst) {
+  if (from == to) return;
+  dst->ts.insert(dst->ts.end(), src.ts.begin() + from, src.ts.begin() + to);
+  const auto append = [&](const auto& in, auto& out) {
+    out.insert(out.end(), in.begin() + from, in.begin() + to);
+  };
+  switch (src.type) {
+    case FieldType::kFloat:
+      return append(src.floats, dst->floats);
+    case FieldType::kInt:
+      return append(src.ints, dst->ints);
+    case FieldType::kUint:
+      return append(src.uints, dst->uints);
+    case FieldType::kBool:
+      return append(src.bools, dst->bools);
+    case FieldType::kString:
+      return append(src.strings, dst->strings);
+  }
+}
+
 }  // namespace gpulse::storage

@@ -39,6 +39,9 @@ struct Column {
   void Clear();
 };
 
+// Appends points [from, to) of `src` to `dst`, which must have src's type.
+void AppendPoints(const Column& src, size_t from, size_t to, Column* dst);
+
 // Integers at a steady interval as the read cache keeps them packed
 // (engine::PackedWindow): point i is at time first + i * step and has the
 // value base + offset i, the offsets `width` bytes each (1, 2 or 4, in host

@@ -30,6 +30,10 @@ struct ValidCase {
 
 TEST(QueryParserTest, ValidQueriesRoundTrip) {
   const ValidCase kCases[] = {
+      // What Telegraf's InfluxDB output sends at its start.
+      {"CREATE DATABASE \"telegraf\"", "CREATE DATABASE telegraf"},
+      {"create database \"my-fleet\"", "CREATE DATABASE \"my-fleet\""},
+      {"SELECT count(distinct(job)) FROM gpu", ""},
       // What Grafana's InfluxDB data source sends.
       {"SELECT mean(\"util\") FROM \"gpu\" WHERE (\"node\" = 'n1') AND time >= now() - 6h and "
        "time <= now() GROUP BY time(1m), \"gpu\" fill(null)",
@@ -333,6 +337,8 @@ struct ErrorCase {
 
 TEST(QueryParserTest, ErrorTable) {
   const ErrorCase kCases[] = {
+      {"CREATE DATABASE fleet WITH DURATION 30d", 1, 23, "CREATE DATABASE takes a name only"},
+      {"CREATE DATABASE", 1, 16, "found end of input"},
       {"", 1, 1,
        "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE or ANOMALIES, "
        "found end of "

@@ -91,6 +91,7 @@ class NumericState final : public AggState {
       case AggKind::kPercentile:
       case AggKind::kMode:
       case AggKind::kDistinct:
+      case AggKind::kCountDistinct:
       case AggKind::kTop:
       case AggKind::kBottom:
         vals_.insert(vals_.end(), v + begin, v + end);
@@ -256,6 +257,11 @@ class NumericState final : public AggState {
           return FromSketch();
         }
         break;
+      case AggKind::kCountDistinct: {
+        std::vector<T> v = vals_;
+        std::sort(v.begin(), v.end());
+        return static_cast<int64_t>(std::unique(v.begin(), v.end()) - v.begin());
+      }
       default:
         break;
     }
@@ -462,6 +468,9 @@ class ValueState final : public AggState {
       }
       return best->first;
     }
+    if (spec_.kind == AggKind::kCountDistinct) return static_cast<int64_t>(counts_.size());
+    // distinct answers its rows (Rows), not one value.
+    if (spec_.kind == AggKind::kDistinct || points_.empty()) return std::monostate{};
     // first, last, min, max keep the one point they chose.
     selected_t_ = points_.front().first;
     return points_.front().second;
@@ -480,7 +489,8 @@ class ValueState final : public AggState {
     } else {
       v = c.strings[i];
     }
-    if (spec_.kind == AggKind::kMode || spec_.kind == AggKind::kDistinct) {
+    if (spec_.kind == AggKind::kMode || spec_.kind == AggKind::kDistinct ||
+        spec_.kind == AggKind::kCountDistinct) {
       ++counts_[v];
       return;
     }

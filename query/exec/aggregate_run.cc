@@ -166,6 +166,7 @@ Status AggregateRun::Prepare() {
       case AggKind::kMode:
       case AggKind::kPercentile:
       case AggKind::kDistinct:
+      case AggKind::kCountDistinct:
       case AggKind::kTop:
       case AggKind::kBottom:
         return true;

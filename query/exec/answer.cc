@@ -230,8 +230,8 @@ void MultiRows(const Plan& plan, GroupAcc& acc, const std::vector<int64_t>& buck
     std::vector<std::pair<int64_t, QueryValue>> rows;
     states[0]->Rows(&rows);
     for (auto& [t, v] : rows) {
-      rs->values.push_back(
-          {QueryValue(t == INT64_MIN || plan.bucketer ? times[bi] : t), std::move(v)});
+      // top and bottom answer their points' own times, distinct the bucket's.
+      rs->values.push_back({QueryValue(t == INT64_MIN ? times[bi] : t), std::move(v)});
     }
   }
 }

@@ -57,11 +57,11 @@ Status ListSeries(Input* input, const std::string& m, const Plan& plan,
   return Status::Ok();
 }
 
-// Runs `s` over the measurements `from` names in `input`. With keep_plans
-// (the input is the Db's), plans are kept in `s` and reused. The answer goes
+// Runs `s` over the measurements `from` names in `input`. With `plans` (the
+// input is the Db's), plans are kept there and reused. The answer goes
 // to `out`, or as columns to `columns` when it is not null.
 Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, const Measurement& from,
-                  bool keep_plans, std::vector<ResultSeries>* out,
+                  PlanCache* plans, std::vector<ResultSeries>* out,
                   std::vector<ColumnSeries>* columns) {
   std::vector<std::string> names;
   if (from.regex) {
@@ -79,10 +79,10 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
     // A kept plan of this statement answers when the catalog is as it was
     // when the plan was made; else the plan is made, and kept.
     uint64_t version = 0;
-    if (keep_plans) GPULSE_RETURN_IF_ERROR(ctx->db()->CatalogVersion(m, &version));
-    const KeptPlan kept =
-        keep_plans ? FindKeptPlan(s, m, from.retention_policy, ctx->options().database, version)
-                   : KeptPlan();
+    if (plans != nullptr) GPULSE_RETURN_IF_ERROR(ctx->db()->CatalogVersion(m, &version));
+    const KeptPlan kept = plans != nullptr ? plans->Find(s, m, from.retention_policy,
+                                                         ctx->options().database, version)
+                                           : KeptPlan();
     Plan plan;
     if (kept.plan) {
       plan = *kept.plan;
@@ -97,8 +97,8 @@ Status RunOnInput(ExecContext* ctx, const SelectStatement& s, Input* input, cons
     }
     std::shared_ptr<const std::vector<InSeries>> listed = kept.series;
     if (!listed) GPULSE_RETURN_IF_ERROR(ListSeries(input, m, plan, &listed));
-    if (keep_plans && !kept.plan) {
-      KeepPlan(s, m, ctx->options().database, version, plan, listed);
+    if (plans != nullptr && !kept.plan) {
+      plans->Keep(s, m, ctx->options().database, version, plan, listed);
     }
     // Every listed series passes a condition of tags: the runs test none.
     if (plan.tags_only) plan.condition = nullptr;
@@ -157,12 +157,12 @@ Status RunSelectInto(ExecContext* ctx, const SelectStatement& s, std::vector<Res
       for (const std::string& n : names) {
         Measurement m;
         m.name = n;
-        GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, input.get(), m, false, &series, into));
+        GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, input.get(), m, nullptr, &series, into));
       }
     } else {
       const std::unique_ptr<Input> input = DbSeriesInput(ctx);
       GPULSE_RETURN_IF_ERROR(RunOnInput(ctx, s, input.get(), src.measurement,
-                                        ctx->keep_plans && !ctx->explain, &series, into));
+                                        ctx->explain ? nullptr : ctx->plan_cache, &series, into));
     }
   }
   if (columns != nullptr) {

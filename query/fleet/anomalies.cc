@@ -87,6 +87,64 @@ Status Features(Db* db, const SelectStatement& select, const std::vector<std::st
   return Status::Ok();
 }
 
+// Scores each group-day against the days of its kind (weekdays, weekend
+// days) with an isolation forest: a series per group, a row per day.
+void ScoreGroupDays(const std::vector<std::vector<double>>& points,
+                    const std::vector<const GroupDay*>& keys,
+                    const std::map<GroupDay, std::vector<double>>& rows,
+                    const std::vector<std::string>& by, std::vector<ResultSeries>* out,
+                    std::vector<std::string>* notes) {
+  // Weekdays and weekends are different normals (as for BASELINE): each
+  // kind of day is scored against the days of its kind, else every weekend
+  // would be the odd day out.
+  std::map<std::vector<std::string>, ResultSeries> series;
+  size_t flagged = 0, scored = 0;
+  for (const bool weekend : {false, true}) {
+    std::vector<size_t> members;
+    for (size_t i = 0; i < points.size(); ++i) {
+      if (WeekendDay(keys[i]->second) == weekend) members.push_back(i);
+    }
+    if (members.empty()) continue;
+    if (members.size() < kMinDays) {
+      notes->push_back(std::string(weekend ? "weekend days" : "weekdays") +
+                       " are not scored: " + std::to_string(members.size()) + " group-days, and " +
+                       std::to_string(kMinDays) + " are needed to tell odd from ordinary");
+      continue;
+    }
+    std::vector<std::vector<double>> sample;
+    for (size_t i : members) sample.push_back(points[i]);
+    const IsolationForest forest(sample, {});
+    for (size_t i : members) {
+      const auto& [group, day] = *keys[i];
+      ResultSeries& rs = series[group];
+      if (rs.columns.empty()) {
+        rs.name = "anomalies";
+        for (size_t k = 0; k < by.size(); ++k) rs.tags.push_back({by[k], group[k]});
+        std::sort(rs.tags.begin(), rs.tags.end(),
+                  [](const Tag& a, const Tag& b) { return a.key < b.key; });
+        rs.columns = {"time", "mean_util", "p95_util", "mean_cpu", "p95_cpu", "score", "anomalous"};
+      }
+      const std::vector<double>& f = rows.at(*keys[i]);
+      auto cell = [](double v) { return std::isnan(v) ? QueryValue() : QueryValue(v); };
+      const double score = forest.Score(points[i]);
+      flagged += score >= kAnomalyThreshold ? 1 : 0;
+      ++scored;
+      rs.values.push_back({QueryValue(day), cell(f[0]), cell(f[1]), cell(f[2]), cell(f[3]),
+                           QueryValue(score), QueryValue(score >= kAnomalyThreshold)});
+    }
+  }
+  for (auto& [group, rs] : series) {
+    std::sort(rs.values.begin(), rs.values.end(), [](const auto& a, const auto& b) {
+      return std::get<int64_t>(a[0]) < std::get<int64_t>(b[0]);
+    });
+  }
+  for (auto& [group, rs] : series) out->push_back(std::move(rs));
+  if (scored == 0) return;
+  notes->push_back(std::to_string(flagged) + " of " + std::to_string(scored) +
+                   " group-days scored " + std::to_string(kAnomalyThreshold).substr(0, 3) +
+                   " or more (an isolation forest of 100 trees)");
+}
+
 }  // namespace
 
 Status RunAnomalies(Db* db, const AnomaliesStatement& s, const QueryOptions& options,
@@ -167,55 +225,7 @@ Status RunAnomalies(Db* db, const AnomaliesStatement& s, const QueryOptions& opt
   } else if (cpu && !gpu) {
     notes->push_back("scored on host CPU only: no gpu util in the range (docs/fleet-schema.md)");
   }
-  // Weekdays and weekends are different normals (as for BASELINE): each
-  // kind of day is scored against the days of its kind, else every weekend
-  // would be the odd day out.
-  std::map<std::vector<std::string>, ResultSeries> series;
-  size_t flagged = 0, scored = 0;
-  for (const bool weekend : {false, true}) {
-    std::vector<size_t> members;
-    for (size_t i = 0; i < points.size(); ++i) {
-      if (WeekendDay(keys[i]->second) == weekend) members.push_back(i);
-    }
-    if (members.empty()) continue;
-    if (members.size() < kMinDays) {
-      notes->push_back(std::string(weekend ? "weekend days" : "weekdays") +
-                       " are not scored: " + std::to_string(members.size()) + " group-days, and " +
-                       std::to_string(kMinDays) + " are needed to tell odd from ordinary");
-      continue;
-    }
-    std::vector<std::vector<double>> sample;
-    for (size_t i : members) sample.push_back(points[i]);
-    const IsolationForest forest(sample, {});
-    for (size_t i : members) {
-      const auto& [group, day] = *keys[i];
-      ResultSeries& rs = series[group];
-      if (rs.columns.empty()) {
-        rs.name = "anomalies";
-        for (size_t k = 0; k < by.size(); ++k) rs.tags.push_back({by[k], group[k]});
-        std::sort(rs.tags.begin(), rs.tags.end(),
-                  [](const Tag& a, const Tag& b) { return a.key < b.key; });
-        rs.columns = {"time", "mean_util", "p95_util", "mean_cpu", "p95_cpu", "score", "anomalous"};
-      }
-      const std::vector<double>& f = rows.at(*keys[i]);
-      auto cell = [](double v) { return std::isnan(v) ? QueryValue() : QueryValue(v); };
-      const double score = forest.Score(points[i]);
-      flagged += score >= kAnomalyThreshold ? 1 : 0;
-      ++scored;
-      rs.values.push_back({QueryValue(day), cell(f[0]), cell(f[1]), cell(f[2]), cell(f[3]),
-                           QueryValue(score), QueryValue(score >= kAnomalyThreshold)});
-    }
-  }
-  for (auto& [group, rs] : series) {
-    std::sort(rs.values.begin(), rs.values.end(), [](const auto& a, const auto& b) {
-      return std::get<int64_t>(a[0]) < std::get<int64_t>(b[0]);
-    });
-  }
-  for (auto& [group, rs] : series) out->push_back(std::move(rs));
-  if (scored == 0) return Status::Ok();
-  notes->push_back(std::to_string(flagged) + " of " + std::to_string(scored) +
-                   " group-days scored " + std::to_string(kAnomalyThreshold).substr(0, 3) +
-                   " or more (an isolation forest of 100 trees)");
+  ScoreGroupDays(points, keys, rows, by, out, notes);
   return Status::Ok();
 }
 

@@ -55,6 +55,7 @@ bool AcceptsType(AggKind kind, FieldType type) {
     case AggKind::kFirst:
     case AggKind::kLast:
     case AggKind::kDistinct:
+    case AggKind::kCountDistinct:
     case AggKind::kMode:
       return true;
     case AggKind::kMin:

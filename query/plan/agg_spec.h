@@ -27,6 +27,7 @@ enum class AggKind : unsigned char {
   kDistinct,
   kTop,
   kBottom,
+  kCountDistinct,  // count(distinct(f)): how many distinct values
 };
 
 // The AggKind for a function name (p95 is kPercentile); false for a name

@@ -34,28 +34,20 @@ bool HasTransformation(const Expr& e) {
   return false;
 }
 
-// The column name InfluxQL gives an expression: its alias, the field, the
-// outermost function, or the fields joined by '_'.
+// The column name InfluxQL gives an expression: the field, the function, or
+// for an expression of several, the names of its fields and functions (not
+// of a function's arguments) in order, joined by '_': mean(util) / max(util)
+// is mean_max, util + temp_c util_temp_c, mean(util) * 2 mean.
 std::string DefaultName(const Expr& e) {
-  if (e.kind == ExprKind::kVarRef) return e.text;
-  if (e.kind == ExprKind::kCall) return e.text;
   std::string out;
-  std::function<bool(const Expr&)> find_call = [&](const Expr& x) {
-    if (x.kind == ExprKind::kCall) {
-      out = x.text;
-      return true;
+  std::function<void(const Expr&)> names = [&](const Expr& x) {
+    if (x.kind == ExprKind::kVarRef || x.kind == ExprKind::kCall) {
+      out += (out.empty() ? "" : "_") + x.text;
+      return;
     }
-    for (const auto& c : x.children) {
-      if (find_call(*c)) return true;
-    }
-    return false;
+    for (const auto& c : x.children) names(*c);
   };
-  if (find_call(e)) return out;
-  std::function<void(const Expr&)> refs = [&](const Expr& x) {
-    if (x.kind == ExprKind::kVarRef) out += (out.empty() ? "" : "_") + x.text;
-    for (const auto& c : x.children) refs(*c);
-  };
-  refs(e);
+  names(e);
   return out.empty() ? "expr" : out;
 }
 
@@ -200,6 +192,23 @@ Status CheckAggregateArgs(const Expr& call, Plan* plan, const std::string& field
 // Walks a field expression of an aggregate query: registers its aggregate
 // calls as slots and checks that no field is used outside one.
 Status PlanAggregates(const Expr& e, Plan* plan) {
+  if (IsAggregateCall(e) && e.text == "count" && e.children.size() == 1 &&
+      e.children[0]->kind == ExprKind::kCall && e.children[0]->text == "distinct") {
+    // count(distinct(f)): how many distinct values f has.
+    const Expr& inner = *e.children[0];
+    if (inner.children.size() != 1 || inner.children[0]->kind != ExprKind::kVarRef) {
+      return ErrorAt(inner, "distinct() takes a field name");
+    }
+    const Expr& arg = *inner.children[0];
+    AggSlot slot;
+    slot.spec.kind = AggKind::kCountDistinct;
+    const auto known = plan->all_fields->find(arg.text);
+    slot.spec.type = known != plan->all_fields->end() ? known->second : FieldType::kFloat;
+    slot.field = plan->IsField(arg) ? plan->FieldIndex(arg.text) : -1;
+    plan->slot_of[&e] = static_cast<int>(plan->slots.size());
+    plan->slots.push_back(slot);
+    return Status::Ok();
+  }
   if (IsAggregateCall(e)) {
     const Expr& arg = *e.children[0];
     if (arg.kind != ExprKind::kVarRef) {

@@ -24,18 +24,14 @@ struct SeriesCharge {
   const size_t n;
 };
 
-struct SelectPlans {
-  std::vector<KeptPlan> kept;  // the most recently used last
-};
-
-// The kept plan of `s` for this measurement, retention policy and database
-// when the catalog is still at `version`; else an empty one.
-KeptPlan FindKeptPlan(const SelectStatement& s, const std::string& measurement,
-                      const std::string& retention_policy, const std::string& database,
-                      uint64_t version) {
-  std::lock_guard<std::mutex> l(s.plans_mu);
-  if (!s.plans) return {};
-  std::vector<KeptPlan>& kept = s.plans->kept;
+KeptPlan PlanCache::Find(const SelectStatement& s, const std::string& measurement,
+                         const std::string& retention_policy, const std::string& database,
+                         uint64_t version) {
+  std::lock_guard<std::mutex> l(mu_);
+  const auto entry = by_statement_.find(s.id);
+  if (entry == by_statement_.end()) return {};
+  entries_.splice(entries_.begin(), entries_, entry->second);
+  std::vector<KeptPlan>& kept = entry->second->kept;
   for (auto it = kept.begin(); it != kept.end(); ++it) {
     if (!it->Of(measurement, database, retention_policy)) continue;
     if (it->catalog_version != version) {
@@ -50,9 +46,9 @@ KeptPlan FindKeptPlan(const SelectStatement& s, const std::string& measurement,
   return {};
 }
 
-void KeepPlan(const SelectStatement& s, const std::string& measurement, const std::string& database,
-              uint64_t version, const Plan& plan,
-              const std::shared_ptr<const std::vector<InSeries>>& series) {
+void PlanCache::Keep(const SelectStatement& s, const std::string& measurement,
+                     const std::string& database, uint64_t version, const Plan& plan,
+                     const std::shared_ptr<const std::vector<InSeries>>& series) {
   auto copy = std::make_shared<Plan>(plan);
   copy->tag_keys.clear();
   KeptPlan k;
@@ -70,9 +66,19 @@ void KeepPlan(const SelectStatement& s, const std::string& measurement, const st
       kept_series_total.fetch_sub(n, std::memory_order_relaxed);  // full: listed each run
     }
   }
-  std::lock_guard<std::mutex> l(s.plans_mu);
-  if (!s.plans) s.plans = std::make_shared<SelectPlans>();
-  std::vector<KeptPlan>& kept = s.plans->kept;
+  std::lock_guard<std::mutex> l(mu_);
+  auto entry = by_statement_.find(s.id);
+  if (entry == by_statement_.end()) {
+    if (entries_.size() >= kMaxStatements) {
+      by_statement_.erase(entries_.back().statement);
+      entries_.pop_back();
+    }
+    entries_.push_front({s.id, {}});
+    entry = by_statement_.emplace(s.id, entries_.begin()).first;
+  } else {
+    entries_.splice(entries_.begin(), entries_, entry->second);
+  }
+  std::vector<KeptPlan>& kept = entry->second->kept;
   const auto same = std::find_if(kept.begin(), kept.end(), [&](const KeptPlan& old) {
     return old.Of(measurement, database, plan.forced_tier);
   });
@@ -82,6 +88,17 @@ void KeepPlan(const SelectStatement& s, const std::string& measurement, const st
   }
   if (kept.size() >= kMaxKeptPlans) kept.erase(kept.begin());
   kept.push_back(std::move(k));
+}
+
+void PlanCache::Forget(uint64_t id) {
+  std::list<Entry> gone;  // destroyed after the lock is let go
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    const auto entry = by_statement_.find(id);
+    if (entry == by_statement_.end()) return;
+    gone.splice(gone.begin(), entries_, entry->second);
+    by_statement_.erase(entry);
+  }
 }
 
 size_t KeptPlanSeries() { return kept_series_total.load(std::memory_order_relaxed); }

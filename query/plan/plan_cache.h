@@ -1,17 +1,23 @@
-// Kept plans: a SELECT over the Db keeps, for its next run, its plan of each
+// Kept plans: the executor keeps, for a SELECT's next run, its plan of each
 // measurement and the series list the plan matched, both read from the
 // catalog at a version; a run finds them again while the catalog is still
-// at that version. Planning and listing afresh cost a query for a node's
-// hour 30 of its 74 k server instructions, and more on a CPU whose caches
-// hold other work (docs/performance.md, session 15).
+// at that version. The cache is the executor's (ExecContext::plan_cache),
+// not the tree's: it knows a statement by its id, and holds the plans of the
+// statements run last, each until its tree is destroyed (the executor has
+// SelectStatement's destructor tell it: OnSelectDestroyed). Planning and listing afresh cost a
+// query for a node's hour 30 of its 74 k server instructions, and more on a CPU whose caches hold
+// other work (docs/performance.md, session 15).
 //
-// Thread safety: any thread; a statement's kept plans sit under its mutex.
+// Thread safety: PlanCache may be used from any thread (one mutex).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "query/plan/plan.h"
@@ -52,16 +58,33 @@ inline constexpr size_t kMaxKeptSeries = 1024;
 // of tags at a fleet's five tags a series).
 inline constexpr size_t kMaxKeptSeriesTotal = 64 * 1024;
 
-// The kept plan of `s` for this measurement, retention policy and database
-// when the catalog is still at `version`; else an empty one.
-KeptPlan FindKeptPlan(const SelectStatement& s, const std::string& measurement,
-                      const std::string& retention_policy, const std::string& database,
-                      uint64_t version);
+class PlanCache {
+ public:
+  // The kept plan of `s` for this measurement, retention policy and
+  // database when the catalog is still at `version`; else an empty one.
+  KeptPlan Find(const SelectStatement& s, const std::string& measurement,
+                const std::string& retention_policy, const std::string& database, uint64_t version);
 
-// Keeps `plan` and its series list for the next run of `s`.
-void KeepPlan(const SelectStatement& s, const std::string& measurement, const std::string& database,
-              uint64_t version, const Plan& plan,
-              const std::shared_ptr<const std::vector<InSeries>>& series);
+  // Keeps `plan` and its series list for the next run of `s`.
+  void Keep(const SelectStatement& s, const std::string& measurement, const std::string& database,
+            uint64_t version, const Plan& plan,
+            const std::shared_ptr<const std::vector<InSeries>>& series);
+
+  // Lets the plans of statement `id` go (its tree was destroyed).
+  void Forget(uint64_t id);
+
+  // The statements whose plans are kept, the last run: at most this many.
+  static constexpr size_t kMaxStatements = 1024;
+
+ private:
+  struct Entry {
+    uint64_t statement;
+    std::vector<KeptPlan> kept;  // the most recently used last
+  };
+  std::mutex mu_;
+  std::list<Entry> entries_;  // GUARDED_BY(mu_): the most recently run first
+  std::unordered_map<uint64_t, std::list<Entry>::iterator> by_statement_;  // GUARDED_BY(mu_)
+};
 
 // Series held in the series lists of kept plans, every statement of the
 // process together: at most kMaxKeptSeriesTotal (a list that would pass that

@@ -17,6 +17,8 @@
 
 namespace gpulse::query {
 
+class PlanCache;  // query/plan/plan_cache.h
+
 // What every part of one statement's run shares: the Db, the options, the
 // clock, the limits and the stop flag the workers watch.
 class ExecContext {
@@ -55,9 +57,10 @@ class ExecContext {
   std::function<bool(const ResultSeries&)> emit;
   // EXPLAIN: when on, the plan describes itself in lines.
   bool explain = false;
-  // A SELECT over the Db keeps its plans in its tree for the next run
-  // (SelectStatement::plans); never under EXPLAIN.
-  bool keep_plans = false;
+  // Where a SELECT over the Db keeps its plans for its next run, and finds
+  // them (the executor's, query/plan/plan_cache.h); null: planned afresh and
+  // kept nowhere (EXPLAIN never keeps).
+  PlanCache* plan_cache = nullptr;
   std::vector<std::string> plan_lines;
   // Said with the answer (an approximate quantile); one thread only.
   std::vector<std::string> notes;

@@ -5,7 +5,6 @@
 #include <optional>
 #include <tuple>
 
-#include "engine/column_ops.h"
 #include "query/runtime/eval.h"
 #include "query/runtime/result.h"
 
@@ -84,7 +83,7 @@ void SortColumn(Column* col) {
                    [&](size_t a, size_t b) { return col->ts[a] < col->ts[b]; });
   Column sorted;
   sorted.type = col->type;
-  for (size_t i : order) engine::AppendPoints(*col, i, i + 1, &sorted);
+  for (size_t i : order) storage::AppendPoints(*col, i, i + 1, &sorted);
   *col = std::move(sorted);
 }
 
@@ -335,7 +334,7 @@ class ResultInput final : public Input {
       into.type = type;
       const auto [begin, end] = Span(*col, lo, hi);
       if (col->type == type) {
-        engine::AppendPoints(*col, begin, end, &into);
+        storage::AppendPoints(*col, begin, end, &into);
         continue;
       }
       // The series disagree on the field's type, which is then float:

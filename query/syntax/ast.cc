@@ -1,5 +1,7 @@
 #include "query/syntax/ast.h"
 
+#include <atomic>
+
 #include <charconv>
 #include <cmath>
 
@@ -160,6 +162,21 @@ void AppendNumber(std::string_view keyword, const std::optional<int64_t>& n, std
 }
 
 }  // namespace
+
+uint64_t NextStatementId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+std::atomic<void (*)(uint64_t)> select_destroyed{nullptr};
+}  // namespace
+
+void OnSelectDestroyed(void (*fn)(uint64_t id)) { select_destroyed.store(fn); }
+
+SelectStatement::~SelectStatement() {
+  if (void (*fn)(uint64_t) = select_destroyed.load(std::memory_order_relaxed)) fn(id);
+}
 
 int Precedence(BinaryOp op) {
   switch (op) {
@@ -419,6 +436,10 @@ std::string_view DefinitionKindName(DefinitionKind kind) {
 std::string DropDefinitionStatement::ToString() const {
   return std::string(what == DefinitionKind::kAlert ? "DROP ALERT " : "DROP SEASON ") +
          QuoteIdent(name);
+}
+
+std::string CreateDatabaseStatement::ToString() const {
+  return "CREATE DATABASE " + QuoteIdent(name);
 }
 
 std::string ExplainStatement::ToString() const { return "EXPLAIN " + select->ToString(); }

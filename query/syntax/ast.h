@@ -3,16 +3,15 @@
 // identifiers quoted only where needed, parentheses only where precedence
 // needs them, so that parse(ToString(parse(q))) is the same tree.
 //
-// Thread safety: nodes are plain values, but for one memo: a SELECT keeps the
-// executor's plans of it (under a mutex of its own), so that a tree run again
-// (ParseCache hands one tree to every request with the same text) is not
-// planned again. A tree nobody mutates may be read and run from any number of
-// threads.
+// Thread safety: nodes are plain values; a tree nobody mutates may be read
+// and run from any number of threads (ParseCache hands one tree to every
+// request with the same text). What the executor keeps of a tree between
+// runs (its plans) is the executor's, known by the statement's id
+// (query/plan/plan_cache.h).
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -102,19 +101,31 @@ enum class StatementKind : unsigned char {
   kCreateSeason,
   kDropDefinition,  // DROP ALERT, DROP SEASON
   kAnomalies,
+  kCreateDatabase,
 };
 
+// A number no other statement of the process has had: what the executor's
+// plan cache (query/plan/plan_cache.h) knows a parsed tree by.
+uint64_t NextStatementId();
+
+// Sets the function told the id of each SELECT as it is destroyed: the
+// executor's plan cache lets that tree's plans go with it. One for the
+// process; null (the start) tells no one.
+void OnSelectDestroyed(void (*fn)(uint64_t id));
+
 struct Statement {
-  explicit Statement(StatementKind k) : kind(k) {}
+  explicit Statement(StatementKind k) : kind(k), id(NextStatementId()) {}
   virtual ~Statement() = default;
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
   virtual std::string ToString() const = 0;
 
   StatementKind kind;
   Position pos;
+  const uint64_t id;  // not part of the tree (ToString, equality)
 };
 
 struct SelectStatement;
-struct SelectPlans;  // query/plan/plan_cache.cc
 
 // db.rp.measurement as InfluxQL writes it (db..m leaves the policy empty), or
 // a regex over measurement names.
@@ -145,6 +156,7 @@ enum class SortOrder : unsigned char { kUnset, kAsc, kDesc };
 
 struct SelectStatement : Statement {
   SelectStatement() : Statement(StatementKind::kSelect) {}
+  ~SelectStatement() override;
   std::string ToString() const override;
 
   std::vector<SelectField> fields;
@@ -156,11 +168,6 @@ struct SelectStatement : Statement {
   SortOrder order = SortOrder::kUnset;
   std::optional<int64_t> limit, offset, slimit, soffset;
   std::optional<std::string> timezone;  // tz('Europe/Paris')
-
-  // The executor's plans of this statement, for its next run: opaque here,
-  // query/plan/plan_cache.cc's business. Not part of the tree (ToString, equality).
-  mutable std::mutex plans_mu;
-  mutable std::shared_ptr<SelectPlans> plans;  // GUARDED_BY(plans_mu)
 };
 
 enum class ShowKind : unsigned char {
@@ -287,6 +294,16 @@ struct CreateSeasonStatement : Statement {
 // DROP ALERT name | DROP SEASON name: a stored definition goes.
 enum class DefinitionKind : unsigned char { kAlert, kSeason };
 std::string_view DefinitionKindName(DefinitionKind kind);  // "alert", "season"
+
+// CREATE DATABASE name: makes a database known (SHOW DATABASES lists it)
+// before anything is written to it, as Telegraf asks at its start. A
+// database is the `db` tag of the points written to it (statement_reach.h).
+struct CreateDatabaseStatement : Statement {
+  CreateDatabaseStatement() : Statement(StatementKind::kCreateDatabase) {}
+  std::string ToString() const override;
+
+  std::string name;
+};
 
 struct DropDefinitionStatement : Statement {
   DropDefinitionStatement() : Statement(StatementKind::kDropDefinition) {}

@@ -164,6 +164,7 @@ class Parser {
   bool ParseDecompose(std::unique_ptr<Statement>* out);
   bool ParseCreateAlert(std::unique_ptr<Statement>* out);
   bool ParseCreateSeason(std::unique_ptr<Statement>* out);
+  bool ParseCreateDatabase(std::unique_ptr<Statement>* out);
   bool ParseAnomalies(std::unique_ptr<Statement>* out);
   bool ExpectWord(std::string_view upper_word);
   bool ParseTimeBound(std::unique_ptr<Expr>* out);
@@ -247,6 +248,10 @@ bool Parser::ParseStatement(std::unique_ptr<Statement>* out) {
       }
       if (PeekWord("create") && PeekWord("season", 1)) {
         ok = ParseCreateSeason(out);
+        break;
+      }
+      if (PeekWord("create") && PeekWord("database", 1)) {
+        ok = ParseCreateDatabase(out);
         break;
       }
       if (PeekWord("create")) {
@@ -747,6 +752,24 @@ bool Parser::ParseCreateSeason(std::unique_ptr<Statement>* out) {
   if (!ParseIdent(&s->name) || !Expect(TokenKind::kFrom) || !ParseTimeBound(&s->start) ||
       !ExpectWord("TO") || !ParseTimeBound(&s->end)) {
     return false;
+  }
+  *out = std::move(s);
+  return true;
+}
+
+// create_database = "CREATE" "DATABASE" ident
+// InfluxQL's WITH DURATION, REPLICATION, SHARD DURATION and NAME are refused
+// by name: a database's retention is the server's configuration.
+bool Parser::ParseCreateDatabase(std::unique_ptr<Statement>* out) {
+  Consume();
+  Consume();
+  auto s = std::make_unique<CreateDatabaseStatement>();
+  if (!ParseIdent(&s->name)) return false;
+  if (Peek().kind == TokenKind::kWith) {
+    return FailAt(Peek().pos, DescribeToken(Peek()),
+                  "CREATE DATABASE takes a name only: how long a database keeps its points is "
+                  "the server's storage.retention_days_by_database (docs/operations.md), not a "
+                  "clause");
   }
   *out = std::move(s);
   return true;

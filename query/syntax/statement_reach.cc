@@ -91,6 +91,9 @@ Result<Reach> StatementReach(const Statement& statement, std::string_view query_
     case StatementKind::kDecompose:
     case StatementKind::kAnomalies:
       return OnDatabase(named, query_database, false);
+    case StatementKind::kCreateDatabase:
+      return Reach{Reach::Kind::kDatabase,
+                   static_cast<const CreateDatabaseStatement&>(statement).name, true};
     case StatementKind::kCreateAlert:
     case StatementKind::kCreateSeason:
     case StatementKind::kDropDefinition:

@@ -3,7 +3,7 @@
 
 Each folder of the product may include only itself and the folders it is
 allowed to reach (ALLOWED below; docs/architecture.md, "Layers", draws
-them). And no two units include each other, directly or round a loop: a unit
+them), and of a folder with a public face (FACES) only that face. And no two units include each other, directly or round a loop: a unit
 is a header and its source file (query/exec/raw.h and raw.cc). tests/ and
 bench/ may include anything.
 
@@ -32,6 +32,12 @@ ALLOWED = {
     "query": QUERY + ["engine", "storage"],
     "server": ["query"] + QUERY + ["ingest", "engine", "storage"],
     "shell": ["server", "query"] + QUERY + ["ingest", "engine", "storage"],
+}
+
+# Folder -> the only headers of it that files outside it may include: its
+# public face. The engine's is engine/gpulse.h; the rest is behind it.
+FACES = {
+    "engine": ["engine/gpulse.h"],
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -68,6 +74,10 @@ def main():
             if to != folder and to not in ALLOWED.get(folder, []):
                 errors.append(f"{path}:{number}: includes {target}, but {folder}/ may not "
                               f"reach {to}/ (tests/tools/check_layers.py, ALLOWED)")
+            face = FACES.get(to)
+            if face is not None and to != folder and target not in face:
+                errors.append(f"{path}:{number}: includes {target}, behind the face of {to}/ "
+                              f"(outside it, include only {', '.join(face)})")
             to_unit = os.path.splitext(target)[0]
             if to_unit != unit:
                 unit_edges[unit].add(to_unit)

@@ -1,0 +1,411 @@
+// The GPU-minute ledger's rules (ledger_builder.h; docs/metric-framework.md):
+// each GPU-minute to productive or exactly one loss, its bucket and group,
+// and the contributors it is traced to.
+
+#include "query/fleet/ledger_builder.h"
+
+namespace gpulse::query::ledger {
+
+uint32_t LedgerBuilder::Intern(size_t dimension, std::string_view value) {
+  std::string key(1, static_cast<char>(dimension));
+  key += value;
+  const auto [it, added] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(names_.size()));
+  if (added)
+    names_.emplace_back(std::string(kContributorDimensions[dimension]), std::string(value));
+  return it->second;
+}
+
+int64_t LedgerBuilder::Bucket(int64_t ts) const {
+  return o_.bucket_of      ? o_.bucket_of(ts)
+         : o_.every_ns > 0 ? range_start_ + (ts - range_start_) / o_.every_ns * o_.every_ns
+                           : range_start_;
+}
+
+LedgerRow& LedgerBuilder::Cell(const std::vector<std::string>& group, int64_t ts) {
+  // A day to keep is built in hours, bucketed when it is added.
+  const int64_t bucket = keeping_ ? ts - (((ts % kHourNs) + kHourNs) % kHourNs) : Bucket(ts);
+  // Consecutive minutes of a GPU mostly land in the same cell.
+  if (last_ != nullptr && last_->bucket_ns == bucket && last_->group == group) return *last_;
+  LedgerRow& row = (keeping_ ? day_cells_ : cells_)[{group, bucket}];
+  row.group = group;
+  row.bucket_ns = bucket;
+  last_ = &row;
+  return row;
+}
+
+// A minute of `job` on a healthy GPU: kept and advancing is productive (less
+// the data and network shares above baseline); work later thrown away goes
+// to its failure's cause; no step is software's.
+std::array<double, kLossCount> LedgerBuilder::Allocated(const std::string& job, int64_t t,
+                                                        bool healthy, const JobRecord** record,
+                                                        const Ended** failed) {
+  std::array<double, kLossCount> out{};
+  *failed = nullptr;
+  // A GPU's minutes mostly hold the job of the minute before.
+  if (found_job_ != job) {
+    const auto it = jobs_.find(job);
+    found_job_ = job;
+    found_ = it == jobs_.end() ? nullptr : &it->second;
+  }
+  *record = found_;
+  if (!healthy) {
+    out[static_cast<size_t>(Loss::kHardware)] = 1;
+    return out;
+  }
+  if (found_ == nullptr) {  // no steps and no outcome known: it did not visibly advance
+    out[static_cast<size_t>(Loss::kSoftware)] = 1;
+    return out;
+  }
+  const JobRecord& r = *found_;
+  // The attempt running at t is the first to end after it.
+  const auto end = std::upper_bound(r.ends.begin(), r.ends.end(), t,
+                                    [](int64_t v, const Ended& e) { return v < e.end_ns; });
+  if (end != r.ends.end() &&
+      (end->outcome == Outcome::kFailed || end->outcome == Outcome::kPreempted) &&
+      t >= end->last_checkpoint_ns) {
+    out[static_cast<size_t>(end->cause)] = 1;
+    *failed = &*end;
+    return out;
+  }
+  const auto step =
+      std::lower_bound(r.steps.begin(), r.steps.end(), t,
+                       [](const StepMinute& s, int64_t v) { return s.minute_ns < v; });
+  bool advanced = false;
+  if (step != r.steps.end() && step->minute_ns == t) {
+    if (step != r.steps.begin() && std::prev(step)->minute_ns == t - kMinuteNs) {
+      advanced = step->step > std::prev(step)->step;
+    } else {
+      advanced = step->timed;  // the attempt's first minute
+    }
+  }
+  if (!advanced) {
+    out[static_cast<size_t>(Loss::kSoftware)] = 1;
+    return out;
+  }
+  const auto base = baseline_.find(BaselineKey(r));
+  double data = 0, sync = 0;
+  if (base != baseline_.end()) {
+    data = std::max(0.0, step->data_share - base->second.first);
+    sync = std::max(0.0, step->sync_share - base->second.second);
+  }
+  const double waste = std::min(1.0, data + sync);
+  if (waste > 0) {
+    out[static_cast<size_t>(Loss::kDataIo)] = data / (data + sync) * waste;
+    out[static_cast<size_t>(Loss::kNetwork)] = sync / (data + sync) * waste;
+  }
+  out[static_cast<size_t>(Loss::kProductive)] = 1 - waste;
+  return out;
+}
+
+// A GPU idle at `t` whose last job (there until `last_t`) failed or was
+// preempted is idle because of that failure until the job is resubmitted,
+// or, when it is not, until the GPU is given other work; for at most as long
+// as the job had run, over all its attempts (the best guess of the work it
+// still had: a job that ran for hours had hours left, one that died in its
+// first minute held the GPU for a minute).
+const Ended* LedgerBuilder::RestartGap(const JobRecord& r, int64_t last_t, int64_t t) {
+  const auto end = std::upper_bound(r.ends.begin(), r.ends.end(), last_t,
+                                    [](int64_t v, const Ended& e) { return v < e.end_ns; });
+  if (end == r.ends.end()) return nullptr;
+  // Events carry nanoseconds within their minute (docs/fleet-schema.md).
+  const int64_t ended = end->end_ns - (((end->end_ns % kMinuteNs) + kMinuteNs) % kMinuteNs);
+  if (ended > t) return nullptr;
+  if (end->outcome != Outcome::kFailed && end->outcome != Outcome::kPreempted) return nullptr;
+  const auto again = std::lower_bound(r.resubmits.begin(), r.resubmits.end(), end->end_ns);
+  if (again != r.resubmits.end() && *again <= t) return nullptr;
+  const int64_t ran = r.starts.empty() || r.starts.front() > last_t
+                          ? kQueueLookbackNs  // started before the look-back
+                          : end->end_ns - r.starts.front();
+  if (t - ended >= ran) return nullptr;
+  return &*end;
+}
+
+// A job killed by one faulty GPU loses minutes on all of its GPUs; the
+// loss is that GPU's (and its node's), not spread thin over the job's 64
+// healthy ones, where no contributor would stand out. The culprits are the
+// GPUs the job held that were unhealthy in the attempt's last hour; with
+// none seen, the minutes stay where they were.
+void LedgerBuilder::TraceHardwareFailures() {
+  constexpr int64_t kCulpritWindowNs = 60 * kMinuteNs;
+  constexpr size_t kHardware = static_cast<size_t>(Loss::kHardware);
+  std::vector<std::pair<uint32_t, uint32_t>> culprits;
+  for (const auto& [key, minutes] : deferred_) {
+    const auto& [row, job, end_ns, node, gpu] = key;
+    culprits.clear();
+    const auto it = unhealthy_.find(job);
+    if (it != unhealthy_.end()) {
+      for (const Unhealthy& u : it->second) {
+        if (u.t <= end_ns && u.t > end_ns - kCulpritWindowNs) culprits.push_back({u.node, u.gpu});
+      }
+    }
+    std::sort(culprits.begin(), culprits.end());
+    culprits.erase(std::unique(culprits.begin(), culprits.end()), culprits.end());
+    auto& tally = row->contributors[kHardware];
+    if (culprits.empty()) {
+      tally[node] += minutes;
+      tally[gpu] += minutes;
+      continue;
+    }
+    for (const auto& [culprit_node, culprit_gpu] : culprits) {
+      tally[culprit_node] += minutes / static_cast<double>(culprits.size());
+      tally[culprit_gpu] += minutes / static_cast<double>(culprits.size());
+    }
+  }
+}
+
+Status LedgerBuilder::LastJobBefore(const Series& gpu, std::string* job, int64_t* t, bool* found) {
+  *found = false;
+  std::vector<Column> cols;
+  const std::string field[] = {"job"};
+  GPULSE_RETURN_IF_ERROR(db_->ReadSeries(gpu, field, day_, start_, &cols));
+  if (cols[0].type != FieldType::kString) return Status::Ok();
+  for (size_t i = cols[0].size(); i-- > 0;) {
+    if (cols[0].strings[i].empty()) continue;
+    *job = cols[0].strings[i];
+    *t = cols[0].ts[i];
+    *found = true;
+    break;
+  }
+  return Status::Ok();
+}
+
+// One GPU's walk through the day's minutes (Classify): where it is, its
+// columns' cursors, its group, and the job it held last.
+struct GpuWalk {
+  GpuWalk(const std::vector<Column>& cols, const Column* team_column)
+      : job(cols[0]),
+        xid(cols[1]),
+        throttle(cols[2]),
+        team(team_column),
+        team_at(team_column != nullptr ? *team_column : cols[0]) {}
+
+  std::string node, region;
+  const std::vector<std::pair<int64_t, double>>* prices = nullptr;
+  size_t price_at = 0;  // prices[price_at - 1] holds at t (0: none yet)
+  const NodeMinutes* n = nullptr;
+  const std::vector<int32_t>* pending = nullptr;  // the region's jobs waiting, by minute
+  // The group's tag part is fixed for the series; attribution varies by minute.
+  std::vector<std::string> group;
+  std::vector<std::pair<size_t, const Column*>> per_minute;  // group index, its column
+  std::vector<Cursor> attribution;
+  Cursor job, xid, throttle;
+  // Contributor ids, in kContributorDimensions order but queue: where the
+  // GPU is, then per minute its driver, the job's image and framework, team.
+  std::vector<uint32_t> ids;
+  const Column* team;
+  Cursor team_at;
+  std::vector<uint32_t> links;  // troubled links a network loss crossed
+  // The job that held this GPU last, for the idle minutes after it failed.
+  const std::string* last_job = nullptr;
+  const JobRecord* last_record = nullptr;
+  int64_t last_t = 0;
+  std::string job_before;  // the last job before start_, looked up once
+  bool looked_back = false;
+  uint32_t last_team = kNone;
+};
+
+void LedgerBuilder::StartWalk(const Series& gpu, const std::vector<Column>& cols, GpuWalk* w) {
+  w->node = TagOf(gpu, "node");
+  w->region = TagOf(gpu, "region");
+  const auto price_it = prices_.find(w->region + '\0' + TagOf(gpu, "sku"));
+  w->prices = price_it == prices_.end() ? nullptr : &price_it->second;
+  const auto node_it = nodes_.find(w->node);
+  w->n = node_it == nodes_.end() ? nullptr : &node_it->second;
+  const auto pending_it = pending_.find(w->region);
+  w->pending = pending_it == pending_.end() ? nullptr : &pending_it->second;
+  w->group.resize(o_.by.size());
+  for (size_t k = 0; k < o_.by.size(); ++k) {
+    const auto f = std::find(fields_.begin(), fields_.end(), o_.by[k]);
+    if (f != fields_.end()) {
+      w->per_minute.push_back({k, &cols[static_cast<size_t>(f - fields_.begin())]});
+    } else {
+      w->group[k] = TagOf(gpu, o_.by[k]);
+    }
+  }
+  for (const auto& [k, col] : w->per_minute) w->attribution.emplace_back(*col);
+  if (o_.contributors) {
+    const std::string name = w->node + "/" + TagOf(gpu, "gpu");
+    w->ids = {Intern(0, w->region),
+              Intern(1, TagOf(gpu, "cluster")),
+              Intern(2, w->node),
+              Intern(3, name),
+              w->n != nullptr && w->n->link != kNone ? w->n->link : Intern(4, w->node + "/ib0"),
+              kNone,
+              kNone,
+              kNone,
+              kNone};
+  }
+}
+
+// A minute the GPU reported: allocated (the job's minute, by Allocated),
+// unhealthy, or idle (a failed job's restart gap, scheduling or slack).
+Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column>& cols, GpuWalk* w,
+                                     int64_t t, std::array<double, kLossCount>* add,
+                                     const Ended** failed) {
+  const bool healthy =
+      !(w->xid.At(t) && HardwareXid(static_cast<int64_t>(NumberAt(cols[1], w->xid.index())))) &&
+      !(w->throttle.At(t) &&
+        (static_cast<int64_t>(NumberAt(cols[2], w->throttle.index())) & kHardwareThrottle) != 0);
+  if (w->job.At(t) && cols[0].type == FieldType::kString &&
+      !cols[0].strings[w->job.index()].empty()) {
+    const JobRecord* record = nullptr;
+    if (keeping_ && w->last_job != nullptr && *w->last_job != cols[0].strings[w->job.index()])
+      NoteJob(*w->last_job, w->last_t);
+    w->last_job = &cols[0].strings[w->job.index()];
+    *add = Allocated(*w->last_job, t, healthy, &record, failed);
+    w->last_record = record;
+    w->last_t = t;
+    if (o_.contributors && !healthy) unhealthy_[*w->last_job].push_back({t, w->ids[2], w->ids[3]});
+    if (o_.contributors) {
+      w->ids[6] = record != nullptr ? record->image : kNone;
+      w->ids[7] = record != nullptr ? record->framework : kNone;
+      w->ids[8] = w->last_team =
+          w->team != nullptr && w->team->type == FieldType::kString && w->team_at.At(t)
+              ? Intern(9, w->team->strings[w->team_at.index()])
+              : kNone;
+    }
+    return Status::Ok();
+  }
+  if (!healthy) {
+    (*add)[static_cast<size_t>(Loss::kHardware)] = 1;
+    return Status::Ok();
+  }
+  // Idle. Classified from after the day's start, the GPU's last job before
+  // is looked up the first time it matters.
+  if (w->last_job == nullptr && !w->looked_back && start_ > day_) {
+    w->looked_back = true;
+    bool found = false;
+    GPULSE_RETURN_IF_ERROR(LastJobBefore(gpu, &w->job_before, &w->last_t, &found));
+    if (found) {
+      w->last_job = &w->job_before;
+      const auto it = jobs_.find(w->job_before);
+      w->last_record = it == jobs_.end() ? nullptr : &it->second;
+    }
+  }
+  if (w->last_record != nullptr &&
+      (*failed = RestartGap(*w->last_record, w->last_t, t)) != nullptr) {
+    // Idle while its failed job comes back: the failure's cost.
+    (*add)[static_cast<size_t>((*failed)->cause)] = 1;
+    if (o_.contributors) {
+      w->ids[6] = w->last_record->image;
+      w->ids[7] = w->last_record->framework;
+      w->ids[8] = w->last_team;
+    }
+    return Status::Ok();
+  }
+  const int32_t m = MinuteOf(t);
+  const bool waiting = w->pending != nullptr && (*w->pending)[m] > 0;
+  (*add)[static_cast<size_t>(waiting ? Loss::kScheduling : Loss::kSlack)] = 1;
+  return Status::Ok();
+}
+
+// A classified minute into its row: minutes by loss, cost, the attempt
+// whose failure threw it away, and its contributors.
+void LedgerBuilder::CountMinute(GpuWalk* w, int32_t m, int64_t t,
+                                const std::array<double, kLossCount>& add, const Ended* failed) {
+  LedgerRow& row = Cell(w->group, t);
+  for (size_t l = 0; l < kLossCount; ++l) row.minutes[l] += add[l];
+  if (w->prices != nullptr) {
+    while (w->price_at < w->prices->size() && (*w->prices)[w->price_at].first <= t) ++w->price_at;
+    if (w->price_at > 0) {
+      row.cost_usd += (*w->prices)[w->price_at - 1].second;
+      row.priced_minutes += 1;
+    }
+  }
+  if (failed != nullptr) {
+    LedgerRow::FailedAttempt& attempt = row.failed_attempts[std::hash<std::string>()(*w->last_job) ^
+                                                            static_cast<uint64_t>(failed->end_ns)];
+    attempt.loss = failed->cause;
+    attempt.minutes += add[static_cast<size_t>(failed->cause)];
+  }
+  if (!o_.contributors) return;
+  w->ids[5] = w->n != nullptr && !w->n->driver.empty() ? w->n->driver[m] : kNone;
+  w->links.clear();
+  // A network loss is the job's that held the GPU (running, or waiting to come back).
+  if (add[static_cast<size_t>(Loss::kNetwork)] > 0 && w->last_record != nullptr)
+    TroubledLinks(*w->last_record, t, m, &w->links);
+  // A hardware failure's minutes wait for the GPU that failed.
+  const bool placed = failed == nullptr || failed->cause != Loss::kHardware;
+  Trace(add, w->ids, w->links, w->region, m, placed, &row);
+  if (!placed) {
+    deferred_[{&row, *w->last_job, failed->end_ns, w->ids[2], w->ids[3]}] +=
+        add[static_cast<size_t>(Loss::kHardware)];
+  }
+  w->ids[6] = w->ids[7] = w->ids[8] = kNone;
+}
+
+Status LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols) {
+  const Column* team = nullptr;
+  if (o_.contributors) {
+    const auto f = std::find(fields_.begin(), fields_.end(), "team");
+    if (f != fields_.end()) team = &cols[static_cast<size_t>(f - fields_.begin())];
+  }
+  GpuWalk w(cols, team);
+  StartWalk(gpu, cols, &w);
+  for (int32_t m = 0; m < minutes_; ++m) {
+    const int64_t t = start_ + m * kMinuteNs;
+    if (w.n != nullptr && w.n->maintenance[m]) continue;  // not capacity
+    std::array<double, kLossCount> add{};
+    const Ended* failed = nullptr;  // the attempt of *last_job whose failure lost the minute
+    const bool has_point = w.job.At(t) || w.xid.At(t);
+    for (size_t a = 0; a < w.per_minute.size(); ++a) {
+      const Column& col = *w.per_minute[a].second;
+      w.group[w.per_minute[a].first] = w.attribution[a].At(t) && col.type == FieldType::kString
+                                           ? col.strings[w.attribution[a].index()]
+                                           : "";
+    }
+    if (!has_point) {
+      // Silent: the whole node's agent (unobserved), or a GPU its node no
+      // longer reports (hardware).
+      const bool node_reported = w.n != nullptr && w.n->reported[m];
+      add[static_cast<size_t>(node_reported ? Loss::kHardware : Loss::kUnobserved)] = 1;
+    } else {
+      GPULSE_RETURN_IF_ERROR(ReportedMinute(gpu, cols, &w, t, &add, &failed));
+    }
+    if (t < range_start_ && !keeping_) {  // read for the GPU's state only
+      if (o_.contributors) w.ids[6] = w.ids[7] = w.ids[8] = kNone;
+      continue;
+    }
+    CountMinute(&w, m, t, add, failed);
+  }
+  if (keeping_ && w.last_job != nullptr) NoteJob(*w.last_job, w.last_t);
+  return Status::Ok();
+}
+
+// Adds a minute's losses to its contributors; a scheduling loss to the
+// queues that waited, in proportion to the GPUs they asked for.
+void LedgerBuilder::Trace(const std::array<double, kLossCount>& add,
+                          const std::vector<uint32_t>& ids, const std::vector<uint32_t>& links,
+                          const std::string& region, int32_t m, bool placed, LedgerRow* row) {
+  double capacity = 0;
+  for (double v : add) capacity += v;
+  for (uint32_t id : ids) {
+    if (id != kNone) row->contributors[0][id] += capacity;
+  }
+  for (size_t l = 1; l < kLossCount; ++l) {
+    if (add[l] <= 0) continue;
+    auto& tally = row->contributors[l];
+    for (size_t k = 0; k < ids.size(); ++k) {
+      // A node's link explains network losses only; elsewhere it repeats the node.
+      if (ids[k] == kNone || (k == 4 && static_cast<Loss>(l) != Loss::kNetwork)) continue;
+      // A network loss goes to the troubled links the job crossed, if any.
+      if (k == 4 && !links.empty()) continue;
+      if ((k == 2 || k == 3) && !placed && static_cast<Loss>(l) == Loss::kHardware) continue;
+      tally[ids[k]] += add[l];
+    }
+    if (static_cast<Loss>(l) == Loss::kNetwork) {
+      for (uint32_t link : links) tally[link] += add[l] / static_cast<double>(links.size());
+    }
+    if (static_cast<Loss>(l) != Loss::kScheduling) continue;
+    const auto it = demand_.find(region);
+    if (it == demand_.end()) continue;
+    double total = 0;
+    for (const auto& [q, demand] : it->second) total += std::max(0, demand[m]);
+    if (total <= 0) continue;
+    for (const auto& [q, demand] : it->second) {
+      if (demand[m] > 0) tally[Intern(8, q)] += add[l] * demand[m] / total;
+    }
+  }
+}
+
+}  // namespace gpulse::query::ledger
