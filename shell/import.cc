@@ -458,10 +458,9 @@ int ImportFile(Db* db, const ImportOptions& o, const std::string& name, Input* i
   return ImportLineProtocol(db, o, name, in, rejects, totals);
 }
 
-}  // namespace
-
-int RunImport(const std::vector<std::string>& args) {
-  ImportOptions o;
+// Reads the command's flags into *o: -1 when the import goes on, else the
+// exit status (0 after --help, 2 for a bad flag).
+int ParseImportFlags(const std::vector<std::string>& args, ImportOptions* o) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     std::string v;
@@ -478,29 +477,29 @@ int RunImport(const std::vector<std::string>& args) {
       std::fputs(kImportUsage, stdout);
       return 0;
     } else if (a == "--data") {
-      if (!value(&o.data)) return 2;
+      if (!value(&o->data)) return 2;
     } else if (a == "--config") {
-      if (!value(&o.config)) return 2;
+      if (!value(&o->config)) return 2;
     } else if (a == "--format") {
-      if (!value(&o.format)) return 2;
-      if (std::find(std::begin(kFormats), std::end(kFormats), o.format) == std::end(kFormats)) {
+      if (!value(&o->format)) return 2;
+      if (std::find(std::begin(kFormats), std::end(kFormats), o->format) == std::end(kFormats)) {
         std::fprintf(stderr,
                      "gpulse import: --format %s is not lp, prom, nvidia-smi-csv, nvidia-smi-xml "
                      "or pai\n",
-                     o.format.c_str());
+                     o->format.c_str());
         return 2;
       }
     } else if (a == "--database") {
-      if (!value(&o.database)) return 2;
+      if (!value(&o->database)) return 2;
     } else if (a == "--precision") {
       if (!value(&v)) return 2;
-      if (!ingest::ParsePrecision(v, &o.precision)) {
+      if (!ingest::ParsePrecision(v, &o->precision)) {
         std::fprintf(stderr, "gpulse import: --precision %s is not ns, us, ms, s, m or h\n",
                      v.c_str());
         return 2;
       }
     } else if (a == "--measurement") {
-      if (!value(&o.prom.measurement)) return 2;
+      if (!value(&o->prom.measurement)) return 2;
     } else if (a == "--tag") {
       if (!value(&v)) return 2;
       const size_t eq = v.find('=');
@@ -508,9 +507,9 @@ int RunImport(const std::vector<std::string>& args) {
         std::fprintf(stderr, "gpulse import: --tag %s is not KEY=VALUE\n", v.c_str());
         return 2;
       }
-      o.prom.extra_tags.push_back({v.substr(0, eq), v.substr(eq + 1)});
+      o->prom.extra_tags.push_back({v.substr(0, eq), v.substr(eq + 1)});
     } else if (a == "--query-gpu") {
-      if (!value(&o.query_gpu)) return 2;
+      if (!value(&o->query_gpu)) return 2;
     } else if (a == "--timezone") {
       if (!value(&v)) return 2;
       Result<ingest::TimeZone> zone = ingest::TimeZone::Find(v);
@@ -518,11 +517,11 @@ int RunImport(const std::vector<std::string>& args) {
         std::fprintf(stderr, "gpulse import: --timezone: %s\n", zone.status().message().c_str());
         return 2;
       }
-      o.zone = *zone;
+      o->zone = *zone;
     } else if (a == "--table") {
       if (!value(&v)) return 2;
-      o.pai_table = ingest::FindPaiTable(v);
-      if (o.pai_table == nullptr) {
+      o->pai_table = ingest::FindPaiTable(v);
+      if (o->pai_table == nullptr) {
         std::fprintf(stderr, "gpulse import: --table %s is not a PAI table (", v.c_str());
         for (const ingest::PaiTable& t : ingest::PaiTables()) std::fprintf(stderr, " %s", t.name);
         std::fprintf(stderr, " )\n");
@@ -538,19 +537,24 @@ int RunImport(const std::vector<std::string>& args) {
                      v.c_str());
         return 2;
       }
-      o.start_ns = *start;
+      o->start_ns = *start;
     } else if (a.size() > 1 && a[0] == '-') {
       std::fprintf(stderr, "gpulse import: unknown option %s\n\n%s", a.c_str(), kImportUsage);
       return 2;
     } else {
-      o.files.push_back(a);
+      o->files.push_back(a);
     }
   }
-  if (o.files.empty()) {
+  if (o->files.empty()) {
     std::fprintf(stderr, "gpulse import: no file given\n\n%s", kImportUsage);
     return 2;
   }
+  return -1;
+}
 
+// Opens the data directory (with the config file's storage settings, when
+// given); the exit status 2, said, when it cannot.
+int OpenImportTarget(const ImportOptions& o, std::unique_ptr<Db>* db) {
   Options options;
   options.keep_stored_tiers = true;  // the server's tiers, not the defaults
   if (!o.config.empty()) {
@@ -563,8 +567,7 @@ int RunImport(const std::vector<std::string>& args) {
     options = config.db;
   }
   options.info_log = [](std::string_view) {};
-  std::unique_ptr<Db> db;
-  const Status opened = Db::Open(options, o.data, &db);
+  const Status opened = Db::Open(options, o.data, db);
   if (!opened.ok()) {
     std::fprintf(stderr, "gpulse import: %s\n", opened.ToString().c_str());
     if (opened.IsBusy()) {
@@ -574,6 +577,16 @@ int RunImport(const std::vector<std::string>& args) {
     }
     return 2;
   }
+  return -1;
+}
+
+}  // namespace
+
+int RunImport(const std::vector<std::string>& args) {
+  ImportOptions o;
+  if (const int status = ParseImportFlags(args, &o); status >= 0) return status;
+  std::unique_ptr<Db> db;
+  if (const int status = OpenImportTarget(o, &db); status >= 0) return status;
   const auto start = std::chrono::steady_clock::now();
   Totals totals;
   int status = 0;

@@ -566,6 +566,43 @@ TEST_F(NorthstarTest, EveryBucketsOnTheEpochsGridWhateverTheRangesStart) {
   EXPECT_DOUBLE_EQ(std::get<double>(rows[2][3]), 15);
 }
 
+// EVERY's grid shifts by OFFSET and lies in tz()'s zone, as GROUP BY
+// time's: six hours from 22:00Z in 2h buckets are 21:00, 23:00, 01:00 and
+// 03:00 with OFFSET 1h; 4h buckets in Asia/Kolkata (UTC+5:30) start at
+// 22:30Z and 02:30Z.
+TEST_F(NorthstarTest, EveryShiftsByItsOffsetAndLiesInItsTimeZone) {
+  const int64_t from = kT0 - 120 * kMinute;  // 2026-11-01T22:00:00Z
+  for (int m = 0; m < 360; ++m) {
+    const int64_t t = from + m * kMinute;
+    Node(t);
+    Gpu(0, t, "");
+  }
+  Flush();
+  const std::string range = "NORTHSTAR WHERE gpu = '0' AND time >= " + std::to_string(from) +
+                            "ns AND time < " + std::to_string(from + 360 * kMinute) + "ns ";
+  const auto starts_and_minutes = [&](const std::string& every) {
+    const StatementResult r = test::RunFirst(db_.get(), range + every);
+    EXPECT_TRUE(r.status.ok()) << r.status.ToString();
+    std::vector<std::pair<int64_t, double>> out;
+    for (const ResultSeries& s : r.series) {
+      for (const auto& row : s.values) {
+        out.push_back({std::get<int64_t>(row[0]), std::get<double>(row[3])});
+      }
+    }
+    return out;
+  };
+  using Rows = std::vector<std::pair<int64_t, double>>;
+  EXPECT_EQ(starts_and_minutes("EVERY 2h OFFSET 1h"), (Rows{{from - 60 * kMinute, 60},
+                                                            {from + 60 * kMinute, 120},
+                                                            {from + 180 * kMinute, 120},
+                                                            {from + 300 * kMinute, 60}}));
+  EXPECT_EQ(
+      starts_and_minutes("EVERY 4h tz('Asia/Kolkata')"),
+      (Rows{{from - 210 * kMinute, 30}, {from + 30 * kMinute, 240}, {from + 270 * kMinute, 90}}));
+  const StatementResult bare = test::RunFirst(db_.get(), range + "tz('Asia/Kolkata')");
+  EXPECT_TRUE(bare.status.IsInvalidArgument()) << bare.status.ToString();
+}
+
 // The summary and contributor series of a DECOMPOSE of [kT0, +1h) against
 // [+1h, +2h).
 StatementResult DecomposeFirstTwoHours(Db* db) {

@@ -183,6 +183,7 @@ TEST(QueryParserTest, ValidQueriesRoundTrip) {
       // Domain statements (syntax only).
       {"NORTHSTAR", ""},
       {"NORTHSTAR BY region OVER 24h EVERY 15m", ""},
+      {"NORTHSTAR BY region OVER 7d EVERY 1d OFFSET 6h tz('Europe/Paris')", ""},
       {"NORTHSTAR BY region, sku WHERE sku =~ /H100/ OVER 7d", ""},
       {"DECOMPOSE NORTHSTAR BETWEEN now()-48h AND now()-24h VERSUS now()-24h AND now() BY "
        "region",

@@ -74,10 +74,10 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
   GPULSE_RETURN_IF_ERROR(Dimensions(s, &lo.by));
   int64_t over = kDefaultOverNs;
   GPULSE_RETURN_IF_ERROR(Span(s.over.get(), "OVER", &over));
-  // EVERY: buckets on the epoch's grid (UTC), as GROUP BY time's, so that a
-  // day is a calendar day whatever the range's start; a bucket that began
-  // before the range is labelled with its own start. EVERY 1mo: calendar
-  // months.
+  // EVERY: buckets on the epoch's grid (UTC, or tz()'s zone; shifted by
+  // OFFSET), as GROUP BY time's, so that a day is a calendar day whatever
+  // the range's start; a bucket that began before the range is labelled
+  // with its own start. EVERY 1mo: calendar months.
   std::optional<Bucketer> buckets;
   if (s.every != nullptr) {
     const bool months = s.every->kind == ExprKind::kDuration &&
@@ -85,10 +85,19 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
                                     [](const DurationPart& p) { return p.unit == "mo"; });
     int64_t every = 0;
     if (!months) GPULSE_RETURN_IF_ERROR(Span(s.every.get(), "EVERY", &every));
-    Result<Bucketer> b = Bucketer::Make(s.every->duration, 0, std::nullopt);
+    int64_t offset = 0;
+    if (s.every_offset != nullptr) {
+      const Result<int64_t> v = DurationNanos(*s.every_offset);
+      if (!v.ok()) return v.status();
+      offset = *v;
+    }
+    Result<Bucketer> b = Bucketer::Make(s.every->duration, offset, s.timezone);
     if (!b.ok()) return ErrorAt(*s.every, b.status().message());
     buckets = std::move(*b);
     lo.bucket_of = [&buckets](int64_t t) { return buckets->Start(t); };
+  }
+  if (s.every == nullptr && s.timezone.has_value()) {
+    return Status::InvalidArgument("tz() lays EVERY's buckets in a zone: give EVERY too");
   }
   TimeRange range;
   std::unique_ptr<Expr> rest;

@@ -453,6 +453,8 @@ std::string NorthstarStatement::ToString() const {
   AppendCondition(condition, &out);
   if (over != nullptr) out += " OVER " + over->ToString();
   if (every != nullptr) out += " EVERY " + every->ToString();
+  if (every_offset != nullptr) out += " OFFSET " + every_offset->ToString();
+  if (timezone.has_value()) out += " tz(" + QuoteString(*timezone) + ")";
   return out;
 }
 

@@ -236,6 +236,8 @@ struct NorthstarStatement : Statement {
   std::unique_ptr<Expr> condition;
   std::unique_ptr<Expr> over;
   std::unique_ptr<Expr> every;
+  std::unique_ptr<Expr> every_offset;   // EVERY 1d OFFSET 6h; null when none
+  std::optional<std::string> timezone;  // tz('Europe/Paris'): EVERY's buckets in that zone
 };
 
 // DECOMPOSE NORTHSTAR BETWEEN a AND b VERSUS c AND d [BY tags]: syntax only.

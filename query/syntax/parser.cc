@@ -161,6 +161,7 @@ class Parser {
   bool ParseDelete(std::unique_ptr<Statement>* out);
   bool ParseDrop(std::unique_ptr<Statement>* out);
   bool ParseNorthstar(std::unique_ptr<Statement>* out);
+  bool ParseTimeZone(std::optional<std::string>* out);
   bool ParseDecompose(std::unique_ptr<Statement>* out);
   bool ParseCreateAlert(std::unique_ptr<Statement>* out);
   bool ParseCreateSeason(std::unique_ptr<Statement>* out);
@@ -304,16 +305,19 @@ bool Parser::ParseSelectTail(SelectStatement* s) {
   if (Accept(TokenKind::kOffset) && !ParseInteger(&s->offset)) return false;
   if (Accept(TokenKind::kSlimit) && !ParseInteger(&s->slimit)) return false;
   if (Accept(TokenKind::kSoffset) && !ParseInteger(&s->soffset)) return false;
-  if (PeekWord("tz") && Peek(1).kind == TokenKind::kLParen) {
-    Consume();
-    Consume();
-    if (Peek().kind != TokenKind::kString || Peek().value.empty()) {
-      return Fail("time zone name as a string, such as 'Europe/Paris'");
-    }
-    s->timezone = Consume().value;
-    if (!Expect(TokenKind::kRParen)) return false;
+  return ParseTimeZone(&s->timezone);
+}
+
+// ["tz" "(" string ")"]
+bool Parser::ParseTimeZone(std::optional<std::string>* out) {
+  if (!PeekWord("tz") || Peek(1).kind != TokenKind::kLParen) return true;
+  Consume();
+  Consume();
+  if (Peek().kind != TokenKind::kString || Peek().value.empty()) {
+    return Fail("time zone name as a string, such as 'Europe/Paris'");
   }
-  return true;
+  *out = Consume().value;
+  return Expect(TokenKind::kRParen);
 }
 
 bool Parser::ParseField(SelectField* out) {
@@ -637,14 +641,19 @@ bool Parser::ParseDrop(std::unique_ptr<Statement>* out) {
   return true;
 }
 
-// northstar = "NORTHSTAR" ["BY" ident {"," ident}] [where] ["OVER" duration] ["EVERY" duration]
+// northstar = "NORTHSTAR" ["BY" ident {"," ident}] [where] ["OVER" duration]
+//             ["EVERY" duration ["OFFSET" duration]] ["tz" "(" string ")"]
 bool Parser::ParseNorthstar(std::unique_ptr<Statement>* out) {
   Consume();
   auto s = std::make_unique<NorthstarStatement>();
   if (Accept(TokenKind::kBy) && !ParseDimensions(false, &s->dimensions)) return false;
   if (Accept(TokenKind::kWhere) && !ParseCondition(&s->condition)) return false;
   if (Accept(TokenKind::kOver) && !ParseDuration(&s->over)) return false;
-  if (Accept(TokenKind::kEvery) && !ParseDuration(&s->every)) return false;
+  if (Accept(TokenKind::kEvery)) {
+    if (!ParseDuration(&s->every)) return false;
+    if (Accept(TokenKind::kOffset) && !ParseDuration(&s->every_offset)) return false;
+  }
+  if (!ParseTimeZone(&s->timezone)) return false;
   *out = std::move(s);
   return true;
 }
