@@ -19,7 +19,7 @@ DataVersions::DataVersions() : base_(Next()) {}
 
 void DataVersions::Touch(std::span<const std::pair<std::string_view, int64_t>> touched) {
   if (touched.empty()) return;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const uint64_t version = Next();
   std::string_view last_name;
   Measurement* m = nullptr;
@@ -45,7 +45,7 @@ void DataVersions::Touch(std::span<const std::pair<std::string_view, int64_t>> t
 }
 
 void DataVersions::TouchAll(std::string_view measurement) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto it = measurements_.find(measurement);
   if (it == measurements_.end())
     it = measurements_.emplace(std::string(measurement), Measurement{}).first;
@@ -54,13 +54,13 @@ void DataVersions::TouchAll(std::string_view measurement) {
 }
 
 void DataVersions::TouchEverything() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   measurements_.clear();
   base_ = Next();
 }
 
 uint64_t DataVersions::Get(std::string_view measurement, int64_t start_ns, int64_t end_ns) const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const auto it = measurements_.find(measurement);
   if (it == measurements_.end()) return base_;
   const Measurement& m = it->second;

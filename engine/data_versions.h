@@ -16,6 +16,8 @@
 #include <unordered_map>
 #include <utility>
 
+#include "storage/mutex.h"
+
 namespace gpulse::engine {
 
 class DataVersions {
@@ -60,10 +62,10 @@ class DataVersions {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>()(s); }
   };
 
-  mutable std::mutex mu_;
-  uint64_t base_;  // GUARDED_BY(mu_): every measurement and hour
-  // GUARDED_BY(mu_)
-  std::unordered_map<std::string, Measurement, NameHash, std::equal_to<>> measurements_;
+  mutable Mutex mu_;
+  uint64_t base_ GPULSE_GUARDED_BY(mu_);  // every measurement and hour
+  std::unordered_map<std::string, Measurement, NameHash, std::equal_to<>> measurements_
+      GPULSE_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulse::engine

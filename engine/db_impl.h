@@ -428,22 +428,22 @@ class DbImpl final : public Db {
   // store, writes the catalog again and retries the stalled flush every
   // second until one succeeds (RecoverFromNoSpace).
   std::atomic<bool> wal_full_{false}, store_full_{false};
-  bool flush_stalled_ = false;          // GUARDED_BY(flush_mu_): imm_ waits for space
-  uint64_t stalled_first_segment_ = 0;  // GUARDED_BY(flush_mu_): its WAL, retired after
-  double new_series_budget_ = -1;       // GUARDED_BY(write_mu_); < 0: not started (full)
-  int64_t new_series_budget_at_ = 0;    // GUARDED_BY(write_mu_): when it was last refilled
+  bool flush_stalled_ = false;          // under flush_mu_: imm_ waits for space
+  uint64_t stalled_first_segment_ = 0;  // under flush_mu_: its WAL, retired after
+  double new_series_budget_ = -1;       // under write_mu_; < 0: not started (full)
+  int64_t new_series_budget_at_ = 0;    // under write_mu_: when it was last refilled
   std::atomic<uint64_t> series_refused_rate_{0}, series_refused_cap_{0};
   mutable std::shared_mutex mu_;
-  SeriesIndex index_;                // GUARDED_BY(mu_); mutated with write_mu_ held too
-  std::shared_ptr<Head> head_;       // GUARDED_BY(mu_)
-  std::shared_ptr<const Head> imm_;  // GUARDED_BY(mu_): sealed, being flushed
+  SeriesIndex index_;                // under mu_; mutated with write_mu_ held too
+  std::shared_ptr<Head> head_;       // under mu_
+  std::shared_ptr<const Head> imm_;  // under mu_: sealed, being flushed
 
   std::mutex bg_mu_;
   std::condition_variable bg_cv_;  // flusher wake-ups, stall releases, shutdown
-  bool flush_requested_ = false;   // GUARDED_BY(bg_mu_)
-  bool imm_pending_ = false;       // GUARDED_BY(bg_mu_)
-  bool shutting_down_ = false;     // GUARDED_BY(bg_mu_)
-  Status bg_error_;                // GUARDED_BY(bg_mu_): sticky flush or sync failure
+  bool flush_requested_ = false;   // under bg_mu_
+  bool imm_pending_ = false;       // under bg_mu_
+  bool shutting_down_ = false;     // under bg_mu_
+  Status bg_error_;                // under bg_mu_: sticky flush or sync failure
   std::thread flusher_;
   std::thread syncer_;
   std::thread maintenance_;  // retention and part merging, when either is on
@@ -462,9 +462,9 @@ class DbImpl final : public Db {
     std::vector<PartsKey> merged;    // windows merged into one part
     int64_t max_ts = INT64_MIN;      // the newest point written
   };
-  std::set<PartsKey> merge_candidates_;  // GUARDED_BY(flush_mu_)
-  int64_t max_flushed_ts_ = INT64_MIN;   // GUARDED_BY(flush_mu_)
-  bool merge_requested_ = false;         // GUARDED_BY(bg_mu_)
+  std::set<PartsKey> merge_candidates_;  // under flush_mu_
+  int64_t max_flushed_ts_ = INT64_MIN;   // under flush_mu_
+  bool merge_requested_ = false;         // under bg_mu_
 
   std::atomic<uint64_t> head_bytes_{0};
   std::atomic<uint64_t> values_written_{0};
@@ -473,15 +473,14 @@ class DbImpl final : public Db {
   void LogDamage(const Status& why, const WindowKey& window);
   std::mutex damage_mu_;
   // (tier, series, field, window) logged
-  std::set<std::tuple<uint8_t, uint32_t, uint32_t, int64_t>>
-      logged_damage_;  // GUARDED_BY(damage_mu_)
+  std::set<std::tuple<uint8_t, uint32_t, uint32_t, int64_t>> logged_damage_;  // under damage_mu_
   // What the WAL replay of the last Open could not read (DbStats): set by
   // Open before the Db is shared, read-only after.
   uint64_t replay_damaged_bytes_ = 0, replay_damaged_regions_ = 0, replay_cut_bytes_ = 0;
   std::atomic<uint64_t> retention_runs_{0};
   std::atomic<uint64_t> windows_merged_{0};
   std::atomic<uint64_t> retention_deleted_keys_{0};
-  uint64_t writes_refused_full_ = 0;  // GUARDED_BY(bg_mu_)
+  uint64_t writes_refused_full_ = 0;  // under bg_mu_
 };
 
 }  // namespace gpulse::engine

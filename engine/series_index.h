@@ -176,8 +176,8 @@ class SeriesIndex {
   std::map<std::string, uint64_t, std::less<>> live_by_database_;  // see LiveSeriesIn
 
   mutable std::mutex order_mu_;
-  mutable std::vector<uint32_t> by_key_;  // GUARDED_BY(order_mu_): ids [0, size) in key order
-  mutable std::vector<uint32_t> rank_;    // GUARDED_BY(order_mu_): rank_[id]: its place in by_key_
+  mutable std::vector<uint32_t> by_key_;  // under order_mu_: ids [0, size) in key order
+  mutable std::vector<uint32_t> rank_;    // under order_mu_: rank_[id]: its place in by_key_
 };
 
 }  // namespace gpulse::engine

@@ -189,7 +189,7 @@ const storage::Column& PackedWindow::Unpack(storage::Column* scratch, size_t b, 
 uint64_t PackedWindow::bytes() const { return BytesOf(rest_) + narrow_.size(); }
 
 uint64_t WindowCache::epoch() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return epoch_;
 }
 
@@ -207,7 +207,7 @@ std::shared_ptr<const storage::TallyColumn> WindowCache::LookupTallies(const Win
 
 template <typename Fn>
 void WindowCache::FindMany(std::span<const WindowKey> keys, Fn&& put) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (size_t k = 0; k < keys.size(); ++k) {
     const size_t i = IndexLocked(keys[k]);
     if (i == SIZE_MAX) {
@@ -235,7 +235,7 @@ void WindowCache::LookupTallies(std::span<const WindowKey> keys,
 }
 
 std::shared_ptr<const void> WindowCache::Find(const WindowKey& key) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const size_t i = IndexLocked(key);
   if (i == SIZE_MAX) {
     ++misses_;
@@ -279,7 +279,7 @@ void WindowCache::InsertTallies(const WindowKey& key,
 
 void WindowCache::Put(const WindowKey& key, std::shared_ptr<const void> value, uint64_t bytes,
                       uint64_t epoch) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (epoch != epoch_) return;
   if (const size_t i = IndexLocked(key); i != SIZE_MAX) EraseLocked(i);
   if ((count_ + 1) * 10 > slots_.size() * 7) GrowLocked();
@@ -337,7 +337,7 @@ void WindowCache::EraseLocked(size_t i) {
 }
 
 void WindowCache::Invalidate(const std::vector<WindowKey>& keys) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ++epoch_;
   for (const WindowKey& k : keys) {
     if (const size_t i = IndexLocked(k); i != SIZE_MAX) EraseLocked(i);
@@ -345,7 +345,7 @@ void WindowCache::Invalidate(const std::vector<WindowKey>& keys) {
 }
 
 void WindowCache::Clear() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ++epoch_;
   slots_.clear();
   count_ = 0;
@@ -354,7 +354,7 @@ void WindowCache::Clear() {
 }
 
 WindowCache::Stats WindowCache::stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return Stats{hits_, misses_, bytes_, count_};
 }
 

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "storage/column.h"
+#include "storage/mutex.h"
 #include "storage/rollup.h"
 #include "storage/tally.h"
 
@@ -148,21 +149,21 @@ class WindowCache {
   void FindMany(std::span<const WindowKey> keys, Fn&& put);
   void Put(const WindowKey& key, std::shared_ptr<const void> value, uint64_t bytes, uint64_t epoch);
   // The slot holding key, or SIZE_MAX.
-  size_t IndexLocked(const WindowKey& key) const;
-  void EraseLocked(size_t i);
-  void GrowLocked();
-  void EvictOneLocked();
+  size_t IndexLocked(const WindowKey& key) const GPULSE_REQUIRES(mu_);
+  void EraseLocked(size_t i) GPULSE_REQUIRES(mu_);
+  void GrowLocked() GPULSE_REQUIRES(mu_);
+  void EvictOneLocked() GPULSE_REQUIRES(mu_);
 
   const uint64_t capacity_;
-  mutable std::mutex mu_;
-  uint64_t epoch_ = 0;  // GUARDED_BY(mu_)
-  uint64_t bytes_ = 0;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  uint64_t epoch_ GPULSE_GUARDED_BY(mu_) = 0;
+  uint64_t bytes_ GPULSE_GUARDED_BY(mu_) = 0;
   uint64_t hits_ = 0, misses_ = 0;
   // Linear probing over a power-of-two table at most 70% full; erasing
   // shifts the run after the slot back, so there are no tombstones.
-  std::vector<Slot> slots_;  // GUARDED_BY(mu_)
-  size_t count_ = 0;         // GUARDED_BY(mu_)
-  size_t hand_ = 0;          // GUARDED_BY(mu_)
+  std::vector<Slot> slots_ GPULSE_GUARDED_BY(mu_);
+  size_t count_ GPULSE_GUARDED_BY(mu_) = 0;
+  size_t hand_ GPULSE_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gpulse::engine

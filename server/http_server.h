@@ -176,7 +176,7 @@ class HttpServer {
   mutable std::mutex sessions_mu_;
   std::condition_variable sessions_cv_;
   // Live connections; weak, so a closing connection is never revived.
-  std::map<Session*, std::weak_ptr<Session>> sessions_;  // GUARDED_BY(sessions_mu_)
+  std::map<Session*, std::weak_ptr<Session>> sessions_;  // under sessions_mu_
   // Runs long requests; declared here for the same reason as the loops.
   std::unique_ptr<boost::asio::thread_pool> long_pool_;
   std::atomic<size_t> long_requests_{0};

@@ -50,7 +50,7 @@ class Scraper {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stopping_ = false;  // GUARDED_BY(mu_)
+  bool stopping_ = false;  // under mu_
   std::thread thread_;
 };
 

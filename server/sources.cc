@@ -6,7 +6,7 @@ namespace gpulse::server {
 
 void SourceRegistry::RecordPush(const std::string& address, const std::string& user_agent,
                                 uint64_t points, int64_t now_ns) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   SourceInfo& s = sources_[{"push", address}];
   if (s.first_seen_ns == 0) s.first_seen_ns = now_ns;
   s.kind = "push";
@@ -20,7 +20,7 @@ void SourceRegistry::RecordPush(const std::string& address, const std::string& u
 
 void SourceRegistry::RecordScrape(const std::string& url, uint64_t points, const std::string& error,
                                   int64_t now_ns) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   SourceInfo& s = sources_[{"scrape", url}];
   if (s.first_seen_ns == 0) s.first_seen_ns = now_ns;
   s.kind = "scrape";
@@ -37,7 +37,7 @@ void SourceRegistry::RecordScrape(const std::string& url, uint64_t points, const
 
 std::string SourceRegistry::ToJson() const {
   nlohmann::json list = nlohmann::json::array();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (const auto& [key, s] : sources_) {
     nlohmann::json j = {{"kind", s.kind},
                         {"name", s.name},
@@ -55,7 +55,7 @@ std::string SourceRegistry::ToJson() const {
 }
 
 std::vector<SourceInfo> SourceRegistry::Snapshot() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::vector<SourceInfo> out;
   for (const auto& [key, s] : sources_) out.push_back(s);
   return out;

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "storage/mutex.h"
+
 namespace gpulse::server {
 
 struct SourceInfo {
@@ -40,8 +42,8 @@ class SourceRegistry {
   std::vector<SourceInfo> Snapshot() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::pair<std::string, std::string>, SourceInfo> sources_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::pair<std::string, std::string>, SourceInfo> sources_ GPULSE_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulse::server

@@ -101,11 +101,11 @@ class WebhookSender {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::map<uint64_t, Notification> by_age_;  // GUARDED_BY(mu_)
-  std::set<DueKey> by_due_;                  // GUARDED_BY(mu_)
-  uint64_t next_sequence_ = 0;               // GUARDED_BY(mu_)
-  WebhookStats stats_;                       // GUARDED_BY(mu_); queued is filled in by Stats()
-  bool stopping_ = false;                    // GUARDED_BY(mu_)
+  std::map<uint64_t, Notification> by_age_;  // under mu_
+  std::set<DueKey> by_due_;                  // under mu_
+  uint64_t next_sequence_ = 0;               // under mu_
+  WebhookStats stats_;                       // under mu_; queued is filled in by Stats()
+  bool stopping_ = false;                    // under mu_
   std::thread thread_;
 };
 

@@ -1,5 +1,6 @@
 // The POSIX Env. See env.h for the contracts.
 #include "storage/env.h"
+#include "storage/mutex.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -77,17 +78,17 @@ class PosixWritableFile final : public WritableFile {
 class LockTable {
  public:
   bool Insert(const std::string& path) {
-    std::lock_guard<std::mutex> guard(mu_);
+    MutexLock guard(&mu_);
     return paths_.insert(path).second;
   }
   void Erase(const std::string& path) {
-    std::lock_guard<std::mutex> guard(mu_);
+    MutexLock guard(&mu_);
     paths_.erase(path);
   }
 
  private:
-  std::mutex mu_;
-  std::set<std::string> paths_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::set<std::string> paths_ GPULSE_GUARDED_BY(mu_);
 };
 
 class PosixFileLock final : public FileLock {

@@ -106,8 +106,8 @@ Status Wal::Open(Env* env, const std::string& dir, const WalOptions& options,
 Status Wal::Replay(const std::vector<uint64_t>& segments,
                    const std::function<Status(std::string_view record)>& apply,
                    WalReplayReport* report) {
-  // Runs inside Open before the Wal is shared; mu_ is taken only to keep the
-  // GUARDED_BY contract literal.
+  // Runs inside Open before the Wal is shared; mu_ is taken only to keep
+  // "the members under mu_ are touched with it held" literally true.
   for (size_t i = 0; i < segments.size(); ++i) {
     const std::string path = SegmentPath(dir_, segments[i]);
     std::string contents;

@@ -165,18 +165,18 @@ class Wal {
 
   mutable std::mutex mu_;
   std::condition_variable sync_done_;           // signalled when a sync finishes
-  Status error_;                                // GUARDED_BY(mu_): sticky
-  bool closed_ = false;                         // GUARDED_BY(mu_)
-  bool sync_in_progress_ = false;               // GUARDED_BY(mu_)
-  uint64_t appended_ = 0;                       // GUARDED_BY(mu_): log position of the last append
-  uint64_t synced_ = 0;                         // GUARDED_BY(mu_): every byte below is durable
-  WalSyncStats sync_stats_;                     // GUARDED_BY(mu_)
-  uint64_t active_ = 0;                         // GUARDED_BY(mu_): active segment number
-  std::map<uint64_t, uint64_t> segment_sizes_;  // GUARDED_BY(mu_): live segment -> bytes
+  Status error_;                                // under mu_: sticky
+  bool closed_ = false;                         // under mu_
+  bool sync_in_progress_ = false;               // under mu_
+  uint64_t appended_ = 0;                       // under mu_: log position of the last append
+  uint64_t synced_ = 0;                         // under mu_: every byte below is durable
+  WalSyncStats sync_stats_;                     // under mu_
+  uint64_t active_ = 0;                         // under mu_: active segment number
+  std::map<uint64_t, uint64_t> segment_sizes_;  // under mu_: live segment -> bytes
   // The active segment. The file is swapped only under mu_ with no sync in
   // progress, so a syncer may call file_->Sync() outside mu_.
-  std::unique_ptr<WritableFile> file_;  // GUARDED_BY(mu_)
-  std::unique_ptr<WalWriter> writer_;   // GUARDED_BY(mu_)
+  std::unique_ptr<WritableFile> file_;  // under mu_
+  std::unique_ptr<WalWriter> writer_;   // under mu_
 };
 
 }  // namespace gpulse::storage

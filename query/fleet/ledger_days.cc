@@ -49,7 +49,7 @@ LedgerDays& LedgerDays::Process() {
 std::vector<LedgerDays::Found> LedgerDays::FindDay(const void* db, const std::string& shape,
                                                    int64_t day_ns) {
   std::vector<Found> out;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   for (auto it = spans_.lower_bound({db, shape, day_ns});
        it != spans_.end() && std::get<0>(it->first) == db && std::get<1>(it->first) == shape &&
        std::get<2>(it->first) < day_ns + kDayNs;
@@ -70,7 +70,7 @@ void LedgerDays::Put(Found found, const void* db, const std::string& shape) {
   const size_t bytes = found.span->Bytes();
   if (bytes > budget_) return;
   Key key{db, shape, found.span->from_ns};
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (const auto it = spans_.find(key); it != spans_.end()) EraseLocked(it);
   while (bytes_ + bytes > budget_ && !lru_.empty()) EraseLocked(spans_.find(lru_.back()));
   lru_.push_front(key);
@@ -79,24 +79,24 @@ void LedgerDays::Put(Found found, const void* db, const std::string& shape) {
 }
 
 void LedgerDays::Erase(const void* db, const std::string& shape, int64_t from_ns) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (const auto it = spans_.find({db, shape, from_ns}); it != spans_.end()) EraseLocked(it);
 }
 
 size_t LedgerDays::bytes() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return bytes_;
 }
 
 std::optional<LedgerDays::Medians> LedgerDays::FindMedians(const MediansKey& key) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const auto it = medians_.find(key);
   if (it == medians_.end()) return std::nullopt;
   return it->second;
 }
 
 void LedgerDays::PutMedians(const MediansKey& key, Medians medians) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (medians_.size() >= kMaxMedians && !medians_.contains(key)) medians_.clear();
   medians_[key] = std::move(medians);
 }

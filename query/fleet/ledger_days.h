@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "query/fleet/ledger_row.h"
+#include "storage/mutex.h"
 
 namespace gpulse::query {
 
@@ -120,17 +121,17 @@ class LedgerDays {
     Found found;
     std::list<Key>::iterator use;  // in lru_
   };
-  void EraseLocked(std::map<Key, Kept>::iterator it);
+  void EraseLocked(std::map<Key, Kept>::iterator it) GPULSE_REQUIRES(mu_);
 
   const size_t budget_;
   std::atomic<uint64_t> reused_{0}, built_{0};
-  mutable std::mutex mu_;
-  std::map<Key, Kept> spans_;  // GUARDED_BY(mu_)
-  std::list<Key> lru_;         // GUARDED_BY(mu_): most recently used first
-  size_t bytes_ = 0;           // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<Key, Kept> spans_ GPULSE_GUARDED_BY(mu_);
+  std::list<Key> lru_ GPULSE_GUARDED_BY(mu_);  // most recently used first
+  size_t bytes_ GPULSE_GUARDED_BY(mu_) = 0;
   // A few kilobytes a day; forgotten all at once past kMaxMedians.
   static constexpr size_t kMaxMedians = 4096;
-  std::map<MediansKey, Medians> medians_;  // GUARDED_BY(mu_)
+  std::map<MediansKey, Medians> medians_ GPULSE_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulse::query

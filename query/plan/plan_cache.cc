@@ -27,7 +27,7 @@ struct SeriesCharge {
 KeptPlan PlanCache::Find(const SelectStatement& s, const std::string& measurement,
                          const std::string& retention_policy, const std::string& database,
                          uint64_t version) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   const auto entry = by_statement_.find(s.id);
   if (entry == by_statement_.end()) return {};
   entries_.splice(entries_.begin(), entries_, entry->second);
@@ -66,7 +66,7 @@ void PlanCache::Keep(const SelectStatement& s, const std::string& measurement,
       kept_series_total.fetch_sub(n, std::memory_order_relaxed);  // full: listed each run
     }
   }
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   auto entry = by_statement_.find(s.id);
   if (entry == by_statement_.end()) {
     if (entries_.size() >= kMaxStatements) {
@@ -93,7 +93,7 @@ void PlanCache::Keep(const SelectStatement& s, const std::string& measurement,
 void PlanCache::Forget(uint64_t id) {
   std::list<Entry> gone;  // destroyed after the lock is let go
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     const auto entry = by_statement_.find(id);
     if (entry == by_statement_.end()) return;
     gone.splice(gone.begin(), entries_, entry->second);

@@ -23,6 +23,7 @@
 #include "query/plan/plan.h"
 #include "query/runtime/inputs.h"
 #include "query/syntax/ast.h"
+#include "storage/mutex.h"
 
 namespace gpulse::query {
 
@@ -81,9 +82,9 @@ class PlanCache {
     uint64_t statement;
     std::vector<KeptPlan> kept;  // the most recently used last
   };
-  std::mutex mu_;
-  std::list<Entry> entries_;  // GUARDED_BY(mu_): the most recently run first
-  std::unordered_map<uint64_t, std::list<Entry>::iterator> by_statement_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::list<Entry> entries_ GPULSE_GUARDED_BY(mu_);  // the most recently run first
+  std::unordered_map<uint64_t, std::list<Entry>::iterator> by_statement_ GPULSE_GUARDED_BY(mu_);
 };
 
 // Series held in the series lists of kept plans, every statement of the

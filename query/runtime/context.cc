@@ -31,25 +31,25 @@ Status ExecContext::Poll() {
 }
 
 void ExecContext::Stop(Status why) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (stopped_.load()) return;
   stop_status_ = std::move(why);
   stopped_.store(true);
 }
 
 Status ExecContext::stop_status() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return stop_status_;
 }
 
 void ExecContext::NoteDamage(const Status& why) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   ++damage_count_;
   if (damage_.size() < 5) damage_.push_back(why.message());
 }
 
 std::vector<std::string> ExecContext::DamageNotes() {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   std::vector<std::string> out;
   if (damage_count_ == 0) return out;
   out.push_back("damaged stored data was left out of this answer (" +

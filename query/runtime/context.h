@@ -14,6 +14,7 @@
 
 #include "engine/gpulse.h"
 #include "query/runtime/result.h"
+#include "storage/mutex.h"
 
 namespace gpulse::query {
 
@@ -80,10 +81,10 @@ class ExecContext {
   std::chrono::steady_clock::time_point deadline_;
   std::chrono::steady_clock::time_point next_cancel_check_{};  // the first Poll asks
   std::atomic<bool> stopped_{false};
-  std::mutex mu_;
-  Status stop_status_;               // GUARDED_BY(mu_)
-  std::vector<std::string> damage_;  // GUARDED_BY(mu_): the first few
-  size_t damage_count_ = 0;          // GUARDED_BY(mu_)
+  Mutex mu_;
+  Status stop_status_ GPULSE_GUARDED_BY(mu_);
+  std::vector<std::string> damage_ GPULSE_GUARDED_BY(mu_);  // the first few
+  size_t damage_count_ GPULSE_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gpulse::query

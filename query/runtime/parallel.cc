@@ -66,8 +66,8 @@ class WorkerPool {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;                    // GUARDED_BY(mu_)
+  std::deque<std::function<void()>> tasks_;  // under mu_
+  bool stopping_ = false;                    // under mu_
   std::vector<std::thread> threads_;
 };
 

@@ -6,7 +6,7 @@ Result<std::shared_ptr<const StatementList>> ParseCache::Parse(std::string_view 
                                                                ParseError* error, bool* hit) {
   if (hit) *hit = false;
   if (text.size() <= kMaxTextBytes && capacity_ > 0) {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     const auto it = index_.find(text);
     if (it != index_.end()) {
       ++hits_;
@@ -21,7 +21,7 @@ Result<std::shared_ptr<const StatementList>> ParseCache::Parse(std::string_view 
   if (!parsed.ok()) return parsed.status();
   auto tree = std::make_shared<const StatementList>(std::move(*parsed));
   if (text.size() > kMaxTextBytes || capacity_ == 0) return tree;
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (index_.find(text) != index_.end()) return tree;  // another request parsed it meanwhile
   order_.emplace_front(std::string(text), tree);
   index_.emplace(order_.front().first, order_.begin());
@@ -33,7 +33,7 @@ Result<std::shared_ptr<const StatementList>> ParseCache::Parse(std::string_view 
 }
 
 ParseCache::Stats ParseCache::stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   return {hits_, misses_, order_.size()};
 }
 

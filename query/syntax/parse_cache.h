@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "query/syntax/parser.h"
+#include "storage/mutex.h"
 
 namespace gpulse::query {
 
@@ -57,11 +58,12 @@ class ParseCache {
   };
 
   const size_t capacity_;
-  mutable std::mutex mu_;
-  std::list<Entry> order_;  // GUARDED_BY(mu_): most recently used first
-  std::unordered_map<std::string, std::list<Entry>::iterator, Hash, std::equal_to<>>
-      index_;                       // GUARDED_BY(mu_)
-  uint64_t hits_ = 0, misses_ = 0;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::list<Entry> order_ GPULSE_GUARDED_BY(mu_);  // most recently used first
+  std::unordered_map<std::string, std::list<Entry>::iterator, Hash, std::equal_to<>> index_
+      GPULSE_GUARDED_BY(mu_);
+  uint64_t hits_ GPULSE_GUARDED_BY(mu_) = 0;
+  uint64_t misses_ GPULSE_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gpulse::query
