@@ -304,6 +304,16 @@ def compare(q, ours, theirs):
     return problems
 
 
+def same_answer(mine, influx, q, epoch, method):
+    """The differences between the two servers' answers to `q`, as lines."""
+    s1, ours_json = mine.query(q, epoch=epoch, method=method)
+    s2, theirs_json = influx.query(q, epoch=epoch, method=method)
+    problems = compare(q, ours_json, theirs_json)
+    if s1 != s2:
+        problems.insert(0, f"HTTP {s1} against InfluxDB's {s2}")
+    return problems
+
+
 def main():
     if len(sys.argv) != 2:
         raise SystemExit("usage: influx_diff.py PATH/TO/gpulse")
@@ -359,20 +369,17 @@ bind-address = "127.0.0.1:{rpc}"
         subst = {"r": RANGE, "t0": T0, "t5": T0 + 300, "t10": T0 + 600, "t30": T0 + 1800,
                  "t170": T0 + 170 * 60, "tend": T0 + MINUTES * 60 - 1}
         failures = 0
-        compared = 0
-        for template in SAME:
+        asked = [("GET", "ns", template, "") for template in SAME]
+        asked += [(method, "ms", template, f" (Grafana, {method})") for method, template in GRAFANA]
+        for method, epoch, template, label in asked:
             q = template.format(**subst)
-            s1, ours_json = mine.query(q)
-            s2, theirs_json = influx.query(q)
-            problems = compare(q, ours_json, theirs_json)
-            if s1 != s2:
-                problems.insert(0, f"HTTP {s1} against InfluxDB's {s2}")
-            compared += 1
+            problems = same_answer(mine, influx, q, epoch, method)
             if problems:
                 failures += 1
-                print(f"DIFFERS: {q}")
+                print(f"DIFFERS{label}: {q}")
                 for p in problems:
                     print("  " + p)
+        compared = len(asked)
         for template, why in DIFFERENT.items():
             q = template.format(**subst)
             status, ours_json = mine.query(q)
@@ -380,19 +387,6 @@ bind-address = "127.0.0.1:{rpc}"
             if status != 200 or errors:
                 failures += 1
                 print(f"FAILS (a documented difference must still answer): {q}: {status} {errors}")
-        for method, template in GRAFANA:
-            q = template.format(**subst)
-            s1, ours_json = mine.query(q, epoch="ms", method=method)
-            s2, theirs_json = influx.query(q, epoch="ms", method=method)
-            problems = compare(q, ours_json, theirs_json)
-            if s1 != s2:
-                problems.insert(0, f"HTTP {s1} against InfluxDB's {s2}")
-            compared += 1
-            if problems:
-                failures += 1
-                print(f"DIFFERS (Grafana, {method}): {q}")
-                for p in problems:
-                    print("  " + p)
         print(f"influx_diff: {compared} statements compared with InfluxDB "
               f"{subprocess.run([influxd, 'version'], capture_output=True, text=True).stdout.strip()}, "
               f"{len(DIFFERENT)} documented differences, {failures} failures")
