@@ -1,7 +1,7 @@
 // `gpulse query` and `gpulse shell`. In this file, in order: Ctrl-C handling,
-// the two kinds of connection (embedded and remote), running statements and
-// printing their results, the flags, tab completion, the shell's line editor
-// and read loop, and the two entry points.
+// running statements (on a connection, shell/connection.h) and printing
+// their results, the flags, tab completion, the shell's line editor and read
+// loop, and the two entry points.
 //
 // Ctrl-C cancels the query that is running, never the shell: the SIGINT
 // handler sets a flag that the embedded executor polls
@@ -43,7 +43,7 @@
 #include "query/syntax/lexer.h"
 #include "query/syntax/parser.h"
 #include "server/http_api.h"
-#include "server/http_client.h"
+#include "shell/connection.h"
 #include "shell/table.h"
 
 namespace gpulse::shell {
@@ -107,114 +107,6 @@ void ClearInterrupt() {
 // cancelled query, would not show. Waiting a moment before answering a
 // Ctrl-C on the terminal keeps the answer on the screen.
 void AwaitTerminalFlush() { std::this_thread::sleep_for(std::chrono::milliseconds(20)); }
-
-Status CancelledByUser() { return Status::Cancelled("query cancelled (Ctrl-C)"); }
-
-// ---------------------------------------------------------------------------
-// Connections: where statements run.
-
-struct ConnectionFlags {
-  std::string data;  // embedded on this directory (default ./gpulse-data)
-  std::string url;   // or a client of this server
-  std::string database;
-  std::string token;
-};
-
-class Connection {
- public:
-  virtual ~Connection() = default;
-  // Runs the statements of `text`. Not OK when they could not be run at all
-  // (the server is unreachable, Ctrl-C before it answered); a statement's own
-  // error, a cancellation included, is in its StatementResult.
-  virtual Status Query(std::string_view text, QueryResult* out) = 0;
-  virtual Status Close() { return Status::Ok(); }
-  // "./data" or "http://127.0.0.1:8086", for the greeting.
-  virtual std::string Describe() const = 0;
-};
-
-class EmbeddedConnection final : public Connection {
- public:
-  EmbeddedConnection(std::unique_ptr<Db> db, std::string path, std::string database)
-      : db_(std::move(db)), path_(std::move(path)), database_(std::move(database)) {}
-
-  Status Query(std::string_view text, QueryResult* out) override {
-    QueryOptions options;
-    options.database = database_;
-    options.cancelled = [] { return g_interrupted.load(); };
-    return gpulse::Query(db_.get(), text, options, out);
-  }
-  Status Close() override { return db_->Close(); }
-  std::string Describe() const override { return path_ + " (embedded)"; }
-
- private:
-  std::unique_ptr<Db> db_;
-  std::string path_;
-  std::string database_;
-};
-
-// A client of `gpulse serve`: GET /query?q=...&db=...&epoch=ns over the one
-// HTTP client (server/http_client.h), its connection kept between queries.
-// Ctrl-C drops the request in flight.
-class RemoteConnection final : public Connection {
- public:
-  RemoteConnection(std::unique_ptr<server::HttpClient> client, std::string database)
-      : client_(std::move(client)), database_(std::move(database)) {}
-
-  Status Query(std::string_view text, QueryResult* out) override {
-    std::string target = "/query?epoch=ns&q=" + server::PercentEncode(text);
-    if (!database_.empty()) target += "&db=" + server::PercentEncode(database_);
-    server::HttpReply reply;
-    const Status sent =
-        client_->Send(boost::beast::http::verb::get, target, "", "application/json", "", &reply);
-    if (sent.IsCancelled() || g_interrupted.load()) return CancelledByUser();
-    GPULSE_RETURN_IF_ERROR(sent);
-    const Status parsed = query::ParseJsonResult(reply.body, query::TimeFormat::kNs, out);
-    if (reply.status != 200) {
-      const std::string context = client_->url() + " answered HTTP " + std::to_string(reply.status);
-      return parsed.ok() ? Status::IOError(context) : parsed.WithContext(context);
-    }
-    return parsed.WithContext(client_->url());
-  }
-  std::string Describe() const override { return client_->url(); }
-
-  // Replies larger than this are refused rather than exhausting memory.
-  static constexpr uint64_t kMaxReplyBytes = 4ull << 30;
-
- private:
-  std::unique_ptr<server::HttpClient> client_;
-  std::string database_;
-};
-
-Status OpenConnection(const ConnectionFlags& flags, std::unique_ptr<Connection>* out) {
-  if (!flags.url.empty()) {
-    std::string host, port;
-    GPULSE_RETURN_IF_ERROR(ParseUrl(flags.url, &host, &port));
-    server::HttpClient::Options options;
-    options.user_agent = std::string("gpulse-shell/") + Version();
-    options.max_reply_bytes = RemoteConnection::kMaxReplyBytes;
-    if (!flags.token.empty()) options.authorization = "Token " + flags.token;
-    options.cancelled = [] { return g_interrupted.load(); };
-    std::unique_ptr<server::HttpClient> client;
-    const bool v6 = host.find(':') != std::string::npos;
-    GPULSE_RETURN_IF_ERROR(server::HttpClient::Open(
-        "http://" + (v6 ? "[" + host + "]" : host) + ":" + port, options, &client));
-    *out = std::make_unique<RemoteConnection>(std::move(client), flags.database);
-    return Status::Ok();
-  }
-  const std::string path = flags.data.empty() ? "./gpulse-data" : flags.data;
-  Options options;
-  options.create_if_missing = false;  // a mistyped --data is an error, not a new database
-  options.keep_stored_tiers = true;   // the server's tiers, not the defaults
-  std::unique_ptr<Db> db;
-  const Status s = Db::Open(options, path, &db);
-  if (s.IsBusy()) {
-    return Status::Busy(s.message() +
-                        "; if a `gpulse serve` has it, pass --url http://HOST:PORT instead");
-  }
-  if (!s.ok()) return s.WithContext(path);
-  *out = std::make_unique<EmbeddedConnection>(std::move(db), path, flags.database);
-  return Status::Ok();
-}
 
 // ---------------------------------------------------------------------------
 // Running statements and printing what they return.
@@ -1007,18 +899,6 @@ void Shell::AddHistory(const std::string& entry) {
 
 // "http://HOST[:PORT][/]", HOST possibly "[v6]"; the port defaults to 8086.
 // No https: the server speaks plain HTTP (put a proxy in front for TLS).
-Status ParseUrl(std::string_view url, std::string* host, std::string* port) {
-  const Status bad =
-      Status::InvalidArgument("--url " + std::string(url) + ": expected http://HOST:PORT");
-  std::string_view trimmed = url;
-  while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.remove_suffix(1);
-  server::HttpUrl where;
-  if (!server::ParseHttpUrl(trimmed, &where, "8086").ok() || where.target != "/") return bad;
-  *host = where.host;
-  *port = where.port;
-  return Status::Ok();
-}
-
 int RunQuery(int argc, char** argv) {
   Flags flags;
   const std::string error = ParseFlags(argc, argv, &flags);
@@ -1038,7 +918,8 @@ int RunQuery(int argc, char** argv) {
     return 1;
   }
   std::unique_ptr<Connection> connection;
-  Status s = OpenConnection(flags.connection, &connection);
+  Status s = OpenConnection(
+      flags.connection, [] { return g_interrupted.load(); }, &connection);
   if (!s.ok()) {
     std::fprintf(stderr, "%s\n", ErrorLine(s).c_str());
     return 1;
@@ -1088,7 +969,8 @@ int RunShell(int argc, char** argv) {
     return Usage("shell", "unexpected argument " + flags.positional[0], kShellUsage);
   }
   std::unique_ptr<Connection> connection;
-  Status s = OpenConnection(flags.connection, &connection);
+  Status s = OpenConnection(
+      flags.connection, [] { return g_interrupted.load(); }, &connection);
   if (!s.ok()) {
     std::fprintf(stderr, "%s\n", ErrorLine(s).c_str());
     return 1;

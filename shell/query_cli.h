@@ -17,10 +17,6 @@ namespace gpulse::shell {
 // the process exit status: 0 on success, 1 when a statement or the
 // connection failed, 2 for bad flags, 130 when Ctrl-C cancelled a one-shot
 // query.
-// "http://HOST[:PORT][/]", HOST possibly "[v6]"; the port defaults to 8086.
-// InvalidArgument naming the URL otherwise (no https: put a proxy in front).
-Status ParseUrl(std::string_view url, std::string* host, std::string* port);
-
 int RunQuery(int argc, char** argv);
 int RunShell(int argc, char** argv);
 

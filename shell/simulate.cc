@@ -18,6 +18,7 @@
 #include "query/syntax/time_literal.h"
 #include "server/http_client.h"
 #include "shell/commands.h"
+#include "shell/connection.h"
 #include "shell/query_cli.h"
 #include "shell/simulate.h"
 
