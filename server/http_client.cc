@@ -159,9 +159,7 @@ Status HttpRequest(http::verb method, const std::string& url, std::string_view c
   options.max_reply_bytes = max_bytes;
   std::unique_ptr<HttpClient> client;
   GPULSE_RETURN_IF_ERROR(HttpClient::Open(url, options, &client));
-  HttpUrl where;
-  GPULSE_RETURN_IF_ERROR(ParseHttpUrl(url, &where));
-  return client->Send(method, where.target, content_type, accept, body, reply);
+  return client->Send(method, client->target(), content_type, accept, body, reply);
 }
 
 }  // namespace gpulse::server

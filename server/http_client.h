@@ -70,6 +70,8 @@ class HttpClient {
               HttpReply* reply);
 
   const std::string& url() const { return url_; }
+  // The path and query of the URL the client was opened with ("/" when none).
+  const std::string& target() const { return where_.target; }
 
  private:
   struct Connection;

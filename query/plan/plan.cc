@@ -100,18 +100,7 @@ Status CompileRegexes(const Expr& e, Plan* plan) {
 // Whether `e` is `field op constant` or `constant op field` with a
 // comparison op, setting *field to the field's name.
 bool FieldTest(const Expr& e, const Plan& plan, std::string* field) {
-  if (e.kind != ExprKind::kBinary) return false;
-  switch (e.binary_op) {
-    case BinaryOp::kEq:
-    case BinaryOp::kNeq:
-    case BinaryOp::kLt:
-    case BinaryOp::kLte:
-    case BinaryOp::kGt:
-    case BinaryOp::kGte:
-      break;
-    default:
-      return false;
-  }
+  if (e.kind != ExprKind::kBinary || !IsComparison(e.binary_op)) return false;
   const auto constant = [](const Expr& x) {
     return x.kind == ExprKind::kInteger || x.kind == ExprKind::kFloat;
   };
