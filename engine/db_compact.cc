@@ -124,7 +124,7 @@ Status DbImpl::CopyStore(const std::string& path) {
 Status DbImpl::Compact() {
   std::unique_lock<std::shared_mutex> exclusive(open_mu_);
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::lock_guard<std::mutex> flush(flush_mu_);
+  MutexLock flush(&flush_mu_);
   GPULSE_RETURN_IF_ERROR(FlushLocked());
 
   const std::string store = path_ + "/store";
@@ -183,7 +183,7 @@ std::optional<size_t> TierOfKeyId(uint8_t id) {
 Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
   std::unique_lock<std::shared_mutex> exclusive(open_mu_);
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::lock_guard<std::mutex> flush(flush_mu_);
+  MutexLock flush(&flush_mu_);
   *report = VerifyReport();
   leveldb::WriteBatch drops;
   struct Block {
@@ -206,7 +206,7 @@ Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
     bool known_field = false;
     FieldType type = FieldType::kFloat;
     {
-      std::shared_lock<std::shared_mutex> l(mu_);
+      ReaderLock l(&mu_);
       if (key.series_id < index_.series_count()) {
         const Series& named = index_.series(key.series_id).series;
         series = named.measurement;
@@ -276,7 +276,7 @@ Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
 Status DbImpl::RebuildTierBlock(uint32_t series_id, uint32_t field_id, size_t tier, int64_t start) {
   FieldType type;
   {
-    std::shared_lock<std::shared_mutex> l(mu_);
+    ReaderLock l(&mu_);
     type = index_.field(field_id).type;
   }
   const int64_t span = storage::BlockSpan(storage::kTiers[tier]);

@@ -93,17 +93,17 @@ Status DbImpl::DeleteSeries(std::span<const Series> series, int64_t first, int64
   }
   // No flush may run (a sealed head would write deleted points back), and
   // no write may come between the record and its effect.
-  std::lock_guard<std::mutex> f(flush_mu_);
-  std::lock_guard<std::mutex> w(write_mu_);
+  MutexLock f(&flush_mu_);
+  MutexLock w(&write_mu_);
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   {
-    std::lock_guard<std::mutex> bg(bg_mu_);
+    MutexLock bg(&bg_mu_);
     if (!bg_error_.ok()) return bg_error_;
   }
   std::vector<uint32_t> ids;
   std::vector<std::string> logged;
   {
-    std::shared_lock<std::shared_mutex> l(mu_);
+    ReaderLock l(&mu_);
     for (std::string& key : keys) {
       const uint32_t id = index_.FindSeries(key);
       if (id == kNoId || index_.series(id).dropped) continue;
@@ -122,7 +122,7 @@ Status DbImpl::DeleteSeries(std::span<const Series> series, int64_t first, int64
   if (!s.ok()) {
     // The record is logged: reopening applies it. Until then the store may
     // be half done, so writes stop as after a failed flush.
-    std::lock_guard<std::mutex> bg(bg_mu_);
+    MutexLock bg(&bg_mu_);
     if (bg_error_.ok()) bg_error_ = s;
   }
   return s;
@@ -142,7 +142,7 @@ Status DbImpl::ApplyDeleteLocked(const std::vector<uint32_t>& ids, int64_t first
   }
   GPULSE_RETURN_IF_ERROR(WriteIfLarge(store_.get(), &batch, 0));
   {
-    std::unique_lock<std::shared_mutex> l(mu_);
+    WriterLock l(&mu_);
     for (uint32_t id : ids) {
       head_->Erase(id, first, last);
       if (drop) index_.Drop(id, &batch);
@@ -192,7 +192,7 @@ Status DbImpl::DeleteRaw(uint32_t series_id, int64_t first, int64_t last,
     // A window the range covers in part: its points outside stay, as one part.
     Column merged;
     {
-      std::shared_lock<std::shared_mutex> l(mu_);
+      ReaderLock l(&mu_);
       if (k.field_id >= index_.field_count()) {
         return Status::Corruption("chunk of series " + std::to_string(series_id) +
                                   " names unknown field " + std::to_string(k.field_id));
@@ -313,10 +313,10 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
 Status DbImpl::ReplayDelete(std::string_view record) {
   WalDelete d;
   GPULSE_RETURN_IF_ERROR(DecodeWalDelete(record, &d));
-  std::lock_guard<std::mutex> w(write_mu_);
+  MutexLock w(&write_mu_);
   std::vector<uint32_t> ids;
   {
-    std::shared_lock<std::shared_mutex> l(mu_);
+    ReaderLock l(&mu_);
     for (std::string_view key : d.series_keys) {
       // A series the catalog lost in the crash had nothing stored yet.
       const uint32_t id = index_.FindSeries(key);

@@ -30,13 +30,13 @@ constexpr size_t kMostFlushWorkers = 8;
 Status DbImpl::Flush() {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::lock_guard<std::mutex> l(flush_mu_);
+  MutexLock l(&flush_mu_);
   return FlushLocked();
 }
 
 Status DbImpl::FlushLocked() {
   {
-    std::lock_guard<std::mutex> bg(bg_mu_);
+    MutexLock bg(&bg_mu_);
     if (!bg_error_.ok()) return bg_error_;
   }
   if (flush_stalled_ || store_full_) {
@@ -46,8 +46,8 @@ Status DbImpl::FlushLocked() {
   uint64_t first_live_segment = 0;
   std::shared_ptr<const Head> sealed;
   {
-    std::lock_guard<std::mutex> w(write_mu_);
-    if (head_->empty()) {
+    MutexLock w(&write_mu_);
+    if (HeadForWriter().empty()) {
       // Every logged point is in chunks: segments left by earlier opens
       // (each Open starts a new one) can go.
       return wal_->RemoveSegmentsBefore(wal_->active_segment());
@@ -59,26 +59,26 @@ Status DbImpl::FlushLocked() {
     // The swap is all that writers wait for: the flush sorts each unsorted
     // column as it reads it, outside the locks (readers of imm_ sort their
     // copies meanwhile).
-    std::unique_lock<std::shared_mutex> l(mu_);
+    WriterLock l(&mu_);
     imm_ = head_;
     sealed = imm_;
     head_ = std::make_shared<Head>();
     head_bytes_ = 0;
   }
   {
-    std::lock_guard<std::mutex> bg(bg_mu_);
+    MutexLock bg(&bg_mu_);
     imm_pending_ = true;
   }
 
   const Status s = WriteChunks(*sealed);
   if (s.ok()) {
-    std::unique_lock<std::shared_mutex> l(mu_);
+    WriterLock l(&mu_);
     imm_.reset();
   }
   {
     // On failure the sealed head stays readable and its WAL segments stay:
     // writes are refused from now on, and reopening replays and retries.
-    std::lock_guard<std::mutex> bg(bg_mu_);
+    MutexLock bg(&bg_mu_);
     if (s.ok()) {
       imm_pending_ = false;
       if (!merge_candidates_.empty()) merge_requested_ = true;
@@ -92,7 +92,7 @@ Status DbImpl::FlushLocked() {
       bg_error_ = s;
     }
   }
-  bg_cv_.notify_all();
+  bg_cv_.SignalAll();
   GPULSE_RETURN_IF_ERROR(s);
   ++flushes_;
   return wal_->RemoveSegmentsBefore(first_live_segment);
@@ -104,28 +104,28 @@ Status DbImpl::RecoverFromNoSpace() {
   std::unique_lock<std::shared_mutex> exclusive(open_mu_, std::defer_lock);
   while (!exclusive.try_lock()) {
     {
-      std::lock_guard<std::mutex> bg(bg_mu_);
+      MutexLock bg(&bg_mu_);
       if (shutting_down_) return Status::Cancelled("closing");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::lock_guard<std::mutex> flush(flush_mu_);
-  std::lock_guard<std::mutex> write(write_mu_);
+  MutexLock flush(&flush_mu_);
+  MutexLock write(&write_mu_);
   // LevelDB may have half-written its log at the failure, or stopped on a
   // background error it never clears: a reopen replays and repairs it.
   store_.reset();
   GPULSE_RETURN_IF_ERROR(OpenStore());
-  GPULSE_RETURN_IF_ERROR(index_.Rewrite(store_.get()));
+  GPULSE_RETURN_IF_ERROR(IndexForWriter().Rewrite(store_.get()));
   if (flush_stalled_) {
     std::shared_ptr<const Head> sealed;
     {
-      std::shared_lock<std::shared_mutex> l(mu_);
+      ReaderLock l(&mu_);
       sealed = imm_;
     }
     GPULSE_RETURN_IF_ERROR(WriteChunks(*sealed));
     {
-      std::unique_lock<std::shared_mutex> l(mu_);
+      WriterLock l(&mu_);
       imm_.reset();
     }
     flush_stalled_ = false;
@@ -134,11 +134,11 @@ Status DbImpl::RecoverFromNoSpace() {
   }
   store_full_ = false;
   {
-    std::lock_guard<std::mutex> bg(bg_mu_);
+    MutexLock bg(&bg_mu_);
     imm_pending_ = false;
     if (!merge_candidates_.empty()) merge_requested_ = true;
   }
-  bg_cv_.notify_all();
+  bg_cv_.SignalAll();
   Log("disk space is back: the store of " + path_ + " is reopened and the waiting flush written");
   return Status::Ok();
 }

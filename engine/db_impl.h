@@ -25,12 +25,14 @@
 //    Close, so Close never tears down what a call is using.
 //  - flush_mu_ serialises flushes.
 //  - bg_mu_ guards the flusher's wake-up flags and the writer stall.
+// The members each guards say so (GPULSE_GUARDED_BY), and Clang checks it
+// (tests/tools/check_thread_safety.sh); open_mu_ guards no member, being a
+// gate for the calls in flight, and stays a std::shared_mutex.
 // Lock order: open_mu_ -> flush_mu_ -> write_mu_ -> mu_; bg_mu_ is never held with another.
 #pragma once
 
 #include <array>
 #include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,6 +53,7 @@
 #include "leveldb/write_batch.h"
 #include "storage/env.h"
 #include "storage/function_ref.h"
+#include "storage/mutex.h"
 #include "storage/wal.h"
 
 namespace gpulse::engine {
@@ -127,7 +130,8 @@ class DbImpl final : public Db {
   // Writes tier `tier`'s block from `start` of a series-field again from its
   // stored raw points (after Verify dropped it). REQUIRES: flush_mu_ held,
   // no reader (Verify's exclusive hold).
-  Status RebuildTierBlock(uint32_t series_id, uint32_t field_id, size_t tier, int64_t start);
+  Status RebuildTierBlock(uint32_t series_id, uint32_t field_id, size_t tier, int64_t start)
+      GPULSE_REQUIRES(flush_mu_);
   DbStats GetStats() override;
   Status Close() override;
 
@@ -153,7 +157,25 @@ class DbImpl final : public Db {
   void Log(const std::string& line) const;
 
   // --- write path (db_write.cc) ---
-  // REQUIRES: write_mu_ held. Checks each view against the catalog (field
+  // The catalog and the head as a writer reads them. Only writers change
+  // either, each holding write_mu_ (and mu_ exclusively for the change
+  // itself), so a holder of write_mu_ reads them without mu_: the one place
+  // the analysis is told so.
+  const SeriesIndex& IndexForWriter() const
+      GPULSE_REQUIRES(write_mu_) GPULSE_NO_THREAD_SAFETY_ANALYSIS {
+    return index_;
+  }
+  const Head& HeadForWriter() const GPULSE_REQUIRES(write_mu_) GPULSE_NO_THREAD_SAFETY_ANALYSIS {
+    return *head_;
+  }
+  // A series' field cache is the writers' own (no reader looks at it), so
+  // filling it on a miss needs write_mu_ alone.
+  const FieldEntry* FindSeriesFieldForWriter(uint32_t series_id, std::string_view name,
+                                             size_t position_hint)
+      GPULSE_REQUIRES(write_mu_) GPULSE_NO_THREAD_SAFETY_ANALYSIS {
+    return index_.FindSeriesField(series_id, name, position_hint);
+  }
+  // Checks each view against the catalog (field
   // types, the out-of-order window), adding new series and fields; accepted
   // points go to *resolved, the others to *rejected with their index in
   // `views` plus `index_base`.
@@ -165,15 +187,16 @@ class DbImpl final : public Db {
                   const std::vector<PointView>& views, const std::vector<size_t>& accepted);
   Status ResolveLocked(const std::vector<PointView>& views, ResolvedBatch* resolved,
                        std::vector<size_t>* accepted, std::vector<WriteResult::Rejected>* rejected,
-                       bool limit_series = false, const std::vector<uint32_t>* known = nullptr);
-  // REQUIRES: write_mu_ held. Takes the batch's new series (those `known`
+                       bool limit_series = false, const std::vector<uint32_t>* known = nullptr)
+      GPULSE_REQUIRES(write_mu_);
+  // Takes the batch's new series (those `known`
   // says are not in the catalog) from the minute's budget (a bucket refilled
   // at max_new_series_per_minute a minute), or returns false with the
   // seconds until there is room.
   bool TakeNewSeriesLocked(const std::vector<PointView>& views, const std::vector<uint32_t>& known,
-                           uint64_t* retry_after_seconds);
-  // REQUIRES: write_mu_ held. Adds resolved points to the head.
-  void ApplyLocked(const ResolvedBatch& batch);
+                           uint64_t* retry_after_seconds) GPULSE_REQUIRES(write_mu_);
+  // Adds resolved points to the head.
+  void ApplyLocked(const ResolvedBatch& batch) GPULSE_REQUIRES(write_mu_);
   // Reopens the store, writes the catalog again and writes the stalled
   // flush's chunks; clears store_full_ on success. Takes open_mu_
   // exclusively: called by the flusher only.
@@ -183,6 +206,9 @@ class DbImpl final : public Db {
   // While a sealed head is still flushing and the head is full: waits, or
   // with !wait_when_full returns ResourceExhausted.
   Status WaitForRoom();
+  // Whether a writer may go on: the head has room or no flush is pending
+  // (or a stop or an error ends the wait).
+  bool RoomLocked() const GPULSE_REQUIRES(bg_mu_);
   void MaybeScheduleFlush();
 
   // --- deletes (db_delete.cc) ---
@@ -192,8 +218,8 @@ class DbImpl final : public Db {
   // REQUIRES: write_mu_ held and no sealed head (flush_mu_ held, or Open's
   // replay). Applies a logged delete to the store, the catalog and the head.
   // Repeating it is harmless, which is what makes replaying it safe.
-  Status ApplyDeleteLocked(const std::vector<uint32_t>& ids, int64_t first, int64_t last,
-                           bool drop);
+  Status ApplyDeleteLocked(const std::vector<uint32_t>& ids, int64_t first, int64_t last, bool drop)
+      GPULSE_REQUIRES(write_mu_);
   // Queues the deletes and rewrites of one series' raw chunks, writing the
   // batch in pieces as it grows; *changed counts the keys deleted or
   // rewritten.
@@ -223,11 +249,10 @@ class DbImpl final : public Db {
   const Keep& KeepFor(std::string_view database) const;
 
   // --- flush (db_flush.cc) ---
-  // REQUIRES: flush_mu_ held.
-  Status FlushLocked();
+  Status FlushLocked() GPULSE_REQUIRES(flush_mu_);
   // Merges every column of `sealed` into the chunks in LevelDB; the last
   // LevelDB write is synced. Large heads are written by several workers.
-  Status WriteChunks(const Head& sealed);
+  Status WriteChunks(const Head& sealed) GPULSE_REQUIRES(flush_mu_);
   // What a flush's workers share, and what one leaves for WriteChunks to
   // apply once all are done.
   struct FlushTasks {
@@ -323,7 +348,7 @@ class DbImpl final : public Db {
   // The id of `series` (its key built in a buffer each thread keeps; an id
   // checked against the catalog), or kNoId. REQUIRES: mu_ held (shared is
   // enough).
-  uint32_t FindSeriesIdLocked(SeriesRef series) const;
+  uint32_t FindSeriesIdLocked(SeriesRef series) const GPULSE_REQUIRES_SHARED(mu_);
   // "no series gpu,node=a" or "no series with id 7".
   static std::string NoSeries(SeriesRef series);
   // The id of `series`; NotFound (naming it) when it does not exist.
@@ -337,18 +362,19 @@ class DbImpl final : public Db {
   struct Unflushed {
     bool sealed = false, head = false;
   };
-  Unflushed UnflushedInLocked(int64_t start_ns, int64_t end_ns) const;
+  Unflushed UnflushedInLocked(int64_t start_ns, int64_t end_ns) const GPULSE_REQUIRES_SHARED(mu_);
   // *f as a snapshot of `field` of series `series_id` sees it: id, type, and
   // the unflushed points in [start, end) of the heads `in` names.
   // REQUIRES: mu_ held (shared).
   void SnapshotFieldLocked(uint32_t series_id, const FieldEntry& field, int64_t start_ns,
-                           int64_t end_ns, Unflushed in, SeriesSnapshot::Field* f) const;
+                           int64_t end_ns, Unflushed in, SeriesSnapshot::Field* f) const
+      GPULSE_REQUIRES_SHARED(mu_);
   // The snapshot's fields of series out->series_id (which exists), but the
   // epoch. Unflushed points are copied only when the head (or the sealed
   // head) may hold some in [start, end). REQUIRES: mu_ held (shared is
   // enough).
   void SnapshotFieldsLocked(std::span<const std::string> fields, int64_t start_ns, int64_t end_ns,
-                            SeriesSnapshot* out) const;
+                            SeriesSnapshot* out) const GPULSE_REQUIRES_SHARED(mu_);
   // The stored points of [start, end) merged with the snapshot's unflushed
   // ones of field `f`, newest winning.
   Status ReadMerged(const SeriesSnapshot& snap, size_t f, int64_t start, int64_t end, Column* out);
@@ -386,6 +412,55 @@ class DbImpl final : public Db {
   Status TakeSnapshots(std::span<const SeriesId> ids, std::span<const std::string> fields,
                        int64_t start_ns, int64_t end_ns, LazySnapshot* store,
                        std::vector<SeriesSnapshot>* out);
+
+  // --- tier reads (db_tier_scan.cc): ScanTierRows in steps ---
+  // What the steps of one tier scan share: its tier and range, the blocks
+  // the range overlaps, the window cache's epoch, and the store as of one
+  // snapshot, read through one iterator the series share.
+  struct TierScan {
+    explicit TierScan(LazySnapshot* s) : store(s) {}
+    const storage::Tier* tier = nullptr;
+    int64_t start_ns = 0, end_ns = 0;
+    int64_t snap_end = 0;     // the end of the last bucket: unflushed points up to here
+    int64_t span = 0;         // a block's width
+    int64_t first_block = 0;  // the block holding start_ns
+    size_t blocks = 0;        // blocks in range, when looked_up
+    bool looked_up = false;   // every block of the range looked up in the cache at once
+    uint64_t epoch = 0;
+    LazySnapshot* store;
+    StoreCursor it;
+    Status damage;  // the first damaged block met
+  };
+  // A series-field of the scan: its id (kNoId: the measurement has no such
+  // field) and type.
+  struct TierPart {
+    uint32_t id = kNoId;
+    FieldType type = FieldType::kFloat;
+  };
+  // Fills scan->tier and the block geometry of [start, end).
+  static void PlanTierScan(size_t tier, int64_t start_ns, int64_t end_ns, TierScan* scan);
+  // Each series-field's part (parts[s * fields + f]) and, when the heads
+  // may hold points in range, its unflushed points (*unflushed, the same
+  // positions); then the cache's epoch.
+  Status TierPartsLocked(std::span<const SeriesId> ids, std::span<const std::string> fields,
+                         TierScan* scan, std::vector<TierPart>* parts,
+                         std::vector<SeriesSnapshot::Field>* unflushed) const
+      GPULSE_REQUIRES_SHARED(mu_);
+  // Walks the stored blocks of one series-field through the range (from
+  // `cached`, the scan's blocks looked up at once, when given; from the
+  // cache block by block, and the store on a miss, otherwise), handing
+  // each block's rows in range to emit(rows, lo, hi). A damaged block ends
+  // the walk and is recorded in scan->damage.
+  template <typename Kind, typename Emit>
+  Status ReadTierBlocks(TierScan* scan, SeriesId id, TierPart part,
+                        std::shared_ptr<const typename Kind::Rows>* cached, const Emit& emit);
+  // The rows of buckets `touched` of one series-field, computed from their
+  // raw points merged with `unflushed`.
+  template <typename Kind>
+  Status RecomputeTierBuckets(TierScan* scan, SeriesId id, TierPart part,
+                              SeriesSnapshot::Field unflushed, const std::vector<int64_t>& touched,
+                              typename Kind::Rows* rows);
+
   Status CheckOpen() const;
   // Holds off Close until the calling method returns; every public method
   // but Close takes it before CheckOpen.
@@ -420,30 +495,30 @@ class DbImpl final : public Db {
   std::atomic<bool> closed_{true};
   mutable std::shared_mutex open_mu_;  // shared by calls in flight, exclusive in Close
 
-  std::mutex flush_mu_;
-  std::mutex write_mu_;
+  Mutex flush_mu_;
+  Mutex write_mu_;
   // A full disk (docs/operations.md, "Failure modes"). wal_full_: the last
   // WAL append found no space (the next that succeeds clears it).
   // store_full_: a store write found no space; the flusher then reopens the
   // store, writes the catalog again and retries the stalled flush every
   // second until one succeeds (RecoverFromNoSpace).
   std::atomic<bool> wal_full_{false}, store_full_{false};
-  bool flush_stalled_ = false;          // under flush_mu_: imm_ waits for space
-  uint64_t stalled_first_segment_ = 0;  // under flush_mu_: its WAL, retired after
-  double new_series_budget_ = -1;       // under write_mu_; < 0: not started (full)
-  int64_t new_series_budget_at_ = 0;    // under write_mu_: when it was last refilled
+  bool flush_stalled_ GPULSE_GUARDED_BY(flush_mu_) = false;          // imm_ waits for space
+  uint64_t stalled_first_segment_ GPULSE_GUARDED_BY(flush_mu_) = 0;  // its WAL, retired after
+  double new_series_budget_ GPULSE_GUARDED_BY(write_mu_) = -1;       // < 0: not started (full)
+  int64_t new_series_budget_at_ GPULSE_GUARDED_BY(write_mu_) = 0;    // when it was last refilled
   std::atomic<uint64_t> series_refused_rate_{0}, series_refused_cap_{0};
-  mutable std::shared_mutex mu_;
-  SeriesIndex index_;                // under mu_; mutated with write_mu_ held too
-  std::shared_ptr<Head> head_;       // under mu_
-  std::shared_ptr<const Head> imm_;  // under mu_: sealed, being flushed
+  mutable SharedMutex mu_;
+  SeriesIndex index_ GPULSE_GUARDED_BY(mu_);  // mutated with write_mu_ held too
+  std::shared_ptr<Head> head_ GPULSE_GUARDED_BY(mu_);
+  std::shared_ptr<const Head> imm_ GPULSE_GUARDED_BY(mu_);  // sealed, being flushed
 
-  std::mutex bg_mu_;
-  std::condition_variable bg_cv_;  // flusher wake-ups, stall releases, shutdown
-  bool flush_requested_ = false;   // under bg_mu_
-  bool imm_pending_ = false;       // under bg_mu_
-  bool shutting_down_ = false;     // under bg_mu_
-  Status bg_error_;                // under bg_mu_: sticky flush or sync failure
+  mutable Mutex bg_mu_;
+  CondVar bg_cv_;  // flusher wake-ups, stall releases, shutdown
+  bool flush_requested_ GPULSE_GUARDED_BY(bg_mu_) = false;
+  bool imm_pending_ GPULSE_GUARDED_BY(bg_mu_) = false;
+  bool shutting_down_ GPULSE_GUARDED_BY(bg_mu_) = false;
+  Status bg_error_ GPULSE_GUARDED_BY(bg_mu_);  // sticky flush or sync failure
   std::thread flusher_;
   std::thread syncer_;
   std::thread maintenance_;  // retention and part merging, when either is on
@@ -462,25 +537,26 @@ class DbImpl final : public Db {
     std::vector<PartsKey> merged;    // windows merged into one part
     int64_t max_ts = INT64_MIN;      // the newest point written
   };
-  std::set<PartsKey> merge_candidates_;  // under flush_mu_
-  int64_t max_flushed_ts_ = INT64_MIN;   // under flush_mu_
-  bool merge_requested_ = false;         // under bg_mu_
+  std::set<PartsKey> merge_candidates_ GPULSE_GUARDED_BY(flush_mu_);
+  int64_t max_flushed_ts_ GPULSE_GUARDED_BY(flush_mu_) = INT64_MIN;
+  bool merge_requested_ GPULSE_GUARDED_BY(bg_mu_) = false;
 
   std::atomic<uint64_t> head_bytes_{0};
   std::atomic<uint64_t> values_written_{0};
   std::atomic<uint64_t> flushes_{0};
   // Logs a damaged window read once (db_read.cc), with its store key range.
   void LogDamage(const Status& why, const WindowKey& window);
-  std::mutex damage_mu_;
+  Mutex damage_mu_;
   // (tier, series, field, window) logged
-  std::set<std::tuple<uint8_t, uint32_t, uint32_t, int64_t>> logged_damage_;  // under damage_mu_
+  std::set<std::tuple<uint8_t, uint32_t, uint32_t, int64_t>> logged_damage_
+      GPULSE_GUARDED_BY(damage_mu_);
   // What the WAL replay of the last Open could not read (DbStats): set by
   // Open before the Db is shared, read-only after.
   uint64_t replay_damaged_bytes_ = 0, replay_damaged_regions_ = 0, replay_cut_bytes_ = 0;
   std::atomic<uint64_t> retention_runs_{0};
   std::atomic<uint64_t> windows_merged_{0};
   std::atomic<uint64_t> retention_deleted_keys_{0};
-  uint64_t writes_refused_full_ = 0;  // under bg_mu_
+  uint64_t writes_refused_full_ GPULSE_GUARDED_BY(bg_mu_) = 0;
 };
 
 }  // namespace gpulse::engine

@@ -47,9 +47,9 @@ Status DbImpl::MergeParts() {
 Status DbImpl::MergeReadyParts(uint64_t max_bytes, uint64_t* merged_bytes, bool* more) {
   *merged_bytes = 0;
   *more = false;
-  std::lock_guard<std::mutex> f(flush_mu_);
+  MutexLock f(&flush_mu_);
   {
-    std::lock_guard<std::mutex> bg(bg_mu_);
+    MutexLock bg(&bg_mu_);
     if (!bg_error_.ok()) return bg_error_;
   }
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
@@ -72,7 +72,7 @@ Status DbImpl::MergeReadyParts(uint64_t max_bytes, uint64_t* merged_bytes, bool*
     storage::ParseChunkKey(first_key, &first);
     Column merged;
     {
-      std::shared_lock<std::shared_mutex> l(mu_);
+      ReaderLock l(&mu_);
       merged.type = index_.field(c->field_id).type;
     }
     it->Seek(first_key);
@@ -106,39 +106,43 @@ void DbImpl::MaintenanceLoop() {
   const bool retention = any_retention_;
   const uint64_t rate = options_.merge_bytes_per_second;
   auto next_retention = std::chrono::steady_clock::now();  // a pass at once
-  std::unique_lock<std::mutex> l(bg_mu_);
+  MutexLock l(&bg_mu_);
   while (!shutting_down_) {
     if (retention && std::chrono::steady_clock::now() >= next_retention) {
-      l.unlock();
+      l.Unlock();
       const Status s = EnforceRetention(WallClockNanos());
       if (!s.ok() && !closed_) Log("retention pass failed (it runs again later): " + s.ToString());
-      l.lock();
+      l.Lock();
       next_retention = std::chrono::steady_clock::now() + options_.retention_interval;
       continue;
     }
     if (merge_requested_ && rate > 0) {
       merge_requested_ = false;
       for (bool more = true; more && !shutting_down_;) {
-        l.unlock();
+        l.Unlock();
         uint64_t bytes = 0;
         const Status s =
             MergeReadyParts(std::max<uint64_t>(1, rate / kSlicesPerSecond), &bytes, &more);
-        l.lock();
+        l.Lock();
         if (!s.ok()) {
           if (!closed_) Log("merging chunk parts failed (a later flush retries): " + s.ToString());
           break;
         }
         // The I/O bound: as long as the bytes took at the rate.
-        const auto pause = std::chrono::nanoseconds(bytes * 1'000'000'000 / rate);
-        bg_cv_.wait_for(l, pause, [this] { return shutting_down_; });
+        const auto resume = std::chrono::steady_clock::now() +
+                            std::chrono::nanoseconds(bytes * 1'000'000'000 / rate);
+        while (!shutting_down_ && bg_cv_.WaitUntil(&bg_mu_, resume)) {
+        }
       }
       continue;
     }
-    const auto woken = [&] { return shutting_down_ || (merge_requested_ && rate > 0); };
-    if (retention) {
-      bg_cv_.wait_until(l, next_retention, woken);
-    } else {
-      bg_cv_.wait(l, woken);
+    // Until Close, a merge to do, or (with retention) the next pass.
+    while (!shutting_down_ && !(merge_requested_ && rate > 0)) {
+      if (!retention) {
+        bg_cv_.Wait(&bg_mu_);
+      } else if (!bg_cv_.WaitUntil(&bg_mu_, next_retention)) {
+        break;
+      }
     }
   }
 }

@@ -44,7 +44,7 @@ Status DbImpl::Read(const ReadRequest& request, std::vector<SeriesColumn>* out) 
   FieldType type = FieldType::kFloat;
   uint64_t epoch = 0;
   {
-    std::shared_lock<std::shared_mutex> l(mu_);
+    ReaderLock l(&mu_);
     const FieldEntry* field = index_.FindField(request.measurement, request.field);
     if (!field) {
       return Status::NotFound("measurement " + request.measurement + " has no field " +
@@ -124,7 +124,7 @@ void DbImpl::SnapshotFieldsLocked(std::span<const std::string> fields, int64_t s
 
 Status DbImpl::TakeSeriesSnapshot(SeriesRef series, std::span<const std::string> fields,
                                   int64_t start_ns, int64_t end_ns, SeriesSnapshot* out) {
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   out->series_id = FindSeriesIdLocked(series);
   if (out->series_id == kNoId) return Status::NotFound(NoSeries(series));
   SnapshotFieldsLocked(fields, start_ns, end_ns, out);
@@ -236,7 +236,7 @@ Status DbImpl::TakeSnapshots(std::span<const SeriesId> ids, std::span<const std:
   // epoch read with them).
   out->clear();
   out->reserve(ids.size());
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   for (const SeriesId id : ids) {
     if (id >= index_.series_count()) {
       return Status::InvalidArgument("no series with id " + std::to_string(id));
@@ -495,7 +495,7 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
 
 void DbImpl::LogDamage(const Status& why, const WindowKey& window) {
   {
-    std::lock_guard<std::mutex> l(damage_mu_);
+    MutexLock l(&damage_mu_);
     // Once per window, and at most a few thousand windows: a damaged table
     // read by every dashboard refresh must not flood the log.
     if (logged_damage_.size() >= 4096 ||
@@ -517,7 +517,7 @@ void DbImpl::LogDamage(const Status& why, const WindowKey& window) {
 Status DbImpl::ListMeasurements(std::vector<std::string>* out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   *out = index_.Measurements();
   return Status::Ok();
 }
@@ -526,7 +526,7 @@ Status DbImpl::ListSeries(std::string_view measurement, const std::vector<TagMat
                           std::vector<Series>* out, std::vector<SeriesId>* ids_out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   std::vector<uint32_t> ids = index_.Match(measurement, tags);
   // Key order: the canonical key separates names by a zero byte, so
   // comparing keys compares measurement, then tags in turn.
@@ -541,7 +541,7 @@ Status DbImpl::ListTagKeys(std::string_view measurement, const std::vector<TagMa
                            std::vector<std::string>* out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   *out = index_.TagKeysWithin(measurement, scope);
   return Status::Ok();
 }
@@ -550,7 +550,7 @@ Status DbImpl::ListTagValues(std::string_view measurement, std::string_view key,
                              const std::vector<TagMatcher>& scope, std::vector<std::string>* out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   *out = index_.TagValuesWithin(measurement, key, scope);
   return Status::Ok();
 }
@@ -559,7 +559,7 @@ Status DbImpl::CountSeries(std::string_view measurement, const std::vector<TagMa
                            uint64_t* count) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   *count = index_.CountWithin(measurement, scope);
   return Status::Ok();
 }
@@ -567,7 +567,7 @@ Status DbImpl::CountSeries(std::string_view measurement, const std::vector<TagMa
 Status DbImpl::CatalogVersion(std::string_view measurement, uint64_t* version) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   *version = index_.version(measurement);
   return Status::Ok();
 }
@@ -575,7 +575,7 @@ Status DbImpl::CatalogVersion(std::string_view measurement, uint64_t* version) {
 Status DbImpl::ListFields(std::string_view measurement, std::vector<FieldInfo>* out) {
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::shared_lock<std::shared_mutex> l(mu_);
+  ReaderLock l(&mu_);
   *out = index_.Fields(measurement);
   return Status::Ok();
 }

@@ -53,7 +53,7 @@ Status DbImpl::EnforceRetention(int64_t now_ns) {
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   size_t series = 0;
   {
-    std::shared_lock<std::shared_mutex> l(mu_);
+    ReaderLock l(&mu_);
     series = index_.series_count();
   }
   uint64_t changed = 0;
@@ -62,7 +62,7 @@ Status DbImpl::EnforceRetention(int64_t now_ns) {
     // Points in the head behind the cut go to chunks first: flushed later,
     // into a window already deleted, they could recompute a tier bucket
     // from raw points that are gone.
-    std::lock_guard<std::mutex> f(flush_mu_);
+    MutexLock f(&flush_mu_);
     GPULSE_RETURN_IF_ERROR(FlushLocked());
   }
   // The flush mutex is held for a slice of the series at a time (no flush
@@ -71,7 +71,7 @@ Status DbImpl::EnforceRetention(int64_t now_ns) {
   constexpr uint32_t kSeriesPerSlice = 256;
   for (uint32_t from = 0; from < series; from += kSeriesPerSlice) {
     GPULSE_RETURN_IF_ERROR(CheckOpen());
-    std::lock_guard<std::mutex> f(flush_mu_);
+    MutexLock f(&flush_mu_);
     const uint32_t to = static_cast<uint32_t>(std::min<size_t>(series, from + kSeriesPerSlice));
     for (uint32_t id = from; id < to; ++id) {
       // The window holding the cut stays whole; those before it go. Tier
@@ -79,7 +79,7 @@ Status DbImpl::EnforceRetention(int64_t now_ns) {
       // row is computed again from raw points.
       const Keep* keep = &retention_ns_;
       if (!retention_by_db_.empty()) {
-        std::shared_lock<std::shared_mutex> l(mu_);
+        ReaderLock l(&mu_);
         keep = &KeepFor(DatabaseOfSeriesKey(index_.series(id).canonical_key));
       }
       const int64_t raw_keep = KeepFrom((*keep)[0], now_ns, window_ns_);

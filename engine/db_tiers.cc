@@ -13,7 +13,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <mutex>
 #include <thread>
 
@@ -207,41 +206,42 @@ class FieldQueue {
   explicit FieldQueue(size_t bound) : bound_(bound) {}
   // False once Stop was called (a worker failed): the producer gives up.
   bool Push(FieldWindows item) {
-    std::unique_lock lock(mutex_);
-    not_full_.wait(lock, [&] { return items_.size() < bound_ || stopped_; });
+    MutexLock lock(&mu_);
+    while (items_.size() >= bound_ && !stopped_) not_full_.Wait(&mu_);
     if (stopped_) return false;
     items_.push_back(std::move(item));
-    not_empty_.notify_one();
+    not_empty_.Signal();
     return true;
   }
   // False when closed and drained, or stopped.
   bool Pop(FieldWindows* item) {
-    std::unique_lock lock(mutex_);
-    not_empty_.wait(lock, [&] { return !items_.empty() || closed_ || stopped_; });
+    MutexLock lock(&mu_);
+    while (items_.empty() && !closed_ && !stopped_) not_empty_.Wait(&mu_);
     if (stopped_ || items_.empty()) return false;
     *item = std::move(items_.front());
     items_.erase(items_.begin());
-    not_full_.notify_one();
+    not_full_.Signal();
     return true;
   }
   void Close() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mu_);
     closed_ = true;
-    not_empty_.notify_all();
+    not_empty_.SignalAll();
   }
   void Stop() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(&mu_);
     stopped_ = true;
-    not_empty_.notify_all();
-    not_full_.notify_all();
+    not_empty_.SignalAll();
+    not_full_.SignalAll();
   }
 
  private:
   const size_t bound_;
-  std::mutex mutex_;
-  std::condition_variable not_full_, not_empty_;
-  std::vector<FieldWindows> items_;
-  bool closed_ = false, stopped_ = false;
+  Mutex mu_;
+  CondVar not_full_, not_empty_;
+  std::vector<FieldWindows> items_ GPULSE_GUARDED_BY(mu_);
+  bool closed_ GPULSE_GUARDED_BY(mu_) = false;
+  bool stopped_ GPULSE_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace
@@ -347,277 +347,6 @@ Status DbImpl::BuildTiers(uint32_t mask, bool strings_only) {
   if (!error.ok()) return error;
   Log("tiers built from " + std::to_string(windows.load()) + " raw windows");
   return Status::Ok();
-}
-
-namespace {
-
-// The position of the first of a block's rows (bucket starts of width
-// `width`, ascending) at or after t: by arithmetic when the block has no
-// gaps (its first and last rows as far apart as their count says), so that
-// a read of hundreds of series does not search each one's rows twice.
-size_t FirstRowAtOrAfter(const std::vector<int64_t>& bucket, int64_t t, int64_t width) {
-  const size_t n = bucket.size();
-  if (n == 0 || t <= bucket.front()) return 0;
-  if (t > bucket.back()) return n;
-  const auto w = static_cast<uint64_t>(width);
-  const uint64_t apart =
-      static_cast<uint64_t>(bucket.back()) - static_cast<uint64_t>(bucket.front());
-  if (n <= static_cast<size_t>(storage::kRollupBlockRows) && apart == (n - 1) * w) {
-    return static_cast<size_t>(
-        (static_cast<uint64_t>(t) - static_cast<uint64_t>(bucket.front()) + w - 1) / w);
-  }
-  return static_cast<size_t>(std::lower_bound(bucket.begin(), bucket.end(), t) - bucket.begin());
-}
-
-}  // namespace
-
-Status DbImpl::ScanRollups(SeriesRef series, std::span<const std::string> fields, size_t tier,
-                           int64_t start_ns, int64_t end_ns, uint32_t parts,
-                           const RollupVisitor& fn) {
-  (void)parts;  // every part is decoded: blocks are cached whole
-  SeriesId id = kNoId;
-  GPULSE_RETURN_IF_ERROR(FindSeriesId(series, &id));
-  return ScanTierRows<RollupKind>(std::span<const SeriesId>(&id, 1), fields, tier, start_ns, end_ns,
-                                  [&](size_t, size_t f, const storage::RollupColumn& rows, size_t b,
-                                      size_t e) { fn(f, rows, b, e); });
-}
-
-Status DbImpl::ScanRollups(std::span<const SeriesId> ids, std::span<const std::string> fields,
-                           size_t tier, int64_t start_ns, int64_t end_ns, uint32_t parts,
-                           const SeriesRollupVisitor& fn) {
-  (void)parts;
-  return ScanTierRows<RollupKind>(ids, fields, tier, start_ns, end_ns, fn);
-}
-
-Status DbImpl::ScanTallies(SeriesRef series, std::span<const std::string> fields, size_t tier,
-                           int64_t start_ns, int64_t end_ns, const TallyVisitor& fn) {
-  SeriesId id = kNoId;
-  GPULSE_RETURN_IF_ERROR(FindSeriesId(series, &id));
-  return ScanTierRows<TallyKind>(std::span<const SeriesId>(&id, 1), fields, tier, start_ns, end_ns,
-                                 [&](size_t, size_t f, const storage::TallyColumn& rows, size_t b,
-                                     size_t e) { fn(f, rows, b, e); });
-}
-
-Status DbImpl::FindSeriesId(SeriesRef series, SeriesId* id) {
-  const auto open = HoldOpen();
-  GPULSE_RETURN_IF_ERROR(CheckOpen());
-  std::shared_lock<std::shared_mutex> l(mu_);
-  *id = FindSeriesIdLocked(series);
-  if (*id == kNoId) return Status::NotFound(NoSeries(series));
-  return Status::Ok();
-}
-
-template <typename Kind, typename Visitor>
-Status DbImpl::ScanTierRows(std::span<const SeriesId> ids, std::span<const std::string> fields,
-                            size_t tier, int64_t start_ns, int64_t end_ns, const Visitor& fn) {
-  using Rows = typename Kind::Rows;
-  const auto open = HoldOpen();
-  GPULSE_RETURN_IF_ERROR(CheckOpen());
-  if (tier >= storage::kTierCount || !(tier_mask_ & (1u << tier))) {
-    return Status::InvalidArgument("tier " + std::to_string(tier) +
-                                   " is not kept (Options::tiers)");
-  }
-  const storage::Tier& t = storage::kTiers[tier];
-  if (start_ns >= end_ns || ids.empty()) return Status::Ok();
-  // Unflushed points of whole buckets: the last bucket may end past end_ns.
-  const int64_t snap_end =
-      storage::NextWindowStart(storage::WindowStart(end_ns - 1, t.width_ns), t.width_ns);
-  const int64_t span = storage::BlockSpan(t);
-  const int64_t first_block = storage::WindowStart(start_ns, span);
-  // The blocks [start_ns, end_ns) overlaps, when few enough to look up in
-  // the cache all at once (a range of years of 5m rows is looked up block by
-  // block, skipping the gaps between stored blocks).
-  constexpr size_t kLookUpFirst = 16;
-  size_t blocks = 0;
-  for (int64_t b = first_block; b < end_ns && blocks <= kLookUpFirst;
-       b = storage::NextWindowStart(b, span)) {
-    ++blocks;
-    if (b > INT64_MAX - span) break;
-  }
-  const bool looked_up = blocks <= kLookUpFirst;
-
-  // Under one hold of the state lock: each series' fields and unflushed
-  // points; under one of the cache's: every block's cached rows.
-  // Per series and field (parts[s * nf + f]): the field's id and type, and
-  // its unflushed points in range, copied only when the head or the sealed
-  // head may hold some there (most reads are of flushed time: then a series
-  // costs no look in either).
-  const size_t nf = fields.size();
-  struct Part {
-    uint32_t id = kNoId;
-    FieldType type = FieldType::kFloat;
-  };
-  std::vector<Part> parts(ids.size() * nf);
-  std::vector<SeriesSnapshot::Field> unflushed;  // the same positions, when copied
-  LazySnapshot store(store_.get());
-  uint64_t epoch = 0;
-  {
-    std::shared_lock<std::shared_mutex> l(mu_);
-    const Unflushed in = UnflushedInLocked(start_ns, snap_end);
-    if (in.sealed || in.head) unflushed.resize(parts.size());
-    // The fields by name, found again only when the measurement changes.
-    const std::string* measurement = nullptr;
-    std::vector<const FieldEntry*> found(nf);
-    for (size_t s = 0; s < ids.size(); ++s) {
-      if (ids[s] >= index_.series_count()) {
-        return Status::InvalidArgument("no series with id " + std::to_string(ids[s]));
-      }
-      const std::string& m = index_.series(ids[s]).series.measurement;
-      if (measurement == nullptr || *measurement != m) {
-        measurement = &m;
-        for (size_t i = 0; i < nf; ++i) found[i] = index_.FindField(m, fields[i]);
-      }
-      for (size_t i = 0; i < nf; ++i) {
-        if (!found[i]) continue;
-        parts[s * nf + i] = {found[i]->id, found[i]->type};
-        if (!unflushed.empty()) {
-          SnapshotFieldLocked(ids[s], *found[i], start_ns, snap_end, in, &unflushed[s * nf + i]);
-        }
-      }
-    }
-    epoch = window_cache_.epoch();
-  }
-  std::vector<std::shared_ptr<const Rows>> cached;
-  if (looked_up) {
-    std::vector<WindowKey> keys;
-    keys.reserve(parts.size() * blocks);
-    for (size_t s = 0; s < ids.size(); ++s) {
-      for (size_t i = 0; i < nf; ++i) {
-        for (size_t j = 0; j < blocks; ++j) {
-          keys.push_back(
-              {ids[s], parts[s * nf + i].id, first_block + static_cast<int64_t>(j) * span, t.id});
-        }
-      }
-    }
-    cached.resize(keys.size());
-    Kind::LookupMany(&window_cache_, keys, cached.data());
-  }
-  const auto name_of = [&](SeriesId id) {
-    std::shared_lock<std::shared_mutex> l(mu_);
-    return SeriesName(index_.series(id).series);
-  };
-
-  std::unique_ptr<leveldb::Iterator> it;
-  Status damage;  // the first damaged block met
-  for (size_t s = 0; s < ids.size(); ++s) {
-    for (size_t i = 0; i < nf; ++i) {
-      const Part& p = parts[s * nf + i];
-      if (p.id == kNoId || !Kind::For(p.type)) continue;
-      // Buckets with unflushed points: computed below from all their raw
-      // points; the stored rows of those buckets are skipped.
-      std::vector<int64_t> touched;
-      for (size_t copy = 0; copy < (unflushed.empty() ? 0 : 2); ++copy) {
-        const SeriesSnapshot::Field& u = unflushed[s * nf + i];
-        for (int64_t ts : (copy == 0 ? u.sealed : u.head).ts) {
-          const int64_t b = storage::WindowStart(ts, t.width_ns);
-          if (b >= start_ns && b < end_ns && (touched.empty() || touched.back() != b)) {
-            touched.push_back(b);
-          }
-        }
-      }
-      std::sort(touched.begin(), touched.end());
-      touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-      // Emits rows [lo, hi) of a block, minus the touched buckets.
-      auto emit = [&](const Rows& rows, size_t lo, size_t hi) {
-        if (touched.empty()) return fn(s, i, rows, lo, hi);
-        size_t a = lo;
-        for (size_t r = lo; r < hi; ++r) {
-          if (!std::binary_search(touched.begin(), touched.end(), rows.bucket[r])) continue;
-          if (a < r) fn(s, i, rows, a, r);
-          a = r + 1;
-        }
-        if (a < hi) fn(s, i, rows, a, hi);
-      };
-
-      int64_t block = first_block;
-      while (block < end_ns) {
-        const WindowKey cache_key{ids[s], p.id, block, t.id};
-        std::shared_ptr<const Rows> rows;
-        if (looked_up) {
-          const uint64_t j = (static_cast<uint64_t>(block) - static_cast<uint64_t>(first_block)) /
-                             static_cast<uint64_t>(span);
-          rows = std::move(cached[(s * nf + i) * blocks + j]);
-        } else {
-          rows = Kind::Lookup(&window_cache_, cache_key);
-        }
-        if (!rows) {
-          // The first stored block at or after `block` (blocks may be
-          // missing).
-          if (!it) {
-            leveldb::ReadOptions options;
-            options.snapshot = store.get();
-            it.reset(store_->NewIterator(options));
-          }
-          it->Seek(storage::ChunkKey(t.id, ids[s], p.id, block));
-          storage::ChunkKeyParts k;
-          bool found = false;
-          if (it->Valid()) {
-            const leveldb::Slice raw_key = it->key();
-            found = storage::ParseChunkKey(std::string_view(raw_key.data(), raw_key.size()), &k) &&
-                    k.tier == t.id && k.series_id == ids[s] && k.field_id == p.id;
-          }
-          if (!found || k.window_start != block) {
-            // `block` has no rows stored: remembered as an empty entry, so
-            // that the next query over it (the last block of a range that
-            // reaches past the data) does not seek the store again. A flush
-            // that writes the block drops the entry.
-            if (it->status().ok()) {
-              auto none = std::make_shared<Rows>();
-              Kind::Reset(p.type, none.get());
-              Kind::Insert(&window_cache_, cache_key, std::move(none), epoch);
-            }
-            if (!found || k.window_start >= end_ns) break;
-            block = k.window_start;  // past a gap: that block may be cached
-            continue;
-          }
-          Rows decoded;
-          const leveldb::Slice v = it->value();
-          Status d = Kind::Decode(std::string_view(v.data(), v.size()), &decoded);
-          if (d.ok() && !Kind::TypeIs(decoded, p.type)) {
-            d = Status::Corruption("type differs from the field's");
-          }
-          if (!d.ok()) {
-            // A damaged block: the rest of this series-field is left out,
-            // the other series are read, and the call says so at the end.
-            Status why =
-                Status::Corruption("tier " + std::string(t.name) + " block of " + name_of(ids[s]) +
-                                   " from " + std::to_string(block) + ": " + d.message());
-            LogDamage(why, cache_key);
-            if (damage.ok()) damage = std::move(why);
-            break;
-          }
-          auto shared = std::make_shared<const Rows>(std::move(decoded));
-          Kind::Insert(&window_cache_, cache_key, shared, epoch);
-          rows = std::move(shared);
-        }
-        const size_t lo = FirstRowAtOrAfter(rows->bucket, start_ns, t.width_ns);
-        const size_t hi = FirstRowAtOrAfter(rows->bucket, end_ns, t.width_ns);
-        if (lo < hi) emit(*rows, lo, hi);
-        if (block > INT64_MAX - span) break;
-        block = storage::NextWindowStart(block, span);
-      }
-      if (it && !it->status().ok()) {
-        return Status::IOError("read tier rows: " + it->status().ToString());
-      }
-
-      if (touched.empty()) continue;
-      // The series' snapshot as ReadMerged takes it: this field's points.
-      SeriesSnapshot snap(&store);
-      snap.series_id = ids[s];
-      snap.epoch = epoch;
-      snap.fields.push_back(std::move(unflushed[s * nf + i]));
-      Rows fixed;
-      Kind::Reset(p.type, &fixed);
-      for (int64_t b : touched) {
-        const int64_t b_end = storage::NextWindowStart(b, t.width_ns);
-        Column raw;
-        GPULSE_RETURN_IF_ERROR(ReadMerged(snap, 0, b, b_end, &raw));
-        Kind::Build(raw, t.width_ns, &fixed);
-      }
-      if (fixed.size() > 0) fn(s, i, fixed, 0, fixed.size());
-    }
-  }
-  return damage;
 }
 
 }  // namespace gpulse::engine

@@ -136,17 +136,18 @@ std::string_view MeasurementOf(std::string_view series_key) {
 
 }  // namespace
 
+bool DbImpl::RoomLocked() const {
+  return !imm_pending_ || head_bytes_ < head_budget_ || shutting_down_ || !bg_error_.ok() ||
+         store_full_;
+}
+
 Status DbImpl::WaitForRoom() {
-  std::unique_lock<std::mutex> l(bg_mu_);
+  MutexLock l(&bg_mu_);
   // A full disk does not hold writers here: their WAL appends fail (or
   // succeed) at once, and the flusher's recovery needs the Db to itself.
-  const auto room = [this] {
-    return !imm_pending_ || head_bytes_ < head_budget_ || shutting_down_ || !bg_error_.ok() ||
-           store_full_;
-  };
   if (options_.wait_when_full) {
-    bg_cv_.wait(l, room);
-  } else if (!room()) {
+    while (!RoomLocked()) bg_cv_.Wait(&bg_mu_);
+  } else if (!RoomLocked()) {
     ++writes_refused_full_;
     return Status::ResourceExhausted("the head is full (" + std::to_string(head_bytes_) +
                                      " bytes) and the previous flush is still running; retry");
@@ -162,7 +163,7 @@ void DbImpl::MaybeScheduleFlush() {
   // replay measured).
   if (!full) full = wal_->total_bytes() >= wal_budget_;
   if (!full) {
-    std::shared_lock<std::shared_mutex> l(mu_);
+    ReaderLock l(&mu_);
     // A head that spans more than a chunk window holds a closed window:
     // flush it so chunks are written whole and the WAL stays short.
     full = !head_->empty() && head_->bytes() >= (1u << 20) &&
@@ -170,11 +171,11 @@ void DbImpl::MaybeScheduleFlush() {
   }
   if (!full) return;
   {
-    std::lock_guard<std::mutex> l(bg_mu_);
+    MutexLock l(&bg_mu_);
     if (imm_pending_ || flush_requested_) return;
     flush_requested_ = true;
   }
-  bg_cv_.notify_all();
+  bg_cv_.SignalAll();
 }
 
 // The hours of the accepted points, for Db::DataVersion (a batch's points
@@ -238,10 +239,10 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
   uint64_t wal_end = 0;
   bool wrote = false;
   {
-    std::lock_guard<std::mutex> l(write_mu_);
+    MutexLock l(&write_mu_);
     GPULSE_RETURN_IF_ERROR(CheckOpen());
     {
-      std::lock_guard<std::mutex> bg(bg_mu_);
+      MutexLock bg(&bg_mu_);
       if (!bg_error_.ok()) return bg_error_;
     }
     ResolvedBatch resolved;
@@ -253,7 +254,8 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
     const bool budget = options_.cardinality.max_new_series_per_minute > 0;
     if (budget) {
       known.resize(views.size());
-      for (size_t i = 0; i < views.size(); ++i) known[i] = index_.FindSeries(views[i].series_key);
+      for (size_t i = 0; i < views.size(); ++i)
+        known[i] = IndexForWriter().FindSeries(views[i].series_key);
     }
     uint64_t retry_after = 0;
     if (budget && !TakeNewSeriesLocked(views, known, &retry_after)) {
@@ -415,10 +417,11 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
     }
     // A series first seen earlier in this batch was added since `known` was
     // taken: look those up again.
-    uint32_t series_id =
-        known != nullptr && (*known)[i] != kNoId ? (*known)[i] : index_.FindSeries(v.series_key);
+    uint32_t series_id = known != nullptr && (*known)[i] != kNoId
+                             ? (*known)[i]
+                             : IndexForWriter().FindSeries(v.series_key);
     if (series_id != kNoId && options_.out_of_order_window.count() > 0) {
-      const int64_t newest = index_.series(series_id).max_ts;
+      const int64_t newest = IndexForWriter().series(series_id).max_ts;
       if (newest != INT64_MIN &&
           v.timestamp_ns < SaturatingSub(newest, options_.out_of_order_window.count())) {
         rejected->push_back({i, "timestamp " + std::to_string(v.timestamp_ns) +
@@ -434,8 +437,8 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
     std::string why;
     for (size_t k = 0; k < v.fields.size() && why.empty(); ++k) {
       const FieldRef& f = v.fields[k];
-      const FieldEntry* field = series_id != kNoId ? index_.FindSeriesField(series_id, f.key, k)
-                                                   : index_.FindField(measurement, f.key);
+      const FieldEntry* field = series_id != kNoId ? FindSeriesFieldForWriter(series_id, f.key, k)
+                                                   : IndexForWriter().FindField(measurement, f.key);
       if (field == nullptr) continue;
       if (field->type != TypeOf(f.value)) {
         why = "field " + std::string(f.key) + " is " + storage::FieldTypeName(field->type) +
@@ -450,23 +453,23 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
     }
     if (series_id == kNoId && max_series > 0) {
       const std::string_view database = DatabaseOfSeriesKey(v.series_key);
-      if (index_.LiveSeriesIn(database) >= max_series) {
+      if (IndexForWriter().LiveSeriesIn(database) >= max_series) {
         ++series_refused_cap_;
         rejected->push_back(
             {i, (database.empty() ? std::string("the series of no database")
                                   : "database " + std::string(database)) +
-                    " already holds " + std::to_string(index_.LiveSeriesIn(database)) +
+                    " already holds " + std::to_string(IndexForWriter().LiveSeriesIn(database)) +
                     " series; at most " + std::to_string(max_series) +
                     " (limit max_series_per_database): this point's series is new"});
         continue;
       }
     }
     if (series_id == kNoId) {
-      std::unique_lock<std::shared_mutex> l(mu_);
+      WriterLock l(&mu_);
       series_id = index_.AddSeries(std::string(v.series_key), &catalog);
       catalog_changed = true;
-    } else if (index_.series(series_id).dropped) {
-      std::unique_lock<std::shared_mutex> l(mu_);
+    } else if (IndexForWriter().series(series_id).dropped) {
+      WriterLock l(&mu_);
       index_.Revive(series_id, &catalog);
       catalog_changed = true;
     }
@@ -476,7 +479,7 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
     for (size_t k = 0; k < v.fields.size(); ++k) {
       const FieldRef& f = v.fields[k];
       if (field_ids[k] == kNoId) {
-        std::unique_lock<std::shared_mutex> l(mu_);
+        WriterLock l(&mu_);
         field_ids[k] = index_.AddField(measurement, f.key, TypeOf(f.value), &catalog);
         catalog_changed = true;
       }
@@ -493,7 +496,7 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
       // The index has these ids already: the store gets them all again once
       // space returns (RecoverFromNoSpace) before any flush refers to them.
       store_full_ = true;
-      bg_cv_.notify_all();
+      bg_cv_.SignalAll();
     }
     GPULSE_RETURN_IF_ERROR(s);
   }
@@ -501,7 +504,7 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
 }
 
 void DbImpl::ApplyLocked(const ResolvedBatch& batch) {
-  std::unique_lock<std::shared_mutex> l(mu_);
+  WriterLock l(&mu_);
   // Column entries kAhead points ahead, open-block ends kAhead / 2: each
   // load has that many points' appends of time to arrive.
   constexpr size_t kAhead = 2;
@@ -532,7 +535,7 @@ Status DbImpl::ReplayRecord(std::string_view record) {
   ResolvedBatch resolved;
   std::vector<size_t> accepted;
   std::vector<WriteResult::Rejected> rejected;
-  std::lock_guard<std::mutex> l(write_mu_);
+  MutexLock l(&write_mu_);
   GPULSE_RETURN_IF_ERROR(ResolveLocked(views, &resolved, &accepted, &rejected));
   for (const auto& r : rejected) Log("WAL replay skipped a point: " + r.reason);
   ApplyLocked(resolved);

@@ -16,7 +16,6 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -24,6 +23,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "storage/mutex.h"
 
 namespace leveldb {
 class DB;
@@ -175,9 +175,11 @@ class SeriesIndex {
   std::map<std::string, MeasurementPostings, std::less<>> measurements_;
   std::map<std::string, uint64_t, std::less<>> live_by_database_;  // see LiveSeriesIn
 
-  mutable std::mutex order_mu_;
-  mutable std::vector<uint32_t> by_key_;  // under order_mu_: ids [0, size) in key order
-  mutable std::vector<uint32_t> rank_;    // under order_mu_: rank_[id]: its place in by_key_
+  mutable Mutex order_mu_;
+  // ids [0, size) in key order
+  mutable std::vector<uint32_t> by_key_ GPULSE_GUARDED_BY(order_mu_);
+  // rank_[id]: its place in by_key_
+  mutable std::vector<uint32_t> rank_ GPULSE_GUARDED_BY(order_mu_);
 };
 
 }  // namespace gpulse::engine

@@ -11,6 +11,7 @@ set(GPULSE_ENGINE_SOURCES
   engine/db_merge_parts.cc
   engine/db_read.cc
   engine/db_retention.cc
+  engine/db_tier_scan.cc
   engine/db_tiers.cc
   engine/db_write.cc
   engine/head.cc

@@ -422,9 +422,9 @@ class ShowRunner {
 // here rather than failing every minute in the server).
 Status CreateAlert(Db* db, const StatementList& statements, size_t index,
                    const QueryOptions& options, int64_t now, std::vector<std::string>* notes) {
-  // The statement is compiled from its text: a compiled rule owns its tree,
-  // and the parsed list stays the caller's.
-  Result<AlertRule> rule = CompileAlertRule(statements[index]->ToString());
+  // A compiled rule owns its tree, and the parsed list stays the caller's.
+  Result<AlertRule> rule = CompileAlertRule(
+      CloneCreateAlert(static_cast<const CreateAlertStatement&>(*statements[index])));
   if (!rule.ok()) return rule.status();
   std::vector<AlertSample> samples;
   QueryOptions trial = options;

@@ -445,7 +445,7 @@ void HttpServer::Accept() {
     pause_ = std::chrono::milliseconds(0);
     size_t open = 0;
     {
-      std::lock_guard<std::mutex> l(sessions_mu_);
+      MutexLock l(&sessions_mu_);
       open = sessions_.size();
     }
     if (open >= max_connections_) {
@@ -494,7 +494,7 @@ void HttpServer::Refuse(tcp::socket socket) {
 ConnectionStats HttpServer::connection_stats() const {
   ConnectionStats stats;
   {
-    std::lock_guard<std::mutex> l(sessions_mu_);
+    MutexLock l(&sessions_mu_);
     stats.open = sessions_.size();
   }
   stats.refused = refused_.load();
@@ -515,14 +515,14 @@ bool HttpServer::AdmitLong() {
 }
 
 void HttpServer::Register(const std::shared_ptr<Session>& session) {
-  std::lock_guard<std::mutex> l(sessions_mu_);
+  MutexLock l(&sessions_mu_);
   sessions_[session.get()] = session;
 }
 
 void HttpServer::Unregister(Session* session) {
-  std::lock_guard<std::mutex> l(sessions_mu_);
+  MutexLock l(&sessions_mu_);
   sessions_.erase(session);
-  sessions_cv_.notify_all();
+  sessions_cv_.SignalAll();
 }
 
 void HttpServer::Stop() {
@@ -539,7 +539,7 @@ void HttpServer::Stop() {
   // session unregisters it under sessions_mu_.
   std::vector<std::shared_ptr<Session>> live;
   {
-    std::lock_guard<std::mutex> l(sessions_mu_);
+    MutexLock l(&sessions_mu_);
     for (auto& [raw, weak] : sessions_) {
       if (auto session = weak.lock()) live.push_back(std::move(session));
     }
@@ -548,8 +548,10 @@ void HttpServer::Stop() {
   live.clear();
   {
     // Requests in flight finish and close their connections themselves.
-    std::unique_lock<std::mutex> l(sessions_mu_);
-    sessions_cv_.wait_for(l, options_.drain_timeout, [this] { return sessions_.empty(); });
+    MutexLock l(&sessions_mu_);
+    const auto deadline = std::chrono::steady_clock::now() + options_.drain_timeout;
+    while (!sessions_.empty() && sessions_cv_.WaitUntil(&sessions_mu_, deadline)) {
+    }
   }
   // Long requests still running see stopping() through client_gone and end;
   // those still waiting are dropped with their connections.

@@ -25,17 +25,16 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/beast/http.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "server/metrics.h"
+#include "storage/mutex.h"
 #include "storage/status.h"
 
 namespace gpulse::server {
@@ -173,10 +172,10 @@ class HttpServer {
   const Handler handler_;
   // Declared before the loops so they outlive them: destroying a loop
   // destroys its pending handlers, whose sessions unregister here.
-  mutable std::mutex sessions_mu_;
-  std::condition_variable sessions_cv_;
+  mutable Mutex sessions_mu_;
+  CondVar sessions_cv_;
   // Live connections; weak, so a closing connection is never revived.
-  std::map<Session*, std::weak_ptr<Session>> sessions_;  // under sessions_mu_
+  std::map<Session*, std::weak_ptr<Session>> sessions_ GPULSE_GUARDED_BY(sessions_mu_);
   // Runs long requests; declared here for the same reason as the loops.
   std::unique_ptr<boost::asio::thread_pool> long_pool_;
   std::atomic<size_t> long_requests_{0};

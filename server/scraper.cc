@@ -46,10 +46,10 @@ void Scraper::Start() {
 
 void Scraper::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -88,19 +88,21 @@ Status Scraper::ScrapeOnce(const ScrapeTarget& target) {
 
 void Scraper::Loop() {
   std::vector<Clock::time_point> due(targets_.size(), Clock::now());
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (!stopping_) {
     size_t next = 0;
     for (size_t i = 1; i < targets_.size(); ++i) {
       if (due[i] < due[next]) next = i;
     }
-    if (cv_.wait_until(l, due[next], [this] { return stopping_; })) return;
-    l.unlock();
+    // Back to the top on any wake before the target is due: Stop, or a
+    // spurious one.
+    if (cv_.WaitUntil(&mu_, due[next])) continue;
+    l.Unlock();
     (void)ScrapeOnce(targets_[next]);
     // Keep the grid: the next scrape is one interval after this one was due,
     // unless that is already past (a slow target), then one from now.
     due[next] = std::max(due[next] + targets_[next].interval, Clock::now());
-    l.lock();
+    l.Lock();
   }
 }
 

@@ -7,8 +7,6 @@
 // Thread safety: one background thread; Start and Stop from one thread.
 #pragma once
 
-#include <condition_variable>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +15,7 @@
 #include "server/config.h"
 #include "server/metrics.h"
 #include "server/sources.h"
+#include "storage/mutex.h"
 
 namespace gpulse::server {
 
@@ -48,9 +47,9 @@ class Scraper {
   ServerMetrics* const metrics_;
   SourceRegistry* const sources_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;  // under mu_
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GPULSE_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -71,18 +71,18 @@ void WebhookSender::Start() {
 
 void WebhookSender::Stop() {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.SignalAll();
   if (thread_.joinable()) thread_.join();
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   by_age_.clear();
   by_due_.clear();
 }
 
 void WebhookSender::Send(std::string url, std::string json) {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   // Checked here rather than on the first attempt: no retry can fix it, and
   // the caller's own stats show it at once.
   if (!url.starts_with("http://")) {
@@ -96,11 +96,11 @@ void WebhookSender::Send(std::string url, std::string json) {
   n.sequence = next_sequence_++;
   n.due = Clock::now();
   Enqueue(std::move(n));
-  cv_.notify_one();
+  cv_.Signal();
 }
 
 WebhookStats WebhookSender::Stats() const {
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   WebhookStats stats = stats_;
   stats.queued = by_age_.size();
   return stats;
@@ -117,23 +117,23 @@ void WebhookSender::Enqueue(Notification n) {
 }
 
 void WebhookSender::Loop() {
-  std::unique_lock<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   while (!stopping_) {
     if (by_due_.empty()) {
-      cv_.wait(l);
+      cv_.Wait(&mu_);
       continue;
     }
     const auto [due, sequence] = *by_due_.begin();
     if (Clock::now() < due) {
       // Back to the top on any wake: Stop, or a Send that is due sooner.
-      cv_.wait_until(l, due);
+      cv_.WaitUntil(&mu_, due);
       continue;
     }
     by_due_.erase(by_due_.begin());
     auto node = by_age_.extract(sequence);
-    l.unlock();
+    l.Unlock();
     Attempt(std::move(node.mapped()));
-    l.lock();
+    l.Lock();
   }
 }
 
@@ -147,7 +147,7 @@ void WebhookSender::Attempt(Notification n) {
   const std::string error =
       !s.ok() ? s.message() : n.url + ": HTTP " + std::to_string(reply.status);
 
-  std::lock_guard<std::mutex> l(mu_);
+  MutexLock l(&mu_);
   if (delivered) {
     ++stats_.delivered;
   } else if (!retryable) {

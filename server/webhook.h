@@ -13,15 +13,15 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
+
+#include "storage/mutex.h"
 
 namespace gpulse::server {
 
@@ -94,18 +94,17 @@ class WebhookSender {
   // queued again, or given up. Called without mu_ (it takes it to record).
   void Attempt(Notification n);
   // Adds `n` to both views, dropping the oldest if that overfills the queue.
-  // REQUIRES: mu_ held.
-  void Enqueue(Notification n);
+  void Enqueue(Notification n) GPULSE_REQUIRES(mu_);
 
   const WebhookOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<uint64_t, Notification> by_age_;  // under mu_
-  std::set<DueKey> by_due_;                  // under mu_
-  uint64_t next_sequence_ = 0;               // under mu_
-  WebhookStats stats_;                       // under mu_; queued is filled in by Stats()
-  bool stopping_ = false;                    // under mu_
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<uint64_t, Notification> by_age_ GPULSE_GUARDED_BY(mu_);
+  std::set<DueKey> by_due_ GPULSE_GUARDED_BY(mu_);
+  uint64_t next_sequence_ GPULSE_GUARDED_BY(mu_) = 0;
+  WebhookStats stats_ GPULSE_GUARDED_BY(mu_);  // queued is filled in by Stats()
+  bool stopping_ GPULSE_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 

@@ -17,17 +17,16 @@
 // Thread safety: every method may be called from any thread at once.
 #pragma once
 
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "storage/env.h"
+#include "storage/mutex.h"
 #include "storage/status.h"
 #include "storage/wal_writer.h"
 
@@ -148,35 +147,36 @@ class Wal {
   // Copies a damaged segment's bytes to DIR/damaged/NNNNNNNN.log, once.
   Status KeepAside(uint64_t segment, std::string_view contents);
 
-  // REQUIRES: mu_ held, no sync in progress, no sticky error.
+  // REQUIRES: no sync in progress, no sticky error.
   // Syncs and closes the active segment (if any), then creates segment
   // `number`, syncs the directory and makes it active.
-  Status StartSegmentLocked(uint64_t number);
+  Status StartSegmentLocked(uint64_t number) GPULSE_REQUIRES(mu_);
 
-  // REQUIRES: mu_ held through `lock`. Waits until no sync is in progress.
-  void WaitForSyncLocked(std::unique_lock<std::mutex>& lock);
+  // Waits until no sync is in progress.
+  void WaitForSyncLocked() GPULSE_REQUIRES(mu_);
 
-  // REQUIRES: mu_ held. Records `s` as the sticky error when it is one.
-  Status SetErrorLocked(Status s);
+  // Records `s` as the sticky error when it is one.
+  Status SetErrorLocked(Status s) GPULSE_REQUIRES(mu_);
 
   Env* const env_;
   const std::string dir_;
   const WalOptions options_;
 
-  mutable std::mutex mu_;
-  std::condition_variable sync_done_;           // signalled when a sync finishes
-  Status error_;                                // under mu_: sticky
-  bool closed_ = false;                         // under mu_
-  bool sync_in_progress_ = false;               // under mu_
-  uint64_t appended_ = 0;                       // under mu_: log position of the last append
-  uint64_t synced_ = 0;                         // under mu_: every byte below is durable
-  WalSyncStats sync_stats_;                     // under mu_
-  uint64_t active_ = 0;                         // under mu_: active segment number
-  std::map<uint64_t, uint64_t> segment_sizes_;  // under mu_: live segment -> bytes
+  mutable Mutex mu_;
+  CondVar sync_done_;                                      // signalled when a sync finishes
+  Status error_ GPULSE_GUARDED_BY(mu_);                    // sticky
+  bool closed_ GPULSE_GUARDED_BY(mu_) = false;
+  bool sync_in_progress_ GPULSE_GUARDED_BY(mu_) = false;
+  uint64_t appended_ GPULSE_GUARDED_BY(mu_) = 0;  // log position of the last append
+  uint64_t synced_ GPULSE_GUARDED_BY(mu_) = 0;    // every byte below is durable
+  WalSyncStats sync_stats_ GPULSE_GUARDED_BY(mu_);
+  uint64_t active_ GPULSE_GUARDED_BY(mu_) = 0;  // active segment number
+  std::map<uint64_t, uint64_t> segment_sizes_ GPULSE_GUARDED_BY(mu_);  // live segment -> bytes
   // The active segment. The file is swapped only under mu_ with no sync in
-  // progress, so a syncer may call file_->Sync() outside mu_.
-  std::unique_ptr<WritableFile> file_;  // under mu_
-  std::unique_ptr<WalWriter> writer_;   // under mu_
+  // progress, so a syncer may call file_->Sync() outside mu_ (SyncTo takes
+  // the pointer under mu_).
+  std::unique_ptr<WritableFile> file_ GPULSE_GUARDED_BY(mu_);
+  std::unique_ptr<WalWriter> writer_ GPULSE_GUARDED_BY(mu_);
 };
 
 }  // namespace gpulse::storage

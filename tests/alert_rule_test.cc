@@ -242,9 +242,11 @@ TEST_F(AlertRuleDbTest, ARuleWhoseSourceCannotAnswerIsRefusedAtCreate) {
       Run("CREATE ALERT a ON SELECT mean(job) FROM gpu WHERE time > now() - 5m WHEN value > 1 "
           "SEVERITY page OWNER infra",
           now);
+  // The position is in the CREATE ALERT statement as written: mean( is its
+  // 26th column.
   EXPECT_EQ(r.status.message(),
             "alert a, source [SELECT mean(job) FROM gpu WHERE time > now() - 5m]: line 1, column "
-            "8: mean() cannot take the string field 'job'");
+            "26: mean() cannot take the string field 'job'");
   EXPECT_TRUE(Run("SHOW ALERTS").series.at(0).values.empty());
 }
 

@@ -391,24 +391,20 @@ Result<AlertRule> CompileAlertRule(std::unique_ptr<CreateAlertStatement> s) {
   rule.text = s->ToString();
   auto statement = std::shared_ptr<CreateAlertStatement>(std::move(s));
   if (statement->source != nullptr) {
-    // The source is parsed again from its text: the rule keeps its own copy
-    // as a statement list the executor runs.
-    Result<StatementList> parsed = ParseQuery(statement->source->ToString());
-    if (!parsed.ok()) return parsed.status();
-    *list = std::move(*parsed);
-    if ((*list)[0]->kind == StatementKind::kSelect) {
+    // The rule keeps its own copy of the source as a statement list the
+    // executor runs.
+    if (statement->source->kind == StatementKind::kSelect) {
       // A SELECT sees nothing at or after the instant: a rule evaluated
       // for a past instant (its baseline days, a replay) must not see what
       // came later, and the instant's own minute is not complete.
-      auto& select = static_cast<SelectStatement&>(*(*list)[0]);
-      auto bounded = std::make_unique<Expr>();
-      bounded->kind = ExprKind::kBinary;
-      bounded->binary_op = BinaryOp::kAnd;
-      bounded->pos = select.condition->pos;
-      bounded->children.push_back(std::move(select.condition));
-      bounded->children.push_back(std::move(*ParseExpression("time < now()")));
-      bounded->height = bounded->children[0]->height + 1;
-      select.condition = std::move(bounded);
+      auto select = CloneSelect(static_cast<const SelectStatement&>(*statement->source));
+      auto before_now = MakeBinary(BinaryOp::kLt, MakeVarRef("time"), MakeCall("now", {}));
+      before_now->pos = select->condition->pos;
+      select->condition =
+          MakeBinary(BinaryOp::kAnd, std::move(select->condition), std::move(before_now));
+      list->push_back(std::move(select));
+    } else {
+      list->push_back(CloneNorthstar(static_cast<const NorthstarStatement&>(*statement->source)));
     }
   }
   rule.source = std::move(list);

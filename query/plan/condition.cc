@@ -54,6 +54,47 @@ std::unique_ptr<SelectStatement> CloneSelect(const SelectStatement& s) {
   return c;
 }
 
+namespace {
+
+std::unique_ptr<Expr> CloneOrNull(const std::unique_ptr<Expr>& e) {
+  return e == nullptr ? nullptr : Clone(*e);
+}
+
+}  // namespace
+
+std::unique_ptr<NorthstarStatement> CloneNorthstar(const NorthstarStatement& s) {
+  auto c = std::make_unique<NorthstarStatement>();
+  c->pos = s.pos;
+  for (const auto& d : s.dimensions) c->dimensions.push_back(Clone(*d));
+  c->condition = CloneOrNull(s.condition);
+  c->over = CloneOrNull(s.over);
+  c->every = CloneOrNull(s.every);
+  c->every_offset = CloneOrNull(s.every_offset);
+  c->timezone = s.timezone;
+  return c;
+}
+
+std::unique_ptr<CreateAlertStatement> CloneCreateAlert(const CreateAlertStatement& s) {
+  auto c = std::make_unique<CreateAlertStatement>();
+  c->pos = s.pos;
+  c->name = s.name;
+  if (s.source != nullptr && s.source->kind == StatementKind::kSelect) {
+    c->source = CloneSelect(static_cast<const SelectStatement&>(*s.source));
+  } else if (s.source != nullptr) {
+    // The parser gives CREATE ALERT a NORTHSTAR or a SELECT, nothing else.
+    c->source = CloneNorthstar(static_cast<const NorthstarStatement&>(*s.source));
+  }
+  c->kpi = s.kpi;
+  c->kpi_over = CloneOrNull(s.kpi_over);
+  c->when = CloneOrNull(s.when);
+  c->baseline_history = CloneOrNull(s.baseline_history);
+  c->for_duration = CloneOrNull(s.for_duration);
+  c->severity = s.severity;
+  c->owner = s.owner;
+  c->webhook = s.webhook;
+  return c;
+}
+
 std::unique_ptr<Expr> MakeVarRef(std::string name, VarType type) {
   auto e = std::make_unique<Expr>();
   e->kind = ExprKind::kVarRef;

@@ -54,6 +54,10 @@ std::unique_ptr<Expr> Clone(const Expr& e);
 Source CloneSource(const Source& s);
 // A copy of a SELECT's tree (its subqueries too), without kept plans.
 std::unique_ptr<SelectStatement> CloneSelect(const SelectStatement& s);
+std::unique_ptr<NorthstarStatement> CloneNorthstar(const NorthstarStatement& s);
+// A copy of a CREATE ALERT (its NORTHSTAR or SELECT source too): a compiled
+// rule owns its tree while the parsed list stays the caller's.
+std::unique_ptr<CreateAlertStatement> CloneCreateAlert(const CreateAlertStatement& s);
 // Trees made in code, as the parser makes them, for the statements that run
 // other statements inside themselves (BASELINE, SHOW KPIS, ANOMALIES): no
 // text is written to be parsed again.

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "storage/mutex.h"
 
 namespace gpulse::query {
 
@@ -31,18 +31,18 @@ class WorkerPool {
 
   void Submit(std::function<void()> task) {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       tasks_.push_back(std::move(task));
     }
-    cv_.notify_one();
+    cv_.Signal();
   }
 
   ~WorkerPool() {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      MutexLock l(&mu_);
       stopping_ = true;
     }
-    cv_.notify_all();
+    cv_.SignalAll();
     for (std::thread& t : threads_) t.join();
   }
 
@@ -52,22 +52,22 @@ class WorkerPool {
   }
 
   void Loop() {
-    std::unique_lock<std::mutex> l(mu_);
+    MutexLock l(&mu_);
     while (true) {
-      cv_.wait(l, [&] { return stopping_ || !tasks_.empty(); });
+      while (!stopping_ && tasks_.empty()) cv_.Wait(&mu_);
       if (tasks_.empty()) return;  // stopping, nothing left
       std::function<void()> task = std::move(tasks_.front());
       tasks_.pop_front();
-      l.unlock();
+      l.Unlock();
       task();
-      l.lock();
+      l.Lock();
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::function<void()>> tasks_;  // under mu_
-  bool stopping_ = false;                    // under mu_
+  Mutex mu_;
+  CondVar cv_;
+  std::deque<std::function<void()>> tasks_ GPULSE_GUARDED_BY(mu_);
+  bool stopping_ GPULSE_GUARDED_BY(mu_) = false;
   std::vector<std::thread> threads_;
 };
 
@@ -91,8 +91,8 @@ Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
   struct Shared {
     std::atomic<size_t> next{0};  // the first block (kBlocks) or index not claimed
     std::atomic<size_t> busy{0};  // threads that may still call fn
-    std::mutex mu;
-    std::condition_variable cv;
+    Mutex mu;  // with cv: the caller's wait for busy to reach 0
+    CondVar cv;
   };
   auto shared = std::make_shared<Shared>();
   const size_t batch = 4;
@@ -125,9 +125,9 @@ Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
     }
   };
   auto finish = [](Shared& sh) {
-    std::lock_guard<std::mutex> l(sh.mu);
+    MutexLock l(&sh.mu);
     sh.busy.fetch_sub(1);
-    sh.cv.notify_all();
+    sh.cv.SignalAll();
   };
   const size_t limit = split == Split::kBlocks ? workers : n;
   for (size_t w = 1; w < workers; ++w) {
@@ -145,15 +145,13 @@ Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
   // Waits for the workers that took a block or claimed indices, checking
   // every 5 ms whether the statement was cancelled or is late (they see it
   // and end early; the wait goes on until they have, as they use fn).
-  std::unique_lock<std::mutex> l(shared->mu);
+  MutexLock l(&shared->mu);
   while (shared->busy.load() > 0) {
-    if (shared->cv.wait_for(l, std::chrono::milliseconds(5),
-                            [&] { return shared->busy.load() == 0; })) {
-      break;
-    }
-    l.unlock();
+    shared->cv.WaitFor(&shared->mu, std::chrono::milliseconds(5));
+    if (shared->busy.load() == 0) break;
+    l.Unlock();
     static_cast<void>(ctx->Poll());
-    l.lock();
+    l.Lock();
   }
   return ctx->stopped() ? ctx->stop_status() : Status::Ok();
 }

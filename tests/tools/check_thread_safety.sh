@@ -13,19 +13,15 @@ if ! command -v clang++ >/dev/null; then
   echo "clang++ not installed: skipped"
   exit 0
 fi
-# The sources that hold annotated locks: those that include storage/mutex.h,
-# and those whose own header does (where the guarded members' methods are).
-sources=()
-for f in $(git ls-files '*.cc' | grep -E '^(storage|engine|ingest|query|server|shell)/'); do
-  header="${f%.cc}.h"
-  if grep -q '"storage/mutex.h"' "$f" ||
-    { [ -f "$header" ] && grep -q '"storage/mutex.h"' "$header"; }; then
-    sources+=("$f")
-  fi
-done
-echo "thread-safety analysis of ${#sources[@]} files"
-for f in "${sources[@]}"; do
-  clang++ -std=c++20 -fsyntax-only -Wthread-safety -Wthread-safety-beta -Werror -I. \
-    -DBOOST_BEAST_USE_STD_STRING_VIEW "$f"
-done
+# The headers that declare annotated locks (they include storage/mutex.h),
+# and the sources that use them: those that include storage/mutex.h or one
+# of those headers (where the guarded members' methods are).
+product='^(storage|engine|ingest|query|server|shell)/'
+headers=$(git ls-files '*.h' | grep -E "$product" | xargs grep -l '"storage/mutex.h"')
+pattern='"storage/mutex.h"'
+for h in $headers; do pattern="$pattern|\"$h\""; done
+sources=$(git ls-files '*.cc' | grep -E "$product" | xargs grep -lE "$pattern")
+echo "thread-safety analysis of $(echo "$sources" | wc -w) files"
+printf '%s\n' $sources | xargs -P 2 -n 4 clang++ -std=c++20 -fsyntax-only -Wthread-safety \
+  -Wthread-safety-beta -Werror -I. -DBOOST_BEAST_USE_STD_STRING_VIEW '-DGPULSE_VERSION="check"'
 echo "thread-safety: every annotated lock holds"
