@@ -122,6 +122,28 @@ Status DbImpl::Open() {
   GPULSE_RETURN_IF_ERROR(RecoverStoreSwap());
   GPULSE_RETURN_IF_ERROR(OpenStore());
 
+  GPULSE_RETURN_IF_ERROR(CheckFormatVersion());
+  // Nobody else has the Db yet: the lock is uncontended, taken so that the
+  // rule the analysis checks holds here too.
+  {
+    WriterLock l(&mu_);
+    GPULSE_RETURN_IF_ERROR(index_.Load(store_.get()).WithContext(path_ + "/store"));
+  }
+
+  GPULSE_RETURN_IF_ERROR(ReplayWal());
+
+  closed_ = false;
+  flusher_ = std::thread([this] { FlusherLoop(); });
+  if (options_.sync_policy == SyncPolicy::kInterval) {
+    syncer_ = std::thread([this] { SyncerLoop(); });
+  }
+  if (options_.merge_bytes_per_second > 0 || any_retention_) {
+    maintenance_ = std::thread([this] { MaintenanceLoop(); });
+  }
+  return Status::Ok();
+}
+
+Status DbImpl::CheckFormatVersion() {
   std::string version;
   const leveldb::Status got = store_->Get(leveldb::ReadOptions(), storage::VersionKey(), &version);
   if (got.IsNotFound()) {
@@ -158,13 +180,10 @@ Status DbImpl::Open() {
              storage::GetU32BE(version.data()) != storage::kFormatVersion) {
     return Status::Corruption(path_ + "/store: unsupported or unreadable format version");
   }
-  // Nobody else has the Db yet: the locks below are uncontended, taken so
-  // that the rules the analysis checks hold here too.
-  {
-    WriterLock l(&mu_);
-    GPULSE_RETURN_IF_ERROR(index_.Load(store_.get()).WithContext(path_ + "/store"));
-  }
+  return Status::Ok();
+}
 
+Status DbImpl::ReplayWal() {
   storage::WalOptions wal_options;
   wal_options.segment_bytes = options_.wal_segment_bytes;
   storage::WalReplayReport report;
@@ -195,15 +214,6 @@ Status DbImpl::Open() {
     GPULSE_RETURN_IF_ERROR(wal_->RemoveSegmentsBefore(wal_->active_segment()));
   }
   head_bytes_ = head_bytes;
-
-  closed_ = false;
-  flusher_ = std::thread([this] { FlusherLoop(); });
-  if (options_.sync_policy == SyncPolicy::kInterval) {
-    syncer_ = std::thread([this] { SyncerLoop(); });
-  }
-  if (options_.merge_bytes_per_second > 0 || any_retention_) {
-    maintenance_ = std::thread([this] { MaintenanceLoop(); });
-  }
   return Status::Ok();
 }
 

@@ -296,6 +296,13 @@ class DbImpl final : public Db {
   // --- store maintenance (db_compact.cc) ---
   // Opens DIR/store into store_.
   Status OpenStore();
+  // At Open: writes a new store's format version and tier set, or brings an
+  // older store's up to date (building the tiers it lacks), or refuses a
+  // format it does not know.
+  Status CheckFormatVersion();
+  // At Open: replays the WAL into the head (logging what it could not
+  // read) and opens it for appends.
+  Status ReplayWal();
   // Finishes or undoes a store swap that a crash interrupted (see Compact).
   Status RecoverStoreSwap();
   // Copies the newest version of every key of store_ into a new LevelDB at
