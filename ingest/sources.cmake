@@ -16,4 +16,5 @@ set(GPULSE_INGEST_SOURCES
   ingest/pai_csv.cc
   ingest/prom_mapping.cc
   ingest/prom_text.cc
+  ingest/remote_write.cc
 )

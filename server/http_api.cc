@@ -9,14 +9,12 @@
 
 #include <malloc.h>
 
-#include "ingest/line_protocol.h"
-#include "ingest/lp_batch.h"
 #include "query/executor.h"
 #include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/syntax/parser.h"
 #include "query/syntax/statement_reach.h"
-#include "server/gzip.h"
+#include "server/http_reply.h"
 
 namespace gpulse::server {
 
@@ -51,14 +49,6 @@ class TrimAfter {
  private:
   const QueryMemory* const memory_;
 };
-// Line errors listed in one 400 response; the rest are counted.
-constexpr size_t kMaxListedErrors = 100;
-
-int64_t NowNanos() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -87,6 +77,8 @@ std::string PercentDecode(std::string_view s) {
   return out;
 }
 
+}  // namespace
+
 Response Json(http::status status, unsigned version, const nlohmann::json& body) {
   Response res{status, version};
   res.set(http::field::content_type, "application/json");
@@ -104,22 +96,6 @@ Response NoContent(unsigned version) {
   res.prepare_payload();
   return res;
 }
-
-// Maps the `precision` parameter of either API to the parser's.
-bool ToPrecision(const std::string& text, bool v2, ingest::Precision* precision) {
-  if (text.empty()) {
-    *precision = ingest::Precision::kNanoseconds;
-    return true;
-  }
-  if (!v2 && text == "n") {  // 1.x's spelling of nanoseconds
-    *precision = ingest::Precision::kNanoseconds;
-    return true;
-  }
-  if (v2 && (text == "m" || text == "h" || text == "u")) return false;
-  return ingest::ParsePrecision(text, precision);
-}
-
-}  // namespace
 
 std::string PercentEncode(std::string_view text) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -207,6 +183,9 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   } else if (path == "/api/v2/write") {
     allowed = only({http::verb::post});
     if (allowed) response = Write(request, context, /*v2=*/true);
+  } else if (path == "/api/v1/write") {
+    allowed = only({http::verb::post});
+    if (allowed) response = RemoteWrite(request, context);
   } else if (path == "/ping") {
     allowed = only({http::verb::get, http::verb::head});
     if (allowed) response = Ping(request);
@@ -485,128 +464,6 @@ void HttpApi::CountErrors(const QueryResult& result) {
   }
 }
 
-Response HttpApi::Write(const Request& request, const RequestContext& context, bool v2) {
-  const auto params = ParseQueryString(request.target());
-  const auto param = [&](const char* key) {
-    const auto it = params.find(key);
-    return it == params.end() ? std::string() : it->second;
-  };
-  std::string database = v2 ? param("bucket") : param("db");
-  if (v2 && database.empty()) {
-    return Error(http::status::bad_request, request.version(), "bucket is required");
-  }
-  Response refusal;
-  const std::optional<Grant> grant = Authenticate(request, params, &refusal);
-  if (!grant) return refusal;
-  // A token scoped to one database writes there when ?db= names none; with
-  // no database the points would land untagged, which only "*" may write.
-  if (database.empty() && !grant->write.everything()) database = grant->write.Sole();
-  if (auto denied = Forbid(request, *grant, database.empty() ? "*" : database, Access::kWrite,
-                           v2 ? "bucket=" : "?db=")) {
-    return *denied;
-  }
-
-  ingest::LineProtocolParser::Options parse_options;
-  if (!ToPrecision(param("precision"), v2, &parse_options.precision)) {
-    return Error(http::status::bad_request, request.version(),
-                 "precision \"" + param("precision") + "\" is not one of " +
-                     (v2 ? "ns, us, ms, s" : "n, ns, u, us, ms, s, m, h"));
-  }
-  parse_options.default_time_ns = NowNanos();
-  parse_options.max_errors = kMaxListedErrors;
-
-  std::string inflated;
-  std::string_view body = request.body();
-  const std::string encoding(request[http::field::content_encoding]);
-  if (encoding == "gzip") {
-    const Status s = Gunzip(body, config_.max_body_bytes, &inflated);
-    if (s.IsResourceExhausted()) {
-      return Error(http::status::payload_too_large, request.version(), s.message());
-    }
-    if (!s.ok()) return Error(http::status::bad_request, request.version(), s.message());
-    body = inflated;
-  } else if (!encoding.empty() && encoding != "identity") {
-    return Error(http::status::unsupported_media_type, request.version(),
-                 "Content-Encoding \"" + encoding + "\" is not supported (use gzip or none)");
-  }
-  metrics_->bytes_received += body.size();
-
-  ingest::LineProtocolBatch batch;
-  batch.Parse(body, parse_options, database);
-  if (!grant->write.everything()) {
-    // A line's own `db` tag decides where it lands: each must be in scope.
-    const size_t before = batch.error_count();
-    batch.RejectWhere([&](const PointRef& p) {
-      for (const TagRef& t : p.tags) {
-        if (t.key != "db" || grant->write.Covers(t.value)) continue;
-        return "its db tag names database " + std::string(t.value) +
-               ", which this token may not write (it may write " + grant->write.Describe() + ")";
-      }
-      return std::string();
-    });
-    metrics_->auth_forbidden += batch.error_count() - before;
-  }
-  std::vector<ingest::LineError> errors = batch.errors();
-  size_t error_count = batch.error_count();
-  const std::span<const PointRef> points = batch.points();
-
-  WriteResult result;
-  Status s = points.empty() ? Status::Ok() : db_->Write(points, &result);
-  if (result.series_rate_limited) {
-    // Nothing was written: the whole request may come again.
-    Response res = Error(http::status::too_many_requests, request.version(), s.message());
-    res.set(http::field::retry_after,
-            std::to_string(std::max<uint64_t>(1, result.retry_after_seconds)));
-    return res;
-  }
-  if (s.IsResourceExhausted()) {
-    ++metrics_->writes_refused_busy;
-    Response res = Error(http::status::service_unavailable, request.version(), s.message());
-    res.set(http::field::retry_after, "1");
-    return res;
-  }
-  if (s.IsNoSpace()) {
-    // Nothing of the request was acknowledged; the server resumes by itself
-    // once space returns.
-    Response res = Error(http::status::insufficient_storage, request.version(),
-                         "the disk is full; nothing was written, retry later: " + s.message());
-    res.set(http::field::retry_after, "10");
-    return res;
-  }
-  if (!s.ok() && !s.IsInvalidArgument()) {
-    return Error(http::status::internal_server_error, request.version(),
-                 "write failed: " + s.ToString());
-  }
-  for (const WriteResult::Rejected& r : result.rejected) {
-    ++error_count;
-    if (errors.size() < kMaxListedErrors) errors.push_back({batch.line_of(r.index), 1, r.reason});
-  }
-  metrics_->points_received += result.points_written;
-  metrics_->values_received += result.values_written;
-  metrics_->lines_rejected += error_count;
-  sources_->RecordPush(context.remote_address, std::string(request[http::field::user_agent]),
-                       result.points_written, NowNanos());
-  if (error_count == 0) return NoContent(request.version());
-
-  std::sort(errors.begin(), errors.end(),
-            [](const auto& a, const auto& b) { return a.line < b.line; });
-  nlohmann::json listed = nlohmann::json::array();
-  for (const ingest::LineError& e : errors) {
-    listed.push_back({{"line", e.line}, {"column", e.column}, {"error", e.message}});
-  }
-  const ingest::LineError& first = errors.front();
-  const std::string summary = "partial write: " + std::to_string(error_count) + " of " +
-                              std::to_string(error_count + result.points_written) +
-                              " lines rejected, " + std::to_string(result.points_written) +
-                              " written; first: line " + std::to_string(first.line) + ", column " +
-                              std::to_string(first.column) + ": " + first.message;
-  return Json(http::status::bad_request, request.version(),
-              {{"error", summary},
-               {"rejected", error_count},
-               {"written", result.points_written},
-               {"lines", listed}});
-}
-
 Response HttpApi::Ping(const Request& request) {
   Response res = NoContent(request.version());
   res.set("X-Influxdb-Version", kInfluxVersion);
@@ -697,7 +554,7 @@ Response HttpApi::Alerts(const Request& request, std::string_view path) {
       "?id=" + std::string(path.substr(kPrefix.size(),
                                        path.size() - kPrefix.size() - kSuffix.size())))["id"];
   size_t resolved = 0;
-  const Status s = alerts_->Resolve(id, NowNanos(), &resolved);
+  const Status s = alerts_->Resolve(id, WallClockNanos(), &resolved);
   if (s.IsNotFound()) return Error(http::status::not_found, request.version(), s.message());
   if (!s.ok()) return Error(http::status::internal_server_error, request.version(), s.ToString());
   return Json(http::status::ok, request.version(), {{"resolved", resolved}});

@@ -66,7 +66,23 @@ class HttpApi {
   Response Handle(const Request& request, const RequestContext& context);
 
  private:
+  // --- writes (http_api_write.cc) ---
+  // /write and /api/v2/write: line protocol.
   Response Write(const Request& request, const RequestContext& context, bool v2);
+  // /api/v1/write: a Prometheus remote write request.
+  Response RemoteWrite(const Request& request, const RequestContext& context);
+  // Who may write where: non-null (the 401 or 403) when the request may not
+  // write to *database, which a token scoped to one database fills in when
+  // the request named none. `hint` says how a request names a database.
+  std::optional<Response> AuthorizeWrite(const Request& request,
+                                         const std::map<std::string, std::string>& params,
+                                         std::string_view hint, std::string* database,
+                                         std::optional<Grant>* grant);
+  // Non-null when Db::Write refused the request as a whole: 429 (series
+  // rate), 503 (the head is full), 507 (the disk is), 500.
+  std::optional<Response> WriteRefused(const Status& s, const WriteResult& result,
+                                       unsigned version);
+
   Response Compact(const Request& request);
   Response Query(const Request& request, const RequestContext& context);
   // chunked=true: the answer in objects of chunk_rows rows, streamed through

@@ -45,7 +45,9 @@ class ServerMetrics {
   std::atomic<uint64_t> lines_rejected{0};
   std::atomic<uint64_t> auth_unauthenticated{0};
   std::atomic<uint64_t> auth_forbidden{0};
-  std::atomic<uint64_t> writes_refused_busy{0};  // 503: the head was full
+  std::atomic<uint64_t> writes_refused_busy{0};         // 503: the head was full
+  std::atomic<uint64_t> remote_write_samples{0};        // /api/v1/write, stale markers too
+  std::atomic<uint64_t> remote_write_stale_markers{0};  // not stored
   std::atomic<uint64_t> scrapes_ok{0};
   std::atomic<uint64_t> scrapes_failed{0};
   std::atomic<uint64_t> scrape_samples{0};
