@@ -1,6 +1,6 @@
 # Sources of the query layer, a pipeline in folders (query/README.md), one
 # library a stage, each linking only the stages before it: the front end
-# (syntax/), the values and inputs every stage shares (runtime/), the planner
+# (syntax/, and promql/ for PromQL), the values and inputs every stage shares (runtime/), the planner
 # (plan/), execution (exec/), the fleet statements (fleet/), and the
 # executor on top that runs a statement list.
 set(GPULSE_QUERY_SYNTAX_SOURCES
@@ -14,6 +14,12 @@ set(GPULSE_QUERY_SYNTAX_SOURCES
   query/syntax/parse_cache.cc
   query/syntax/regex.cc
   query/syntax/statement_reach.cc
+)
+set(GPULSE_QUERY_PROMQL_SOURCES
+  query/promql/lexer.cc
+  query/promql/ast.cc
+  query/promql/functions.cc
+  query/promql/parser.cc
 )
 set(GPULSE_QUERY_RUNTIME_SOURCES
   query/runtime/eval.cc

@@ -122,6 +122,7 @@ Status HttpClient::Send(http::verb method, std::string_view target, std::string_
     if (!options_.authorization.empty()) {
       request.set(http::field::authorization, options_.authorization);
     }
+    for (const auto& [name, value] : options_.headers) request.set(name, value);
     request.body() = body;
     // Sets Content-Length, except on a GET without a body, which sends none.
     request.prepare_payload();

@@ -16,6 +16,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "storage/status.h"
 
@@ -49,6 +51,9 @@ class HttpClient {
     uint64_t max_reply_bytes = 64ull << 20;  // a longer reply body is an error
     std::string user_agent;                  // empty: gpulse/<version>
     std::string authorization;               // the Authorization header, when not empty
+    // More headers sent with every request (a remote writer's
+    // Content-Encoding: snappy).
+    std::vector<std::pair<std::string, std::string>> headers;
     // Polled every 50 ms while a request waits (the shell's Ctrl-C): true
     // drops the connection and ends the request with Cancelled.
     std::function<bool()> cancelled;

@@ -17,7 +17,8 @@ import re
 import subprocess
 import sys
 
-QUERY = ["query/syntax", "query/runtime", "query/plan", "query/exec", "query/fleet"]
+QUERY = ["query/syntax", "query/promql", "query/runtime", "query/plan", "query/exec",
+         "query/fleet"]
 
 # Folder -> the folders its files may include (besides their own).
 ALLOWED = {
@@ -25,6 +26,7 @@ ALLOWED = {
     "engine": ["storage"],
     "ingest": ["engine", "storage"],
     "query/syntax": ["storage"],
+    "query/promql": ["query/syntax", "storage"],
     "query/runtime": ["query/syntax", "engine", "storage"],
     "query/plan": ["query/runtime", "query/syntax", "engine", "storage"],
     "query/exec": ["query/plan", "query/runtime", "query/syntax", "engine", "storage"],
