@@ -24,9 +24,7 @@
   GPULSE_THREAD_ANNOTATION(requires_shared_capability(__VA_ARGS__))
 #define GPULSE_ACQUIRE(...) GPULSE_THREAD_ANNOTATION(acquire_capability(__VA_ARGS__))
 #define GPULSE_RELEASE(...) GPULSE_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
-#define GPULSE_ACQUIRE_SHARED(...) \
-  GPULSE_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
-#define GPULSE_RELEASE_SHARED(...) \
-  GPULSE_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
+#define GPULSE_ACQUIRE_SHARED(...) GPULSE_THREAD_ANNOTATION(acquire_shared_capability(__VA_ARGS__))
+#define GPULSE_RELEASE_SHARED(...) GPULSE_THREAD_ANNOTATION(release_shared_capability(__VA_ARGS__))
 #define GPULSE_EXCLUDES(...) GPULSE_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
 #define GPULSE_NO_THREAD_SAFETY_ANALYSIS GPULSE_THREAD_ANNOTATION(no_thread_safety_analysis)

@@ -163,14 +163,14 @@ class Wal {
   const WalOptions options_;
 
   mutable Mutex mu_;
-  CondVar sync_done_;                                      // signalled when a sync finishes
-  Status error_ GPULSE_GUARDED_BY(mu_);                    // sticky
+  CondVar sync_done_;                    // signalled when a sync finishes
+  Status error_ GPULSE_GUARDED_BY(mu_);  // sticky
   bool closed_ GPULSE_GUARDED_BY(mu_) = false;
   bool sync_in_progress_ GPULSE_GUARDED_BY(mu_) = false;
   uint64_t appended_ GPULSE_GUARDED_BY(mu_) = 0;  // log position of the last append
   uint64_t synced_ GPULSE_GUARDED_BY(mu_) = 0;    // every byte below is durable
   WalSyncStats sync_stats_ GPULSE_GUARDED_BY(mu_);
-  uint64_t active_ GPULSE_GUARDED_BY(mu_) = 0;  // active segment number
+  uint64_t active_ GPULSE_GUARDED_BY(mu_) = 0;                         // active segment number
   std::map<uint64_t, uint64_t> segment_sizes_ GPULSE_GUARDED_BY(mu_);  // live segment -> bytes
   // The active segment. The file is swapped only under mu_ with no sync in
   // progress, so a syncer may call file_->Sync() outside mu_ (SyncTo takes

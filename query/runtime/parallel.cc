@@ -91,7 +91,7 @@ Status ParallelFor(ExecContext* ctx, size_t n, size_t* workers_out,
   struct Shared {
     std::atomic<size_t> next{0};  // the first block (kBlocks) or index not claimed
     std::atomic<size_t> busy{0};  // threads that may still call fn
-    Mutex mu;  // with cv: the caller's wait for busy to reach 0
+    Mutex mu;                     // with cv: the caller's wait for busy to reach 0
     CondVar cv;
   };
   auto shared = std::make_shared<Shared>();
