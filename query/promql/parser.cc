@@ -336,6 +336,22 @@ class Parser {
     return ParseSelector(pos, name);
   }
 
+  // Expressions separated by commas up to ')' (consumed), into e->args.
+  bool ParseArguments(Expr* e) {
+    while (tok_.kind != TK::kRParen) {
+      auto arg = ParseExpr(0);
+      if (arg == nullptr) return false;
+      e->args.push_back(std::move(arg));
+      if (tok_.kind == TK::kComma) {
+        if (!Advance()) return false;
+      } else if (tok_.kind != TK::kRParen) {
+        Fail(Expected("',' or ')'"));
+        return false;
+      }
+    }
+    return Advance();
+  }
+
   std::unique_ptr<Expr> ParseCall(Position pos, const std::string& name) {
     const Function* f = FindFunction(name);
     if (f == nullptr) return Fail(AtPos(pos, "unknown function with name \"" + name + "\""));
@@ -344,17 +360,7 @@ class Parser {
     e->kind = Kind::kCall;
     e->pos = pos;
     e->text = name;
-    while (tok_.kind != TK::kRParen) {
-      auto arg = ParseExpr(0);
-      if (arg == nullptr) return nullptr;
-      e->args.push_back(std::move(arg));
-      if (tok_.kind == TK::kComma) {
-        if (!Advance()) return nullptr;
-      } else if (tok_.kind != TK::kRParen) {
-        return Fail(Expected("',' or ')'"));
-      }
-    }
-    if (!Advance()) return nullptr;
+    if (!ParseArguments(e.get())) return nullptr;
     if (!CheckCall(*e, *f)) return nullptr;
     return e;
   }
@@ -375,17 +381,7 @@ class Parser {
     };
     if ((IsWord("by") || IsWord("without")) && !grouping()) return nullptr;
     if (!Expect(TK::kLParen, "'('")) return nullptr;
-    while (tok_.kind != TK::kRParen) {
-      auto arg = ParseExpr(0);
-      if (arg == nullptr) return nullptr;
-      e->args.push_back(std::move(arg));
-      if (tok_.kind == TK::kComma) {
-        if (!Advance()) return nullptr;
-      } else if (tok_.kind != TK::kRParen) {
-        return Fail(Expected("',' or ')'"));
-      }
-    }
-    if (!Advance()) return nullptr;
+    if (!ParseArguments(e.get())) return nullptr;
     if ((IsWord("by") || IsWord("without")) && !grouping()) return nullptr;
     if (!CheckAggregate(*e)) return nullptr;
     return e;

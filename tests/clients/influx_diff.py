@@ -25,8 +25,6 @@ import json
 import math
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,17 +33,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from processes import Process, free_port
+
 DB = "diff"
 # 2026-11-02T00:00:00Z, a Monday, and three hours of minutes after it.
 T0 = 1793577600
 MINUTES = 180
 RANGE = f"time >= {T0}s AND time < {T0 + MINUTES * 60}s"
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def points():
@@ -197,29 +191,10 @@ class Server:
     def __init__(self, name, argv, port, log):
         self.name, self.port = name, port
         self.base = f"http://127.0.0.1:{port}"
-        self.log = open(log, "w")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise SystemExit(f"influx_diff: {name} exited before answering /ping (log: {log})")
-            try:
-                with urllib.request.urlopen(self.base + "/ping", timeout=1) as r:
-                    if r.status == 204:
-                        return
-            except (urllib.error.URLError, OSError):
-                time.sleep(0.1)
-        raise SystemExit(f"influx_diff: {name} did not answer /ping within 30 s")
+        self.process = Process(name, argv, log, self.base + "/ping", timeout=30)
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
+        self.process.stop()
 
     def request(self, method, path, params, body=None):
         query = urllib.parse.urlencode(params)

@@ -23,16 +23,13 @@ import http.server
 import json
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
+
+from processes import Process, free_port, http_get
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRAPE = os.path.join(HERE, "..", "..", "..", "shared", "data", "real", "dcgm_exporter", "scrapes",
@@ -41,24 +38,8 @@ PROMETHEUS = "/usr/bin/prometheus"
 ATTRIBUTION = {"pod", "namespace", "container", "pod_uid"}
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def fail(message):
     raise SystemExit("prometheus_remote_write: " + message)
-
-
-def get(url, timeout=10):
-    try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-    except (urllib.error.URLError, OSError) as e:
-        return 0, str(e)
 
 
 class Exporter:
@@ -93,37 +74,10 @@ class Exporter:
         self.server.shutdown()
 
 
-class Process:
-    def __init__(self, name, argv, log, ready_url):
-        self.name = name
-        self.log_path = log
-        self.log = open(log, "w")
-        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                fail(f"{name} exited at start; its log:\n" + open(log).read()[-3000:])
-            status, _ = get(ready_url, timeout=1)
-            if status in (200, 204):
-                return
-            time.sleep(0.2)
-        fail(f"{name} was not ready within 60 s")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self.log.close()
-
-
 def prometheus_samples(base, t):
     """(metric, labels, ms, value) of every sample Prometheus holds in (t-10m, t]."""
     q = urllib.parse.urlencode({"query": '{__name__=~".+"}[10m]', "time": f"{t:.3f}"})
-    status, text = get(f"{base}/api/v1/query?{q}")
+    status, text = http_get(f"{base}/api/v1/query?{q}")
     if status != 200:
         fail(f"Prometheus answered {status}: {text[:300]}")
     out = set()
@@ -140,7 +94,7 @@ def gpulse_samples(base, t):
     """The same from gpulse: each float field of a point is a sample, its
     string fields (attribution) labels of the point's samples."""
     q = f"SELECT * FROM dcgm WHERE time <= {round(t * 1000)}ms GROUP BY *"
-    status, text = get(f"{base}/query?" + urllib.parse.urlencode({"q": q, "epoch": "ms"}))
+    status, text = http_get(f"{base}/query?" + urllib.parse.urlencode({"q": q, "epoch": "ms"}))
     if status != 200:
         fail(f"gpulse answered {status}: {text[:300]}")
     result = json.loads(text)["results"][0]
@@ -169,7 +123,7 @@ def wait_for_scrapes(base, n):
     q = urllib.parse.urlencode({"query": "count_over_time(up[10m])"})
     deadline = time.time() + 30
     while time.time() < deadline:
-        status, text = get(f"{base}/api/v1/query?{q}")
+        status, text = http_get(f"{base}/api/v1/query?{q}")
         if status == 200:
             result = json.loads(text)["data"]["result"]
             if result and float(result[0]["value"][1]) >= n:
@@ -179,7 +133,7 @@ def wait_for_scrapes(base, n):
 
 
 def stale_markers(base):
-    _, text = get(f"{base}/metrics")
+    _, text = http_get(f"{base}/metrics")
     for line in text.splitlines():
         if line.startswith("gpulse_remote_write_stale_markers_total "):
             return float(line.split()[1])

@@ -1,0 +1,57 @@
+"""What the client tests in this folder share: a free loopback port, and a
+server process started, waited for until it answers, and stopped."""
+
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(url, timeout=10):
+    """(status, body text); status 0 with the reason when nothing answered."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except (urllib.error.URLError, OSError) as e:
+        return 0, str(e)
+
+
+class Process:
+    """Runs argv with its output in `log` until ready_url answers 200 or 204
+    (within `timeout` seconds); raises SystemExit naming the log otherwise."""
+
+    def __init__(self, name, argv, log, ready_url, timeout=60):
+        self.name = name
+        self.log_path = log
+        self.log = open(log, "w")
+        self.proc = subprocess.Popen(argv, stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"{name} exited at start; the end of its log ({log}):\n" +
+                                 open(log).read()[-3000:])
+            status, _ = http_get(ready_url, timeout=1)
+            if status in (200, 204):
+                return
+            time.sleep(0.1)
+        raise SystemExit(f"{name} did not answer {ready_url} within {timeout} s (log: {log})")
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
