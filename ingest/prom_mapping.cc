@@ -5,30 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <deque>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 
 namespace gpulse::ingest {
 
 namespace {
-
-using LabelView = std::pair<std::string_view, std::string_view>;
-
-// One point being assembled.
-struct Group {
-  size_t point = 0;                              // index in the output vector
-  std::unordered_set<std::string_view> metrics;  // field names so far
-  // Attribution label -> its distinct values joined by ','.
-  std::vector<std::pair<std::string_view, std::string>> attribution;
-};
-
-bool HasKey(const std::vector<LabelView>& tags, std::string_view key) {
-  return std::any_of(tags.begin(), tags.end(), [&](const LabelView& t) { return t.first == key; });
-}
 
 // Adds `value` to a ','-joined list unless it is there already.
 void AddDistinct(std::string* list, std::string_view value) {
@@ -41,28 +25,6 @@ void AddDistinct(std::string* list, std::string_view value) {
   }
   list->push_back(',');
   list->append(value);
-}
-
-void AddAttribution(Group* group, std::string_view name, std::string_view value) {
-  for (auto& [have, list] : group->attribution) {
-    if (have == name) return AddDistinct(&list, value);
-  }
-  group->attribution.emplace_back(name, std::string(value));
-}
-
-// The canonical key of a group: sorted tags, then the timestamp. NUL cannot
-// occur in a Prometheus name and ends each element.
-void GroupKey(const std::vector<LabelView>& tags, int64_t ts, std::string* key) {
-  key->clear();
-  for (const auto& [k, v] : tags) {
-    key->append(k);
-    key->push_back('\0');
-    key->append(v);
-    key->push_back('\0');
-  }
-  char bytes[sizeof(ts)];
-  std::memcpy(bytes, &ts, sizeof(ts));
-  key->append(bytes, sizeof(bytes));
 }
 
 }  // namespace
@@ -92,82 +54,199 @@ const std::vector<std::string>& DefaultAttributionLabels() {
   return kLabels;
 }
 
+PromPointBuilder::PromPointBuilder(const PromMappingOptions& options) : options_(options) {
+  attribution_.assign(options.attribution_labels.begin(), options.attribution_labels.end());
+  std::sort(attribution_.begin(), attribution_.end());
+}
+
+size_t PromPointBuilder::AddSeries(std::string_view name, std::span<const Label> labels) {
+  Series series;
+  series.name = name;
+  series.first_tag = tags_.size();
+  series.first_attr = attrs_.size();
+  for (const Tag& t : options_.extra_tags) tags_.emplace_back(t.key, t.value);
+  const auto has_key = [&](std::string_view key) {
+    return std::any_of(tags_.begin() + static_cast<ptrdiff_t>(series.first_tag), tags_.end(),
+                       [&](const Label& t) { return t.first == key; });
+  };
+  for (const auto& [label, value] : labels) {
+    if (value.empty()) continue;
+    if (std::binary_search(attribution_.begin(), attribution_.end(), label)) {
+      attrs_.emplace_back(label, value);
+      continue;
+    }
+    std::string_view key = label;
+    if (has_key(key)) {
+      std::string k(label);
+      while (has_key(k)) k.insert(0, "exported_");
+      key = renamed_.emplace_back(std::move(k));
+      ++pending_renames_;
+    }
+    tags_.emplace_back(key, value);
+  }
+  const auto first = tags_.begin() + static_cast<ptrdiff_t>(series.first_tag);
+  std::sort(first, tags_.end());
+  series.tags = tags_.size() - series.first_tag;
+  series.attrs = attrs_.size() - series.first_attr;
+  uint64_t h = 1469598103934665603ull;
+  const std::hash<std::string_view> hash;
+  for (auto it = first; it != tags_.end(); ++it) {
+    h = (h ^ hash(it->first)) * 1099511628211ull;
+    h = (h ^ hash(it->second)) * 1099511628211ull;
+  }
+  series.hash = h;
+  series_.push_back(series);
+  return series_.size() - 1;
+}
+
+void PromPointBuilder::AddSeriesLike(size_t like, std::string_view name) {
+  Series series = series_[like];
+  series.name = name;
+  series_.push_back(series);
+}
+
+bool PromPointBuilder::SameTags(const Series& a, const Series& b) const {
+  if (a.tags != b.tags) return false;
+  return std::equal(tags_.begin() + static_cast<ptrdiff_t>(a.first_tag),
+                    tags_.begin() + static_cast<ptrdiff_t>(a.first_tag + a.tags),
+                    tags_.begin() + static_cast<ptrdiff_t>(b.first_tag));
+}
+
+void PromPointBuilder::AddSample(double value, std::optional<int64_t> timestamp_ms,
+                                 int64_t default_ns) {
+  if (!options_.keep_non_finite && !std::isfinite(value)) {
+    ++stats_.dropped_non_finite;
+    return;
+  }
+  int64_t ts = default_ns;
+  if (timestamp_ms && __builtin_mul_overflow(*timestamp_ms, int64_t{1'000'000}, &ts)) {
+    ++stats_.dropped_timestamp;
+    return;
+  }
+  // A series' renames count once a sample of it is kept, as the samples'.
+  stats_.renamed_labels += pending_renames_;
+  pending_renames_ = 0;
+  const auto s = static_cast<uint32_t>(series_.size() - 1);
+  const Series& series = series_[s];
+  const uint64_t key = series.hash ^ (static_cast<uint64_t>(ts) * 0x9E3779B97F4A7C15ull);
+  auto [it, inserted] = by_hash_.try_emplace(key, static_cast<uint32_t>(groups_.size()));
+  uint32_t g = it->second;
+  if (!inserted) {
+    // The bucket's groups, until one has these tags and this time.
+    while (true) {
+      const Group& group = groups_[g];
+      if (group.ts == ts && SameTags(series_[group.series], series)) break;
+      if (group.next == UINT32_MAX) {
+        groups_[g].next = static_cast<uint32_t>(groups_.size());
+        g = groups_[g].next;
+        inserted = true;
+        break;
+      }
+      g = group.next;
+    }
+  }
+  if (inserted) {
+    groups_.push_back(Group{s, ts, UINT32_MAX});
+    ++stats_.points;
+  }
+  samples_.push_back(Sample{g, s, value});
+}
+
+std::span<const PointRef> PromPointBuilder::Finish() {
+  if (finished_) return points_;
+  finished_ = true;
+  const size_t n = groups_.size();
+  // Room for each point's fields: its samples, and its attribution labels.
+  std::vector<uint32_t> start(n + 1, 0);
+  std::vector<std::vector<std::pair<std::string_view, std::string>>> attribution(n);
+  for (const Sample& smp : samples_) {
+    ++start[smp.group + 1];
+    const Series& series = series_[smp.series];
+    for (size_t a = 0; a < series.attrs; ++a) {
+      const Label& attr = attrs_[series.first_attr + a];
+      auto& lists = attribution[smp.group];
+      auto list = std::find_if(lists.begin(), lists.end(),
+                               [&](const auto& l) { return l.first == attr.first; });
+      if (list == lists.end()) {
+        lists.emplace_back(attr.first, std::string(attr.second));
+        ++start[smp.group + 1];
+      } else {
+        AddDistinct(&list->second, attr.second);
+      }
+    }
+  }
+  for (size_t g = 0; g < n; ++g) start[g + 1] += start[g];
+  point_fields_.resize(start[n]);
+  std::vector<uint32_t> filled(start.begin(), start.end() - 1);
+  for (const Sample& smp : samples_) {
+    const std::string_view name = series_[smp.series].name;
+    const FieldRef* first = point_fields_.data() + start[smp.group];
+    const FieldRef* end = point_fields_.data() + filled[smp.group];
+    // A metric seen twice in one point keeps its first value.
+    if (std::any_of(first, end, [&](const FieldRef& f) { return f.key == name; })) {
+      ++stats_.duplicate_fields;
+      continue;
+    }
+    point_fields_[filled[smp.group]++] = FieldRef{name, smp.value};
+    ++stats_.fields;
+  }
+  point_tags_.clear();
+  for (size_t g = 0; g < n; ++g) {
+    const Series& series = series_[groups_[g].series];
+    for (size_t t = 0; t < series.tags; ++t) {
+      const auto& [k, v] = tags_[series.first_tag + t];
+      point_tags_.push_back(TagRef{k, v});
+    }
+  }
+  points_.clear();
+  size_t tag_at = 0;
+  for (size_t g = 0; g < n; ++g) {
+    const FieldRef* first = point_fields_.data() + start[g];
+    for (auto& entry : attribution[g]) {
+      // An attribution label named as a metric of the point: the metric wins.
+      const FieldRef* end = point_fields_.data() + filled[g];
+      if (std::any_of(first, end, [&](const FieldRef& f) { return f.key == entry.first; })) {
+        ++stats_.dropped_attribution;
+        continue;
+      }
+      point_fields_[filled[g]++] =
+          FieldRef{entry.first, std::string_view(joined_.emplace_back(std::move(entry.second)))};
+    }
+    const size_t tags = series_[groups_[g].series].tags;
+    PointRef p;
+    p.measurement = options_.measurement;
+    p.tags = std::span<const TagRef>(point_tags_.data() + tag_at, tags);
+    p.fields = std::span<const FieldRef>(first, filled[g] - start[g]);
+    p.timestamp_ns = groups_[g].ts;
+    points_.push_back(p);
+    tag_at += tags;
+  }
+  return points_;
+}
+
 void MapSamples(const std::vector<PromSample>& samples, int64_t scrape_time_ns,
                 const PromMappingOptions& options, std::vector<Point>* points,
                 PromMappingStats* stats) {
-  PromMappingStats local;
-  PromMappingStats& st = stats != nullptr ? *stats : local;
-  st = PromMappingStats();
-  const std::unordered_set<std::string_view> attribution(options.attribution_labels.begin(),
-                                                         options.attribution_labels.end());
-  std::unordered_map<std::string, Group> groups;
-  std::vector<Group*> order;        // groups in order of their first sample
-  std::deque<std::string> renamed;  // storage for exported_<name> keys
-  std::vector<LabelView> tags;
-  std::vector<LabelView> attrs;
-  std::string key;
-
+  PromPointBuilder builder(options);
   for (const PromSample& s : samples) {
-    if (!options.keep_non_finite && !std::isfinite(s.value)) {
-      ++st.dropped_non_finite;
-      continue;
-    }
-    int64_t ts = scrape_time_ns;
-    if (s.timestamp_ms && __builtin_mul_overflow(*s.timestamp_ms, int64_t{1'000'000}, &ts)) {
-      ++st.dropped_timestamp;
-      continue;
-    }
-    tags.clear();
-    attrs.clear();
-    for (const Tag& t : options.extra_tags) tags.emplace_back(t.key, t.value);
-    for (const auto& [name, value] : s.labels) {
-      if (value.empty()) continue;
-      if (attribution.count(name) != 0) {
-        attrs.emplace_back(name, value);
-        continue;
-      }
-      std::string_view tag_key = name;
-      if (HasKey(tags, tag_key)) {
-        std::string k(name);
-        while (HasKey(tags, k)) k.insert(0, "exported_");
-        tag_key = renamed.emplace_back(std::move(k));
-        ++st.renamed_labels;
-      }
-      tags.emplace_back(tag_key, value);
-    }
-    std::sort(tags.begin(), tags.end());
-    GroupKey(tags, ts, &key);
-
-    auto [it, inserted] = groups.try_emplace(key);
-    Group& group = it->second;
-    if (inserted) {
-      group.point = points->size();
-      order.push_back(&group);
-      Point& p = points->emplace_back();
-      p.measurement = options.measurement;
-      for (const auto& [k, v] : tags) p.tags.push_back(Tag{std::string(k), std::string(v)});
-      p.timestamp_ns = ts;
-      ++st.points;
-    }
-    if (group.metrics.insert(s.name).second) {
-      (*points)[group.point].fields.push_back(Field{std::string(s.name), s.value});
-      ++st.fields;
-    } else {
-      ++st.duplicate_fields;
-    }
-    for (const auto& [name, value] : attrs) AddAttribution(&group, name, value);
+    builder.AddSeries(s.name, s.labels);
+    builder.AddSample(s.value, s.timestamp_ms, scrape_time_ns);
   }
-
-  for (Group* group : order) {
-    Point& p = (*points)[group->point];
-    for (auto& [name, list] : group->attribution) {
-      if (group->metrics.count(name) != 0) {
-        ++st.dropped_attribution;
-        continue;
+  for (const PointRef& ref : builder.Finish()) {
+    Point& p = points->emplace_back();
+    p.measurement = std::string(ref.measurement);
+    for (const TagRef& t : ref.tags)
+      p.tags.push_back(Tag{std::string(t.key), std::string(t.value)});
+    for (const FieldRef& f : ref.fields) {
+      if (const auto* text = std::get_if<std::string_view>(&f.value)) {
+        p.fields.push_back(Field{std::string(f.key), std::string(*text)});
+      } else {
+        p.fields.push_back(Field{std::string(f.key), std::get<double>(f.value)});
       }
-      p.fields.push_back(Field{std::string(name), std::move(list)});
     }
+    p.timestamp_ns = ref.timestamp_ns;
   }
+  if (stats != nullptr) *stats = builder.stats();
 }
 
 }  // namespace gpulse::ingest

@@ -24,7 +24,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "engine/gpulse.h"
@@ -69,6 +75,76 @@ struct PromMappingStats {
   // Attribution labels whose name is also a metric name in the same point:
   // the metric wins and the label is left out.
   size_t dropped_attribution = 0;
+};
+
+// The mapping into points that view their strings, for a caller that
+// writes them at once (Db::Write of PointRefs): remote write, and through
+// MapSamples every other. A series' labels are mapped once (AddSeries: tags
+// sorted, attribution labels set apart, renames), then each of its samples
+// only finds its point (AddSample). Points come in the order of their first
+// sample; a point's fields in sample order, then its attribution fields.
+// The label and name strings given must outlive the points.
+//
+// Thread safety: one builder per thread.
+class PromPointBuilder {
+ public:
+  explicit PromPointBuilder(const PromMappingOptions& options);
+  PromPointBuilder(const PromPointBuilder&) = delete;
+  PromPointBuilder& operator=(const PromPointBuilder&) = delete;
+
+  using Label = std::pair<std::string_view, std::string_view>;
+  // The labels of the samples that follow (of one metric: `name`); returns
+  // the series' number.
+  size_t AddSeries(std::string_view name, std::span<const Label> labels);
+  // The same labels as series `like` had (its tags, attribution, renames
+  // already done), for another metric: a request sends one series a metric
+  // of each GPU, all with the GPU's labels.
+  void AddSeriesLike(size_t like, std::string_view name);
+  // A sample of the last series added; `timestamp_ms` absent: the scrape
+  // time given to Finish's caller through `default_ns`.
+  void AddSample(double value, std::optional<int64_t> timestamp_ms, int64_t default_ns);
+  // The points, valid until the builder is destroyed; the attribution
+  // fields are added by the first call.
+  std::span<const PointRef> Finish();
+  const PromMappingStats& stats() const { return stats_; }
+  size_t series_count() const { return series_.size(); }
+
+ private:
+  struct Series {
+    std::string_view name;
+    size_t first_tag = 0, tags = 0;    // in tags_
+    size_t first_attr = 0, attrs = 0;  // in attrs_
+    uint64_t hash = 0;                 // of the tags
+  };
+  struct Group {
+    size_t series = 0;  // whose tags the point has
+    int64_t ts = 0;
+    uint32_t next = UINT32_MAX;  // the next group of the same hash bucket
+  };
+  struct Sample {
+    uint32_t group;
+    uint32_t series;
+    double value;
+  };
+  bool SameTags(const Series& a, const Series& b) const;
+
+  const PromMappingOptions options_;           // a copy: the points view its measurement
+  std::vector<std::string_view> attribution_;  // sorted
+  std::vector<Series> series_;
+  std::vector<Label> tags_;          // each series' tags, sorted by key
+  std::vector<Label> attrs_;         // each series' attribution labels
+  std::deque<std::string> renamed_;  // exported_<name> keys
+  std::vector<Group> groups_;
+  std::unordered_map<uint64_t, uint32_t> by_hash_;  // the first group of each hash
+  std::vector<Sample> samples_;
+  // The points' storage.
+  std::vector<TagRef> point_tags_;
+  std::vector<FieldRef> point_fields_;
+  std::vector<PointRef> points_;
+  std::deque<std::string> joined_;  // attribution values joined by ','
+  PromMappingStats stats_;
+  size_t pending_renames_ = 0;  // of the last series, until a sample of it is kept
+  bool finished_ = false;
 };
 
 // Appends to *points one point per distinct (tag set, timestamp) among

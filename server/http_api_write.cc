@@ -191,10 +191,10 @@ Response HttpApi::RemoteWrite(const Request& request, const RequestContext& cont
   // The request's database wins over a series' own `db` label (kept as
   // exported_db), so that a token scoped to one database writes only there.
   if (!database.empty()) mapping.extra_tags.push_back({"db", database});
-  std::vector<Point> points;
-  ingest::RemoteWriteStats stats;
-  const Status decoded =
-      ingest::DecodeRemoteWrite(request.body(), config_.max_body_bytes, mapping, &points, &stats);
+  ingest::RemoteWriteBatch batch;
+  const Status decoded = batch.Parse(request.body(), config_.max_body_bytes, mapping);
+  const ingest::RemoteWriteStats& stats = batch.stats();
+  const std::span<const PointRef> points = batch.points();
   if (decoded.IsResourceExhausted()) {
     return Error(http::status::payload_too_large, request.version(), decoded.message());
   }
@@ -221,9 +221,9 @@ Response HttpApi::RemoteWrite(const Request& request, const RequestContext& cont
                   " samples with a timestamp outside the years 1677-2262");
   }
   if (!result.rejected.empty()) {
-    const Point& p = points[result.rejected.front().index];
+    const PointRef& p = points[result.rejected.front().index];
     why.push_back(std::to_string(result.rejected.size()) +
-                  " points refused; first: " + p.measurement + " at " +
+                  " points refused; first: " + std::string(p.measurement) + " at " +
                   std::to_string(p.timestamp_ns) + " ns: " + result.rejected.front().reason);
   }
   metrics_->lines_rejected += result.rejected.size();

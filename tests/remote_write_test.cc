@@ -82,6 +82,29 @@ prompb::WriteRequest TwoGpus() {
   return request;
 }
 
+// The batch's points as owning Points, for the checks below.
+Status Decode(const std::string& body, size_t max_bytes, const ingest::PromMappingOptions& options,
+              std::vector<Point>* points, ingest::RemoteWriteStats* stats) {
+  ingest::RemoteWriteBatch batch;
+  const Status s = batch.Parse(body, max_bytes, options);
+  *stats = batch.stats();
+  points->clear();
+  for (const PointRef& ref : batch.points()) {
+    Point& p = points->emplace_back();
+    p.measurement = std::string(ref.measurement);
+    for (const TagRef& t : ref.tags) p.tags.push_back({std::string(t.key), std::string(t.value)});
+    for (const FieldRef& f : ref.fields) {
+      if (const auto* text = std::get_if<std::string_view>(&f.value)) {
+        p.fields.push_back({std::string(f.key), std::string(*text)});
+      } else {
+        p.fields.push_back({std::string(f.key), std::get<double>(f.value)});
+      }
+    }
+    p.timestamp_ns = ref.timestamp_ns;
+  }
+  return s;
+}
+
 const std::string* TagOf(const Point& p, const std::string& key) {
   for (const Tag& t : p.tags) {
     if (t.key == key) return &t.value;
@@ -101,7 +124,7 @@ TEST(RemoteWriteDecodeTest, EachLabelSetAndTimestampIsOnePointWithAFieldPerMetri
   ingest::RemoteWriteStats stats;
   ingest::PromMappingOptions mapping;
   mapping.measurement = "dcgm";
-  ASSERT_TRUE(ingest::DecodeRemoteWrite(Body(TwoGpus()), 1 << 20, mapping, &points, &stats).ok());
+  ASSERT_TRUE(Decode(Body(TwoGpus()), 1 << 20, mapping, &points, &stats).ok());
   EXPECT_EQ(stats.series, 4u);
   EXPECT_EQ(stats.samples, 8u);
   ASSERT_EQ(points.size(), 4u);  // 2 GPUs x 2 scrapes
@@ -132,7 +155,7 @@ TEST(RemoteWriteDecodeTest, StaleMarkersAreCountedNotStoredAndOtherNaNsAreKept) 
             {{1, 1000}, {StaleNaN(), 2000}, {std::nan(""), 3000}});
   std::vector<Point> points;
   ingest::RemoteWriteStats stats;
-  ASSERT_TRUE(ingest::DecodeRemoteWrite(Body(request), 1 << 20, {}, &points, &stats).ok());
+  ASSERT_TRUE(Decode(Body(request), 1 << 20, {}, &points, &stats).ok());
   EXPECT_EQ(stats.samples, 3u);
   EXPECT_EQ(stats.stale_markers, 1u);
   ASSERT_EQ(points.size(), 2u);
@@ -146,15 +169,15 @@ TEST(RemoteWriteDecodeTest, StaleMarkersAreCountedNotStoredAndOtherNaNsAreKept) 
 TEST(RemoteWriteDecodeTest, BodiesThatCannotBeReadSayWhy) {
   std::vector<Point> points;
   ingest::RemoteWriteStats stats;
-  Status s = ingest::DecodeRemoteWrite("DCGM_FI_DEV_GPU_TEMP 1", 1 << 20, {}, &points, &stats);
+  Status s = Decode("DCGM_FI_DEV_GPU_TEMP 1", 1 << 20, {}, &points, &stats);
   EXPECT_TRUE(s.IsInvalidArgument());
   EXPECT_NE(s.message().find("snappy"), std::string::npos) << s.message();
   std::string not_protobuf;
   const std::string text = "this is not a protobuf message at all";
   snappy::Compress(text.data(), text.size(), &not_protobuf);
-  s = ingest::DecodeRemoteWrite(not_protobuf, 1 << 20, {}, &points, &stats);
+  s = Decode(not_protobuf, 1 << 20, {}, &points, &stats);
   EXPECT_EQ(s.message(), "remote write body is not a protobuf WriteRequest");
-  s = ingest::DecodeRemoteWrite(Body(TwoGpus()), 16, {}, &points, &stats);
+  s = Decode(Body(TwoGpus()), 16, {}, &points, &stats);
   EXPECT_TRUE(s.IsResourceExhausted()) << s.ToString();
   EXPECT_TRUE(points.empty());
 }
@@ -165,7 +188,7 @@ TEST(RemoteWriteDecodeTest, ASeriesWithoutAMetricNameIsLeftOutAndNamed) {
   AddSeries(&request, {{"__name__", "up"}, {"job", "dcgm"}}, {{1, 1000}});
   std::vector<Point> points;
   ingest::RemoteWriteStats stats;
-  ASSERT_TRUE(ingest::DecodeRemoteWrite(Body(request), 1 << 20, {}, &points, &stats).ok());
+  ASSERT_TRUE(Decode(Body(request), 1 << 20, {}, &points, &stats).ok());
   EXPECT_EQ(points.size(), 1u);
   EXPECT_EQ(stats.nameless, 2u);
   EXPECT_EQ(stats.first_error, "series {job=\"dcgm\", gpu=\"3\"} has no metric name (__name__)");
