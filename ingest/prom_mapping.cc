@@ -60,6 +60,7 @@ PromPointBuilder::PromPointBuilder(const PromMappingOptions& options) : options_
 }
 
 size_t PromPointBuilder::AddSeries(std::string_view name, std::span<const Label> labels) {
+  pending_renames_ = 0;  // the series before kept no sample: its renames are not counted
   Series series;
   series.name = name;
   series.first_tag = tags_.size();
@@ -100,6 +101,7 @@ size_t PromPointBuilder::AddSeries(std::string_view name, std::span<const Label>
 }
 
 void PromPointBuilder::AddSeriesLike(size_t like, std::string_view name) {
+  pending_renames_ = 0;  // counted with the label set's first series
   Series series = series_[like];
   series.name = name;
   series_.push_back(series);
