@@ -541,14 +541,21 @@ class Parser {
     return nullptr;
   }
 
+  // ModifierTarget, or nullptr with the error, which names `what`.
+  Expr* TargetOf(Expr* e, const char* what, Position pos) {
+    Expr* target = ModifierTarget(e);
+    if (target == nullptr) {
+      Fail(AtPos(pos, std::string(what) +
+                          " must be preceded by an instant vector selector or range vector "
+                          "selector or a subquery"));
+    }
+    return target;
+  }
+
   std::unique_ptr<Expr> ParseOffset(std::unique_ptr<Expr> e) {
     const Position pos = tok_.pos;
-    Expr* target = ModifierTarget(e.get());
-    if (target == nullptr) {
-      return Fail(AtPos(pos,
-                        "offset modifier must be preceded by an instant vector selector or "
-                        "range vector selector or a subquery"));
-    }
+    Expr* target = TargetOf(e.get(), "offset modifier", pos);
+    if (target == nullptr) return nullptr;
     if (target->has_offset) return Fail(AtPos(pos, "offset may not be set multiple times"));
     if (!Advance()) return nullptr;
     bool negative = false;
@@ -565,12 +572,8 @@ class Parser {
 
   std::unique_ptr<Expr> ParseAt(std::unique_ptr<Expr> e) {
     const Position pos = tok_.pos;
-    Expr* target = ModifierTarget(e.get());
-    if (target == nullptr) {
-      return Fail(AtPos(pos,
-                        "@ modifier must be preceded by an instant vector selector or range "
-                        "vector selector or a subquery"));
-    }
+    Expr* target = TargetOf(e.get(), "@ modifier", pos);
+    if (target == nullptr) return nullptr;
     if (target->at != AtKind::kNone) return Fail(AtPos(pos, "@ may not be set multiple times"));
     if (!Advance()) return nullptr;
     if (IsWord("start") || IsWord("end")) {
