@@ -186,6 +186,15 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   } else if (path == "/api/v1/write") {
     allowed = only({http::verb::post});
     if (allowed) response = RemoteWrite(request, context);
+  } else if (path == "/api/v1/status/buildinfo") {
+    allowed = only({http::verb::get});
+    if (allowed) response = PromBuildInfo(request);
+  } else if (path == "/api/v1/query_exemplars") {
+    allowed = only({http::verb::get, http::verb::post});
+    if (allowed) response = PromExemplars(request);
+  } else if (path == "/-/healthy" || path == "/-/ready") {
+    allowed = only({http::verb::get, http::verb::head});
+    if (allowed) response = PromProbe(request, path == "/-/ready");
   } else if (path == "/ping") {
     allowed = only({http::verb::get, http::verb::head});
     if (allowed) response = Ping(request);

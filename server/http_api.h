@@ -84,6 +84,11 @@ class HttpApi {
                                        unsigned version);
 
   Response Compact(const Request& request);
+  // --- the Prometheus API (http_api_prom.cc) ---
+  Response PromBuildInfo(const Request& request);
+  Response PromExemplars(const Request& request);
+  // /-/healthy (ready false) and /-/ready.
+  Response PromProbe(const Request& request, bool ready);
   Response Query(const Request& request, const RequestContext& context);
   // chunked=true: the answer in objects of chunk_rows rows, streamed through
   // context.stream as the statements make it (a raw SELECT a window of its

@@ -6,6 +6,7 @@ set(GPULSE_SERVER_SOURCES
   server/config.cc
   server/gzip.cc
   server/http_api.cc
+  server/http_api_prom.cc
   server/http_api_write.cc
   server/http_client.cc
   server/http_server.cc
