@@ -248,6 +248,15 @@ class Parser {
     return true;
   }
 
+  // After an element of a list: a comma (consumed), or the list's `close`
+  // (left for the caller); anything else fails naming `expected`.
+  bool ListSeparator(TK close, const char* expected) {
+    if (tok_.kind == TK::kComma) return Advance();
+    if (tok_.kind == close) return true;
+    Fail(Expected(expected));
+    return false;
+  }
+
   // ( label, label, ... ) with a trailing comma allowed; keywords are names.
   bool ParseLabelList(std::vector<std::string>* labels) {
     if (!Expect(TK::kLParen, "'('")) return false;
@@ -258,12 +267,7 @@ class Parser {
       }
       labels->emplace_back(tok_.text);
       if (!Advance()) return false;
-      if (tok_.kind == TK::kComma) {
-        if (!Advance()) return false;
-      } else if (tok_.kind != TK::kRParen) {
-        Fail(Expected("',' or ')'"));
-        return false;
-      }
+      if (!ListSeparator(TK::kRParen, "',' or ')'")) return false;
     }
     return Advance();
   }
@@ -342,12 +346,7 @@ class Parser {
       auto arg = ParseExpr(0);
       if (arg == nullptr) return false;
       e->args.push_back(std::move(arg));
-      if (tok_.kind == TK::kComma) {
-        if (!Advance()) return false;
-      } else if (tok_.kind != TK::kRParen) {
-        Fail(Expected("',' or ')'"));
-        return false;
-      }
+      if (!ListSeparator(TK::kRParen, "',' or ')'")) return false;
     }
     return Advance();
   }
@@ -398,11 +397,7 @@ class Parser {
       if (!Advance()) return nullptr;
       while (tok_.kind != TK::kRBrace) {
         if (!ParseMatcher(e.get())) return nullptr;
-        if (tok_.kind == TK::kComma) {
-          if (!Advance()) return nullptr;
-        } else if (tok_.kind != TK::kRBrace) {
-          return Fail(Expected("',' or '}'"));
-        }
+        if (!ListSeparator(TK::kRBrace, "',' or '}'")) return nullptr;
       }
       if (!Advance()) return nullptr;
     }
