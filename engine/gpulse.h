@@ -293,6 +293,8 @@ struct FieldInfo {
   FieldType type = FieldType::kFloat;
 };
 
+inline constexpr std::string_view kPrometheusMeasurementKind = "prometheus_measurement";
+
 // What Write did with a batch.
 struct WriteResult {
   uint64_t points_written = 0;
@@ -608,6 +610,11 @@ class Db {
   // synced before it returns and replaces any definition of that kind and
   // name; Compact and restarts keep them. Kinds and names are non-empty and
   // hold no NUL byte (InvalidArgument otherwise).
+  //
+  // Kind "prometheus_measurement" (kPrometheusMeasurementKind) names a
+  // measurement whose fields are Prometheus metrics (written by a scrape,
+  // remote write or `import --format prom`): PromQL calls its field f the
+  // metric f, where a line-protocol measurement m's field f is m_f.
   virtual Status PutDefinition(std::string_view kind, std::string_view name,
                                std::string_view text) = 0;
   // NotFound naming the definition when there is none.

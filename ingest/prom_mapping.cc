@@ -251,4 +251,16 @@ void MapSamples(const std::vector<PromSample>& samples, int64_t scrape_time_ns,
   if (stats != nullptr) *stats = builder.stats();
 }
 
+Status PromMeasurements::Note(std::string_view measurement) {
+  MutexLock l(&mu_);
+  if (noted_.find(measurement) != noted_.end()) return Status::Ok();
+  std::vector<std::pair<std::string, std::string>> known;
+  GPULSE_RETURN_IF_ERROR(db_->ListDefinitions(kPrometheusMeasurementKind, &known));
+  for (auto& [name, text] : known) noted_.insert(std::move(name));
+  if (noted_.find(measurement) != noted_.end()) return Status::Ok();
+  GPULSE_RETURN_IF_ERROR(db_->PutDefinition(kPrometheusMeasurementKind, measurement, ""));
+  noted_.emplace(measurement);
+  return Status::Ok();
+}
+
 }  // namespace gpulse::ingest

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -35,6 +36,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/prom_text.h"
+#include "storage/mutex.h"
 
 namespace gpulse::ingest {
 
@@ -159,5 +161,23 @@ class PromPointBuilder {
 void MapSamples(const std::vector<PromSample>& samples, int64_t scrape_time_ns,
                 const PromMappingOptions& options, std::vector<Point>* points,
                 PromMappingStats* stats = nullptr);
+
+// Records, once per measurement, that a measurement holds Prometheus data
+// (engine/gpulse.h, kPrometheusMeasurementKind), so that PromQL names its
+// fields as the metrics they were. Writers of Prometheus data (the
+// scraper, remote write, `import --format prom`) note each measurement
+// before they write to it.
+//
+// Thread safety: Note may be called from any thread.
+class PromMeasurements {
+ public:
+  explicit PromMeasurements(Db* db) : db_(db) {}
+  Status Note(std::string_view measurement);
+
+ private:
+  Db* const db_;
+  Mutex mu_;
+  std::set<std::string, std::less<>> noted_ GPULSE_GUARDED_BY(mu_);
+};
 
 }  // namespace gpulse::ingest

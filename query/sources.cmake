@@ -21,6 +21,15 @@ set(GPULSE_QUERY_PROMQL_SOURCES
   query/promql/functions.cc
   query/promql/parser.cc
 )
+set(GPULSE_QUERY_PROMEVAL_SOURCES
+  query/promeval/value.cc
+  query/promeval/select.cc
+  query/promeval/functions.cc
+  query/promeval/aggregate.cc
+  query/promeval/binary.cc
+  query/promeval/evaluator.cc
+  query/promeval/run.cc
+)
 set(GPULSE_QUERY_RUNTIME_SOURCES
   query/runtime/eval.cc
   query/runtime/format.cc

@@ -160,7 +160,8 @@ HttpApi::~HttpApi() { metrics_->query_memory = nullptr; }
 
 bool HttpApi::RunsLong(const Request& request) {
   const std::string_view target = request.target();
-  return target.substr(0, target.find('?')) == "/query";
+  const std::string_view path = target.substr(0, target.find('?'));
+  return path == "/query" || path == "/api/v1/query" || path == "/api/v1/query_range";
 }
 
 Response HttpApi::Handle(const Request& request, const RequestContext& context) {
@@ -189,6 +190,9 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   } else if (path == "/api/v1/status/buildinfo") {
     allowed = only({http::verb::get});
     if (allowed) response = PromBuildInfo(request);
+  } else if (path == "/api/v1/query" || path == "/api/v1/query_range") {
+    allowed = only({http::verb::get, http::verb::post});
+    if (allowed) response = PromQuery(request, context, path == "/api/v1/query_range");
   } else if (path == "/api/v1/query_exemplars") {
     allowed = only({http::verb::get, http::verb::post});
     if (allowed) response = PromExemplars(request);

@@ -23,6 +23,7 @@
 #include <string_view>
 
 #include "engine/gpulse.h"
+#include "ingest/prom_mapping.h"
 #include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/runtime/query_memory.h"
@@ -87,6 +88,8 @@ class HttpApi {
   // --- the Prometheus API (http_api_prom.cc) ---
   Response PromBuildInfo(const Request& request);
   Response PromExemplars(const Request& request);
+  // /api/v1/query (range false) and /api/v1/query_range.
+  Response PromQuery(const Request& request, const RequestContext& context, bool range);
   // /-/healthy (ready false) and /-/ready.
   Response PromProbe(const Request& request, bool ready);
   Response Query(const Request& request, const RequestContext& context);
@@ -123,6 +126,7 @@ class HttpApi {
                                     std::string_view database, Access access);
 
   Db* const db_;
+  ingest::PromMeasurements prom_measurements_{db_};
   const ServerConfig& config_;
   Authenticator auth_;
   ServerMetrics* const metrics_;

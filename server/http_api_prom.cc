@@ -1,10 +1,16 @@
-// The Prometheus HTTP API's endpoints that need no PromQL: build information
-// (what Grafana's Prometheus data source reads to learn what it talks to),
-// exemplars (gpulse keeps none), and the health and readiness probes.
-// docs/http-api.md, "Prometheus API".
+// The Prometheus HTTP API: PromQL's instant and range queries in
+// Prometheus' envelope, build information (what Grafana's Prometheus data
+// source reads to learn what it talks to), exemplars (gpulse keeps none),
+// and the health and readiness probes. docs/http-api.md, "Prometheus API".
 
+#include <charconv>
+#include <chrono>
+#include <cmath>
 #include <string>
 
+#include "query/promeval/run.h"
+#include "query/promql/lexer.h"
+#include "query/syntax/time_literal.h"
 #include "server/http_api.h"
 #include "server/http_reply.h"
 
@@ -25,7 +31,194 @@ Response Text(unsigned version, const std::string& body) {
   return res;
 }
 
+// Prometheus' error envelope: bad_data 400, execution 422, timeout 503.
+Response PromError(http::status status, unsigned version, std::string_view type,
+                   const std::string& message) {
+  return Json(status, version, {{"status", "error"}, {"errorType", type}, {"error", message}});
+}
+
+Response BadData(unsigned version, const std::string& message) {
+  return PromError(http::status::bad_request, version, "bad_data", message);
+}
+
+// A time as Prometheus takes one: Unix seconds with a fraction, or RFC 3339.
+bool ParsePromTime(const std::string& text, int64_t* ms) {
+  double seconds;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(seconds)) {
+    if (std::fabs(seconds) > 9.2e15) return false;
+    *ms = static_cast<int64_t>(std::llround(seconds * 1000));
+    return true;
+  }
+  int64_t ns;
+  if (!query::ParseTimeLiteral(text, &ns)) return false;
+  *ms = ns / 1'000'000 - (ns % 1'000'000 < 0 ? 1 : 0);
+  return true;
+}
+
+// A duration as Prometheus takes one: seconds with a fraction, or 5m, 1h30m.
+bool ParsePromStep(const std::string& text, int64_t* ms) {
+  double seconds;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(seconds)) {
+    if (std::fabs(seconds) > 9.2e15) return false;
+    *ms = static_cast<int64_t>(std::llround(seconds * 1000));
+    return true;
+  }
+  return query::promql::ParsePromDuration(text, ms);
+}
+
+nlohmann::json PromTime(int64_t ms) {
+  // Seconds with the milliseconds as a fraction, as Prometheus writes them.
+  return nlohmann::json::parse(query::promeval::FormatPromFloat(static_cast<double>(ms) / 1000));
+}
+
+nlohmann::json Metric(const query::promeval::Labels& labels) {
+  nlohmann::json m = nlohmann::json::object();
+  for (const auto& l : labels) m[l.name] = l.value;
+  return m;
+}
+
+nlohmann::json PromResult(const query::promeval::PromAnswer& a) {
+  using query::promeval::FormatPromFloat;
+  using query::promeval::ValueType;
+  nlohmann::json result = nlohmann::json::array();
+  if (!a.range_query && a.type == ValueType::kScalar) {
+    return {PromTime(a.steps.start), FormatPromFloat(a.series[0].values[0])};
+  }
+  if (a.type == ValueType::kString) return {PromTime(a.steps.start), a.text};
+  if (!a.range_query && a.type == ValueType::kVector) {
+    for (const auto& s : a.series) {
+      result.push_back({{"metric", Metric(s.labels)},
+                        {"value", {PromTime(a.steps.start), FormatPromFloat(s.values[0])}}});
+    }
+    return result;
+  }
+  for (const auto& r : a.raw) {
+    nlohmann::json values = nlohmann::json::array();
+    for (size_t i = 0; i < r.times.size(); ++i) {
+      values.push_back({PromTime(r.times[i]), FormatPromFloat(r.values[i])});
+    }
+    result.push_back({{"metric", Metric(r.labels)}, {"values", std::move(values)}});
+  }
+  for (const auto& s : a.series) {
+    nlohmann::json values = nlohmann::json::array();
+    for (size_t k = 0; k < s.has.size(); ++k) {
+      if (s.has[k]) values.push_back({PromTime(a.steps.at(k)), FormatPromFloat(s.values[k])});
+    }
+    result.push_back({{"metric", Metric(s.labels)}, {"values", std::move(values)}});
+  }
+  return result;
+}
+
+const char* ResultTypeName(query::promeval::ValueType type) {
+  switch (type) {
+    case query::promeval::ValueType::kScalar:
+      return "scalar";
+    case query::promeval::ValueType::kVector:
+      return "vector";
+    case query::promeval::ValueType::kMatrix:
+      return "matrix";
+    case query::promeval::ValueType::kString:
+      return "string";
+  }
+  return "vector";
+}
+
 }  // namespace
+
+Response HttpApi::PromQuery(const Request& request, const RequestContext& context, bool range) {
+  auto params = ParseQueryString(request.target());
+  if (request.method() == http::verb::post &&
+      request[http::field::content_type].starts_with("application/x-www-form-urlencoded")) {
+    for (auto& [k, v] : ParseQueryString("?" + request.body())) params[k] = std::move(v);
+  }
+  const auto param = [&](const char* key) {
+    const auto it = params.find(key);
+    return it == params.end() ? std::string() : it->second;
+  };
+  const unsigned version = request.version();
+  Response refusal;
+  const std::optional<Grant> grant = Authenticate(request, params, &refusal);
+  if (!grant) return refusal;
+  const std::string text = param("query");
+  if (text.empty()) return BadData(version, "invalid parameter \"query\": no query given");
+  query::promeval::PromRequest req;
+  req.text = text;
+  req.instant = !range;
+  if (range) {
+    for (const char* key : {"start", "end"}) {
+      int64_t* into = key[0] == 's' ? &req.start : &req.end;
+      if (!ParsePromTime(param(key), into)) {
+        return BadData(version, std::string("invalid parameter \"") + key + "\": cannot parse \"" +
+                                    param(key) + "\" to a valid timestamp");
+      }
+    }
+    if (!ParsePromStep(param("step"), &req.step)) {
+      return BadData(version, "invalid parameter \"step\": cannot parse \"" + param("step") +
+                                  "\" to a valid duration");
+    }
+    if (req.end < req.start) {
+      return BadData(version,
+                     "invalid parameter \"end\": end timestamp must not be before start time");
+    }
+    if (req.step <= 0) {
+      return BadData(version,
+                     "invalid parameter \"step\": zero or negative query resolution step widths "
+                     "are not accepted. Try a positive integer");
+    }
+    if ((req.end - req.start) / req.step > 11'000) {
+      return BadData(version,
+                     "exceeded maximum resolution of 11,000 points per timeseries. Try decreasing "
+                     "the query resolution (?step=XX)");
+    }
+  } else if (const std::string t = param("time"); t.empty()) {
+    req.start = std::chrono::duration_cast<std::chrono::milliseconds>(
+                    std::chrono::system_clock::now().time_since_epoch())
+                    .count();
+  } else if (!ParsePromTime(t, &req.start)) {
+    return BadData(version,
+                   "invalid parameter \"time\": cannot parse \"" + t + "\" to a valid timestamp");
+  }
+  if (req.instant) req.end = req.start;
+  QueryOptions options;
+  options.database = param("db");
+  if (options.database.empty() && !grant->read.everything()) options.database = grant->read.Sole();
+  if (!grant->read.everything()) options.readable_databases = grant->read.names();
+  options.limits = config_.query_limits;
+  if (const std::string t = param("timeout"); !t.empty()) {
+    int64_t ms;
+    if (!ParsePromStep(t, &ms) || ms <= 0) {
+      return BadData(
+          version, "invalid parameter \"timeout\": cannot parse \"" + t + "\" to a valid duration");
+    }
+    options.limits.timeout = std::min(options.limits.timeout, std::chrono::milliseconds(ms));
+  }
+  options.cancelled = context.client_gone;
+  QueryMemory memory(config_.query_limits.max_memory_bytes, &query_memory_);
+  options.memory = &memory;
+  ++metrics_->queries;
+  query::promeval::PromAnswer answer;
+  query::promeval::PromFailure failure;
+  const Status s = query::promeval::RunPromQL(db_, req, options, &answer, &failure);
+  if (!s.ok()) {
+    ++metrics_->query_errors;
+    if (failure == query::promeval::PromFailure::kParse) {
+      return BadData(version, "invalid parameter \"query\": " + s.message());
+    }
+    if (s.code() == Status::Code::kPermissionDenied) {
+      return Error(http::status::forbidden, version, s.message());
+    }
+    if (s.IsCancelled() || s.message().find("timeout") != std::string::npos) {
+      return PromError(http::status::service_unavailable, version, "timeout", s.message());
+    }
+    return PromError(http::status::unprocessable_entity, version, "execution", s.message());
+  }
+  return Json(
+      http::status::ok, version,
+      {{"status", "success"},
+       {"data", {{"resultType", ResultTypeName(answer.type)}, {"result", PromResult(answer)}}}});
+}
 
 Response HttpApi::PromBuildInfo(const Request& request) {
   return Json(http::status::ok, request.version(),

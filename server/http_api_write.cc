@@ -204,7 +204,8 @@ Response HttpApi::RemoteWrite(const Request& request, const RequestContext& cont
   metrics_->remote_write_stale_markers += stats.stale_markers;
 
   WriteResult result;
-  const Status s = points.empty() ? Status::Ok() : db_->Write(points, &result);
+  Status s = points.empty() ? Status::Ok() : prom_measurements_.Note(mapping.measurement);
+  if (s.ok() && !points.empty()) s = db_->Write(points, &result);
   if (auto refused = WriteRefused(s, result, request.version())) return *refused;
   metrics_->points_received += result.points_written;
   metrics_->values_received += result.values_written;

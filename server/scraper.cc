@@ -69,7 +69,8 @@ Status Scraper::ScrapeOnce(const ScrapeTarget& target) {
     mapping.extra_tags = target.tags;
     ingest::MapSamples(samples, now, mapping, &points);
     WriteResult result;
-    if (!points.empty()) s = db_->Write(points, &result);
+    if (!points.empty()) s = prom_measurements_.Note(target.measurement);
+    if (s.ok() && !points.empty()) s = db_->Write(points, &result);
     if (s.ok() && !errors.empty()) {
       s = Status::InvalidArgument(std::to_string(errors.size()) +
                                   " bad lines; first: " + errors.front().ToString());

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "ingest/prom_mapping.h"
 #include "server/config.h"
 #include "server/metrics.h"
 #include "server/sources.h"
@@ -44,6 +45,7 @@ class Scraper {
   const std::vector<ScrapeTarget> targets_;
   const uint64_t max_body_bytes_;
   Db* const db_;
+  ingest::PromMeasurements prom_measurements_{db_};
   ServerMetrics* const metrics_;
   SourceRegistry* const sources_;
 

@@ -335,7 +335,9 @@ int ImportProm(Db* db, const ImportOptions& o, const std::string& name, Input* i
   std::vector<Point> points;
   ingest::MapSamples(samples, WallClockNanos(), mapping, &points);
   WriteResult result;
-  const Status s = points.empty() ? Status::Ok() : db->Write(points, &result);
+  ingest::PromMeasurements prom_measurements(db);
+  Status s = points.empty() ? Status::Ok() : prom_measurements.Note(mapping.measurement);
+  if (s.ok() && !points.empty()) s = db->Write(points, &result);
   if (!s.ok() && !s.IsInvalidArgument()) {
     std::fprintf(stderr, "gpulse import: write failed: %s\n", s.ToString().c_str());
     return 2;

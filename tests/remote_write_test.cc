@@ -246,6 +246,21 @@ TEST_F(RemoteWriteServerTest, SamplesAreStoredAsAScrapeWouldStoreThem) {
   EXPECT_EQ(metrics_.values_received.load(), 10u);  // 8 samples and 2 pod fields
 }
 
+// What came in by remote write keeps its metric names and labels for PromQL:
+// the measurement is marked as Prometheus data, the pod (a string field)
+// is a label again.
+TEST_F(RemoteWriteServerTest, PromQLReadsWhatCameInUnderItsOwnNames) {
+  ASSERT_EQ(Send("/api/v1/write?measurement=dcgm", Body(TwoGpus())).status, 204);
+  const test::HttpReply r =
+      client_->Get("/api/v1/query?time=1700000015&query=" +
+                       server::PercentEncode("DCGM_FI_DEV_GPU_TEMP{gpu=\"0\"}"),
+                   {{"Authorization", "Bearer admin-token-123"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["data"]["result"].dump(),
+            R"([{"metric":{"__name__":"DCGM_FI_DEV_GPU_TEMP","gpu":"0","instance":"n1:9400",)"
+            R"("job":"dcgm","pod":"train-7"},"value":[1700000015,"41"]}])");
+}
+
 TEST_F(RemoteWriteServerTest, UnreadableBodiesAreRefusedAndNothingIsStored) {
   EXPECT_EQ(Send("/api/v1/write", Body(TwoGpus()), "admin-token-123", "").status, 415);
   EXPECT_EQ(Send("/api/v1/write", Body(TwoGpus()), "admin-token-123", "gzip").status, 415);

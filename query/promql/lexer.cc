@@ -298,6 +298,11 @@ bool Lexer::LexNumberOrDuration(PromToken* token, ParseError* error) {
                          "\": units y, w, d, h, m, s, ms, each once, largest first";
         return false;
       }
+      if (ms == 0) {
+        error->pos = Here();
+        error->message = "duration must be greater than 0";
+        return false;
+      }
       Advance(n);
       token->kind = PromTokenKind::kDuration;
       token->text = text;
@@ -323,8 +328,13 @@ bool Lexer::LexNumberOrDuration(PromToken* token, ParseError* error) {
     return false;
   }
   const std::string text(text_.substr(start, n));
-  token->number = hex ? static_cast<double>(std::strtoull(text.c_str() + 2, nullptr, 16))
-                      : std::strtod(text.c_str(), nullptr);
+  // A leading 0 makes an integer octal, as Go's strconv.ParseInt with base 0
+  // reads it (0755 is 493); digits 8 and 9 make it decimal again (08 is 8).
+  const bool octal =
+      text.size() > 1 && text[0] == '0' && text.find_first_not_of("01234567") == std::string::npos;
+  token->number = hex     ? static_cast<double>(std::strtoull(text.c_str() + 2, nullptr, 16))
+                  : octal ? static_cast<double>(std::strtoull(text.c_str(), nullptr, 8))
+                          : std::strtod(text.c_str(), nullptr);
   Advance(n);
   token->kind = PromTokenKind::kNumber;
   token->text = text_.substr(start, n);

@@ -17,8 +17,8 @@ import re
 import subprocess
 import sys
 
-QUERY = ["query/syntax", "query/promql", "query/runtime", "query/plan", "query/exec",
-         "query/fleet"]
+QUERY = ["query/syntax", "query/promql", "query/runtime", "query/promeval", "query/plan",
+         "query/exec", "query/fleet"]
 
 # Folder -> the folders its files may include (besides their own).
 ALLOWED = {
@@ -28,6 +28,7 @@ ALLOWED = {
     "query/syntax": ["storage"],
     "query/promql": ["query/syntax", "storage"],
     "query/runtime": ["query/syntax", "engine", "storage"],
+    "query/promeval": ["query/promql", "query/runtime", "query/syntax", "engine", "storage"],
     "query/plan": ["query/runtime", "query/syntax", "engine", "storage"],
     "query/exec": ["query/plan", "query/runtime", "query/syntax", "engine", "storage"],
     "query/fleet": ["query/exec", "query/plan", "query/runtime", "query/syntax", "engine", "storage"],

@@ -1,0 +1,292 @@
+#include "query/promeval/select.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <deque>
+#include <map>
+
+namespace gpulse::query::promeval {
+
+namespace {
+
+constexpr int64_t kNanosPerMilli = 1'000'000;
+
+int64_t MillisOf(int64_t ns) {
+  const int64_t ms = ns / kNanosPerMilli;
+  return ns % kNanosPerMilli < 0 ? ms - 1 : ms;
+}
+
+int64_t NanosOf(int64_t ms) {
+  if (ms >= INT64_MAX / kNanosPerMilli) return INT64_MAX;
+  if (ms <= INT64_MIN / kNanosPerMilli) return INT64_MIN;
+  return ms * kNanosPerMilli;
+}
+
+bool IsNumeric(FieldType type) { return type != FieldType::kString; }
+
+// Value i of a numeric column as a float (a boolean is 0 or 1).
+double FloatAt(const Column& c, size_t i) {
+  switch (c.type) {
+    case FieldType::kFloat:
+      return c.floats[i];
+    case FieldType::kInt:
+      return static_cast<double>(c.ints[i]);
+    case FieldType::kUint:
+      return static_cast<double>(c.uints[i]);
+    case FieldType::kBool:
+      return c.bools[i] != 0 ? 1 : 0;
+    case FieldType::kString:
+      break;
+  }
+  return NAN;
+}
+
+// A stored series cut by the values of its label fields: one RawSeries per
+// distinct set of them.
+class Splitter {
+ public:
+  Splitter(const StoredMetric& metric, const std::vector<Tag>& tags,
+           const std::vector<const Matcher*>& label_matchers)
+      : metric_(metric), label_matchers_(label_matchers) {
+    for (const Tag& t : tags) base_.push_back(Label{t.key, t.value});
+    SetLabel(&base_, kMetricName, metric.name);
+  }
+
+  // The series point `i` goes to, or nullptr when its labels are not selected.
+  RawSeries* SeriesFor(const std::vector<std::string_view>& label_values) {
+    std::string key;
+    for (std::string_view v : label_values) {
+      key.append(v);
+      key += '\xff';
+    }
+    const auto [it, fresh] = index_.emplace(std::move(key), -1);
+    if (!fresh) return it->second < 0 ? nullptr : &out_[static_cast<size_t>(it->second)];
+    Labels labels = base_;
+    for (size_t j = 0; j < label_values.size(); ++j) {
+      const std::string& name = metric_.label_fields[j];
+      if (LabelValue(base_, name).empty()) SetLabel(&labels, name, label_values[j]);
+    }
+    for (const Matcher* m : label_matchers_) {
+      if (!m->Matches(LabelValue(labels, m->name()))) return nullptr;
+    }
+    it->second = static_cast<int64_t>(out_.size());
+    out_.push_back(RawSeries{std::move(labels), {}, {}});
+    return &out_.back();
+  }
+
+  std::deque<RawSeries>& series() { return out_; }
+
+ private:
+  const StoredMetric& metric_;
+  const std::vector<const Matcher*>& label_matchers_;
+  Labels base_;
+  std::map<std::string, int64_t> index_;  // label values -> out_ position, -1: not selected
+  std::deque<RawSeries> out_;             // a deque: SeriesFor's pointers stay valid
+};
+
+void Append(RawSeries* s, int64_t t, double v) {
+  if (!s->times.empty() && s->times.back() == t) {
+    s->values.back() = v;  // two points in one millisecond: the later one
+    return;
+  }
+  s->times.push_back(t);
+  s->values.push_back(v);
+}
+
+// Prometheus' stale marker, which ends a series.
+double StaleMarker() { return std::bit_cast<double>(uint64_t{0x7ff0000000000002}); }
+
+// The points of cols[0] (the metric), each to the series of the label
+// fields' values (cols[1...]) at its time. When the values change (another
+// pod on the GPU), the series of the old ones ends there with a stale
+// marker, as Prometheus ends a series that left a scrape.
+void SplitPoints(const std::vector<Column>& cols, Splitter* splitter) {
+  const Column& metric = cols[0];
+  std::vector<size_t> next(cols.size(), 0);
+  std::vector<std::string_view> values(cols.size() - 1);
+  RawSeries* previous = nullptr;
+  for (size_t i = 0; i < metric.size(); ++i) {
+    if (!IsNumeric(metric.type)) break;
+    const int64_t ts = metric.ts[i];
+    for (size_t j = 1; j < cols.size(); ++j) {
+      const Column& c = cols[j];
+      size_t& k = next[j];
+      while (k < c.size() && c.ts[k] < ts) ++k;
+      values[j - 1] = k < c.size() && c.ts[k] == ts && c.type == FieldType::kString
+                          ? std::string_view(c.strings[k])
+                          : std::string_view();
+    }
+    RawSeries* s = splitter->SeriesFor(values);
+    if (previous != nullptr && previous != s) Append(previous, MillisOf(ts), StaleMarker());
+    previous = s;
+    if (s != nullptr) Append(s, MillisOf(ts), FloatAt(metric, i));
+  }
+}
+
+}  // namespace
+
+Result<Matcher> Matcher::Compile(const promql::LabelMatcher& m) {
+  Matcher out;
+  out.name_ = m.name;
+  out.op_ = m.op;
+  out.value_ = m.value;
+  if (m.op == promql::MatchOp::kRegex || m.op == promql::MatchOp::kNotRegex) {
+    auto re = CompileRegex("^(?:" + m.value + ")$");
+    if (!re.ok()) return re.status();
+    out.re_ = std::move(re).value();
+  }
+  return out;
+}
+
+bool Matcher::Matches(std::string_view value) const {
+  switch (op_) {
+    case promql::MatchOp::kEqual:
+      return value == value_;
+    case promql::MatchOp::kNotEqual:
+      return value != value_;
+    case promql::MatchOp::kRegex:
+      return re2::RE2::FullMatch(re2::StringPiece(value.data(), value.size()), *re_);
+    case promql::MatchOp::kNotRegex:
+      return !re2::RE2::FullMatch(re2::StringPiece(value.data(), value.size()), *re_);
+  }
+  return false;
+}
+
+Status SeriesSource::Load() {
+  if (loaded_) return Status::Ok();
+  GPULSE_RETURN_IF_ERROR(input_->Measurements(&measurements_));
+  std::vector<std::pair<std::string, std::string>> defs;
+  GPULSE_RETURN_IF_ERROR(ctx_->db()->ListDefinitions(kPrometheusMeasurementKind, &defs));
+  for (auto& [name, text] : defs) prometheus_.insert(name);
+  loaded_ = true;
+  return Status::Ok();
+}
+
+Status SeriesSource::AddMetric(const std::string& measurement, const std::string& field,
+                               std::vector<StoredMetric>* out) {
+  auto it = fields_.find(measurement);
+  if (it == fields_.end()) {
+    std::vector<FieldInfo> fields;
+    GPULSE_RETURN_IF_ERROR(input_->Fields(measurement, &fields));
+    it = fields_.emplace(measurement, std::move(fields)).first;
+  }
+  const std::vector<FieldInfo>& fields = it->second;
+  const auto f = std::find_if(fields.begin(), fields.end(),
+                              [&](const FieldInfo& i) { return i.name == field; });
+  if (f == fields.end() || !IsNumeric(f->type)) return Status::Ok();
+  StoredMetric metric;
+  metric.name = prometheus_.count(measurement) != 0 ? field : measurement + "_" + field;
+  metric.measurement = measurement;
+  metric.field = field;
+  for (const FieldInfo& i : fields) {
+    if (i.type == FieldType::kString) metric.label_fields.push_back(i.name);
+  }
+  out->push_back(std::move(metric));
+  return Status::Ok();
+}
+
+Status SeriesSource::Metrics(const std::vector<Matcher>& matchers, std::vector<StoredMetric>* out) {
+  GPULSE_RETURN_IF_ERROR(Load());
+  std::vector<const Matcher*> on_name;
+  const Matcher* equal = nullptr;
+  for (const Matcher& m : matchers) {
+    if (m.name() != kMetricName) continue;
+    on_name.push_back(&m);
+    if (m.IsEquality()) equal = &m;
+  }
+  for (const std::string& measurement : measurements_) {
+    const bool prom = prometheus_.count(measurement) != 0;
+    if (equal != nullptr) {
+      // The one field the name can be.
+      const std::string& name = equal->value();
+      if (prom) {
+        GPULSE_RETURN_IF_ERROR(AddMetric(measurement, name, out));
+      } else if (name.size() > measurement.size() + 1 && name.starts_with(measurement) &&
+                 name[measurement.size()] == '_') {
+        GPULSE_RETURN_IF_ERROR(AddMetric(measurement, name.substr(measurement.size() + 1), out));
+      }
+      continue;
+    }
+    std::vector<FieldInfo> fields;
+    GPULSE_RETURN_IF_ERROR(input_->Fields(measurement, &fields));
+    for (const FieldInfo& f : fields) {
+      if (!IsNumeric(f.type)) continue;
+      const std::string name = prom ? f.name : measurement + "_" + f.name;
+      if (std::all_of(on_name.begin(), on_name.end(),
+                      [&](const Matcher* m) { return m->Matches(name); })) {
+        GPULSE_RETURN_IF_ERROR(AddMetric(measurement, f.name, out));
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+bool SeriesSource::Readable(const std::vector<Tag>& tags) const {
+  const QueryOptions& options = ctx_->options();
+  if (!options.database.empty() || !options.readable_databases) return true;
+  for (const Tag& t : tags) {
+    if (t.key != "db") continue;
+    const auto& names = *options.readable_databases;
+    return std::find(names.begin(), names.end(), t.value) != names.end();
+  }
+  return false;
+}
+
+Status SeriesSource::SelectMetric(const StoredMetric& metric, const std::vector<Matcher>& matchers,
+                                  int64_t lo, int64_t hi, std::vector<RawSeries>* out) {
+  std::vector<TagMatcher> equal;
+  std::vector<const Matcher*> on_tags, on_label_fields;
+  for (const Matcher& m : matchers) {
+    if (m.name() == kMetricName) continue;
+    const bool label_field = std::find(metric.label_fields.begin(), metric.label_fields.end(),
+                                       m.name()) != metric.label_fields.end();
+    (label_field ? on_label_fields : on_tags).push_back(&m);
+    if (!label_field && m.IsEquality()) equal.push_back(TagMatcher{m.name(), m.value()});
+  }
+  std::vector<InSeries> listed;
+  GPULSE_RETURN_IF_ERROR(input_->ListSeries(metric.measurement, equal, &listed));
+  std::vector<std::string> fields = {metric.field};
+  fields.insert(fields.end(), metric.label_fields.begin(), metric.label_fields.end());
+  for (const InSeries& s : listed) {
+    GPULSE_RETURN_IF_ERROR(ctx_->Poll());
+    if (!Readable(s.tags)) continue;
+    bool selected = true;
+    for (const Matcher* m : on_tags) {
+      std::string_view value;
+      for (const Tag& t : s.tags) {
+        if (t.key == m->name()) value = t.value;
+      }
+      selected = selected && m->Matches(value);
+    }
+    if (!selected) continue;
+    std::vector<Column> cols;
+    GPULSE_RETURN_IF_ERROR(input_->Read(s, fields, NanosOf(lo), NanosOf(hi + 1), &cols));
+    ctx_->CountPoints(cols[0].size());
+    GPULSE_RETURN_IF_ERROR(ctx_->Charge(cols[0].size() * 16, "PromQL samples"));
+    Splitter splitter(metric, s.tags, on_label_fields);
+    SplitPoints(cols, &splitter);
+    for (RawSeries& r : splitter.series()) {
+      if (!r.times.empty()) out->push_back(std::move(r));
+    }
+  }
+  return Status::Ok();
+}
+
+Status SeriesSource::Select(const std::vector<promql::LabelMatcher>& matchers, int64_t lo,
+                            int64_t hi, std::vector<RawSeries>* out) {
+  std::vector<Matcher> compiled;
+  for (const promql::LabelMatcher& m : matchers) {
+    auto c = Matcher::Compile(m);
+    if (!c.ok()) return c.status();
+    compiled.push_back(std::move(c).value());
+  }
+  std::vector<StoredMetric> metrics;
+  GPULSE_RETURN_IF_ERROR(Metrics(compiled, &metrics));
+  for (const StoredMetric& metric : metrics) {
+    GPULSE_RETURN_IF_ERROR(SelectMetric(metric, compiled, lo, hi, out));
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpulse::query::promeval

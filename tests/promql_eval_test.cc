@@ -1,0 +1,141 @@
+// PromQL over what gpulse stores, through /api/v1/query and
+// /api/v1/query_range: line protocol's field f of measurement m is the
+// metric m_f, string fields are labels at their time, a token sees only its
+// databases, and Prometheus' envelope and error codes come back. (Prometheus
+// semantics themselves are checked against the real Prometheus by
+// tests/clients/promql_diff.py.)
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "server/config.h"
+#include "server/http_api.h"
+#include "server/metrics.h"
+#include "server/sources.h"
+#include "tests/support/http_client.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/test_server.h"
+
+namespace gpulse {
+namespace {
+
+using json = nlohmann::json;
+
+class PromqlEvalTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    config_.tokens = {{"admin", "admin-token-123", {"*"}, {"*"}},
+                      {"readerA", "readA-token-123", {"dbA"}, {}}};
+    test::UseQuietTestDb(&config_.db);
+    const Status s = server_.Start(dir_.path(), config_, &metrics_, &sources_);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    client_.emplace(server_.port());
+  }
+
+  void Write(const std::string& db, const std::string& lines) {
+    const test::HttpReply r = client_->Post("/write?precision=s&db=" + db, lines,
+                                            {{"Authorization", "Token admin-token-123"}});
+    ASSERT_EQ(r.status, 204) << r.body;
+  }
+
+  test::HttpReply Ask(const std::string& path, const std::string& query,
+                      const std::string& rest = "&time=600",
+                      const std::string& token = "admin-token-123") {
+    return client_->Get(path + "?query=" + server::PercentEncode(query) + rest,
+                        {{"Authorization", "Bearer " + token}});
+  }
+
+  // The result of an instant query that must succeed.
+  json Result(const std::string& query, const std::string& rest = "&time=600") {
+    const test::HttpReply r = Ask("/api/v1/query", query, rest);
+    EXPECT_EQ(r.status, 200) << r.body;
+    const json body = json::parse(r.body);
+    EXPECT_EQ(body["status"], "success");
+    return body["data"]["result"];
+  }
+
+  storage::ScratchDir dir_;
+  server::ServerConfig config_;
+  server::ServerMetrics metrics_;
+  server::SourceRegistry sources_;
+  test::TestServer server_;
+  std::optional<test::HttpClient> client_;
+};
+
+TEST_F(PromqlEvalTest, ALineProtocolFieldIsTheMetricMeasurementUnderscoreField) {
+  Write("dbA", "gpu,host=a,gpu=0 util=50,temp=61i 540\ngpu,host=a,gpu=1 util=70,temp=65i 540");
+  const json r = Result("gpu_util{gpu=\"1\"}");
+  EXPECT_EQ(r.dump(), R"([{"metric":{"__name__":"gpu_util","db":"dbA","gpu":"1","host":"a"},)"
+                      R"("value":[600,"70"]}])");
+  // An integer field is a float sample like any other; the name as such is
+  // no metric.
+  EXPECT_EQ(Result("sum(gpu_temp)")[0]["value"][1], "126");
+  EXPECT_TRUE(Result("util").empty());
+  EXPECT_EQ(Result("count({__name__=~\"gpu_.*\"})")[0]["value"][1], "4");
+}
+
+TEST_F(PromqlEvalTest, StringFieldsAreLabelsOfTheSamplesTheyAccompany) {
+  // GPU 0 runs pod p1, then p2: one stored series, two PromQL series, and a
+  // sum by pod without a series per pod in the catalog.
+  Write("dbA",
+        "gpu,host=a,gpu=0 util=10,pod=\"p1\" 60\ngpu,host=a,gpu=0 util=20,pod=\"p1\" 120\n"
+        "gpu,host=a,gpu=0 util=90,pod=\"p2\" 180\ngpu,host=a,gpu=1 util=40,pod=\"p2\" 180");
+  // At 180 s p2 runs on both GPUs: p1's series ended when GPU 0's pod
+  // changed, as a series that leaves a scrape ends in Prometheus.
+  const json by_pod = Result("sum by (pod) (gpu_util)", "&time=180");
+  ASSERT_EQ(by_pod.size(), 1u) << by_pod.dump();
+  EXPECT_EQ(by_pod[0].dump(), R"({"metric":{"pod":"p2"},"value":[180,"130"]})");
+  const json over_time = Result("sum by (pod) (max_over_time(gpu_util[5m]))", "&time=180");
+  ASSERT_EQ(over_time.size(), 2u) << over_time.dump();
+  for (const json& s : over_time) {
+    EXPECT_EQ(s["value"][1], s["metric"]["pod"] == "p1" ? "20" : "130") << s.dump();
+  }
+  EXPECT_EQ(Result("gpu_util{pod=\"p1\"}", "&time=150").size(), 1u);
+}
+
+TEST_F(PromqlEvalTest, ARangeQueryAnswersAMatrixAtTheSteps) {
+  Write("dbA", "gpu,host=a util=1 0\ngpu,host=a util=2 60\ngpu,host=a util=3 120");
+  const test::HttpReply r =
+      Ask("/api/v1/query_range", "gpu_util * 10", "&start=0&end=150&step=30s");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["data"].dump(),
+            R"({"result":[{"metric":{"db":"dbA","host":"a"},"values":[[0,"10"],[30,"10"],)"
+            R"([60,"20"],[90,"20"],[120,"30"],[150,"30"]]}],"resultType":"matrix"})");
+  // An instant query of a range vector gives its samples.
+  const json raw = Result("gpu_util[1m]", "&time=120");
+  EXPECT_EQ(raw[0]["values"].dump(), R"([[60,"2"],[120,"3"]])");
+}
+
+TEST_F(PromqlEvalTest, ErrorsUsePrometheusCodes) {
+  Write("dbA", "gpu,host=a,gpu=0 util=1 0\ngpu,host=b,gpu=0 util=2 0");
+  const test::HttpReply parse = Ask("/api/v1/query", "sum(gpu_util");
+  EXPECT_EQ(parse.status, 400);
+  EXPECT_EQ(json::parse(parse.body)["errorType"], "bad_data");
+  EXPECT_NE(parse.body.find("column 13"), std::string::npos) << parse.body;
+  // gpu=0 twice on the right: many-to-many.
+  const test::HttpReply exec = Ask("/api/v1/query", "gpu_util + on(gpu) gpu_util", "&time=0");
+  EXPECT_EQ(exec.status, 422) << exec.body;
+  EXPECT_EQ(json::parse(exec.body)["errorType"], "execution");
+  EXPECT_EQ(Ask("/api/v1/query_range", "1", "&start=0&end=100000&step=1").status, 400);
+  EXPECT_EQ(Ask("/api/v1/query_range", "gpu_util[5m]", "&start=0&end=60&step=15").status, 400);
+  EXPECT_EQ(Ask("/api/v1/query", "1", "&time=yesterday").status, 400);
+}
+
+TEST_F(PromqlEvalTest, ATokenSeesOnlyItsDatabases) {
+  Write("dbA", "gpu,host=a util=1 0");
+  Write("dbB", "gpu,host=b util=2 0");
+  EXPECT_EQ(Result("count(gpu_util)", "&time=0")[0]["value"][1], "2");
+  const test::HttpReply a = Ask("/api/v1/query", "gpu_util", "&time=0", "readA-token-123");
+  ASSERT_EQ(a.status, 200) << a.body;
+  const json seen = json::parse(a.body)["data"]["result"];
+  ASSERT_EQ(seen.size(), 1u) << seen.dump();
+  EXPECT_EQ(seen[0]["metric"]["host"], "a");
+  EXPECT_EQ(Ask("/api/v1/query", "gpu_util", "&time=0&db=dbB", "readA-token-123").status, 403);
+  EXPECT_EQ(Ask("/api/v1/query", "gpu_util", "&time=0", "no-such-token").status, 401);
+}
+
+}  // namespace
+}  // namespace gpulse
