@@ -41,12 +41,13 @@ Response BadData(unsigned version, const std::string& message) {
   return PromError(http::status::bad_request, version, "bad_data", message);
 }
 
-// A time as Prometheus takes one: Unix seconds with a fraction, or RFC 3339.
+// A time as Prometheus takes one: Unix seconds with a fraction, or RFC 3339;
+// bounded where a double still holds every millisecond (past the year 5000).
 bool ParsePromTime(const std::string& text, int64_t* ms) {
   double seconds;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
   if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(seconds)) {
-    if (std::fabs(seconds) > 9.2e15) return false;
+    if (std::fabs(seconds) > 1e11) return false;
     *ms = static_cast<int64_t>(std::llround(seconds * 1000));
     return true;
   }

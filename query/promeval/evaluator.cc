@@ -31,6 +31,13 @@ const Expr& Unwrap(const Expr& e) {
   return *x;
 }
 
+// a - b, held at the ends of int64 (a duration may be up to its largest).
+int64_t Minus(int64_t a, int64_t b) {
+  int64_t out;
+  if (!__builtin_sub_overflow(a, b, &out)) return out;
+  return b > 0 ? INT64_MIN : INT64_MAX;
+}
+
 // The first multiple of `step` at or after t.
 int64_t AlignUp(int64_t t, int64_t step) {
   int64_t q = t / step * step;
@@ -155,7 +162,7 @@ int64_t Evaluator::EvalTime(const Expr& modifiers, int64_t step_time) const {
       t = settings_.query_end;
       break;
   }
-  return t - modifiers.offset_ms;
+  return Minus(t, modifiers.offset_ms);
 }
 
 Status Evaluator::Charge(const std::vector<StepSeries>& series, size_t steps) {
@@ -204,8 +211,8 @@ Status Evaluator::EvalSelector(const Expr& e, const Steps& steps, bool sample_ti
   const size_t n = steps.count();
   const int64_t first = EvalTime(e, steps.start), last = EvalTime(e, steps.end);
   std::vector<RawSeries> raw;
-  GPULSE_RETURN_IF_ERROR(source_->Select(e.matchers, std::min(first, last) - settings_.lookback,
-                                         std::max(first, last), &raw));
+  GPULSE_RETURN_IF_ERROR(source_->Select(
+      e.matchers, Minus(std::min(first, last), settings_.lookback), std::max(first, last), &raw));
   out->type = ValueType::kVector;
   out->series.reserve(raw.size());
   for (RawSeries& r : raw) {
@@ -215,7 +222,9 @@ Status Evaluator::EvalSelector(const Expr& e, const Steps& steps, bool sample_ti
       const int64_t t = EvalTime(e, steps.at(k));
       if (t < (i == 0 ? INT64_MIN : r.times[i - 1])) i = 0;  // @ in a subquery: times may repeat
       while (i < r.times.size() && r.times[i] <= t) ++i;
-      if (i == 0 || r.times[i - 1] < t - settings_.lookback || IsStale(r.values[i - 1])) continue;
+      if (i == 0 || r.times[i - 1] < Minus(t, settings_.lookback) || IsStale(r.values[i - 1])) {
+        continue;
+      }
       s.has[k] = 1;
       s.values[k] = sample_times ? static_cast<double>(r.times[i - 1]) / 1000 : r.values[i - 1];
     }
@@ -232,7 +241,7 @@ Status Evaluator::RangeSamples(const Expr& e, const Steps& steps, std::vector<Ra
     const Expr& sel = *arg.args[0];
     *modifiers = &sel;
     const int64_t first = EvalTime(sel, steps.start), last = EvalTime(sel, steps.end);
-    return source_->Select(sel.matchers, std::min(first, last) - arg.range_ms,
+    return source_->Select(sel.matchers, Minus(std::min(first, last), arg.range_ms),
                            std::max(first, last), series);
   }
   if (arg.kind != Expr::Kind::kSubquery) {
@@ -242,11 +251,11 @@ Status Evaluator::RangeSamples(const Expr& e, const Steps& steps, std::vector<Ra
   const int64_t step = arg.step_ms > 0 ? arg.step_ms : settings_.subquery_step;
   const int64_t first = EvalTime(arg, steps.start), last = EvalTime(arg, steps.end);
   Steps inner;
-  inner.start = AlignUp(std::min(first, last) - arg.range_ms, step);
+  inner.start = AlignUp(Minus(std::min(first, last), arg.range_ms), step);
   inner.end = std::max(first, last);
   inner.step = step;
   if (inner.start > inner.end) return Status::Ok();
-  if (inner.count() > 11'000'000) {
+  if ((static_cast<__int128>(inner.end) - inner.start) / step > 11'000'000) {
     return Status::ResourceExhausted("subquery " + arg.ToString() + " has over 11,000,000 steps");
   }
   Value v;
@@ -270,7 +279,7 @@ Status Evaluator::EvalRange(const Expr& e, int64_t time, std::vector<RawSeries>*
   const Expr* modifiers = nullptr;
   GPULSE_RETURN_IF_ERROR(RangeSamples(e, at, &series, &modifiers));
   const Expr& arg = Unwrap(e);
-  const int64_t end = EvalTime(*modifiers, time), start = end - arg.range_ms;
+  const int64_t end = EvalTime(*modifiers, time), start = Minus(end, arg.range_ms);
   for (RawSeries& r : series) {
     RawSeries w;
     w.labels = std::move(r.labels);
@@ -334,7 +343,7 @@ Status Evaluator::EvalRangeCall(const Expr& e, const Steps& steps, Value* out) {
       Window w;
       w.eval_time = steps.at(k);
       w.range_end = EvalTime(*modifiers, w.eval_time);
-      w.range_start = w.range_end - range;
+      w.range_start = Minus(w.range_end, range);
       if (lo > 0 && r.times[lo - 1] >= w.range_start) lo = hi = 0;  // windows moved back (@)
       while (lo < r.times.size() && r.times[lo] < w.range_start) ++lo;
       hi = std::max(hi, lo);
@@ -368,7 +377,7 @@ Status Evaluator::EvalAbsentOverTime(const Expr& e, const Steps& steps, Value* o
   out->type = ValueType::kVector;
   StepSeries s = EmptySeries(AbsentLabels(Unwrap(*e.args[0])), n);
   for (size_t k = 0; k < n; ++k) {
-    const int64_t end = EvalTime(*modifiers, steps.at(k)), start = end - range;
+    const int64_t end = EvalTime(*modifiers, steps.at(k)), start = Minus(end, range);
     bool any = false;
     for (const RawSeries& r : series) {
       const auto it = std::lower_bound(r.times.begin(), r.times.end(), start);
@@ -457,7 +466,8 @@ Status Evaluator::EvalVectorCall(const Expr& e, const Steps& steps, Value* out) 
       }
     }
     *out = std::move(args[0]);
-    MapValues(out, n, [date](double v, size_t) { return std::isfinite(v) ? date(v) : NAN; });
+    // Beyond the int64 range Prometheus' Go cast answers nonsense; NaN here.
+    MapValues(out, n, [date](double v, size_t) { return std::fabs(v) < 9.2e18 ? date(v) : NAN; });
   } else if (const MathFunction math = FindMathFunction(name)) {
     *out = std::move(args[0]);
     MapValues(out, n, [math](double v, size_t) { return math(v); });
