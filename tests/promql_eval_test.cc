@@ -122,6 +122,14 @@ TEST_F(PromqlEvalTest, ErrorsUsePrometheusCodes) {
   EXPECT_EQ(Ask("/api/v1/query_range", "1", "&start=0&end=100000&step=1").status, 400);
   EXPECT_EQ(Ask("/api/v1/query_range", "gpu_util[5m]", "&start=0&end=60&step=15").status, 400);
   EXPECT_EQ(Ask("/api/v1/query", "1", "&time=yesterday").status, 400);
+  EXPECT_EQ(Ask("/api/v1/query", "1", "&time=1e12").status, 400);  // past the year 5000
+  // Durations near int64's end read nothing, and a subquery of too many
+  // steps is refused rather than run.
+  EXPECT_TRUE(Result("gpu_util offset 100000000y", "&time=0").empty());
+  EXPECT_EQ(Result("count_over_time(gpu_util[100000000y])", "&time=0").size(), 2u);
+  const test::HttpReply steps = Ask("/api/v1/query", "max_over_time(gpu_util[1y:1ms])");
+  EXPECT_EQ(steps.status, 422) << steps.body;
+  EXPECT_NE(steps.body.find("11,000,000 steps"), std::string::npos) << steps.body;
 }
 
 TEST_F(PromqlEvalTest, ATokenSeesOnlyItsDatabases) {
