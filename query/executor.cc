@@ -18,6 +18,7 @@
 #include "query/fleet/stale.h"
 #include "query/plan/condition.h"
 #include "query/plan/plan_cache.h"
+#include "query/promeval/statement.h"
 #include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/runtime/inputs.h"
@@ -28,6 +29,10 @@
 namespace gpulse {
 
 Status Query(Db* db, std::string_view text, const QueryOptions& options, QueryResult* out) {
+  if (query::promeval::IsPromQLStatement(text)) {
+    query::promeval::RunPromQLStatement(db, text, options, &out->statements.emplace_back());
+    return Status::Ok();
+  }
   query::ParseError error;
   Result<query::StatementList> statements = query::ParseQuery(text, &error);
   if (!statements.ok()) return statements.status();

@@ -29,6 +29,8 @@ set(GPULSE_QUERY_PROMEVAL_SOURCES
   query/promeval/binary.cc
   query/promeval/evaluator.cc
   query/promeval/run.cc
+  query/promeval/listing.cc
+  query/promeval/statement.cc
 )
 set(GPULSE_QUERY_RUNTIME_SOURCES
   query/runtime/eval.cc

@@ -10,6 +10,7 @@
 #include <malloc.h>
 
 #include "query/executor.h"
+#include "query/promeval/statement.h"
 #include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/syntax/parser.h"
@@ -111,22 +112,29 @@ std::string PercentEncode(std::string_view text) {
   return out;
 }
 
-std::map<std::string, std::string> ParseQueryString(std::string_view target) {
-  std::map<std::string, std::string> params;
+std::vector<std::pair<std::string, std::string>> ParseQueryPairs(std::string_view target) {
+  std::vector<std::pair<std::string, std::string>> pairs;
   const size_t q = target.find('?');
-  if (q == std::string_view::npos) return params;
+  if (q == std::string_view::npos) return pairs;
   std::string_view rest = target.substr(q + 1);
   while (!rest.empty()) {
     const size_t amp = rest.find('&');
     const std::string_view pair = rest.substr(0, amp);
     const size_t eq = pair.find('=');
     if (!pair.empty()) {
-      params[PercentDecode(pair.substr(0, eq))] =
-          eq == std::string_view::npos ? std::string() : PercentDecode(pair.substr(eq + 1));
+      pairs.emplace_back(
+          PercentDecode(pair.substr(0, eq)),
+          eq == std::string_view::npos ? std::string() : PercentDecode(pair.substr(eq + 1)));
     }
     if (amp == std::string_view::npos) break;
     rest.remove_prefix(amp + 1);
   }
+  return pairs;
+}
+
+std::map<std::string, std::string> ParseQueryString(std::string_view target) {
+  std::map<std::string, std::string> params;
+  for (auto& [key, value] : ParseQueryPairs(target)) params[std::move(key)] = std::move(value);
   return params;
 }
 
@@ -193,6 +201,12 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   } else if (path == "/api/v1/query" || path == "/api/v1/query_range") {
     allowed = only({http::verb::get, http::verb::post});
     if (allowed) response = PromQuery(request, context, path == "/api/v1/query_range");
+  } else if (path == "/api/v1/series" || path == "/api/v1/labels") {
+    allowed = only({http::verb::get, http::verb::post});
+    if (allowed) response = PromListing(request, path);
+  } else if (path.starts_with("/api/v1/label/") && path.ends_with("/values")) {
+    allowed = only({http::verb::get});
+    if (allowed) response = PromListing(request, path);
   } else if (path == "/api/v1/query_exemplars") {
     allowed = only({http::verb::get, http::verb::post});
     if (allowed) response = PromExemplars(request);
@@ -367,7 +381,18 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
   if (alerts_ != nullptr) {
     options.show_alerts = [this](ResultSeries* out) { alerts_->ShowAlerts(out); };
   }
+  const bool pretty = param("pretty") == "true" || param("pretty") == "1";
   ++metrics_->queries;
+  if (query::promeval::IsPromQLStatement(text)) {
+    // "promql: EXPR" (docs/promql.md): PromQL answered in InfluxQL's shape.
+    QueryMemory memory(config_.query_limits.max_memory_bytes, &query_memory_);
+    options.memory = &memory;
+    const TrimAfter trim(&memory);
+    QueryResult result;
+    query::promeval::RunPromQLStatement(db_, text, options, &result.statements.emplace_back());
+    CountErrors(result);
+    return AnswerInRows(request, time_format, pretty, &memory, &result);
+  }
   bool parsed_before = false;
   Result<std::shared_ptr<const query::StatementList>> parsed =
       parse_cache_.Parse(text, nullptr, &parsed_before);
@@ -413,26 +438,33 @@ Response HttpApi::Query(const Request& request, const RequestContext& context) {
   QueryResult result;
   query::Execute(db_, statements, options, &result);
   CountErrors(result);
+  return AnswerInRows(request, time_format, pretty, &memory, &result);
+}
+
+Response HttpApi::AnswerInRows(const Request& request, query::TimeFormat time_format, bool pretty,
+                               QueryMemory* memory, QueryResult* result) {
   // The text is charged before it is made: an answer that fits in memory
   // as rows may not as text.
-  for (StatementResult& st : result.statements) {
+  for (StatementResult& st : result->statements) {
     if (!st.status.ok()) continue;
     uint64_t cells = 0;
     for (const ResultSeries& rs : st.series) cells += rs.RowCount() * rs.columns.size();
-    Status charged = memory.Charge(cells * kTextBytesACell, "the answer's text");
+    Status charged = memory->Charge(cells * kTextBytesACell, "the answer's text");
     if (!charged.ok()) {
       st.status = std::move(charged);
       st.series.clear();
       ++metrics_->query_errors;
     }
   }
-  if (csv) {
+  Response res{http::status::ok, request.version()};
+  res.set("X-Influxdb-Version", kInfluxVersion);
+  res.keep_alive(request.keep_alive());
+  if (request[http::field::accept].find("text/csv") != std::string_view::npos) {
     res.set(http::field::content_type, "text/csv");
-    res.body() = query::FormatCsv(result, time_format);
+    res.body() = query::FormatCsv(*result, time_format);
   } else {
     res.set(http::field::content_type, "application/json");
-    const std::string pretty = param("pretty");
-    res.body() = query::FormatJson(result, time_format, pretty == "true" || pretty == "1");
+    res.body() = query::FormatJson(*result, time_format, pretty);
   }
   res.prepare_payload();
   return res;

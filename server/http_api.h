@@ -21,6 +21,8 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "engine/gpulse.h"
 #include "ingest/prom_mapping.h"
@@ -38,8 +40,10 @@
 
 namespace gpulse::server {
 
-// The decoded query parameters of a request target ("/write?db=x&p=y").
+// The decoded query parameters of a request target ("/write?db=x&p=y"): the
+// last value of each, or every one in order (match[]=a&match[]=b).
 std::map<std::string, std::string> ParseQueryString(std::string_view target);
+std::vector<std::pair<std::string, std::string>> ParseQueryPairs(std::string_view target);
 
 // Every byte but RFC 3986's unreserved ones as %XX: a parameter value as a
 // client puts it in a URL or a form body (ParseQueryString reads it back).
@@ -90,6 +94,8 @@ class HttpApi {
   Response PromExemplars(const Request& request);
   // /api/v1/query (range false) and /api/v1/query_range.
   Response PromQuery(const Request& request, const RequestContext& context, bool range);
+  // /api/v1/series, /api/v1/labels and /api/v1/label/<name>/values.
+  Response PromListing(const Request& request, std::string_view path);
   // /-/healthy (ready false) and /-/ready.
   Response PromProbe(const Request& request, bool ready);
   Response Query(const Request& request, const RequestContext& context);
@@ -99,6 +105,9 @@ class HttpApi {
   Response QueryChunked(const query::StatementList& statements, size_t chunk_rows,
                         query::TimeFormat time_format, const RequestContext& context,
                         QueryOptions* options, Response header);
+  // A /query answer in one body: JSON, or CSV when the client accepts it.
+  Response AnswerInRows(const Request& request, query::TimeFormat time_format, bool pretty,
+                        QueryMemory* memory, QueryResult* result);
   void CountErrors(const QueryResult& result);
   Response Metrics(const Request& request);
   Response Sources(const Request& request);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <string>
 
+#include "query/promeval/listing.h"
 #include "query/promeval/run.h"
 #include "query/promql/lexer.h"
 #include "query/syntax/time_literal.h"
@@ -126,14 +127,26 @@ const char* ResultTypeName(query::promeval::ValueType type) {
   return "vector";
 }
 
+// The parameters in the URL and, for a POST, in a form body.
+std::vector<std::pair<std::string, std::string>> PromParams(const Request& request) {
+  auto params = ParseQueryPairs(request.target());
+  if (request.method() == http::verb::post &&
+      request[http::field::content_type].starts_with("application/x-www-form-urlencoded")) {
+    for (auto& p : ParseQueryPairs("?" + request.body())) params.push_back(std::move(p));
+  }
+  return params;
+}
+
+std::map<std::string, std::string> ToMap(std::vector<std::pair<std::string, std::string>> pairs) {
+  std::map<std::string, std::string> out;
+  for (auto& [k, v] : pairs) out[std::move(k)] = std::move(v);
+  return out;
+}
+
 }  // namespace
 
 Response HttpApi::PromQuery(const Request& request, const RequestContext& context, bool range) {
-  auto params = ParseQueryString(request.target());
-  if (request.method() == http::verb::post &&
-      request[http::field::content_type].starts_with("application/x-www-form-urlencoded")) {
-    for (auto& [k, v] : ParseQueryString("?" + request.body())) params[k] = std::move(v);
-  }
+  const std::map<std::string, std::string> params = ToMap(PromParams(request));
   const auto param = [&](const char* key) {
     const auto it = params.find(key);
     return it == params.end() ? std::string() : it->second;
@@ -219,6 +232,72 @@ Response HttpApi::PromQuery(const Request& request, const RequestContext& contex
       http::status::ok, version,
       {{"status", "success"},
        {"data", {{"resultType", ResultTypeName(answer.type)}, {"result", PromResult(answer)}}}});
+}
+
+Response HttpApi::PromListing(const Request& request, std::string_view path) {
+  const auto pairs = PromParams(request);
+  const std::map<std::string, std::string> params = ToMap(pairs);
+  const auto param = [&](const char* key) {
+    const auto it = params.find(key);
+    return it == params.end() ? std::string() : it->second;
+  };
+  const unsigned version = request.version();
+  Response refusal;
+  const std::optional<Grant> grant = Authenticate(request, params, &refusal);
+  if (!grant) return refusal;
+  query::promeval::ListingRequest req;
+  for (const auto& [k, v] : pairs) {
+    if (k == "match[]") req.matches.push_back(v);
+  }
+  for (const char* key : {"start", "end"}) {
+    const std::string t = param(key);
+    int64_t* into = key[0] == 's' ? &req.start : &req.end;
+    if (!t.empty() && !ParsePromTime(t, into)) {
+      return BadData(version, std::string("invalid parameter \"") + key + "\": cannot parse \"" +
+                                  t + "\" to a valid timestamp");
+    }
+  }
+  if (const std::string l = param("limit"); !l.empty()) {
+    const auto [end, ec] = std::from_chars(l.data(), l.data() + l.size(), req.limit);
+    if (ec != std::errc() || end != l.data() + l.size()) {
+      return BadData(version, "invalid parameter \"limit\": cannot parse \"" + l + "\"");
+    }
+  }
+  QueryOptions options;
+  options.database = param("db");
+  if (options.database.empty() && !grant->read.everything()) options.database = grant->read.Sole();
+  if (!grant->read.everything()) options.readable_databases = grant->read.names();
+  options.limits = config_.query_limits;
+  QueryMemory memory(config_.query_limits.max_memory_bytes, &query_memory_);
+  options.memory = &memory;
+  query::promeval::PromFailure failure;
+  Status s;
+  nlohmann::json data = nlohmann::json::array();
+  if (path == "/api/v1/series") {
+    if (req.matches.empty()) return BadData(version, "no match[] parameter provided");
+    std::vector<query::promeval::Labels> sets;
+    s = query::promeval::ListLabelSets(db_, req, options, &sets, &failure);
+    for (const auto& l : sets) data.push_back(Metric(l));
+  } else {
+    std::vector<std::string> names;
+    if (path == "/api/v1/labels") {
+      s = query::promeval::ListLabelNames(db_, req, options, &names, &failure);
+    } else {
+      constexpr std::string_view kPrefix = "/api/v1/label/", kSuffix = "/values";
+      const std::string name(
+          path.substr(kPrefix.size(), path.size() - kPrefix.size() - kSuffix.size()));
+      s = query::promeval::ListLabelValues(db_, req, name, options, &names, &failure);
+    }
+    data = names;
+  }
+  if (!s.ok()) {
+    if (failure == query::promeval::PromFailure::kParse) return BadData(version, s.message());
+    if (s.code() == Status::Code::kPermissionDenied) {
+      return Error(http::status::forbidden, version, s.message());
+    }
+    return PromError(http::status::unprocessable_entity, version, "execution", s.message());
+  }
+  return Json(http::status::ok, version, {{"status", "success"}, {"data", std::move(data)}});
 }
 
 Response HttpApi::PromBuildInfo(const Request& request) {

@@ -38,6 +38,8 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "query/promeval/statement.h"
+#include "query/promql/parser.h"
 #include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/syntax/lexer.h"
@@ -153,6 +155,19 @@ std::string ErrorLine(const Status& status) {
 // run in-process or on a server. Empty when it parses.
 std::string SyntaxError(std::string_view text) {
   query::ParseError error;
+  if (query::promeval::IsPromQLStatement(text)) {
+    // "promql ...: EXPR": the expression's error, placed in the whole text.
+    const size_t colon = text.find(':');
+    if (colon == std::string_view::npos) return "";  // the statement says what it lacks
+    if (query::promql::ParsePromQL(text.substr(colon + 1), &error).ok()) return "";
+    error.pos.offset += colon + 1;
+    const std::string_view before = text.substr(0, error.pos.offset);
+    const size_t newline = before.rfind('\n');
+    error.pos.line = 1 + static_cast<int>(std::count(before.begin(), before.end(), '\n'));
+    error.pos.column =
+        static_cast<int>(before.size() - (newline == std::string_view::npos ? 0 : newline + 1)) + 1;
+    return FormatError(query::FormatErrorWithCaret(text, error));
+  }
   if (query::ParseQuery(text, &error).ok()) return "";
   return FormatError(query::FormatErrorWithCaret(text, error));
 }
@@ -275,6 +290,10 @@ constexpr const char* kQueryUsage =
     "and prints the results on stdout. A statement that fails prints\n"
     "\"ERR: <message>\" on stderr, a syntax error with the offending line and a caret\n"
     "under the fault, and the exit status is 1.\n"
+    "\n"
+    "QUERY may be PromQL (docs/promql.md) behind the prefix \"promql:\" (an instant\n"
+    "query now) or \"promql RANGE STEP:\" (the last RANGE at STEP, as 6h 5m); a\n"
+    "Prometheus series answers as a series named by its metric, its labels as tags.\n"
     "\n";
 
 constexpr const char* kQueryExamples =
@@ -283,6 +302,8 @@ constexpr const char* kQueryExamples =
     "  gpulse query --data /var/lib/gpulse \"SHOW MEASUREMENTS\"\n"
     "  gpulse query --url http://127.0.0.1:8086 --database fleet --format csv \\\n"
     "      \"SELECT mean(util) FROM gpu WHERE time > now() - 1h GROUP BY time(5m), node\"\n"
+    "  gpulse query --data /var/lib/gpulse \\\n"
+    "      \"promql 6h 5m: avg by (Hostname) (DCGM_FI_DEV_GPU_UTIL)\"\n"
     "\n"
     "Exit status: 0 on success, 1 when a statement or the connection failed, 2 for\n"
     "bad flags, 130 when Ctrl-C cancelled the query.\n";
@@ -297,6 +318,8 @@ constexpr const char* kShellUsage =
     "running query (or drops the line being typed); Ctrl-D or \\q quits. \\help in\n"
     "the shell lists its commands. Without a terminal on stdin it reads statements\n"
     "from stdin without prompts, and exits with status 1 if any failed.\n"
+    "A statement that starts with \"promql:\" or \"promql RANGE STEP:\" is PromQL\n"
+    "(see gpulse query --help).\n"
     "\n";
 
 constexpr const char* kShellExamples =

@@ -145,5 +145,44 @@ TEST_F(PromqlEvalTest, ATokenSeesOnlyItsDatabases) {
   EXPECT_EQ(Ask("/api/v1/query", "gpu_util", "&time=0", "no-such-token").status, 401);
 }
 
+// /api/v1/series, /api/v1/labels, /api/v1/label/<name>/values: what the
+// metric browser and Grafana's template variables call.
+TEST_F(PromqlEvalTest, TheListingsNameWhatQueriesSee) {
+  Write("dbA", "gpu,host=a,gpu=0 util=1,pod=\"p1\" 60\ngpu,host=a,gpu=0 util=2,pod=\"p2\" 120");
+  Write("dbB", "gpu,host=b util=3 60");
+  const auto data = [&](const std::string& target, const std::string& token = "admin-token-123") {
+    const test::HttpReply r = client_->Get(target, {{"Authorization", "Bearer " + token}});
+    EXPECT_EQ(r.status, 200) << target << ": " << r.body;
+    return json::parse(r.body)["data"];
+  };
+  EXPECT_EQ(data("/api/v1/series?match[]=gpu_util&start=0&end=200").dump(),
+            R"([{"__name__":"gpu_util","db":"dbA","gpu":"0","host":"a","pod":"p1"},)"
+            R"({"__name__":"gpu_util","db":"dbA","gpu":"0","host":"a","pod":"p2"},)"
+            R"({"__name__":"gpu_util","db":"dbB","host":"b"}])");
+  // Only the series with samples in the range; match[]s are a union.
+  EXPECT_EQ(data("/api/v1/series?match[]=gpu_util&start=100&end=200").dump(),
+            R"([{"__name__":"gpu_util","db":"dbA","gpu":"0","host":"a","pod":"p2"}])");
+  EXPECT_EQ(
+      data("/api/v1/series?match[]=gpu_util{host=%22b%22}&match[]=gpu_util{pod=%22p1%22}").size(),
+      2u);
+  EXPECT_EQ(data("/api/v1/series?match[]=gpu_util&limit=1").size(), 1u);
+  EXPECT_EQ(data("/api/v1/labels").dump(), R"(["__name__","db","gpu","host","pod"])");
+  EXPECT_EQ(data("/api/v1/labels?match[]=gpu_util{host=%22b%22}").dump(),
+            R"(["__name__","db","host"])");
+  EXPECT_EQ(data("/api/v1/label/__name__/values").dump(), R"(["gpu_util"])");
+  EXPECT_EQ(data("/api/v1/label/pod/values").dump(), R"(["p1","p2"])");
+  EXPECT_EQ(data("/api/v1/label/host/values").dump(), R"(["a","b"])");
+  EXPECT_EQ(data("/api/v1/label/host/values?match[]=gpu_util{pod=%22p2%22}").dump(), R"(["a"])");
+  // A token of dbA sees dbA alone, without its db label.
+  EXPECT_EQ(data("/api/v1/label/host/values", "readA-token-123").dump(), R"(["a"])");
+  EXPECT_EQ(data("/api/v1/labels", "readA-token-123").dump(), R"(["__name__","gpu","host","pod"])");
+  EXPECT_EQ(client_->Get("/api/v1/series", {{"Authorization", "Bearer admin-token-123"}}).status,
+            400);
+  const test::HttpReply bad = client_->Get("/api/v1/series?match[]=gpu_util{",
+                                           {{"Authorization", "Bearer admin-token-123"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(json::parse(bad.body)["errorType"], "bad_data");
+}
+
 }  // namespace
 }  // namespace gpulse

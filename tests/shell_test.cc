@@ -379,6 +379,25 @@ TEST_F(ShellTest, QueryParseErrorGoesToStderrWithACaretAndStatusOne) {
             "            ^\n");
 }
 
+TEST_F(ShellTest, QueryTakesPromQLBehindItsPrefix) {
+  std::string out, err;
+  ASSERT_EQ(Query({"--format", "csv", "promql: max by (node) (last_over_time(gpu_util[2000d]))"},
+                  &out, &err),
+            0)
+      << err;
+  EXPECT_EQ(out.rfind("name,tags,time,value\n", 0), 0u) << out;
+  EXPECT_NE(out.find(",node=alpha,"), std::string::npos) << out;
+  EXPECT_NE(out.find(",12\n"), std::string::npos) << out;
+  EXPECT_NE(out.find(",22\n"), std::string::npos) << out;
+  // The expression's error, with the caret under it in the whole text.
+  EXPECT_EQ(Query({"promql: sum(gpu_util"}, &out, &err), 1);
+  EXPECT_NE(err.find("ERR: line 1, column 21: "), std::string::npos) << err;
+  EXPECT_NE(err.find("promql: sum(gpu_util\n" + std::string(20, ' ') + "^\n"), std::string::npos)
+      << err;
+  EXPECT_EQ(Query({"promql 1h: up"}, &out, &err), 1);
+  EXPECT_NE(err.find("a range and a step"), std::string::npos) << err;
+}
+
 TEST_F(ShellTest, QueryDatabaseSeesOnlyThatDatabase) {
   std::string out, err;
   ASSERT_EQ(Query({"--database", "fleet", "--format", "csv", "SELECT v FROM dbtest"}, &out, &err),

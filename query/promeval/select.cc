@@ -6,6 +6,8 @@
 #include <deque>
 #include <map>
 
+#include "query/runtime/parallel.h"
+
 namespace gpulse::query::promeval {
 
 namespace {
@@ -22,6 +24,9 @@ int64_t NanosOf(int64_t ms) {
   if (ms <= INT64_MIN / kNanosPerMilli) return INT64_MIN;
   return ms * kNanosPerMilli;
 }
+
+// The exclusive end in nanoseconds of a range that ends at `ms`, included.
+int64_t EndNanos(int64_t ms) { return ms == INT64_MAX ? INT64_MAX : NanosOf(ms + 1); }
 
 bool IsNumeric(FieldType type) { return type != FieldType::kString; }
 
@@ -97,29 +102,33 @@ void Append(RawSeries* s, int64_t t, double v) {
 // Prometheus' stale marker, which ends a series.
 double StaleMarker() { return std::bit_cast<double>(uint64_t{0x7ff0000000000002}); }
 
-// The points of cols[0] (the metric), each to the series of the label
-// fields' values (cols[1...]) at its time. When the values change (another
+// The points of the metric's column, each to the series of the label
+// fields' values at its time. When the values change (another
 // pod on the GPU), the series of the old ones ends there with a stale
 // marker, as Prometheus ends a series that left a scrape.
-void SplitPoints(const std::vector<Column>& cols, Splitter* splitter) {
-  const Column& metric = cols[0];
-  std::vector<size_t> next(cols.size(), 0);
-  std::vector<std::string_view> values(cols.size() - 1);
+void SplitPoints(const Column& metric, std::span<const Column> labels, Splitter* splitter) {
+  std::vector<size_t> next(labels.size(), 0);
+  std::vector<std::string_view> values(labels.size()), previous_values;
   RawSeries* previous = nullptr;
+  bool started = false;
   for (size_t i = 0; i < metric.size(); ++i) {
     if (!IsNumeric(metric.type)) break;
     const int64_t ts = metric.ts[i];
-    for (size_t j = 1; j < cols.size(); ++j) {
-      const Column& c = cols[j];
+    for (size_t j = 0; j < labels.size(); ++j) {
+      const Column& c = labels[j];
       size_t& k = next[j];
       while (k < c.size() && c.ts[k] < ts) ++k;
-      values[j - 1] = k < c.size() && c.ts[k] == ts && c.type == FieldType::kString
-                          ? std::string_view(c.strings[k])
-                          : std::string_view();
+      values[j] = k < c.size() && c.ts[k] == ts && c.type == FieldType::kString
+                      ? std::string_view(c.strings[k])
+                      : std::string_view();
     }
-    RawSeries* s = splitter->SeriesFor(values);
+    // Most points carry the labels of the point before them.
+    const bool same = started && values == previous_values;
+    RawSeries* s = same ? previous : splitter->SeriesFor(values);
     if (previous != nullptr && previous != s) Append(previous, MillisOf(ts), StaleMarker());
     previous = s;
+    if (!same) previous_values = values;
+    started = true;
     if (s != nullptr) Append(s, MillisOf(ts), FloatAt(metric, i));
   }
 }
@@ -233,42 +242,104 @@ bool SeriesSource::Readable(const std::vector<Tag>& tags) const {
   return false;
 }
 
-Status SeriesSource::SelectMetric(const StoredMetric& metric, const std::vector<Matcher>& matchers,
-                                  int64_t lo, int64_t hi, std::vector<RawSeries>* out) {
+Status SeriesSource::SelectMeasurement(std::span<const StoredMetric> metrics,
+                                       const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
+                                       bool labels_only, std::vector<RawSeries>* out) {
+  // The metrics are fields of one measurement: they share its series and
+  // its label fields, and are read together.
+  const StoredMetric& first = metrics[0];
   std::vector<TagMatcher> equal;
   std::vector<const Matcher*> on_tags, on_label_fields;
   for (const Matcher& m : matchers) {
     if (m.name() == kMetricName) continue;
-    const bool label_field = std::find(metric.label_fields.begin(), metric.label_fields.end(),
-                                       m.name()) != metric.label_fields.end();
+    const bool label_field = std::find(first.label_fields.begin(), first.label_fields.end(),
+                                       m.name()) != first.label_fields.end();
     (label_field ? on_label_fields : on_tags).push_back(&m);
     if (!label_field && m.IsEquality()) equal.push_back(TagMatcher{m.name(), m.value()});
   }
   std::vector<InSeries> listed;
-  GPULSE_RETURN_IF_ERROR(input_->ListSeries(metric.measurement, equal, &listed));
-  std::vector<std::string> fields = {metric.field};
-  fields.insert(fields.end(), metric.label_fields.begin(), metric.label_fields.end());
+  GPULSE_RETURN_IF_ERROR(input_->ListSeries(first.measurement, equal, &listed));
+  std::vector<const InSeries*> selected;
   for (const InSeries& s : listed) {
-    GPULSE_RETURN_IF_ERROR(ctx_->Poll());
     if (!Readable(s.tags)) continue;
-    bool selected = true;
-    for (const Matcher* m : on_tags) {
+    const bool match = std::all_of(on_tags.begin(), on_tags.end(), [&](const Matcher* m) {
       std::string_view value;
       for (const Tag& t : s.tags) {
         if (t.key == m->name()) value = t.value;
       }
-      selected = selected && m->Matches(value);
+      return m->Matches(value);
+    });
+    if (match) selected.push_back(&s);
+  }
+  std::vector<std::string> fields;
+  for (const StoredMetric& m : metrics) fields.push_back(m.field);
+  const size_t label_columns = first.label_fields.size();
+  fields.insert(fields.end(), first.label_fields.begin(), first.label_fields.end());
+  // found[i][j]: series i's PromQL series of metric j.
+  std::vector<std::vector<std::vector<RawSeries>>> found(selected.size());
+  size_t workers = 0;
+  GPULSE_RETURN_IF_ERROR(ParallelFor(ctx_, selected.size(), &workers, [&](size_t, size_t i) {
+    const InSeries& s = *selected[i];
+    found[i].resize(metrics.size());
+    if (labels_only && label_columns == 0) {
+      // One label set a metric: whether it has a sample in the range is in
+      // the chunk headers.
+      for (size_t j = 0; j < metrics.size(); ++j) {
+        const InSeries* one[] = {&s};
+        int64_t begin = INT64_MAX, end = INT64_MIN;
+        GPULSE_RETURN_IF_ERROR(input_->TimeExtent(one, std::span(&fields[j], 1), NanosOf(lo),
+                                                  EndNanos(hi), &begin, &end));
+        if (begin > end) continue;
+        Splitter splitter(metrics[j], s.tags, on_label_fields);
+        found[i][j].push_back(RawSeries{std::move(splitter.SeriesFor({})->labels), {}, {}});
+      }
+      return Status::Ok();
     }
-    if (!selected) continue;
     std::vector<Column> cols;
-    GPULSE_RETURN_IF_ERROR(input_->Read(s, fields, NanosOf(lo), NanosOf(hi + 1), &cols));
-    ctx_->CountPoints(cols[0].size());
-    GPULSE_RETURN_IF_ERROR(ctx_->Charge(cols[0].size() * 16, "PromQL samples"));
-    Splitter splitter(metric, s.tags, on_label_fields);
-    SplitPoints(cols, &splitter);
-    for (RawSeries& r : splitter.series()) {
-      if (!r.times.empty()) out->push_back(std::move(r));
+    GPULSE_RETURN_IF_ERROR(input_->Read(s, fields, NanosOf(lo), EndNanos(hi), &cols));
+    const std::span<const Column> labels(cols.data() + metrics.size(), label_columns);
+    for (size_t j = 0; j < metrics.size(); ++j) {
+      ctx_->CountPoints(cols[j].size());
+      GPULSE_RETURN_IF_ERROR(ctx_->Charge(cols[j].size() * 16, "PromQL samples"));
+      Splitter splitter(metrics[j], s.tags, on_label_fields);
+      SplitPoints(cols[j], labels, &splitter);
+      for (RawSeries& r : splitter.series()) {
+        if (r.times.empty()) continue;
+        if (labels_only) r.times.clear(), r.values.clear();
+        found[i][j].push_back(std::move(r));
+      }
     }
+    return Status::Ok();
+  }));
+  for (size_t j = 0; j < metrics.size(); ++j) {
+    for (auto& per_series : found) {
+      if (per_series.empty()) continue;
+      for (RawSeries& r : per_series[j]) out->push_back(std::move(r));
+    }
+  }
+  return Status::Ok();
+}
+
+Status SeriesSource::SelectMetrics(const std::vector<StoredMetric>& metrics,
+                                   const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
+                                   bool labels_only, std::vector<RawSeries>* out) {
+  // Metrics() lists a measurement's metrics together.
+  for (size_t begin = 0; begin < metrics.size();) {
+    size_t end = begin + 1;
+    while (end < metrics.size() && metrics[end].measurement == metrics[begin].measurement) ++end;
+    GPULSE_RETURN_IF_ERROR(SelectMeasurement(std::span(metrics).subspan(begin, end - begin),
+                                             matchers, lo, hi, labels_only, out));
+    begin = end;
+  }
+  return Status::Ok();
+}
+
+Status SeriesSource::Compile(const std::vector<promql::LabelMatcher>& matchers,
+                             std::vector<Matcher>* out) {
+  for (const promql::LabelMatcher& m : matchers) {
+    auto c = Matcher::Compile(m);
+    if (!c.ok()) return c.status();
+    out->push_back(std::move(c).value());
   }
   return Status::Ok();
 }
@@ -276,15 +347,51 @@ Status SeriesSource::SelectMetric(const StoredMetric& metric, const std::vector<
 Status SeriesSource::Select(const std::vector<promql::LabelMatcher>& matchers, int64_t lo,
                             int64_t hi, std::vector<RawSeries>* out) {
   std::vector<Matcher> compiled;
-  for (const promql::LabelMatcher& m : matchers) {
-    auto c = Matcher::Compile(m);
-    if (!c.ok()) return c.status();
-    compiled.push_back(std::move(c).value());
-  }
+  GPULSE_RETURN_IF_ERROR(Compile(matchers, &compiled));
   std::vector<StoredMetric> metrics;
   GPULSE_RETURN_IF_ERROR(Metrics(compiled, &metrics));
-  for (const StoredMetric& metric : metrics) {
-    GPULSE_RETURN_IF_ERROR(SelectMetric(metric, compiled, lo, hi, out));
+  return SelectMetrics(metrics, compiled, lo, hi, false, out);
+}
+
+Status SeriesSource::LabelSets(const std::vector<promql::LabelMatcher>& matchers, int64_t lo,
+                               int64_t hi, std::vector<Labels>* out) {
+  std::vector<Matcher> compiled;
+  GPULSE_RETURN_IF_ERROR(Compile(matchers, &compiled));
+  std::vector<StoredMetric> metrics;
+  GPULSE_RETURN_IF_ERROR(Metrics(compiled, &metrics));
+  std::vector<RawSeries> series;
+  GPULSE_RETURN_IF_ERROR(SelectMetrics(metrics, compiled, lo, hi, true, &series));
+  for (RawSeries& r : series) out->push_back(std::move(r.labels));
+  return Status::Ok();
+}
+
+Status SeriesSource::LabelFieldValues(const std::string& measurement, const std::string& field,
+                                      int64_t lo, int64_t hi, std::set<std::string>* out) {
+  std::vector<InSeries> listed;
+  GPULSE_RETURN_IF_ERROR(input_->ListSeries(measurement, {}, &listed));
+  const std::string fields[] = {field};
+  const uint32_t tiers = input_->Tiers();
+  for (const InSeries& s : listed) {
+    GPULSE_RETURN_IF_ERROR(ctx_->Poll());
+    if (!Readable(s.tags)) continue;
+    if (tiers != 0) {
+      const size_t tier = static_cast<size_t>(31 - __builtin_clz(tiers));
+      GPULSE_RETURN_IF_ERROR(
+          input_->ScanTallies(s, fields, tier, NanosOf(lo), EndNanos(hi),
+                              [&](size_t, const TallyColumn& rows, size_t begin, size_t end) {
+                                for (size_t r = begin; r < end; ++r) {
+                                  for (uint32_t v = rows.begin[r]; v < rows.begin[r + 1]; ++v) {
+                                    out->insert(rows.values[v]);
+                                  }
+                                }
+                              }));
+      continue;
+    }
+    std::vector<Column> cols;
+    GPULSE_RETURN_IF_ERROR(input_->Read(s, fields, NanosOf(lo), EndNanos(hi), &cols));
+    if (cols[0].type != FieldType::kString) continue;
+    ctx_->CountPoints(cols[0].size());
+    for (const std::string& v : cols[0].strings) out->insert(v);
   }
   return Status::Ok();
 }

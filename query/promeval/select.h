@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -61,12 +62,31 @@ class SeriesSource {
   // The stored metrics whose names the matchers on __name__ accept.
   Status Metrics(const std::vector<Matcher>& matchers, std::vector<StoredMetric>* out);
 
+  // The label sets of the series the matchers select that have samples in
+  // [lo, hi] (ms): Select without the samples (a series without string
+  // fields is not read, only its extent).
+  Status LabelSets(const std::vector<promql::LabelMatcher>& matchers, int64_t lo, int64_t hi,
+                   std::vector<Labels>* out);
+
+  // The values string field `field` of `measurement` had in [lo, hi]: from
+  // the tallies of the coarsest kept tier (whole buckets), or from the
+  // samples when no tier is kept.
+  Status LabelFieldValues(const std::string& measurement, const std::string& field, int64_t lo,
+                          int64_t hi, std::set<std::string>* out);
+
  private:
   Status Load();
   Status AddMetric(const std::string& measurement, const std::string& field,
                    std::vector<StoredMetric>* out);
-  Status SelectMetric(const StoredMetric& metric, const std::vector<Matcher>& matchers, int64_t lo,
-                      int64_t hi, std::vector<RawSeries>* out);
+  // labels_only: RawSeries without samples, one for each label set seen.
+  Status SelectMetrics(const std::vector<StoredMetric>& metrics,
+                       const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
+                       bool labels_only, std::vector<RawSeries>* out);
+  // Metrics of one measurement, read together on the query threads.
+  Status SelectMeasurement(std::span<const StoredMetric> metrics,
+                           const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
+                           bool labels_only, std::vector<RawSeries>* out);
+  Status Compile(const std::vector<promql::LabelMatcher>& matchers, std::vector<Matcher>* out);
   bool Readable(const std::vector<Tag>& tags) const;
 
   ExecContext* ctx_;
