@@ -70,9 +70,15 @@ bool ParsePromStep(const std::string& text, int64_t* ms) {
   return query::promql::ParsePromDuration(text, ms);
 }
 
-nlohmann::json PromTime(int64_t ms) {
-  // Seconds with the milliseconds as a fraction, as Prometheus writes them.
-  return nlohmann::json::parse(query::promeval::FormatPromFloat(static_cast<double>(ms) / 1000));
+// A sample as Prometheus writes one, [seconds, "value"]: the seconds with
+// the milliseconds as a fraction, the value as a string. Both are numbers,
+// NaN or ±Inf: nothing to escape.
+void AppendSample(int64_t ms, double v, std::string* out) {
+  *out += '[';
+  *out += query::promeval::FormatPromFloat(static_cast<double>(ms) / 1000);
+  *out += ",\"";
+  *out += query::promeval::FormatPromFloat(v);
+  *out += "\"]";
 }
 
 nlohmann::json Metric(const query::promeval::Labels& labels) {
@@ -81,36 +87,59 @@ nlohmann::json Metric(const query::promeval::Labels& labels) {
   return m;
 }
 
-nlohmann::json PromResult(const query::promeval::PromAnswer& a) {
-  using query::promeval::FormatPromFloat;
+// One series: {"metric":{...},"value":[...]} or {"metric":{...},"values":[...]};
+// samples(emit) calls emit(ms, value) for each sample.
+template <typename Samples>
+void AppendSeries(const query::promeval::Labels& labels, bool one, const Samples& samples,
+                  std::string* out) {
+  *out += "{\"metric\":";
+  *out += Metric(labels).dump();
+  *out += one ? ",\"value\":" : ",\"values\":[";
+  bool first = true;
+  samples([&](int64_t ms, double v) {
+    if (!first) *out += ',';
+    first = false;
+    AppendSample(ms, v, out);
+  });
+  *out += one ? "}" : "]}";
+}
+
+// The answer's "result", as text: a fleet's matrix is hundreds of thousands
+// of samples, too many to build as JSON values first.
+std::string PromResult(const query::promeval::PromAnswer& a) {
   using query::promeval::ValueType;
-  nlohmann::json result = nlohmann::json::array();
+  std::string out;
   if (!a.range_query && a.type == ValueType::kScalar) {
-    return {PromTime(a.steps.start), FormatPromFloat(a.series[0].values[0])};
+    AppendSample(a.steps.start, a.series[0].values[0], &out);
+    return out;
   }
-  if (a.type == ValueType::kString) return {PromTime(a.steps.start), a.text};
-  if (!a.range_query && a.type == ValueType::kVector) {
-    for (const auto& s : a.series) {
-      result.push_back({{"metric", Metric(s.labels)},
-                        {"value", {PromTime(a.steps.start), FormatPromFloat(s.values[0])}}});
-    }
-    return result;
+  if (a.type == ValueType::kString) {
+    return "[" + query::promeval::FormatPromFloat(static_cast<double>(a.steps.start) / 1000) + "," +
+           nlohmann::json(a.text).dump() + "]";
   }
+  out += '[';
   for (const auto& r : a.raw) {
-    nlohmann::json values = nlohmann::json::array();
-    for (size_t i = 0; i < r.times.size(); ++i) {
-      values.push_back({PromTime(r.times[i]), FormatPromFloat(r.values[i])});
-    }
-    result.push_back({{"metric", Metric(r.labels)}, {"values", std::move(values)}});
+    if (out.size() > 1) out += ',';
+    AppendSeries(
+        r.labels, false,
+        [&](const auto& emit) {
+          for (size_t i = 0; i < r.times.size(); ++i) emit(r.times[i], r.values[i]);
+        },
+        &out);
   }
   for (const auto& s : a.series) {
-    nlohmann::json values = nlohmann::json::array();
-    for (size_t k = 0; k < s.has.size(); ++k) {
-      if (s.has[k]) values.push_back({PromTime(a.steps.at(k)), FormatPromFloat(s.values[k])});
-    }
-    result.push_back({{"metric", Metric(s.labels)}, {"values", std::move(values)}});
+    if (out.size() > 1) out += ',';
+    AppendSeries(
+        s.labels, !a.range_query,
+        [&](const auto& emit) {
+          for (size_t k = 0; k < s.has.size(); ++k) {
+            if (s.has[k]) emit(a.steps.at(k), s.values[k]);
+          }
+        },
+        &out);
   }
-  return result;
+  out += ']';
+  return out;
 }
 
 const char* ResultTypeName(query::promeval::ValueType type) {
@@ -228,10 +257,12 @@ Response HttpApi::PromQuery(const Request& request, const RequestContext& contex
     }
     return PromError(http::status::unprocessable_entity, version, "execution", s.message());
   }
-  return Json(
-      http::status::ok, version,
-      {{"status", "success"},
-       {"data", {{"resultType", ResultTypeName(answer.type)}, {"result", PromResult(answer)}}}});
+  Response res{http::status::ok, version};
+  res.set(http::field::content_type, "application/json");
+  res.body() = std::string("{\"status\":\"success\",\"data\":{\"resultType\":\"") +
+               ResultTypeName(answer.type) + "\",\"result\":" + PromResult(answer) + "}}";
+  res.prepare_payload();
+  return res;
 }
 
 Response HttpApi::PromListing(const Request& request, std::string_view path) {

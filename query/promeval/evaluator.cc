@@ -10,6 +10,7 @@
 #include "query/promeval/aggregate.h"
 #include "query/promeval/binary.h"
 #include "query/promeval/functions.h"
+#include "query/runtime/parallel.h"
 #include "query/syntax/regex.h"
 
 namespace gpulse::query::promeval {
@@ -308,8 +309,8 @@ Status Evaluator::EvalRangeCall(const Expr& e, const Steps& steps, Value* out) {
     GPULSE_RETURN_IF_ERROR(Eval(*e.args[a], steps, &scalars.back()));
   }
   // holt_winters' factors, checked where it has samples to smooth.
+  const bool holt_winters = e.text == "holt_winters";
   const auto check_factors = [&](size_t k) {
-    if (e.text != "holt_winters") return Status::Ok();
     for (size_t a = 0; a < 2; ++a) {
       const double f = ScalarAt(scalars[a], k);
       if (f > 0 && f < 1) continue;
@@ -325,41 +326,51 @@ Status Evaluator::EvalRangeCall(const Expr& e, const Steps& steps, Value* out) {
   const Expr* modifiers = nullptr;
   GPULSE_RETURN_IF_ERROR(RangeSamples(*e.args[matrix_arg], steps, &series, &modifiers));
   const int64_t range = Unwrap(*e.args[matrix_arg]).range_ms;
-  out->type = ValueType::kVector;
-  for (RawSeries& r : series) {
+  std::vector<int64_t> ends(n);  // each step's window ends here
+  for (size_t k = 0; k < n; ++k) ends[k] = EvalTime(*modifiers, steps.at(k));
+  const bool keep_name = e.text == "last_over_time";
+  std::vector<StepSeries> results(series.size());
+  size_t workers = 0;
+  GPULSE_RETURN_IF_ERROR(ParallelFor(ctx_, series.size(), &workers, [&](size_t, size_t i) {
+    RawSeries& r = series[i];
     // Stale markers end a series; they are no samples of a window.
     size_t kept = 0;
-    for (size_t i = 0; i < r.times.size(); ++i) {
-      if (IsStale(r.values[i])) continue;
-      r.times[kept] = r.times[i];
-      r.values[kept++] = r.values[i];
+    for (size_t j = 0; j < r.times.size(); ++j) {
+      if (IsStale(r.values[j])) continue;
+      r.times[kept] = r.times[j];
+      r.values[kept++] = r.values[j];
     }
     r.times.resize(kept);
     r.values.resize(kept);
-    if (e.text != "last_over_time") DropLabel(&r.labels, kMetricName);
+    if (!keep_name) DropLabel(&r.labels, kMetricName);
     StepSeries s = EmptySeries(std::move(r.labels), n);
     size_t lo = 0, hi = 0;
     for (size_t k = 0; k < n; ++k) {
       Window w;
       w.eval_time = steps.at(k);
-      w.range_end = EvalTime(*modifiers, w.eval_time);
+      w.range_end = ends[k];
       w.range_start = Minus(w.range_end, range);
       if (lo > 0 && r.times[lo - 1] >= w.range_start) lo = hi = 0;  // windows moved back (@)
-      while (lo < r.times.size() && r.times[lo] < w.range_start) ++lo;
+      while (lo < kept && r.times[lo] < w.range_start) ++lo;
       hi = std::max(hi, lo);
-      while (hi < r.times.size() && r.times[hi] <= w.range_end) ++hi;
+      while (hi < kept && r.times[hi] <= w.range_end) ++hi;
       if (hi == lo) continue;
       w.times = std::span<const int64_t>(r.times).subspan(lo, hi - lo);
       w.values = std::span<const double>(r.values).subspan(lo, hi - lo);
       for (size_t a = 0; a < scalars.size() && a < 2; ++a) w.scalars[a] = ScalarAt(scalars[a], k);
-      GPULSE_RETURN_IF_ERROR(check_factors(k));
+      if (holt_winters) GPULSE_RETURN_IF_ERROR(check_factors(k));
       double v;
       if (fn(w, &v)) {
         s.has[k] = 1;
         s.values[k] = v;
       }
     }
-    if (HasValue(s)) out->series.push_back(std::move(s));
+    if (HasValue(s)) results[i] = std::move(s);
+    return Status::Ok();
+  }));
+  out->type = ValueType::kVector;
+  for (StepSeries& s : results) {
+    if (!s.has.empty()) out->series.push_back(std::move(s));
   }
   std::unordered_map<std::string, size_t> seen;
   for (const StepSeries& s : out->series) {

@@ -150,6 +150,8 @@ bool Resets(const Window& w, double* out) {
 }
 
 bool AvgOverTime(const Window& w, double* out) {
+  // Prometheus' running mean, operation for operation: a plain sum over the
+  // count rounds differently, and ceil(avg_over_time(x)) == x would tell.
   KahanSum mean;
   double count = 0;
   for (double v : w.values) {

@@ -106,7 +106,48 @@ double StaleMarker() { return std::bit_cast<double>(uint64_t{0x7ff0000000000002}
 // fields' values at its time. When the values change (another
 // pod on the GPU), the series of the old ones ends there with a stale
 // marker, as Prometheus ends a series that left a scrape.
+// All of a column's points to one series, the type dispatched once.
+template <typename T>
+void AppendAll(const Column& c, const std::vector<T>& values, RawSeries* s) {
+  size_t k = s->times.size();
+  s->times.resize(k + c.size());
+  s->values.resize(k + c.size());
+  for (size_t i = 0; i < c.size(); ++i) {
+    const int64_t t = MillisOf(c.ts[i]);
+    const double v = static_cast<double>(values[i]);
+    if (k > 0 && s->times[k - 1] == t) {
+      s->values[k - 1] = v;  // two points in one millisecond: the later one
+      continue;
+    }
+    s->times[k] = t;
+    s->values[k++] = v;
+  }
+  s->times.resize(k);
+  s->values.resize(k);
+}
+
+void AppendColumn(const Column& c, RawSeries* s) {
+  switch (c.type) {
+    case FieldType::kFloat:
+      return AppendAll(c, c.floats, s);
+    case FieldType::kInt:
+      return AppendAll(c, c.ints, s);
+    case FieldType::kUint:
+      return AppendAll(c, c.uints, s);
+    case FieldType::kBool:
+      return AppendAll(c, c.bools, s);
+    case FieldType::kString:
+      return;
+  }
+}
+
 void SplitPoints(const Column& metric, std::span<const Column> labels, Splitter* splitter) {
+  if (labels.empty()) {
+    // No label fields: the stored series is one PromQL series.
+    RawSeries* s = splitter->SeriesFor({});
+    if (s != nullptr) AppendColumn(metric, s);
+    return;
+  }
   std::vector<size_t> next(labels.size(), 0);
   std::vector<std::string_view> values(labels.size()), previous_values;
   RawSeries* previous = nullptr;
