@@ -134,7 +134,7 @@ Status ListLabelNames(Db* db, const ListingRequest& request, const QueryOptions&
     }
   } else {
     std::vector<std::string> measurements;
-    GPULSE_RETURN_IF_ERROR(listing.input().Measurements(&measurements));
+    GPULSE_RETURN_IF_ERROR(db->ListMeasurements(&measurements));
     for (const std::string& m : measurements) {
       bool any;
       GPULSE_RETURN_IF_ERROR(InScope(&listing, m, &any));
@@ -191,7 +191,7 @@ Status ListLabelValues(Db* db, const ListingRequest& request, const std::string&
     }
   } else if (!listing.Hidden(name)) {
     std::vector<std::string> measurements;
-    GPULSE_RETURN_IF_ERROR(listing.input().Measurements(&measurements));
+    GPULSE_RETURN_IF_ERROR(db->ListMeasurements(&measurements));
     for (const std::string& m : measurements) {
       std::vector<FieldInfo> fields;
       GPULSE_RETURN_IF_ERROR(listing.input().Fields(m, &fields));

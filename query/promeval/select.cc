@@ -205,7 +205,10 @@ bool Matcher::Matches(std::string_view value) const {
 
 Status SeriesSource::Load() {
   if (loaded_) return Status::Ok();
-  GPULSE_RETURN_IF_ERROR(input_->Measurements(&measurements_));
+  // Every measurement, whatever the database: under one, listing its
+  // measurements would list its series (a fleet's million); a measurement
+  // with none of its series just selects none.
+  GPULSE_RETURN_IF_ERROR(ctx_->db()->ListMeasurements(&measurements_));
   std::vector<std::pair<std::string, std::string>> defs;
   GPULSE_RETURN_IF_ERROR(ctx_->db()->ListDefinitions(kPrometheusMeasurementKind, &defs));
   for (auto& [name, text] : defs) prometheus_.insert(name);
@@ -318,40 +321,61 @@ Status SeriesSource::SelectMeasurement(std::span<const StoredMetric> metrics,
   fields.insert(fields.end(), first.label_fields.begin(), first.label_fields.end());
   // found[i][j]: series i's PromQL series of metric j.
   std::vector<std::vector<std::vector<RawSeries>>> found(selected.size());
+  // The series in blocks, each block read by one store iterator
+  // (Db::ScanSeries of many) on one of the query threads.
+  constexpr size_t kBlock = 256;
+  const size_t blocks = (selected.size() + kBlock - 1) / kBlock;
   size_t workers = 0;
-  GPULSE_RETURN_IF_ERROR(ParallelFor(ctx_, selected.size(), &workers, [&](size_t, size_t i) {
-    const InSeries& s = *selected[i];
-    found[i].resize(metrics.size());
-    if (labels_only && label_columns == 0) {
-      // One label set a metric: whether it has a sample in the range is in
-      // the chunk headers.
-      for (size_t j = 0; j < metrics.size(); ++j) {
-        const InSeries* one[] = {&s};
-        int64_t begin = INT64_MAX, end = INT64_MIN;
-        GPULSE_RETURN_IF_ERROR(input_->TimeExtent(one, std::span(&fields[j], 1), NanosOf(lo),
-                                                  EndNanos(hi), &begin, &end));
-        if (begin > end) continue;
-        Splitter splitter(metrics[j], s.tags, on_label_fields);
-        found[i][j].push_back(RawSeries{std::move(splitter.SeriesFor({})->labels), {}, {}});
-      }
-      return Status::Ok();
-    }
-    std::vector<Column> cols;
-    GPULSE_RETURN_IF_ERROR(input_->Read(s, fields, NanosOf(lo), EndNanos(hi), &cols));
-    const std::span<const Column> labels(cols.data() + metrics.size(), label_columns);
-    for (size_t j = 0; j < metrics.size(); ++j) {
-      ctx_->CountPoints(cols[j].size());
-      GPULSE_RETURN_IF_ERROR(ctx_->Charge(cols[j].size() * 16, "PromQL samples"));
-      Splitter splitter(metrics[j], s.tags, on_label_fields);
-      SplitPoints(cols[j], labels, &splitter);
-      for (RawSeries& r : splitter.series()) {
-        if (r.times.empty()) continue;
-        if (labels_only) r.times.clear(), r.values.clear();
-        found[i][j].push_back(std::move(r));
-      }
-    }
-    return Status::Ok();
-  }));
+  GPULSE_RETURN_IF_ERROR(ParallelFor(
+      ctx_, blocks, &workers,
+      [&](size_t, size_t b) {
+        const size_t begin = b * kBlock, end = std::min(selected.size(), begin + kBlock);
+        const std::span<const InSeries* const> block(selected.data() + begin, end - begin);
+        if (labels_only && label_columns == 0) {
+          // One label set a metric: whether it has a sample in the range is in
+          // the chunk headers.
+          for (size_t i = begin; i < end; ++i) {
+            found[i].resize(metrics.size());
+            for (size_t j = 0; j < metrics.size(); ++j) {
+              int64_t first_ns = INT64_MAX, last_ns = INT64_MIN;
+              GPULSE_RETURN_IF_ERROR(input_->TimeExtent(block.subspan(i - begin, 1),
+                                                        std::span(&fields[j], 1), NanosOf(lo),
+                                                        EndNanos(hi), &first_ns, &last_ns));
+              if (first_ns > last_ns) continue;
+              Splitter splitter(metrics[j], selected[i]->tags, on_label_fields);
+              found[i][j].push_back(RawSeries{std::move(splitter.SeriesFor({})->labels), {}, {}});
+            }
+          }
+          return Status::Ok();
+        }
+        std::vector<std::vector<Column>> cols(block.size(), std::vector<Column>(fields.size()));
+        GPULSE_RETURN_IF_ERROR(input_->Scan(
+            block, fields, NanosOf(lo), EndNanos(hi),
+            [&](size_t i, size_t f, const Column& col, size_t from, size_t to) {
+              Column& into = cols[i][f];
+              if (into.ts.empty()) into.type = col.type;
+              storage::AppendPoints(col, from, to, &into);
+            },
+            nullptr));
+        for (size_t i = 0; i < block.size(); ++i) {
+          std::vector<std::vector<RawSeries>>& out_i = found[begin + i];
+          out_i.resize(metrics.size());
+          const std::span<const Column> labels(cols[i].data() + metrics.size(), label_columns);
+          for (size_t j = 0; j < metrics.size(); ++j) {
+            ctx_->CountPoints(cols[i][j].size());
+            GPULSE_RETURN_IF_ERROR(ctx_->Charge(cols[i][j].size() * 16, "PromQL samples"));
+            Splitter splitter(metrics[j], block[i]->tags, on_label_fields);
+            SplitPoints(cols[i][j], labels, &splitter);
+            for (RawSeries& r : splitter.series()) {
+              if (r.times.empty()) continue;
+              if (labels_only) r.times.clear(), r.values.clear();
+              out_i[j].push_back(std::move(r));
+            }
+          }
+        }
+        return Status::Ok();
+      },
+      /*min_per_worker=*/1));
   for (size_t j = 0; j < metrics.size(); ++j) {
     for (auto& per_series : found) {
       if (per_series.empty()) continue;
