@@ -323,7 +323,7 @@ Status SeriesSource::SelectMeasurement(std::span<const StoredMetric> metrics,
   std::vector<std::vector<std::vector<RawSeries>>> found(selected.size());
   // The series in blocks, each block read by one store iterator
   // (Db::ScanSeries of many) on one of the query threads.
-  constexpr size_t kBlock = 256;
+  constexpr size_t kBlock = 64;
   const size_t blocks = (selected.size() + kBlock - 1) / kBlock;
   size_t workers = 0;
   GPULSE_RETURN_IF_ERROR(ParallelFor(
