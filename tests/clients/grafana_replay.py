@@ -10,7 +10,7 @@ $Hostname variable lists; the fifth (8 H100s with pod labels) is a host it
 leaves out, for the panels' Hostname=~"..." to exclude. Prometheus scrapes
 each every second and remote-writes to /api/v1/write?measurement=dcgm. After
 ~25 s, at an instant T a few seconds back (once gpulse holds every sample
-Prometheus has in [T-30s, T]), over [T-20s, T], both are asked:
+Prometheus has in [T-30s, T]), over [T-10s, T], both are asked:
 
   1. "Save & test": /api/v1/query?query=1+1&time=4 (scalar [4, "2"]), and
      /api/v1/status/buildinfo: gpulse's version must be 2.24.0 or later, for
@@ -64,8 +64,8 @@ PROMETHEUS = "/usr/bin/prometheus"
 # steps fall between samples). Grafana aligns start and end down to a
 # multiple of the step.
 STEP = 2
-WINDOW = 20  # seconds: [T - WINDOW, T]
-SCRAPES_BEFORE_T = 26
+WINDOW = 10  # seconds: [T - WINDOW, T]
+SCRAPES_BEFORE_T = 14
 
 S = '{Hostname=~"$Hostname", gpu=~"$gpu"}'  # every panel's selector
 RANGE_PANELS = [
