@@ -294,6 +294,9 @@ struct FieldInfo {
 };
 
 inline constexpr std::string_view kPrometheusMeasurementKind = "prometheus_measurement";
+// Kind "prometheus_metadata": what scrapes' # TYPE and # HELP lines say of a
+// metric family, named by the family, the text "TYPE\nHELP".
+inline constexpr std::string_view kPrometheusMetadataKind = "prometheus_metadata";
 
 // What Write did with a batch.
 struct WriteResult {

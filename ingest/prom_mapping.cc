@@ -263,4 +263,22 @@ Status PromMeasurements::Note(std::string_view measurement) {
   return Status::Ok();
 }
 
+Status PromMetadataNotes::Note(const std::vector<PromMetadata>& metadata) {
+  MutexLock l(&mu_);
+  if (!loaded_) {
+    std::vector<std::pair<std::string, std::string>> known;
+    GPULSE_RETURN_IF_ERROR(db_->ListDefinitions(kPrometheusMetadataKind, &known));
+    for (auto& [name, text] : known) noted_[std::move(name)] = std::move(text);
+    loaded_ = true;
+  }
+  for (const PromMetadata& m : metadata) {
+    std::string text = m.type + "\n" + m.help;
+    const auto it = noted_.find(m.name);
+    if (it != noted_.end() && it->second == text) continue;
+    GPULSE_RETURN_IF_ERROR(db_->PutDefinition(kPrometheusMetadataKind, m.name, text));
+    noted_[m.name] = std::move(text);
+  }
+  return Status::Ok();
+}
+
 }  // namespace gpulse::ingest

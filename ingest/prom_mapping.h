@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <set>
 #include <span>
@@ -178,6 +179,24 @@ class PromMeasurements {
   Db* const db_;
   Mutex mu_;
   std::set<std::string, std::less<>> noted_ GPULSE_GUARDED_BY(mu_);
+};
+
+// Records what scrapes say of each metric family (# TYPE and # HELP) in the
+// data directory (engine/gpulse.h, kPrometheusMetadataKind), for
+// /api/v1/metadata. A family is written again only when what it says
+// changes.
+//
+// Thread safety: Note may be called from any thread.
+class PromMetadataNotes {
+ public:
+  explicit PromMetadataNotes(Db* db) : db_(db) {}
+  Status Note(const std::vector<PromMetadata>& metadata);
+
+ private:
+  Db* const db_;
+  Mutex mu_;
+  std::map<std::string, std::string, std::less<>> noted_ GPULSE_GUARDED_BY(mu_);
+  bool loaded_ GPULSE_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace gpulse::ingest

@@ -4,6 +4,7 @@
 
 #include "ingest/prom_text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -96,6 +97,7 @@ struct Cursor {
 // What the body has said about one metric family so far.
 struct Family {
   std::string_view type = kUntyped;
+  std::string_view help;  // as written, escapes and all
   bool has_help = false;
   bool has_type = false;
 };
@@ -125,6 +127,25 @@ class Parser {
     if (!ok) errors_->push_back(PromError{line_no, error_pos_ + 1, std::move(error_)});
   }
 
+  // What # TYPE and # HELP said, a family each, in name order.
+  void Metadata(std::vector<PromMetadata>* out) const {
+    const size_t first = out->size();
+    for (const auto& [name, family] : families_) {
+      PromMetadata m{std::string(name), std::string(family.type), {}};
+      for (size_t i = 0; i < family.help.size(); ++i) {
+        char ch = family.help[i];
+        if (ch == '\\' && i + 1 < family.help.size()) {
+          ++i;
+          ch = family.help[i] == 'n' ? '\n' : family.help[i];
+        }
+        m.help += ch;
+      }
+      out->push_back(std::move(m));
+    }
+    std::sort(out->begin() + static_cast<ptrdiff_t>(first), out->end(),
+              [](const PromMetadata& a, const PromMetadata& b) { return a.name < b.name; });
+  }
+
  private:
   bool Fail(size_t pos, std::string message) {
     error_pos_ = pos;
@@ -151,6 +172,7 @@ class Parser {
     if (keyword == "HELP") {
       if (family.has_help) return Fail(name_pos, "second HELP line for metric name " + Quote(name));
       family.has_help = true;
+      family.help = c->line.substr(c->pos);
       return CheckHelpText(c);
     }
     if (family.has_type || names_seen_.count(name) != 0) {
@@ -174,8 +196,7 @@ class Parser {
     return true;
   }
 
-  // HELP text is not kept, but its escapes are checked as Prometheus does:
-  // only \\ and \n.
+  // HELP text's escapes, checked as Prometheus does: only \\ and \n.
   bool CheckHelpText(Cursor* c) {
     for (; !c->AtEnd(); ++c->pos) {
       if (c->Peek() != '\\') continue;
@@ -328,6 +349,7 @@ class Parser {
   std::vector<PromError>* errors_;
   // Keys view the body, which outlives the parser.
   std::unordered_map<std::string_view, Family> families_;
+
   std::unordered_set<std::string_view> names_seen_;
   size_t error_pos_ = 0;
   std::string error_;
@@ -372,7 +394,8 @@ std::optional<double> ParsePromFloat(std::string_view text) {
 }
 
 void ParsePromText(std::string_view body, PromTextScratch* scratch,
-                   std::vector<PromSample>* samples, std::vector<PromError>* errors) {
+                   std::vector<PromSample>* samples, std::vector<PromError>* errors,
+                   std::vector<PromMetadata>* metadata) {
   Parser parser(scratch, samples, errors);
   size_t line_no = 0;
   while (!body.empty()) {
@@ -382,6 +405,7 @@ void ParsePromText(std::string_view body, PromTextScratch* scratch,
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     parser.ParseLine(line, ++line_no);
   }
+  if (metadata != nullptr) parser.Metadata(metadata);
 }
 
 }  // namespace gpulse::ingest

@@ -42,6 +42,13 @@ struct PromSample {
   size_t line = 0;  // 1-based
 };
 
+// What # TYPE and # HELP say of a metric family (/api/v1/metadata).
+struct PromMetadata {
+  std::string name;
+  std::string type;  // "untyped" without a TYPE line
+  std::string help;
+};
+
 // A line that was not understood. The parser skips that line and goes on.
 struct PromError {
   size_t line = 0;    // 1-based
@@ -67,8 +74,12 @@ struct PromTextScratch {
 // The views in each sample point into `body`, or into *scratch for label
 // values that contained escapes, or into static storage (type). They stay
 // valid while both `body` and *scratch live.
+//
+// With `metadata`, it also appends what the body's # TYPE and # HELP lines
+// said of each metric family (HELP's escapes undone), in name order.
 void ParsePromText(std::string_view body, PromTextScratch* scratch,
-                   std::vector<PromSample>* samples, std::vector<PromError>* errors);
+                   std::vector<PromSample>* samples, std::vector<PromError>* errors,
+                   std::vector<PromMetadata>* metadata = nullptr);
 
 // Parses a sample value as Prometheus does (Go's strconv.ParseFloat): decimal
 // and exponent forms, hexadecimal floats ("0x1p-3"), "NaN", "Inf" and

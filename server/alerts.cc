@@ -77,6 +77,37 @@ nlohmann::json InstanceJson(const AlertInstance& a) {
   return j;
 }
 
+// An active instance as Prometheus' /api/v1/alerts and /api/v1/rules show
+// one: the rule's name as alertname, the group and severity as labels.
+nlohmann::json PromAlertJson(const AlertInstance& a) {
+  nlohmann::json labels = {{"alertname", a.rule},
+                           {"severity", std::string(query::SeverityName(a.severity))}};
+  for (const Tag& t : a.tags) labels[t.key] = t.value;
+  nlohmann::json annotations = nlohmann::json::object();
+  if (!a.owner.empty()) annotations["owner"] = a.owner;
+  double value = 0;
+  if (const auto it = a.columns.find("value"); it != a.columns.end()) {
+    if (const double* d = std::get_if<double>(&it->second)) value = *d;
+    if (const int64_t* i = std::get_if<int64_t>(&it->second)) value = static_cast<double>(*i);
+  }
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.10e", value);  // Prometheus' 'e', 10
+  return {{"labels", labels},
+          {"annotations", annotations},
+          {"state", a.state},
+          {"activeAt", Rfc3339(a.active_since_ns)},
+          {"value", text}};
+}
+
+nlohmann::json PromAlerts(const std::vector<AlertInstance>& instances, std::string_view rule) {
+  nlohmann::json alerts = nlohmann::json::array();
+  for (const AlertInstance& a : instances) {
+    if (a.state == "resolved" || (!rule.empty() && a.rule != rule)) continue;
+    alerts.push_back(PromAlertJson(a));
+  }
+  return alerts;
+}
+
 }  // namespace
 
 std::string AlertCountersText(const AlertCounters& c) {
@@ -394,6 +425,7 @@ std::vector<AlertRuleStatus> AlertManager::Rules() const {
   std::vector<AlertRuleStatus> out;
   for (const auto& [name, rule] : rules_) {
     AlertRuleStatus s = rule.status;
+    s.for_ns = rule.compiled.for_ns;
     for (const auto& [id, a] : active_) {
       if (a.rule != name) continue;
       s.pending += a.state == "pending" ? 1 : 0;
@@ -478,7 +510,51 @@ std::string AlertsToJson(const std::vector<AlertInstance>& instances,
          {"last_evaluation_ms", r.last_evaluation_ms},
          {"error", r.last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.last_error)}});
   }
-  return nlohmann::json{{"alerts", alerts}, {"rules", list}}.dump();
+  // Prometheus' envelope beside gpulse's own keys, for its clients.
+  return nlohmann::json{{"alerts", alerts},
+                        {"rules", list},
+                        {"status", "success"},
+                        {"data", {{"alerts", PromAlerts(instances, "")}}}}
+      .dump();
+}
+
+std::string PromRulesToJson(const std::vector<AlertInstance>& instances,
+                            const std::vector<AlertRuleStatus>& rules) {
+  nlohmann::json list = nlohmann::json::array();
+  double evaluation_s = 0;
+  int64_t last_ns = 0;
+  for (const AlertRuleStatus& r : rules) {
+    const char* state = r.firing > 0 ? "firing" : r.pending > 0 ? "pending" : "inactive";
+    nlohmann::json annotations = nlohmann::json::object();
+    if (!r.owner.empty()) annotations["owner"] = r.owner;
+    list.push_back({{"state", state},
+                    {"name", r.name},
+                    {"query", r.text},
+                    {"duration", static_cast<double>(r.for_ns) / 1e9},
+                    {"labels", {{"severity", std::string(query::SeverityName(r.severity))}}},
+                    {"annotations", annotations},
+                    {"alerts", PromAlerts(instances, r.name)},
+                    {"health", r.last_evaluated_ns == 0 ? "unknown"
+                               : r.last_error.empty()   ? "ok"
+                                                        : "err"},
+                    {"lastError", r.last_error},
+                    {"evaluationTime", r.last_evaluation_ms / 1000},
+                    {"lastEvaluation", Rfc3339(r.last_evaluated_ns)},
+                    {"type", "alerting"}});
+    evaluation_s += r.last_evaluation_ms / 1000;
+    last_ns = std::max(last_ns, r.last_evaluated_ns);
+  }
+  nlohmann::json groups = nlohmann::json::array();
+  if (!list.empty()) {
+    groups.push_back({{"name", "gpulse"},
+                      {"file", "gpulse"},
+                      {"interval", 60},
+                      {"limit", 0},
+                      {"rules", list},
+                      {"evaluationTime", evaluation_s},
+                      {"lastEvaluation", Rfc3339(last_ns)}});
+  }
+  return nlohmann::json{{"status", "success"}, {"data", {{"groups", groups}}}}.dump();
 }
 
 }  // namespace gpulse::server

@@ -77,6 +77,7 @@ struct AlertRuleStatus {
   double last_evaluation_ms = 0;
   std::string last_error;  // empty when the last evaluation succeeded
   size_t pending = 0, firing = 0;
+  int64_t for_ns = 0;  // FOR: how long WHEN holds before it fires
 };
 
 struct AlertCounters {
@@ -157,8 +158,13 @@ class AlertManager {
   std::thread thread_;
 };
 
-// The instances as JSON for GET /api/v1/alerts and /api/v1/alerts/active.
+// The instances as JSON for GET /api/v1/alerts and /api/v1/alerts/active,
+// with Prometheus' {"status", "data": {"alerts"}} beside gpulse's keys.
 std::string AlertsToJson(const std::vector<AlertInstance>& instances,
                          const std::vector<AlertRuleStatus>& rules);
+// /api/v1/rules: the rules as Prometheus' alerting rules, one group
+// "gpulse", each with its pending and firing alerts.
+std::string PromRulesToJson(const std::vector<AlertInstance>& instances,
+                            const std::vector<AlertRuleStatus>& rules);
 
 }  // namespace gpulse::server

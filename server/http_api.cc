@@ -207,6 +207,12 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   } else if (path.starts_with("/api/v1/label/") && path.ends_with("/values")) {
     allowed = only({http::verb::get});
     if (allowed) response = PromListing(request, path);
+  } else if (path == "/api/v1/metadata") {
+    allowed = only({http::verb::get});
+    if (allowed) response = PromMetadata(request);
+  } else if (path == "/api/v1/rules") {
+    allowed = only({http::verb::get});
+    if (allowed) response = PromRules(request);
   } else if (path == "/api/v1/query_exemplars") {
     allowed = only({http::verb::get, http::verb::post});
     if (allowed) response = PromExemplars(request);

@@ -12,6 +12,11 @@
 //   GET /api/v1/alerts      alert rules and their instances, resolved ones too
 //   GET /api/v1/alerts/active   pending and firing instances
 //   POST /api/v1/alerts/{id}/resolve   resolve an instance (or a rule's) by hand
+//   POST /api/v1/write      Prometheus remote write
+//   the Prometheus API (http_api_prom.cc): /api/v1/query, /api/v1/query_range,
+//     /api/v1/series, /api/v1/labels, /api/v1/label/<name>/values,
+//     /api/v1/metadata, /api/v1/rules, /api/v1/status/buildinfo,
+//     /api/v1/query_exemplars, /-/healthy, /-/ready
 //
 // docs/http-api.md documents parameters, status codes and error bodies.
 //
@@ -94,6 +99,10 @@ class HttpApi {
   Response PromExemplars(const Request& request);
   // /api/v1/query (range false) and /api/v1/query_range.
   Response PromQuery(const Request& request, const RequestContext& context, bool range);
+  // /api/v1/metadata: what scrapes said of each metric (# TYPE, # HELP).
+  Response PromMetadata(const Request& request);
+  // /api/v1/rules: the alert rules in Prometheus' shape.
+  Response PromRules(const Request& request);
   // /api/v1/series, /api/v1/labels and /api/v1/label/<name>/values.
   Response PromListing(const Request& request, std::string_view path);
   // /-/healthy (ready false) and /-/ready.

@@ -156,33 +156,48 @@ const char* ResultTypeName(query::promeval::ValueType type) {
   return "vector";
 }
 
-// The parameters in the URL and, for a POST, in a form body.
-std::vector<std::pair<std::string, std::string>> PromParams(const Request& request) {
-  auto params = ParseQueryPairs(request.target());
+// A request's parameters, from the URL and, for a POST, a form body: every
+// one in order (match[] repeats), and the last value of each by name.
+struct PromParamSet {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::map<std::string, std::string> last;
+
+  std::string operator()(const char* key) const {
+    const auto it = last.find(key);
+    return it == last.end() ? std::string() : it->second;
+  }
+};
+
+PromParamSet PromParams(const Request& request) {
+  PromParamSet params;
+  params.pairs = ParseQueryPairs(request.target());
   if (request.method() == http::verb::post &&
       request[http::field::content_type].starts_with("application/x-www-form-urlencoded")) {
-    for (auto& p : ParseQueryPairs("?" + request.body())) params.push_back(std::move(p));
+    for (auto& p : ParseQueryPairs("?" + request.body())) params.pairs.push_back(std::move(p));
   }
+  for (const auto& [k, v] : params.pairs) params.last[k] = v;
   return params;
 }
 
-std::map<std::string, std::string> ToMap(std::vector<std::pair<std::string, std::string>> pairs) {
-  std::map<std::string, std::string> out;
-  for (auto& [k, v] : pairs) out[std::move(k)] = std::move(v);
-  return out;
+// What a request of `grant` may read: db= when named, a token's one
+// database when it has one, else its databases as a filter.
+QueryOptions ScopedOptions(const PromParamSet& param, const Grant& grant,
+                           const QueryLimits& limits) {
+  QueryOptions options;
+  options.database = param("db");
+  if (options.database.empty() && !grant.read.everything()) options.database = grant.read.Sole();
+  if (!grant.read.everything()) options.readable_databases = grant.read.names();
+  options.limits = limits;
+  return options;
 }
 
 }  // namespace
 
 Response HttpApi::PromQuery(const Request& request, const RequestContext& context, bool range) {
-  const std::map<std::string, std::string> params = ToMap(PromParams(request));
-  const auto param = [&](const char* key) {
-    const auto it = params.find(key);
-    return it == params.end() ? std::string() : it->second;
-  };
+  const PromParamSet param = PromParams(request);
   const unsigned version = request.version();
   Response refusal;
-  const std::optional<Grant> grant = Authenticate(request, params, &refusal);
+  const std::optional<Grant> grant = Authenticate(request, param.last, &refusal);
   if (!grant) return refusal;
   const std::string text = param("query");
   if (text.empty()) return BadData(version, "invalid parameter \"query\": no query given");
@@ -224,11 +239,7 @@ Response HttpApi::PromQuery(const Request& request, const RequestContext& contex
                    "invalid parameter \"time\": cannot parse \"" + t + "\" to a valid timestamp");
   }
   if (req.instant) req.end = req.start;
-  QueryOptions options;
-  options.database = param("db");
-  if (options.database.empty() && !grant->read.everything()) options.database = grant->read.Sole();
-  if (!grant->read.everything()) options.readable_databases = grant->read.names();
-  options.limits = config_.query_limits;
+  QueryOptions options = ScopedOptions(param, *grant, config_.query_limits);
   if (const std::string t = param("timeout"); !t.empty()) {
     int64_t ms;
     if (!ParsePromStep(t, &ms) || ms <= 0) {
@@ -266,18 +277,13 @@ Response HttpApi::PromQuery(const Request& request, const RequestContext& contex
 }
 
 Response HttpApi::PromListing(const Request& request, std::string_view path) {
-  const auto pairs = PromParams(request);
-  const std::map<std::string, std::string> params = ToMap(pairs);
-  const auto param = [&](const char* key) {
-    const auto it = params.find(key);
-    return it == params.end() ? std::string() : it->second;
-  };
+  const PromParamSet param = PromParams(request);
   const unsigned version = request.version();
   Response refusal;
-  const std::optional<Grant> grant = Authenticate(request, params, &refusal);
+  const std::optional<Grant> grant = Authenticate(request, param.last, &refusal);
   if (!grant) return refusal;
   query::promeval::ListingRequest req;
-  for (const auto& [k, v] : pairs) {
+  for (const auto& [k, v] : param.pairs) {
     if (k == "match[]") req.matches.push_back(v);
   }
   for (const char* key : {"start", "end"}) {
@@ -294,11 +300,7 @@ Response HttpApi::PromListing(const Request& request, std::string_view path) {
       return BadData(version, "invalid parameter \"limit\": cannot parse \"" + l + "\"");
     }
   }
-  QueryOptions options;
-  options.database = param("db");
-  if (options.database.empty() && !grant->read.everything()) options.database = grant->read.Sole();
-  if (!grant->read.everything()) options.readable_databases = grant->read.names();
-  options.limits = config_.query_limits;
+  QueryOptions options = ScopedOptions(param, *grant, config_.query_limits);
   QueryMemory memory(config_.query_limits.max_memory_bytes, &query_memory_);
   options.memory = &memory;
   query::promeval::PromFailure failure;
@@ -329,6 +331,49 @@ Response HttpApi::PromListing(const Request& request, std::string_view path) {
     return PromError(http::status::unprocessable_entity, version, "execution", s.message());
   }
   return Json(http::status::ok, version, {{"status", "success"}, {"data", std::move(data)}});
+}
+
+Response HttpApi::PromMetadata(const Request& request) {
+  const PromParamSet param = PromParams(request);
+  Response refusal;
+  if (!Authenticate(request, param.last, &refusal)) return refusal;
+  size_t limit = 0;
+  if (const std::string l = param("limit"); !l.empty()) {
+    const auto [end, ec] = std::from_chars(l.data(), l.data() + l.size(), limit);
+    if (ec != std::errc() || end != l.data() + l.size()) {
+      return BadData(request.version(), "invalid parameter \"limit\": cannot parse \"" + l + "\"");
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> defs;
+  const Status s = db_->ListDefinitions(kPrometheusMetadataKind, &defs);
+  if (!s.ok()) return Error(http::status::internal_server_error, request.version(), s.ToString());
+  const std::string metric = param("metric");
+  nlohmann::json data = nlohmann::json::object();
+  for (const auto& [name, text] : defs) {
+    if ((!metric.empty() && name != metric) || (limit > 0 && data.size() >= limit)) continue;
+    const size_t nl = text.find('\n');
+    data[name] =
+        nlohmann::json::array({{{"type", text.substr(0, nl)},
+                                {"help", nl == std::string::npos ? "" : text.substr(nl + 1)},
+                                {"unit", ""}}});
+  }
+  return Json(http::status::ok, request.version(), {{"status", "success"}, {"data", data}});
+}
+
+Response HttpApi::PromRules(const Request& request) {
+  // As /api/v1/alerts: rules span every database.
+  if (auto denied = Authorize(request, ParseQueryString(request.target()), "*", Access::kRead)) {
+    return *denied;
+  }
+  Response res{http::status::ok, request.version()};
+  res.set(http::field::content_type, "application/json");
+  // Only alerting rules exist: type=record lists none.
+  const bool record = ParseQueryString(request.target())["type"] == "record";
+  res.body() = alerts_ == nullptr || record
+                   ? R"({"status":"success","data":{"groups":[]}})"
+                   : PromRulesToJson(alerts_->Instances(false), alerts_->Rules());
+  res.prepare_payload();
+  return res;
 }
 
 Response HttpApi::PromBuildInfo(const Request& request) {

@@ -62,7 +62,8 @@ Status Scraper::ScrapeOnce(const ScrapeTarget& target) {
     ingest::PromTextScratch scratch;
     std::vector<ingest::PromSample> samples;
     std::vector<ingest::PromError> errors;
-    ingest::ParsePromText(body, &scratch, &samples, &errors);
+    std::vector<ingest::PromMetadata> metadata;
+    ingest::ParsePromText(body, &scratch, &samples, &errors, &metadata);
     metrics_->scrape_samples += samples.size();
     ingest::PromMappingOptions mapping;
     mapping.measurement = target.measurement;
@@ -70,6 +71,7 @@ Status Scraper::ScrapeOnce(const ScrapeTarget& target) {
     ingest::MapSamples(samples, now, mapping, &points);
     WriteResult result;
     if (!points.empty()) s = prom_measurements_.Note(target.measurement);
+    if (s.ok()) s = prom_metadata_.Note(metadata);
     if (s.ok() && !points.empty()) s = db_->Write(points, &result);
     if (s.ok() && !errors.empty()) {
       s = Status::InvalidArgument(std::to_string(errors.size()) +

@@ -46,6 +46,7 @@ class Scraper {
   const uint64_t max_body_bytes_;
   Db* const db_;
   ingest::PromMeasurements prom_measurements_{db_};
+  ingest::PromMetadataNotes prom_metadata_{db_};
   ServerMetrics* const metrics_;
   SourceRegistry* const sources_;
 

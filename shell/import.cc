@@ -328,7 +328,8 @@ int ImportProm(Db* db, const ImportOptions& o, const std::string& name, Input* i
   ingest::PromTextScratch scratch;
   std::vector<ingest::PromSample> samples;
   std::vector<ingest::PromError> errors;
-  ingest::ParsePromText(body, &scratch, &samples, &errors);
+  std::vector<ingest::PromMetadata> metadata;
+  ingest::ParsePromText(body, &scratch, &samples, &errors, &metadata);
   for (const ingest::PromError& e : errors) rejects->Add(e.line, e.column, e.message);
   ingest::PromMappingOptions mapping = o.prom;
   if (!o.database.empty()) mapping.extra_tags.push_back({"db", o.database});
@@ -337,6 +338,7 @@ int ImportProm(Db* db, const ImportOptions& o, const std::string& name, Input* i
   WriteResult result;
   ingest::PromMeasurements prom_measurements(db);
   Status s = points.empty() ? Status::Ok() : prom_measurements.Note(mapping.measurement);
+  if (s.ok()) s = ingest::PromMetadataNotes(db).Note(metadata);
   if (s.ok() && !points.empty()) s = db->Write(points, &result);
   if (!s.ok() && !s.IsInvalidArgument()) {
     std::fprintf(stderr, "gpulse import: write failed: %s\n", s.ToString().c_str());

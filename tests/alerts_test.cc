@@ -158,6 +158,29 @@ TEST_F(AlertsTest, PendingFiresAfterForAndResolvesWithWebhooks) {
   EXPECT_EQ(a[0]["active_since"], "2026-11-09T10:02:00Z");
   EXPECT_EQ(a[0]["fired_at"], "2026-11-09T10:05:00Z");
   EXPECT_EQ(t_ - since, 3 * kMinute);
+  // The same in Prometheus' shape, for its clients (Grafana's alert lists).
+  const json prom = json::parse(client_->Get("/api/v1/alerts").body);
+  EXPECT_EQ(prom["status"], "success");
+  ASSERT_EQ(prom["data"]["alerts"].size(), 1u) << prom.dump();
+  EXPECT_EQ(prom["data"]["alerts"][0]["labels"],
+            json({{"alertname", "hot"}, {"node", "n2"}, {"severity", "page"}}));
+  EXPECT_EQ(prom["data"]["alerts"][0]["state"], "firing");
+  EXPECT_EQ(prom["data"]["alerts"][0]["activeAt"], "2026-11-09T10:02:00Z");
+  EXPECT_EQ(prom["data"]["alerts"][0]["value"], "9.6000000000e+01");
+  const json rules = json::parse(client_->Get("/api/v1/rules").body);
+  ASSERT_EQ(rules["data"]["groups"].size(), 1u) << rules.dump();
+  const json& rule = rules["data"]["groups"][0]["rules"][0];
+  EXPECT_EQ(rule["name"], "hot");
+  EXPECT_EQ(rule["type"], "alerting");
+  EXPECT_EQ(rule["state"], "firing");
+  EXPECT_EQ(rule["duration"], 180.0);
+  EXPECT_EQ(rule["health"], "ok");
+  EXPECT_EQ(rule["labels"], json({{"severity", "page"}}));
+  EXPECT_EQ(rule["annotations"], json({{"owner", "infra"}}));
+  EXPECT_EQ(rule["alerts"].size(), 1u);
+  EXPECT_EQ(rule["query"].get<std::string>().rfind("CREATE ALERT hot", 0), 0u) << rule.dump();
+  EXPECT_EQ(json::parse(client_->Get("/api/v1/rules?type=record").body)["data"]["groups"].size(),
+            0u);
 
   step(70);  // the window (now - 2m, now) now holds one cool minute only
   EXPECT_EQ(State(), "");

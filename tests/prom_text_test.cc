@@ -90,6 +90,31 @@ TEST(PromTextTest, AcceptedSamples) {
   }
 }
 
+// What /api/v1/metadata serves: each family's TYPE and HELP, escapes undone,
+// in name order; a family with HELP alone is untyped.
+TEST(PromTextTest, MetadataOfEachFamily) {
+  PromTextScratch scratch;
+  std::vector<PromSample> samples;
+  std::vector<PromError> errors;
+  std::vector<PromMetadata> metadata;
+  ParsePromText(
+      R"(# HELP b_total Bytes \\ sent,\nper GPU)"
+      "\n# TYPE b_total counter\nb_total 1\n"
+      "# HELP a_temp Temperature\na_temp 2\n# TYPE c_hist histogram\nc_hist_bucket{le=\"1\"} 3\n",
+      &scratch, &samples, &errors, &metadata);
+  ASSERT_TRUE(errors.empty()) << errors[0].ToString();
+  ASSERT_EQ(metadata.size(), 3u);
+  EXPECT_EQ(metadata[0].name, "a_temp");
+  EXPECT_EQ(metadata[0].type, "untyped");
+  EXPECT_EQ(metadata[0].help, "Temperature");
+  EXPECT_EQ(metadata[1].name, "b_total");
+  EXPECT_EQ(metadata[1].type, "counter");
+  EXPECT_EQ(metadata[1].help, "Bytes \\ sent,\nper GPU");  // one backslash, a newline
+  EXPECT_EQ(metadata[2].name, "c_hist");
+  EXPECT_EQ(metadata[2].type, "histogram");
+  EXPECT_EQ(metadata[2].help, "");
+}
+
 TEST(PromTextTest, Utf8LabelValuesPassThrough) {
   Parsed p;
   Parse("foo{model=\"Größe ✓\"} 1", &p);

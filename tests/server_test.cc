@@ -614,6 +614,18 @@ TEST_F(ServerTest, ScrapesRealDcgmExporterOutput) {
   std::vector<std::string> clusters;
   ASSERT_TRUE(server_.db()->ListTagValues("dcgm", "cluster", &clusters).ok());
   EXPECT_EQ(clusters, std::vector<std::string>{"kops"});
+  // What the scrape said of its metrics, for Prometheus' clients; and its
+  // fields are metrics by their own names.
+  HttpClient client(server_.port());
+  const HttpReply metadata = client.Get("/api/v1/metadata?metric=DCGM_FI_DEV_SM_CLOCK");
+  EXPECT_EQ(metadata.status, 200);
+  EXPECT_EQ(metadata.body,
+            R"({"data":{"DCGM_FI_DEV_SM_CLOCK":[{"help":"SM clock frequency (in MHz).",)"
+            R"("type":"gauge","unit":""}]},"status":"success"})");
+  EXPECT_GT(nlohmann::json::parse(client.Get("/api/v1/metadata").body)["data"].size(), 10u);
+  EXPECT_EQ(nlohmann::json::parse(client.Get("/api/v1/metadata?limit=2").body)["data"].size(), 2u);
+  const HttpReply util = client.Get("/api/v1/query?query=count(DCGM_FI_DEV_GPU_UTIL)");
+  EXPECT_EQ(nlohmann::json::parse(util.body)["data"]["result"][0]["value"][1], "1") << util.body;
 
   // A target that does not answer is recorded as down with the error.
   ScrapeTarget dead = target;

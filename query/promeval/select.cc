@@ -7,6 +7,7 @@
 #include <map>
 
 #include "query/runtime/parallel.h"
+#include "storage/column.h"
 
 namespace gpulse::query::promeval {
 
@@ -29,23 +30,6 @@ int64_t NanosOf(int64_t ms) {
 int64_t EndNanos(int64_t ms) { return ms == INT64_MAX ? INT64_MAX : NanosOf(ms + 1); }
 
 bool IsNumeric(FieldType type) { return type != FieldType::kString; }
-
-// Value i of a numeric column as a float (a boolean is 0 or 1).
-double FloatAt(const Column& c, size_t i) {
-  switch (c.type) {
-    case FieldType::kFloat:
-      return c.floats[i];
-    case FieldType::kInt:
-      return static_cast<double>(c.ints[i]);
-    case FieldType::kUint:
-      return static_cast<double>(c.uints[i]);
-    case FieldType::kBool:
-      return c.bools[i] != 0 ? 1 : 0;
-    case FieldType::kString:
-      break;
-  }
-  return NAN;
-}
 
 // A stored series cut by the values of its label fields: one RawSeries per
 // distinct set of them.
@@ -170,7 +154,7 @@ void SplitPoints(const Column& metric, std::span<const Column> labels, Splitter*
     previous = s;
     if (!same) previous_values = values;
     started = true;
-    if (s != nullptr) Append(s, MillisOf(ts), FloatAt(metric, i));
+    if (s != nullptr) Append(s, MillisOf(ts), storage::NumberAt(metric, i));
   }
 }
 
@@ -410,22 +394,23 @@ Status SeriesSource::Compile(const std::vector<promql::LabelMatcher>& matchers,
 }
 
 Status SeriesSource::Select(const std::vector<promql::LabelMatcher>& matchers, int64_t lo,
-                            int64_t hi, std::vector<RawSeries>* out) {
+                            int64_t hi, bool labels_only, std::vector<RawSeries>* out) {
   std::vector<Matcher> compiled;
   GPULSE_RETURN_IF_ERROR(Compile(matchers, &compiled));
   std::vector<StoredMetric> metrics;
   GPULSE_RETURN_IF_ERROR(Metrics(compiled, &metrics));
-  return SelectMetrics(metrics, compiled, lo, hi, false, out);
+  return SelectMetrics(metrics, compiled, lo, hi, labels_only, out);
+}
+
+Status SeriesSource::Select(const std::vector<promql::LabelMatcher>& matchers, int64_t lo,
+                            int64_t hi, std::vector<RawSeries>* out) {
+  return Select(matchers, lo, hi, false, out);
 }
 
 Status SeriesSource::LabelSets(const std::vector<promql::LabelMatcher>& matchers, int64_t lo,
                                int64_t hi, std::vector<Labels>* out) {
-  std::vector<Matcher> compiled;
-  GPULSE_RETURN_IF_ERROR(Compile(matchers, &compiled));
-  std::vector<StoredMetric> metrics;
-  GPULSE_RETURN_IF_ERROR(Metrics(compiled, &metrics));
   std::vector<RawSeries> series;
-  GPULSE_RETURN_IF_ERROR(SelectMetrics(metrics, compiled, lo, hi, true, &series));
+  GPULSE_RETURN_IF_ERROR(Select(matchers, lo, hi, true, &series));
   for (RawSeries& r : series) out->push_back(std::move(r.labels));
   return Status::Ok();
 }

@@ -79,6 +79,8 @@ class SeriesSource {
   Status AddMetric(const std::string& measurement, const std::string& field,
                    std::vector<StoredMetric>* out);
   // labels_only: RawSeries without samples, one for each label set seen.
+  Status Select(const std::vector<promql::LabelMatcher>& matchers, int64_t lo, int64_t hi,
+                bool labels_only, std::vector<RawSeries>* out);
   Status SelectMetrics(const std::vector<StoredMetric>& metrics,
                        const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
                        bool labels_only, std::vector<RawSeries>* out);

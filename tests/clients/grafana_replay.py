@@ -37,16 +37,14 @@ Exit status 1 on any difference. Skips (exit 0) when /usr/bin/prometheus is
 absent; .ci/deps installs it.
 """
 
-import http.server
 import os
 import re
 import shutil
 import sys
 import tempfile
-import threading
 import time
 
-from processes import Process, free_port
+from processes import Exporter, Process, free_port, prometheus_config
 from promql_diff import answer_diff, ask
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -103,34 +101,22 @@ def moved(text, n):
     return "".join(out)
 
 
-class Exporter:
+class MovingScrape:
     """Serves one scrape file on /metrics, its values moved at every request."""
 
     def __init__(self, path):
         with open(path) as f:
             self.text = f.read()
         self.scrapes = 0
-        exporter = self
+        self.exporter = Exporter(self.next_body)
+        self.port = self.exporter.port
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                exporter.scrapes += 1
-                data = moved(exporter.text, exporter.scrapes).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def next_body(self):
+        self.scrapes += 1
+        return moved(self.text, self.scrapes)
 
     def stop(self):
-        self.server.shutdown()
+        self.exporter.stop()
 
 
 # ---- What Grafana does to a variable ----------------------------------------
@@ -320,27 +306,6 @@ def replay(r, t):
     panels(r, hostname, gpu, start, end)
 
 
-def write_config(work, exporters, gbase):
-    targets = ", ".join(f'"127.0.0.1:{e.port}"' for e in exporters)
-    config = os.path.join(work, "prometheus.yml")
-    with open(config, "w") as f:
-        f.write(f"""global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: dcgm
-    static_configs:
-      - targets: [{targets}]
-remote_write:
-  - url: "{gbase}/api/v1/write?measurement=dcgm"
-    queue_config:
-      batch_send_deadline: 1s
-      min_backoff: 100ms
-      max_backoff: 1s
-""")
-    return config
-
-
 def main():
     if len(sys.argv) != 2:
         fail("usage: grafana_replay.py PATH/TO/gpulse")
@@ -353,7 +318,7 @@ def main():
         fail(f"{missing} missing from {SCRAPES} (the shared data folder beside the checkout)")
     began = time.time()
     work = tempfile.mkdtemp(prefix="gpulse-grafana-")
-    exporters = [Exporter(os.path.join(SCRAPES, f)) for f in FILES]
+    exporters = [MovingScrape(os.path.join(SCRAPES, f)) for f in FILES]
     procs = []
     try:
         gport, pport = free_port(), free_port()
@@ -362,7 +327,8 @@ def main():
                                         "--listen", f"127.0.0.1:{gport}"],
                              os.path.join(work, "gpulse.log"), gbase + "/ping"))
         procs.append(Process("prometheus", [
-            PROMETHEUS, "--config.file", write_config(work, exporters, gbase),
+            PROMETHEUS, "--config.file",
+            prometheus_config(work, [e.port for e in exporters], f"{gbase}/api/v1/write?measurement=dcgm"),
             "--storage.tsdb.path", os.path.join(work, "p"),
             "--web.listen-address", f"127.0.0.1:{pport}"],
             os.path.join(work, "prometheus.log"), pbase + "/-/ready"))

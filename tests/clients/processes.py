@@ -1,9 +1,12 @@
-"""What the client tests in this folder share: a free loopback port, and a
-server process started, waited for until it answers, and stopped."""
+"""What the client tests in this folder share: a free loopback port, a
+server process started, waited for until it answers, and stopped, and a
+Prometheus exporter to scrape."""
 
+import http.server
 import signal
 import socket
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -55,3 +58,52 @@ class Process:
                 self.proc.kill()
                 self.proc.wait()
         self.log.close()
+
+
+class Exporter:
+    """A /metrics endpoint on a loopback port (`port`) in this process,
+    answering body() as Prometheus text: body is called at every scrape."""
+
+    def __init__(self, body):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                data = body().encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain; version=0.0.4")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+
+
+def prometheus_config(work, ports, remote_write_url):
+    """Writes work/prometheus.yml for a Prometheus that scrapes the exporters
+    on `ports` every second and remote-writes to remote_write_url within a
+    second; returns its path."""
+    targets = ", ".join(f'"127.0.0.1:{p}"' for p in ports)
+    path = f"{work}/prometheus.yml"
+    with open(path, "w") as f:
+        f.write(f"""global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: dcgm
+    static_configs:
+      - targets: [{targets}]
+remote_write:
+  - url: "{remote_write_url}"
+    queue_config:
+      batch_send_deadline: 1s
+      min_backoff: 100ms
+      max_backoff: 1s
+""")
+    return path

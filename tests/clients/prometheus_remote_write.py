@@ -19,17 +19,15 @@ Usage: prometheus_remote_write.py PATH/TO/gpulse   (ctest -L clients runs it)
 Skips (exit 0) when /usr/bin/prometheus is absent; .ci/deps installs it.
 """
 
-import http.server
 import json
 import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 import urllib.parse
 
-from processes import Process, free_port, http_get
+from processes import Exporter, Process, free_port, http_get, prometheus_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRAPE = os.path.join(HERE, "..", "..", "..", "shared", "data", "real", "dcgm_exporter", "scrapes",
@@ -42,36 +40,21 @@ def fail(message):
     raise SystemExit("prometheus_remote_write: " + message)
 
 
-class Exporter:
+class GpuScrape:
     """Serves the scrape file on /metrics; without_gpu7() drops GPU 7's lines."""
 
     def __init__(self, path):
         with open(path) as f:
             self.full = f.read()
         self.body = self.full
-        exporter = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self):
-                data = exporter.body.encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.exporter = Exporter(lambda: self.body)
+        self.port = self.exporter.port
 
     def without_gpu7(self):
         self.body = "".join(l for l in self.full.splitlines(True) if 'gpu="7"' not in l)
 
     def stop(self):
-        self.server.shutdown()
+        self.exporter.stop()
 
 
 def prometheus_samples(base, t):
@@ -151,29 +134,14 @@ def main():
         fail(f"{SCRAPE} is missing (the shared data folder beside the checkout)")
     work = tempfile.mkdtemp(prefix="gpulse-promrw-")
     procs = []
-    exporter = Exporter(SCRAPE)
+    exporter = GpuScrape(SCRAPE)
     try:
         gport, pport = free_port(), free_port()
         gbase, pbase = f"http://127.0.0.1:{gport}", f"http://127.0.0.1:{pport}"
         procs.append(Process("gpulse", [gpulse, "serve", "--data", os.path.join(work, "g"),
                                         "--listen", f"127.0.0.1:{gport}"],
                              os.path.join(work, "gpulse.log"), gbase + "/ping"))
-        config = os.path.join(work, "prometheus.yml")
-        with open(config, "w") as f:
-            f.write(f"""global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: dcgm
-    static_configs:
-      - targets: ["127.0.0.1:{exporter.port}"]
-remote_write:
-  - url: "{gbase}/api/v1/write?measurement=dcgm"
-    queue_config:
-      batch_send_deadline: 1s
-      min_backoff: 100ms
-      max_backoff: 1s
-""")
+        config = prometheus_config(work, [exporter.port], f"{gbase}/api/v1/write?measurement=dcgm")
         procs.append(Process("prometheus", [
             PROMETHEUS, "--config.file", config, "--storage.tsdb.path", os.path.join(work, "p"),
             "--web.listen-address", f"127.0.0.1:{pport}"],
