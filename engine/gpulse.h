@@ -295,7 +295,8 @@ struct FieldInfo {
 
 inline constexpr std::string_view kPrometheusMeasurementKind = "prometheus_measurement";
 // Kind "prometheus_metadata": what scrapes' # TYPE and # HELP lines say of a
-// metric family, named by the family, the text "TYPE\nHELP".
+// metric family (or remote write's metadata), named by the family, the text
+// "TYPE\nUNIT\nHELP".
 inline constexpr std::string_view kPrometheusMetadataKind = "prometheus_metadata";
 
 // What Write did with a batch.

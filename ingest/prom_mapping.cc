@@ -272,7 +272,7 @@ Status PromMetadataNotes::Note(const std::vector<PromMetadata>& metadata) {
     loaded_ = true;
   }
   for (const PromMetadata& m : metadata) {
-    std::string text = m.type + "\n" + m.help;
+    std::string text = m.type + "\n" + m.unit + "\n" + m.help;
     const auto it = noted_.find(m.name);
     if (it != noted_.end() && it->second == text) continue;
     GPULSE_RETURN_IF_ERROR(db_->PutDefinition(kPrometheusMetadataKind, m.name, text));

@@ -47,6 +47,7 @@ struct PromMetadata {
   std::string name;
   std::string type;  // "untyped" without a TYPE line
   std::string help;
+  std::string unit;  // remote write's; text exposition 0.0.4 has none
 };
 
 // A line that was not understood. The parser skips that line and goes on.

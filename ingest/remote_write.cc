@@ -33,7 +33,7 @@ struct RequestView {
   std::vector<SeriesView> series;
   std::vector<std::pair<std::string_view, std::string_view>> labels;
   std::vector<std::pair<double, int64_t>> samples;  // value, milliseconds
-  size_t metadata = 0;
+  std::vector<PromMetadata> metadata;
 };
 
 // The WriteRequest read with protobuf's own wire-format reader
@@ -55,8 +55,7 @@ class WireReader {
       if (field == 1 && IsLengthDelimited(tag)) {
         if (!Nested([&] { return ReadSeries(out); })) return false;
       } else if (field == 3 && IsLengthDelimited(tag)) {
-        ++out->metadata;
-        if (!WireFormatLite::SkipField(&in_, tag)) return false;
+        if (!Nested([&] { return ReadMetadata(&out->metadata.emplace_back()); })) return false;
       } else if (!WireFormatLite::SkipField(&in_, tag)) {
         return false;
       }
@@ -168,6 +167,30 @@ class WireReader {
     return true;
   }
 
+  // A MetricMetadata: its type by the name the Prometheus API gives it.
+  bool ReadMetadata(PromMetadata* out) {
+    static constexpr const char* kTypes[] = {"unknown",        "counter", "gauge", "histogram",
+                                             "gaugehistogram", "summary", "info",  "stateset"};
+    out->type = kTypes[0];
+    while (uint32_t tag = in_.ReadTag()) {
+      const int field = WireFormatLite::GetTagFieldNumber(tag);
+      std::string_view text;
+      bool ok = true;
+      if (field == 1 && WireFormatLite::GetTagWireType(tag) == WireFormatLite::WIRETYPE_VARINT) {
+        uint32_t type = 0;
+        ok = in_.ReadVarint32(&type);
+        out->type = type < std::size(kTypes) ? kTypes[type] : kTypes[0];
+      } else if ((field == 2 || field == 4 || field == 5) && IsLengthDelimited(tag)) {
+        ok = ReadView(&text);
+        (field == 2 ? out->name : field == 4 ? out->help : out->unit) = text;
+      } else {
+        ok = WireFormatLite::SkipField(&in_, tag);
+      }
+      if (!ok) return false;
+    }
+    return true;
+  }
+
   bool ReadSample(int end, double* value, int64_t* ms) {
     while (in_.CurrentPosition() < end) {
       const uint32_t tag = in_.ReadTag();
@@ -232,7 +255,8 @@ Status RemoteWriteBatch::Parse(std::string_view body, size_t max_bytes,
     return Status::InvalidArgument("remote write body is not a protobuf WriteRequest");
   }
   stats_.series = request.series.size();
-  stats_.metadata = request.metadata;
+  stats_.metadata = request.metadata.size();
+  metadata_ = std::move(request.metadata);
   builder_ = std::make_unique<PromPointBuilder>(options);
   std::unordered_map<uint64_t, const SeriesView*> label_sets;
   std::vector<size_t> series_number(request.series.size());  // in the builder

@@ -45,7 +45,7 @@ struct RemoteWriteStats {
   // Samples of a series without a __name__ label, or whose metric name is
   // empty: left out, and the request answered 400 once the rest is written.
   size_t nameless = 0;
-  size_t metadata = 0;  // metadata entries (read, not stored yet)
+  size_t metadata = 0;  // metadata entries (metric families' type, help, unit)
   PromMappingStats mapping;
   std::string first_error;  // the first nameless series' labels, for the 400
 };
@@ -64,8 +64,12 @@ class RemoteWriteBatch {
   Status Parse(std::string_view body, size_t max_bytes, const PromMappingOptions& options);
   std::span<const PointRef> points() const { return points_; }
   const RemoteWriteStats& stats() const { return stats_; }
+  // The request's metadata entries (Prometheus sends them apart from the
+  // samples, every minute by default).
+  const std::vector<PromMetadata>& metadata() const { return metadata_; }
 
  private:
+  std::vector<PromMetadata> metadata_;
   std::string inflated_;
   std::unique_ptr<PromPointBuilder> builder_;
   std::span<const PointRef> points_;

@@ -145,6 +145,7 @@ class HttpApi {
 
   Db* const db_;
   ingest::PromMeasurements prom_measurements_{db_};
+  ingest::PromMetadataNotes prom_metadata_{db_};
   const ServerConfig& config_;
   Authenticator auth_;
   ServerMetrics* const metrics_;

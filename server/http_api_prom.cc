@@ -351,11 +351,13 @@ Response HttpApi::PromMetadata(const Request& request) {
   nlohmann::json data = nlohmann::json::object();
   for (const auto& [name, text] : defs) {
     if ((!metric.empty() && name != metric) || (limit > 0 && data.size() >= limit)) continue;
-    const size_t nl = text.find('\n');
+    // TYPE \n UNIT \n HELP (the help may hold newlines of its own).
+    const size_t a = std::min(text.find('\n'), text.size());
+    const size_t b = std::min(text.find('\n', a + 1), text.size());
     data[name] =
-        nlohmann::json::array({{{"type", text.substr(0, nl)},
-                                {"help", nl == std::string::npos ? "" : text.substr(nl + 1)},
-                                {"unit", ""}}});
+        nlohmann::json::array({{{"type", text.substr(0, a)},
+                                {"help", b < text.size() ? text.substr(b + 1) : ""},
+                                {"unit", a < text.size() ? text.substr(a + 1, b - a - 1) : ""}}});
   }
   return Json(http::status::ok, request.version(), {{"status", "success"}, {"data", data}});
 }

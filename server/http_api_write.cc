@@ -205,6 +205,7 @@ Response HttpApi::RemoteWrite(const Request& request, const RequestContext& cont
 
   WriteResult result;
   Status s = points.empty() ? Status::Ok() : prom_measurements_.Note(mapping.measurement);
+  if (s.ok()) s = prom_metadata_.Note(batch.metadata());
   if (s.ok() && !points.empty()) s = db_->Write(points, &result);
   if (auto refused = WriteRefused(s, result, request.version())) return *refused;
   metrics_->points_received += result.points_written;

@@ -261,6 +261,25 @@ TEST_F(RemoteWriteServerTest, PromQLReadsWhatCameInUnderItsOwnNames) {
             R"("job":"dcgm","pod":"train-7"},"value":[1700000015,"41"]}])");
 }
 
+// Prometheus sends its targets' metadata apart from the samples; it is
+// kept for /api/v1/metadata, unit included.
+TEST_F(RemoteWriteServerTest, MetadataIsKeptForTheMetadataApi) {
+  prompb::WriteRequest request;
+  prompb::MetricMetadata* m = request.add_metadata();
+  m->set_type(prompb::MetricMetadata::GAUGE);
+  m->set_metric_family_name("DCGM_FI_DEV_GPU_TEMP");
+  m->set_help("GPU temperature (in C).\nSecond line.");
+  m->set_unit("celsius");
+  ASSERT_EQ(Send("/api/v1/write", Body(request)).status, 204);
+  const test::HttpReply r =
+      client_->Get("/api/v1/metadata", {{"Authorization", "Bearer admin-token-123"}});
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(json::parse(r.body)["data"].dump(),
+            R"({"DCGM_FI_DEV_GPU_TEMP":[{"help":"GPU temperature (in C).\nSecond line.",)"
+            R"("type":"gauge","unit":"celsius"}]})");
+  EXPECT_EQ(metrics_.remote_write_samples.load(), 0u);
+}
+
 TEST_F(RemoteWriteServerTest, UnreadableBodiesAreRefusedAndNothingIsStored) {
   EXPECT_EQ(Send("/api/v1/write", Body(TwoGpus()), "admin-token-123", "").status, 415);
   EXPECT_EQ(Send("/api/v1/write", Body(TwoGpus()), "admin-token-123", "gzip").status, 415);

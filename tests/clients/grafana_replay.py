@@ -277,6 +277,31 @@ def metric_browser(r, span):
               [("match[]", match), ("limit", "40000")] + span, listing=True)
 
 
+def metadata(r):
+    """The help the metric browser shows, from /api/v1/metadata. Prometheus
+    lists each distinct (type, help, unit) its targets gave a metric; gpulse
+    keeps the latest that remote write sent, which must be one of them."""
+    deadline = time.time() + 10  # metadata goes out every second, apart from samples
+    while True:
+        theirs = ask(r.pbase, "/api/v1/metadata", {}, False)
+        ours = ask(r.gbase, "/api/v1/metadata", {}, False)
+        diff = None
+        if not theirs[0] or not theirs[1]:
+            fail(f"Prometheus answered /api/v1/metadata with {theirs[1]}")
+        if not ours[0]:
+            diff = f"gpulse: {ours[1]}"
+        elif set(ours[1]) != set(theirs[1]):
+            diff = f"metrics only in Prometheus: {sorted(set(theirs[1]) - set(ours[1]))[:3]}; only " \
+                   f"in gpulse: {sorted(set(ours[1]) - set(theirs[1]))[:3]}"
+        else:
+            wrong = [n for n, e in ours[1].items() if len(e) != 1 or e[0] not in theirs[1][n]]
+            diff = f"entries not Prometheus': {wrong[:3]}" if wrong else None
+        if diff is None or time.time() > deadline:
+            break
+        time.sleep(0.5)
+    r.record("metadata", diff, f"{len(theirs[1])} metrics (gpulse {len(ours[1]) if ours[0] else 0})")
+
+
 def panels(r, hostname, gpu, start, end):
     answers = []
     for expr in RANGE_PANELS + INSTANT_PANELS:
@@ -302,6 +327,7 @@ def replay(r, t):
     hostname, gpu = template_variables(r, span)
     print("-- Metric browser")
     metric_browser(r, span)
+    metadata(r)
     print(f"-- Panels ($Hostname={hostname}, $gpu={gpu})")
     panels(r, hostname, gpu, start, end)
 

@@ -87,8 +87,8 @@ class Exporter:
 
 def prometheus_config(work, ports, remote_write_url):
     """Writes work/prometheus.yml for a Prometheus that scrapes the exporters
-    on `ports` every second and remote-writes to remote_write_url within a
-    second; returns its path."""
+    on `ports` every second and remote-writes their samples, and their
+    metadata, to remote_write_url within a second; returns its path."""
     targets = ", ".join(f'"127.0.0.1:{p}"' for p in ports)
     path = f"{work}/prometheus.yml"
     with open(path, "w") as f:
@@ -105,5 +105,7 @@ remote_write:
       batch_send_deadline: 1s
       min_backoff: 100ms
       max_backoff: 1s
+    metadata_config:
+      send_interval: 1s
 """)
     return path
