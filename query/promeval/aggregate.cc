@@ -181,17 +181,6 @@ void QuantileOf(const promql::Expr& e, const Value& param, const std::vector<Ste
   for (StepSeries& r : result) out->push_back(std::move(r));
 }
 
-bool IsLabelName(std::string_view name) {
-  if (name.empty()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    const bool ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                    (i > 0 && c >= '0' && c <= '9');
-    if (!ok) return false;
-  }
-  return true;
-}
-
 // count_values: how many series have each value, the value a label.
 Status CountValues(const promql::Expr& e, const Value& param, const std::vector<StepSeries>& in,
                    size_t steps, std::vector<StepSeries>* out) {

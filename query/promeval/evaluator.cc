@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <unordered_map>
 
@@ -18,13 +17,6 @@ namespace gpulse::query::promeval {
 namespace {
 
 using promql::Expr;
-
-// Prometheus' stale marker: a NaN of these bits ends a series.
-bool IsStale(double v) {
-  uint64_t bits;
-  std::memcpy(&bits, &v, sizeof(bits));
-  return bits == 0x7ff0000000000002ULL;
-}
 
 const Expr& Unwrap(const Expr& e) {
   const Expr* x = &e;
@@ -115,18 +107,6 @@ std::string ExpandTemplate(std::string_view tmpl, const re2::RE2& re,
     }
   }
   return out;
-}
-
-bool IsLabelName(std::string_view name) {
-  if (name.empty()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    if (!(c == '_' || std::isalpha(static_cast<unsigned char>(c)) ||
-          (i > 0 && c >= '0' && c <= '9'))) {
-      return false;
-    }
-  }
-  return true;
 }
 
 }  // namespace

@@ -58,13 +58,6 @@ class Listing {
   SeriesSource source_;
 };
 
-Status CheckReach(const QueryOptions& options) {
-  if (options.database.empty() || !options.readable_databases) return Status::Ok();
-  const auto& names = *options.readable_databases;
-  if (std::find(names.begin(), names.end(), options.database) != names.end()) return Status::Ok();
-  return Status::PermissionDenied("this token may not read database " + options.database);
-}
-
 // The label sets of the series any match[] selects, distinct.
 Status MatchedSets(Listing* listing, const ListingRequest& request, std::vector<Labels>* out,
                    PromFailure* failure) {

@@ -13,13 +13,6 @@ namespace gpulse::query::promeval {
 
 namespace {
 
-Status CheckReach(const QueryOptions& options) {
-  if (options.database.empty() || !options.readable_databases) return Status::Ok();
-  const auto& names = *options.readable_databases;
-  if (std::find(names.begin(), names.end(), options.database) != names.end()) return Status::Ok();
-  return Status::PermissionDenied("this token may not read database " + options.database);
-}
-
 Status Evaluate(Db* db, const promql::Expr& expr, const PromRequest& request,
                 const QueryOptions& options, PromAnswer* answer) {
   const int64_t now_ns = options.now_ns != 0 ? options.now_ns : request.end * 1'000'000;
@@ -56,6 +49,13 @@ Status Evaluate(Db* db, const promql::Expr& expr, const PromRequest& request,
 }
 
 }  // namespace
+
+Status CheckReach(const QueryOptions& options) {
+  if (options.database.empty() || !options.readable_databases) return Status::Ok();
+  const auto& names = *options.readable_databases;
+  if (std::find(names.begin(), names.end(), options.database) != names.end()) return Status::Ok();
+  return Status::PermissionDenied("this token may not read database " + options.database);
+}
 
 Status RunPromQL(Db* db, const PromRequest& request, const QueryOptions& options,
                  PromAnswer* answer, PromFailure* failure, ParseError* error) {

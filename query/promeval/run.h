@@ -43,6 +43,9 @@ struct PromAnswer {
   std::string text;
 };
 
+// PermissionDenied when the query names a database its token may not read.
+Status CheckReach(const QueryOptions& options);
+
 // The phase a failure happened in, for the API's error codes.
 enum class PromFailure { kNone, kParse, kEval };
 

@@ -1,7 +1,6 @@
 #include "query/promeval/select.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <deque>
 #include <map>
@@ -82,9 +81,6 @@ void Append(RawSeries* s, int64_t t, double v) {
   s->times.push_back(t);
   s->values.push_back(v);
 }
-
-// Prometheus' stale marker, which ends a series.
-double StaleMarker() { return std::bit_cast<double>(uint64_t{0x7ff0000000000002}); }
 
 // The points of the metric's column, each to the series of the label
 // fields' values at its time. When the values change (another

@@ -1,6 +1,7 @@
 #include "query/promeval/value.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 #include <unordered_map>
@@ -115,6 +116,21 @@ bool MergeEqualLabels(std::vector<StepSeries>* series) {
   series->resize(kept);
   return true;
 }
+
+bool IsLabelName(std::string_view name) {
+  if (name.empty()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool ok = c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (i > 0 && c >= '0' && c <= '9');
+    if (!ok) return false;
+  }
+  return true;
+}
+
+double StaleMarker() { return std::bit_cast<double>(kStaleMarkerBits); }
+
+bool IsStale(double v) { return std::bit_cast<uint64_t>(v) == kStaleMarkerBits; }
 
 std::string FormatPromFloat(double v) {
   if (std::isnan(v)) return "NaN";

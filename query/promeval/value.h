@@ -82,6 +82,14 @@ Value ScalarValue(double v, size_t steps);
 // labelset").
 bool MergeEqualLabels(std::vector<StepSeries>* series);
 
+// Whether `name` is a label name: [a-zA-Z_][a-zA-Z0-9_]*.
+bool IsLabelName(std::string_view name);
+
+// Prometheus' stale marker: a NaN of these bits ends a series.
+inline constexpr uint64_t kStaleMarkerBits = 0x7ff0000000000002;
+double StaleMarker();
+bool IsStale(double v);
+
 // A float as Prometheus writes one in JSON: the shortest text that reads
 // back to it, never in exponent form; NaN, +Inf, -Inf.
 std::string FormatPromFloat(double v);
