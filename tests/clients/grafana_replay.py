@@ -44,7 +44,7 @@ import sys
 import tempfile
 import time
 
-from processes import Exporter, Process, free_port, prometheus_config
+from processes import Exporter, Process, free_port, prometheus_config, start_gpulse
 from promql_diff import answer_diff, ask
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -347,11 +347,10 @@ def main():
     exporters = [MovingScrape(os.path.join(SCRAPES, f)) for f in FILES]
     procs = []
     try:
-        gport, pport = free_port(), free_port()
-        gbase, pbase = f"http://127.0.0.1:{gport}", f"http://127.0.0.1:{pport}"
-        procs.append(Process("gpulse", [gpulse, "serve", "--data", os.path.join(work, "g"),
-                                        "--listen", f"127.0.0.1:{gport}"],
-                             os.path.join(work, "gpulse.log"), gbase + "/ping"))
+        gbase, server = start_gpulse(gpulse, os.path.join(work, "g"), work)
+        procs.append(server)
+        pport = free_port()
+        pbase = f"http://127.0.0.1:{pport}"
         procs.append(Process("prometheus", [
             PROMETHEUS, "--config.file",
             prometheus_config(work, [e.port for e in exporters], f"{gbase}/api/v1/write?measurement=dcgm"),

@@ -3,6 +3,7 @@ server process started, waited for until it answers, and stopped, and a
 Prometheus exporter to scrape."""
 
 import http.server
+import os
 import signal
 import socket
 import subprocess
@@ -109,3 +110,13 @@ remote_write:
       send_interval: 1s
 """)
     return path
+
+
+def start_gpulse(gpulse, data, work):
+    """`gpulse serve` on `data` and a free loopback port, its log in work:
+    (its base URL, the Process)."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    return base, Process("gpulse", [gpulse, "serve", "--data", data,
+                                    "--listen", f"127.0.0.1:{port}"],
+                         os.path.join(work, "gpulse.log"), base + "/ping")

@@ -27,7 +27,7 @@ import tempfile
 import time
 import urllib.parse
 
-from processes import Exporter, Process, free_port, http_get, prometheus_config
+from processes import Exporter, Process, free_port, http_get, prometheus_config, start_gpulse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SCRAPE = os.path.join(HERE, "..", "..", "..", "shared", "data", "real", "dcgm_exporter", "scrapes",
@@ -136,11 +136,10 @@ def main():
     procs = []
     exporter = GpuScrape(SCRAPE)
     try:
-        gport, pport = free_port(), free_port()
-        gbase, pbase = f"http://127.0.0.1:{gport}", f"http://127.0.0.1:{pport}"
-        procs.append(Process("gpulse", [gpulse, "serve", "--data", os.path.join(work, "g"),
-                                        "--listen", f"127.0.0.1:{gport}"],
-                             os.path.join(work, "gpulse.log"), gbase + "/ping"))
+        gbase, server = start_gpulse(gpulse, os.path.join(work, "g"), work)
+        procs.append(server)
+        pport = free_port()
+        pbase = f"http://127.0.0.1:{pport}"
         config = prometheus_config(work, [exporter.port], f"{gbase}/api/v1/write?measurement=dcgm")
         procs.append(Process("prometheus", [
             PROMETHEUS, "--config.file", config, "--storage.tsdb.path", os.path.join(work, "p"),

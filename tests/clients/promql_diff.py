@@ -59,7 +59,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from processes import Process, free_port, http_get
+from processes import Process, free_port, http_get, start_gpulse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 QUERIES = os.path.join(HERE, "promql_queries.txt")
@@ -324,13 +324,6 @@ def import_gpulse(gpulse, work, samples):
         "gpulse import")
     return data
 
-
-def start_gpulse(gpulse, data, work):
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    return base, Process("gpulse", [gpulse, "serve", "--data", data,
-                                    "--listen", f"127.0.0.1:{port}"],
-                         os.path.join(work, "gpulse.log"), base + "/ping")
 
 
 # ---- Queries and answers ----------------------------------------------------
