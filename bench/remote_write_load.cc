@@ -31,7 +31,7 @@
 #include <vector>
 
 #include "bench/fleet_lp.h"
-#include "remote_write.pb.h"
+#include "prompb.pb.h"
 #include "server/http_client.h"
 
 namespace {

@@ -294,6 +294,17 @@ struct FieldInfo {
 };
 
 inline constexpr std::string_view kPrometheusMeasurementKind = "prometheus_measurement";
+// Prometheus' stale markers (a series has ended) for the metric a field f
+// holds are kept as the bool field "__stale__.f" of the same series, true at
+// each marker's time (docs/prometheus-mapping.md, "Stale markers"). A '.'
+// cannot be in a Prometheus metric name, so no metric has such a field.
+// InfluxQL's field listings and `SELECT *` leave these fields out; PromQL
+// reads them beside f; deletes, retention and drops treat them as any field.
+inline constexpr std::string_view kStaleFieldPrefix = "__stale__.";
+inline std::string StaleFieldOf(std::string_view field) {
+  return std::string(kStaleFieldPrefix) + std::string(field);
+}
+inline bool IsStaleField(std::string_view field) { return field.starts_with(kStaleFieldPrefix); }
 // Kind "prometheus_metadata": what scrapes' # TYPE and # HELP lines say of a
 // metric family (or remote write's metadata), named by the family, the text
 // "TYPE\nUNIT\nHELP".

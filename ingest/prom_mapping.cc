@@ -125,6 +125,19 @@ void PromPointBuilder::AddSample(double value, std::optional<int64_t> timestamp_
     ++stats_.dropped_timestamp;
     return;
   }
+  Add(value, ts, false);
+}
+
+void PromPointBuilder::AddStaleMarker(int64_t timestamp_ms) {
+  int64_t ts = 0;
+  if (__builtin_mul_overflow(timestamp_ms, int64_t{1'000'000}, &ts)) {
+    ++stats_.dropped_timestamp;
+    return;
+  }
+  Add(0, ts, true);
+}
+
+void PromPointBuilder::Add(double value, int64_t ts, bool stale) {
   // A series' renames count once a sample of it is kept, as the samples'.
   stats_.renamed_labels += pending_renames_;
   pending_renames_ = 0;
@@ -151,7 +164,7 @@ void PromPointBuilder::AddSample(double value, std::optional<int64_t> timestamp_
     groups_.push_back(Group{s, ts, UINT32_MAX});
     ++stats_.points;
   }
-  samples_.push_back(Sample{g, s, value});
+  samples_.push_back(Sample{g, s, value, stale});
 }
 
 std::span<const PointRef> PromPointBuilder::Finish() {
@@ -163,6 +176,7 @@ std::span<const PointRef> PromPointBuilder::Finish() {
   std::vector<std::vector<std::pair<std::string_view, std::string>>> attribution(n);
   for (const Sample& smp : samples_) {
     ++start[smp.group + 1];
+    if (smp.stale) continue;
     const Series& series = series_[smp.series];
     for (size_t a = 0; a < series.attrs; ++a) {
       const Label& attr = attrs_[series.first_attr + a];
@@ -180,8 +194,14 @@ std::span<const PointRef> PromPointBuilder::Finish() {
   for (size_t g = 0; g < n; ++g) start[g + 1] += start[g];
   point_fields_.resize(start[n]);
   std::vector<uint32_t> filled(start.begin(), start.end() - 1);
+  std::unordered_map<std::string_view, std::string_view> stale_names;
   for (const Sample& smp : samples_) {
-    const std::string_view name = series_[smp.series].name;
+    std::string_view name = series_[smp.series].name;
+    if (smp.stale) {
+      auto [it, added] = stale_names.try_emplace(name);
+      if (added) it->second = stale_fields_.emplace_back(StaleFieldOf(name));
+      name = it->second;
+    }
     const FieldRef* first = point_fields_.data() + start[smp.group];
     const FieldRef* end = point_fields_.data() + filled[smp.group];
     // A metric seen twice in one point keeps its first value.
@@ -189,7 +209,8 @@ std::span<const PointRef> PromPointBuilder::Finish() {
       ++stats_.duplicate_fields;
       continue;
     }
-    point_fields_[filled[smp.group]++] = FieldRef{name, smp.value};
+    point_fields_[filled[smp.group]++] =
+        smp.stale ? FieldRef{name, true} : FieldRef{name, smp.value};
     ++stats_.fields;
   }
   point_tags_.clear();

@@ -106,6 +106,11 @@ class PromPointBuilder {
   // A sample of the last series added; `timestamp_ms` absent: the scrape
   // time given to Finish's caller through `default_ns`.
   void AddSample(double value, std::optional<int64_t> timestamp_ms, int64_t default_ns);
+  // A stale marker of the last series (its metric ended at `timestamp_ms`):
+  // the point's bool field StaleFieldOf(name) (engine/gpulse.h), true,
+  // without the series' attribution labels, which name what ended, not
+  // what runs at that time.
+  void AddStaleMarker(int64_t timestamp_ms);
   // The points, valid until the builder is destroyed; the attribution
   // fields are added by the first call.
   std::span<const PointRef> Finish();
@@ -128,8 +133,10 @@ class PromPointBuilder {
     uint32_t group;
     uint32_t series;
     double value;
+    bool stale = false;
   };
   bool SameTags(const Series& a, const Series& b) const;
+  void Add(double value, int64_t ts, bool stale);
 
   const PromMappingOptions options_;           // a copy: the points view its measurement
   std::vector<std::string_view> attribution_;  // sorted
@@ -145,6 +152,7 @@ class PromPointBuilder {
   std::vector<FieldRef> point_fields_;
   std::vector<PointRef> points_;
   std::deque<std::string> joined_;  // attribution values joined by ','
+  std::deque<std::string> stale_fields_;
   PromMappingStats stats_;
   size_t pending_renames_ = 0;  // of the last series, until a sample of it is kept
   bool finished_ = false;

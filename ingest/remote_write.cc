@@ -38,7 +38,7 @@ struct RequestView {
 
 // The WriteRequest read with protobuf's own wire-format reader
 // (CodedInputStream, WireFormatLite), the messages of
-// ingest/remote_write.proto field by field: strings are viewed in place, so
+// ingest/prompb.proto field by field: strings are viewed in place, so
 // a request of thousands of labels costs no allocation a label (the
 // generated classes allocate each one, and took two thirds of the time of
 // a write; on an arena, a third). Unknown fields are skipped, as the
@@ -287,6 +287,7 @@ Status RemoteWriteBatch::Parse(std::string_view body, size_t max_bytes,
       const auto [value, ms] = request.samples[series.first_sample + k];
       if (IsStaleMarker(value)) {
         ++stats_.stale_markers;
+        builder_->AddStaleMarker(ms);
         continue;
       }
       builder_->AddSample(value, ms, 0);

@@ -1,5 +1,5 @@
 // Prometheus remote write 1.0 request bodies -> gpulse points: the body is
-// snappy block-compressed protobuf (ingest/remote_write.proto); each sample
+// snappy block-compressed protobuf (ingest/prompb.proto); each sample
 // becomes a field of a point exactly as a scraped one would
 // (ingest/prom_mapping.h: the metric name is the field, the labels are tags,
 // attribution labels are string fields, samples of one label set and
@@ -14,8 +14,10 @@
 // checked against protobuf's own encoder, and .ci/fuzz fuzzes it.
 //
 // Stale markers (the NaN with bits 0x7ff0000000000002 that Prometheus sends
-// when a series ends) are counted and not stored: gpulse's InfluxQL would
-// read one as a NaN value. docs/prometheus-mapping.md, "Remote write".
+// when a series ends) are counted and kept apart from the metric's values,
+// as the bool field StaleFieldOf(metric) of the point (engine/gpulse.h):
+// PromQL ends the series there, and InfluxQL, which would read a NaN value,
+// does not list them. docs/prometheus-mapping.md, "Remote write".
 //
 // Thread safety: a RemoteWriteBatch is used by one thread.
 #pragma once
@@ -41,7 +43,7 @@ bool IsStaleMarker(double value);
 struct RemoteWriteStats {
   size_t series = 0;         // time series in the request
   size_t samples = 0;        // samples in the request, stale markers included
-  size_t stale_markers = 0;  // not stored
+  size_t stale_markers = 0;  // kept as stale fields
   // Samples of a series without a __name__ label, or whose metric name is
   // empty: left out, and the request answered 400 once the rest is written.
   size_t nameless = 0;

@@ -208,6 +208,7 @@ class ShowRunner {
         for (const std::string& m : measurements) {
           std::vector<FieldInfo> fields;
           GPULSE_RETURN_IF_ERROR(db_->ListFields(m, &fields));
+          std::erase_if(fields, [](const FieldInfo& f) { return IsStaleField(f.name); });
           ResultSeries rs;
           rs.name = m;
           rs.columns = {"fieldKey", "fieldType"};

@@ -169,7 +169,8 @@ HttpApi::~HttpApi() { metrics_->query_memory = nullptr; }
 bool HttpApi::RunsLong(const Request& request) {
   const std::string_view target = request.target();
   const std::string_view path = target.substr(0, target.find('?'));
-  return path == "/query" || path == "/api/v1/query" || path == "/api/v1/query_range";
+  return path == "/query" || path == "/api/v1/query" || path == "/api/v1/query_range" ||
+         path == "/api/v1/read";
 }
 
 Response HttpApi::Handle(const Request& request, const RequestContext& context) {
@@ -195,6 +196,9 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   } else if (path == "/api/v1/write") {
     allowed = only({http::verb::post});
     if (allowed) response = RemoteWrite(request, context);
+  } else if (path == "/api/v1/read") {
+    allowed = only({http::verb::post});
+    if (allowed) response = PromRemoteRead(request, context);
   } else if (path == "/api/v1/status/buildinfo") {
     allowed = only({http::verb::get});
     if (allowed) response = PromBuildInfo(request);

@@ -16,7 +16,7 @@
 //   the Prometheus API (http_api_prom.cc): /api/v1/query, /api/v1/query_range,
 //     /api/v1/series, /api/v1/labels, /api/v1/label/<name>/values,
 //     /api/v1/metadata, /api/v1/rules, /api/v1/status/buildinfo,
-//     /api/v1/query_exemplars, /-/healthy, /-/ready
+//     /api/v1/query_exemplars, /-/healthy, /-/ready, POST /api/v1/read (remote read)
 //
 // docs/http-api.md documents parameters, status codes and error bodies.
 //
@@ -99,6 +99,8 @@ class HttpApi {
   Response PromExemplars(const Request& request);
   // /api/v1/query (range false) and /api/v1/query_range.
   Response PromQuery(const Request& request, const RequestContext& context, bool range);
+  // /api/v1/read: Prometheus remote read (server/prom_remote_read.h).
+  Response PromRemoteRead(const Request& request, const RequestContext& context);
   // /api/v1/metadata: what scrapes said of each metric (# TYPE, # HELP).
   Response PromMetadata(const Request& request);
   // /api/v1/rules: the alert rules in Prometheus' shape.

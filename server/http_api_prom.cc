@@ -1,7 +1,8 @@
 // The Prometheus HTTP API: PromQL's instant and range queries in
 // Prometheus' envelope, build information (what Grafana's Prometheus data
 // source reads to learn what it talks to), exemplars (gpulse keeps none),
-// and the health and readiness probes. docs/http-api.md, "Prometheus API".
+// the health and readiness probes, and remote read. docs/http-api.md,
+// "Prometheus API".
 
 #include <charconv>
 #include <chrono>
@@ -14,6 +15,7 @@
 #include "query/syntax/time_literal.h"
 #include "server/http_api.h"
 #include "server/http_reply.h"
+#include "server/prom_remote_read.h"
 
 namespace gpulse::server {
 
@@ -331,6 +333,63 @@ Response HttpApi::PromListing(const Request& request, std::string_view path) {
     return PromError(http::status::unprocessable_entity, version, "execution", s.message());
   }
   return Json(http::status::ok, version, {{"status", "success"}, {"data", std::move(data)}});
+}
+
+Response HttpApi::PromRemoteRead(const Request& request, const RequestContext& context) {
+  const PromParamSet param = PromParams(request);
+  const unsigned version = request.version();
+  Response refusal;
+  const std::optional<Grant> grant = Authenticate(request, param.last, &refusal);
+  if (!grant) return refusal;
+  if (const std::string encoding(request[http::field::content_encoding]); encoding != "snappy") {
+    return Error(http::status::unsupported_media_type, version,
+                 "a remote read body is snappy-compressed protobuf (Content-Encoding: snappy), "
+                 "not " +
+                     (encoding.empty() ? std::string("uncompressed") : "\"" + encoding + "\""));
+  }
+  RemoteReadRequest req;
+  if (const Status s = ParseRemoteRead(request.body(), config_.max_body_bytes, &req); !s.ok()) {
+    return Error(
+        s.IsResourceExhausted() ? http::status::payload_too_large : http::status::bad_request,
+        version, s.message());
+  }
+  QueryOptions options = ScopedOptions(param, *grant, config_.query_limits);
+  options.cancelled = context.client_gone;
+  // One budget for the whole request: its queries' samples are all held
+  // until the answer is sent.
+  QueryMemory memory(config_.query_limits.max_memory_bytes, &query_memory_);
+  options.memory = &memory;
+  ++metrics_->queries;
+  RemoteReadWriter writer(req.streamed);
+  for (size_t i = 0; i < req.queries.size(); ++i) {
+    const RemoteReadQuery& q = req.queries[i];
+    std::vector<query::promeval::RawSeries> series;
+    const Status s =
+        query::promeval::ReadSamples(db_, q.matchers, q.start, q.end, options, &series);
+    if (!s.ok()) {
+      ++metrics_->query_errors;
+      const std::string message = "remote read query " + std::to_string(i) + ": " + s.message();
+      if (s.code() == Status::Code::kPermissionDenied) {
+        return Error(http::status::forbidden, version, s.message());
+      }
+      if (s.code() == Status::Code::kInvalidArgument) {
+        return Error(http::status::bad_request, version, message);
+      }
+      if (s.IsCancelled() || s.message().find("timeout") != std::string::npos) {
+        return Error(http::status::service_unavailable, version, message);
+      }
+      return Error(http::status::unprocessable_entity, version, message);
+    }
+    writer.Add(i, series);
+  }
+  Response res{http::status::ok, version};
+  res.set(http::field::content_type, writer.content_type());
+  if (*writer.content_encoding() != '\0') {
+    res.set(http::field::content_encoding, writer.content_encoding());
+  }
+  res.body() = writer.Finish();
+  res.prepare_payload();
+  return res;
 }
 
 Response HttpApi::PromMetadata(const Request& request) {

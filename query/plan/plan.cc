@@ -506,7 +506,10 @@ Status BuildPlan(ExecContext* ctx, const SelectStatement& s, Input* input,
   std::vector<FieldInfo> fields;
   GPULSE_RETURN_IF_ERROR(input->Fields(measurement, &fields));
   auto all_fields = std::make_shared<std::map<std::string, FieldType>>();
-  for (const FieldInfo& f : fields) (*all_fields)[f.name] = f.type;
+  for (const FieldInfo& f : fields) {
+    // Prometheus' stale markers are PromQL's (engine/gpulse.h).
+    if (!IsStaleField(f.name)) (*all_fields)[f.name] = f.type;
+  }
   plan->all_fields = std::move(all_fields);
   GPULSE_RETURN_IF_ERROR(input->TagKeys(measurement, &plan->tag_keys));
 

@@ -208,4 +208,26 @@ Status ListLabelValues(Db* db, const ListingRequest& request, const std::string&
   return Status::Ok();
 }
 
+Status ReadSamples(Db* db, const std::vector<promql::LabelMatcher>& matchers, int64_t start,
+                   int64_t end, const QueryOptions& options, std::vector<RawSeries>* out) {
+  GPULSE_RETURN_IF_ERROR(CheckReach(options));
+  bool selective = false;
+  for (const promql::LabelMatcher& m : matchers) {
+    auto compiled = Matcher::Compile(m);
+    if (!compiled.ok()) {
+      return Status::InvalidArgument("matcher " + m.name + ": " + compiled.status().message());
+    }
+    if (!compiled->Matches("")) selective = true;
+  }
+  if (!selective) {
+    return Status::InvalidArgument(
+        "a query must contain at least one matcher that does not match the empty value");
+  }
+  Listing listing(db, options);
+  GPULSE_RETURN_IF_ERROR(listing.source().Select(matchers, start, end, out));
+  std::sort(out->begin(), out->end(),
+            [](const RawSeries& a, const RawSeries& b) { return a.labels < b.labels; });
+  return Status::Ok();
+}
+
 }  // namespace gpulse::query::promeval

@@ -2,7 +2,8 @@
 // (docs/promql.md, "Names"): the label sets of the series selectors select
 // (/api/v1/series), label names (/api/v1/labels) and a label's values
 // (/api/v1/label/<name>/values), with match[] selectors, a time range and a
-// limit, under the query's database and token scope.
+// limit, under the query's database and token scope; and remote read's raw
+// samples of the series its matchers select.
 //
 // With match[], the series are those with samples in the range, and their
 // string fields (pod, namespace...) give as many label sets as they had
@@ -21,6 +22,7 @@
 #include "engine/gpulse.h"
 #include "query/promeval/run.h"
 #include "query/promeval/value.h"
+#include "query/promql/ast.h"
 #include "query/runtime/result.h"
 
 namespace gpulse::query::promeval {
@@ -41,5 +43,13 @@ Status ListLabelNames(Db* db, const ListingRequest& request, const QueryOptions&
 Status ListLabelValues(Db* db, const ListingRequest& request, const std::string& name,
                        const QueryOptions& options, std::vector<std::string>* out,
                        PromFailure* failure);
+
+// Remote read's samples: those in [start, end] (ms) of every series the
+// matchers select, sorted by labels, stale markers included, under the
+// query bounds of `options`. InvalidArgument when a regex does not compile
+// or no matcher selects anything by itself (all match the empty value: the
+// whole store), as PromQL refuses such a selector.
+Status ReadSamples(Db* db, const std::vector<promql::LabelMatcher>& matchers, int64_t start,
+                   int64_t end, const QueryOptions& options, std::vector<RawSeries>* out);
 
 }  // namespace gpulse::query::promeval

@@ -82,10 +82,6 @@ void Append(RawSeries* s, int64_t t, double v) {
   s->values.push_back(v);
 }
 
-// The points of the metric's column, each to the series of the label
-// fields' values at its time. When the values change (another
-// pod on the GPU), the series of the old ones ends there with a stale
-// marker, as Prometheus ends a series that left a scrape.
 // All of a column's points to one series, the type dispatched once.
 template <typename T>
 void AppendAll(const Column& c, const std::vector<T>& values, RawSeries* s) {
@@ -121,8 +117,15 @@ void AppendColumn(const Column& c, RawSeries* s) {
   }
 }
 
-void SplitPoints(const Column& metric, std::span<const Column> labels, Splitter* splitter) {
-  if (labels.empty()) {
+// The points of the metric's column, each to the series of the label
+// fields' values at its time. When the values change (another pod on the
+// GPU), the series of the old ones ends there with a stale marker, as
+// Prometheus ends a series that left a scrape. A stored stale marker
+// (`stale`'s points) ends the series of the point before it; one at the
+// time of a point comes before that point.
+void SplitPoints(const Column& metric, std::span<const Column> labels, const Column& stale,
+                 Splitter* splitter) {
+  if (labels.empty() && stale.ts.empty()) {
     // No label fields: the stored series is one PromQL series.
     RawSeries* s = splitter->SeriesFor({});
     if (s != nullptr) AppendColumn(metric, s);
@@ -132,9 +135,19 @@ void SplitPoints(const Column& metric, std::span<const Column> labels, Splitter*
   std::vector<std::string_view> values(labels.size()), previous_values;
   RawSeries* previous = nullptr;
   bool started = false;
+  size_t next_stale = 0;
+  const auto end_before = [&](int64_t ts) {
+    for (; next_stale < stale.size() && stale.ts[next_stale] <= ts; ++next_stale) {
+      if (previous == nullptr) continue;
+      Append(previous, MillisOf(stale.ts[next_stale]), StaleMarker());
+      previous = nullptr;
+      started = false;
+    }
+  };
   for (size_t i = 0; i < metric.size(); ++i) {
     if (!IsNumeric(metric.type)) break;
     const int64_t ts = metric.ts[i];
+    end_before(ts);
     for (size_t j = 0; j < labels.size(); ++j) {
       const Column& c = labels[j];
       size_t& k = next[j];
@@ -152,6 +165,7 @@ void SplitPoints(const Column& metric, std::span<const Column> labels, Splitter*
     started = true;
     if (s != nullptr) Append(s, MillisOf(ts), storage::NumberAt(metric, i));
   }
+  end_before(INT64_MAX);
 }
 
 }  // namespace
@@ -207,13 +221,15 @@ Status SeriesSource::AddMetric(const std::string& measurement, const std::string
   const std::vector<FieldInfo>& fields = it->second;
   const auto f = std::find_if(fields.begin(), fields.end(),
                               [&](const FieldInfo& i) { return i.name == field; });
-  if (f == fields.end() || !IsNumeric(f->type)) return Status::Ok();
+  if (f == fields.end() || !IsNumeric(f->type) || IsStaleField(field)) return Status::Ok();
   StoredMetric metric;
   metric.name = prometheus_.count(measurement) != 0 ? field : measurement + "_" + field;
   metric.measurement = measurement;
   metric.field = field;
+  const std::string stale = StaleFieldOf(field);
   for (const FieldInfo& i : fields) {
     if (i.type == FieldType::kString) metric.label_fields.push_back(i.name);
+    if (i.name == stale) metric.stale_field = stale;
   }
   out->push_back(std::move(metric));
   return Status::Ok();
@@ -244,7 +260,7 @@ Status SeriesSource::Metrics(const std::vector<Matcher>& matchers, std::vector<S
     std::vector<FieldInfo> fields;
     GPULSE_RETURN_IF_ERROR(input_->Fields(measurement, &fields));
     for (const FieldInfo& f : fields) {
-      if (!IsNumeric(f.type)) continue;
+      if (!IsNumeric(f.type) || IsStaleField(f.name)) continue;
       const std::string name = prom ? f.name : measurement + "_" + f.name;
       if (std::all_of(on_name.begin(), on_name.end(),
                       [&](const Matcher* m) { return m->Matches(name); })) {
@@ -299,6 +315,14 @@ Status SeriesSource::SelectMeasurement(std::span<const StoredMetric> metrics,
   for (const StoredMetric& m : metrics) fields.push_back(m.field);
   const size_t label_columns = first.label_fields.size();
   fields.insert(fields.end(), first.label_fields.begin(), first.label_fields.end());
+  // stale_column[j]: the column of metric j's stale markers, if it has any.
+  std::vector<size_t> stale_column(metrics.size(), SIZE_MAX);
+  for (size_t j = 0; j < metrics.size(); ++j) {
+    if (metrics[j].stale_field.empty()) continue;
+    stale_column[j] = fields.size();
+    fields.push_back(metrics[j].stale_field);
+  }
+  const Column no_markers;
   // found[i][j]: series i's PromQL series of metric j.
   std::vector<std::vector<std::vector<RawSeries>>> found(selected.size());
   // The series in blocks, each block read by one store iterator
@@ -345,7 +369,8 @@ Status SeriesSource::SelectMeasurement(std::span<const StoredMetric> metrics,
             ctx_->CountPoints(cols[i][j].size());
             GPULSE_RETURN_IF_ERROR(ctx_->Charge(cols[i][j].size() * 16, "PromQL samples"));
             Splitter splitter(metrics[j], block[i]->tags, on_label_fields);
-            SplitPoints(cols[i][j], labels, &splitter);
+            const size_t sc = stale_column[j];
+            SplitPoints(cols[i][j], labels, sc == SIZE_MAX ? no_markers : cols[i][sc], &splitter);
             for (RawSeries& r : splitter.series()) {
               if (r.times.empty()) continue;
               if (labels_only) r.times.clear(), r.values.clear();

@@ -48,6 +48,9 @@ struct StoredMetric {
   std::string measurement;
   std::string field;
   std::vector<std::string> label_fields;  // the measurement's string fields
+  // The field of the metric's stale markers (StaleFieldOf(field)), or ""
+  // when the measurement has none.
+  std::string stale_field;
 };
 
 class SeriesSource {
