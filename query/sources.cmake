@@ -24,6 +24,7 @@ set(GPULSE_QUERY_PROMQL_SOURCES
 set(GPULSE_QUERY_PROMEVAL_SOURCES
   query/promeval/value.cc
   query/promeval/select.cc
+  query/promeval/window_fold.cc
   query/promeval/functions.cc
   query/promeval/aggregate.cc
   query/promeval/binary.cc

@@ -24,13 +24,6 @@ const Expr& Unwrap(const Expr& e) {
   return *x;
 }
 
-// a - b, held at the ends of int64 (a duration may be up to its largest).
-int64_t Minus(int64_t a, int64_t b) {
-  int64_t out;
-  if (!__builtin_sub_overflow(a, b, &out)) return out;
-  return b > 0 ? INT64_MIN : INT64_MAX;
-}
-
 // The first multiple of `step` at or after t.
 int64_t AlignUp(int64_t t, int64_t step) {
   int64_t q = t / step * step;
@@ -302,12 +295,22 @@ Status Evaluator::EvalRangeCall(const Expr& e, const Steps& steps, Value* out) {
     }
     return Status::Ok();
   };
-  std::vector<RawSeries> series;
-  const Expr* modifiers = nullptr;
-  GPULSE_RETURN_IF_ERROR(RangeSamples(*e.args[matrix_arg], steps, &series, &modifiers));
-  const int64_t range = Unwrap(*e.args[matrix_arg]).range_ms;
+  const Expr& arg = Unwrap(*e.args[matrix_arg]);
+  const int64_t range = arg.range_ms;
   std::vector<int64_t> ends(n);  // each step's window ends here
-  for (size_t k = 0; k < n; ++k) ends[k] = EvalTime(*modifiers, steps.at(k));
+  std::vector<RawSeries> series;
+  std::vector<StepSeries> folded;  // windows the tiers answered
+  const std::optional<WindowFold> fold = FoldOf(e.text);
+  if (fold && settings_.use_tiers && arg.kind == Expr::Kind::kMatrixSelector) {
+    const Expr& sel = *arg.args[0];
+    for (size_t k = 0; k < n; ++k) ends[k] = EvalTime(sel, steps.at(k));
+    GPULSE_RETURN_IF_ERROR(
+        source_->FoldWindows(sel.matchers, ends, range, *fold, &folded, &series));
+  } else {
+    const Expr* modifiers = nullptr;
+    GPULSE_RETURN_IF_ERROR(RangeSamples(*e.args[matrix_arg], steps, &series, &modifiers));
+    for (size_t k = 0; k < n; ++k) ends[k] = EvalTime(*modifiers, steps.at(k));
+  }
   const bool keep_name = e.text == "last_over_time";
   std::vector<StepSeries> results(series.size());
   size_t workers = 0;
@@ -351,6 +354,10 @@ Status Evaluator::EvalRangeCall(const Expr& e, const Steps& steps, Value* out) {
   out->type = ValueType::kVector;
   for (StepSeries& s : results) {
     if (!s.has.empty()) out->series.push_back(std::move(s));
+  }
+  for (StepSeries& s : folded) {
+    if (!keep_name) DropLabel(&s.labels, kMetricName);
+    out->series.push_back(std::move(s));
   }
   std::unordered_map<std::string, size_t> seen;
   for (const StepSeries& s : out->series) {

@@ -22,6 +22,9 @@ struct EvalSettings {
   int64_t query_end = 0;
   int64_t lookback = 5 * 60 * 1000;   // how far back an instant selector looks
   int64_t subquery_step = 60 * 1000;  // a subquery's step when it names none
+  // sum, count, avg, min, max, last and present _over_time of a selector
+  // from the tiers' rows where they answer (window_fold.h).
+  bool use_tiers = true;
 };
 
 class Evaluator {

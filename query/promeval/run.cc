@@ -23,6 +23,7 @@ Status Evaluate(Db* db, const promql::Expr& expr, const PromRequest& request,
   settings.query_start = request.start;
   settings.query_end = request.end;
   settings.lookback = request.lookback;
+  settings.use_tiers = request.use_tiers;
   Evaluator evaluator(&ctx, &source, settings);
   answer->range_query = !request.instant;
   const ValueType type = expr.type();

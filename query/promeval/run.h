@@ -29,6 +29,9 @@ struct PromRequest {
   int64_t step = 0;
   bool instant = true;
   int64_t lookback = 5 * 60 * 1000;
+  // Whether range functions may read the tiers (docs/promql.md, "Long
+  // ranges and the tiers"); false reads raw samples only.
+  bool use_tiers = true;
 };
 
 // What Prometheus' API answers with: an instant query gives a scalar, a

@@ -16,7 +16,7 @@ constexpr int64_t kNanosPerMilli = 1'000'000;
 
 int64_t MillisOf(int64_t ns) {
   const int64_t ms = ns / kNanosPerMilli;
-  return ns % kNanosPerMilli < 0 ? ms - 1 : ms;
+  return ns < 0 && ms * kNanosPerMilli != ns ? ms - 1 : ms;  // toward -inf
 }
 
 int64_t NanosOf(int64_t ms) {
@@ -84,11 +84,12 @@ void Append(RawSeries* s, int64_t t, double v) {
 
 // All of a column's points to one series, the type dispatched once.
 template <typename T>
-void AppendAll(const Column& c, const std::vector<T>& values, RawSeries* s) {
+void AppendAll(const Column& c, const std::vector<T>& values, size_t from, size_t to,
+               RawSeries* s) {
   size_t k = s->times.size();
-  s->times.resize(k + c.size());
-  s->values.resize(k + c.size());
-  for (size_t i = 0; i < c.size(); ++i) {
+  s->times.resize(k + (to - from));
+  s->values.resize(k + (to - from));
+  for (size_t i = from; i < to; ++i) {
     const int64_t t = MillisOf(c.ts[i]);
     const double v = static_cast<double>(values[i]);
     if (k > 0 && s->times[k - 1] == t) {
@@ -102,19 +103,55 @@ void AppendAll(const Column& c, const std::vector<T>& values, RawSeries* s) {
   s->values.resize(k);
 }
 
-void AppendColumn(const Column& c, RawSeries* s) {
+// Points [from, to) of a column to one series, the type dispatched once.
+void AppendColumn(const Column& c, size_t from, size_t to, RawSeries* s) {
   switch (c.type) {
     case FieldType::kFloat:
-      return AppendAll(c, c.floats, s);
+      return AppendAll(c, c.floats, from, to, s);
     case FieldType::kInt:
-      return AppendAll(c, c.ints, s);
+      return AppendAll(c, c.ints, from, to, s);
     case FieldType::kUint:
-      return AppendAll(c, c.uints, s);
+      return AppendAll(c, c.uints, from, to, s);
     case FieldType::kBool:
-      return AppendAll(c, c.bools, s);
+      return AppendAll(c, c.bools, from, to, s);
     case FieldType::kString:
       return;
   }
+}
+
+void AppendColumn(const Column& c, RawSeries* s) { AppendColumn(c, 0, c.size(), s); }
+
+template <typename T>
+void Convert(const std::vector<T>& from, std::vector<double>* to) {
+  to->resize(from.size());
+  for (size_t i = 0; i < from.size(); ++i) (*to)[i] = static_cast<double>(from[i]);
+}
+
+// A numeric column's values as floats.
+void ToDoubles(const Column& c, std::vector<double>* out) {
+  switch (c.type) {
+    case FieldType::kFloat:
+      return Convert(c.floats, out);
+    case FieldType::kInt:
+      return Convert(c.ints, out);
+    case FieldType::kUint:
+      return Convert(c.uints, out);
+    case FieldType::kBool:
+      return Convert(c.bools, out);
+    case FieldType::kString:
+      out->clear();
+      return;
+  }
+}
+
+// Whether two of the column's points fall in one millisecond.
+bool SharesAMillisecond(const Column& c) {
+  for (size_t i = 1; i < c.size(); ++i) {
+    if (c.ts[i] - c.ts[i - 1] < kNanosPerMilli && MillisOf(c.ts[i]) == MillisOf(c.ts[i - 1])) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // The points of the metric's column, each to the series of the label
@@ -282,25 +319,19 @@ bool SeriesSource::Readable(const std::vector<Tag>& tags) const {
   return false;
 }
 
-Status SeriesSource::SelectMeasurement(std::span<const StoredMetric> metrics,
-                                       const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
-                                       bool labels_only, std::vector<RawSeries>* out) {
-  // The metrics are fields of one measurement: they share its series and
-  // its label fields, and are read together.
-  const StoredMetric& first = metrics[0];
+Status SeriesSource::ListSelected(const StoredMetric& metric, const std::vector<Matcher>& matchers,
+                                  Selection* out) {
   std::vector<TagMatcher> equal;
-  std::vector<const Matcher*> on_tags, on_label_fields;
+  std::vector<const Matcher*> on_tags;
   for (const Matcher& m : matchers) {
     if (m.name() == kMetricName) continue;
-    const bool label_field = std::find(first.label_fields.begin(), first.label_fields.end(),
-                                       m.name()) != first.label_fields.end();
-    (label_field ? on_label_fields : on_tags).push_back(&m);
+    const bool label_field = std::find(metric.label_fields.begin(), metric.label_fields.end(),
+                                       m.name()) != metric.label_fields.end();
+    (label_field ? out->on_label_fields : on_tags).push_back(&m);
     if (!label_field && m.IsEquality()) equal.push_back(TagMatcher{m.name(), m.value()});
   }
-  std::vector<InSeries> listed;
-  GPULSE_RETURN_IF_ERROR(input_->ListSeries(first.measurement, equal, &listed));
-  std::vector<const InSeries*> selected;
-  for (const InSeries& s : listed) {
+  GPULSE_RETURN_IF_ERROR(input_->ListSeries(metric.measurement, equal, &out->listed));
+  for (const InSeries& s : out->listed) {
     if (!Readable(s.tags)) continue;
     const bool match = std::all_of(on_tags.begin(), on_tags.end(), [&](const Matcher* m) {
       std::string_view value;
@@ -309,8 +340,27 @@ Status SeriesSource::SelectMeasurement(std::span<const StoredMetric> metrics,
       }
       return m->Matches(value);
     });
-    if (match) selected.push_back(&s);
+    if (match) out->series.push_back(&s);
   }
+  return Status::Ok();
+}
+
+Status SeriesSource::SelectMeasurement(std::span<const StoredMetric> metrics,
+                                       const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
+                                       bool labels_only, std::vector<RawSeries>* out) {
+  // The metrics are fields of one measurement: they share its series and
+  // its label fields, and are read together.
+  Selection selection;
+  GPULSE_RETURN_IF_ERROR(ListSelected(metrics[0], matchers, &selection));
+  return ReadSelected(metrics, selection.series, selection.on_label_fields, lo, hi, labels_only,
+                      out);
+}
+
+Status SeriesSource::ReadSelected(std::span<const StoredMetric> metrics,
+                                  std::span<const InSeries* const> selected,
+                                  const std::vector<const Matcher*>& on_label_fields, int64_t lo,
+                                  int64_t hi, bool labels_only, std::vector<RawSeries>* out) {
+  const StoredMetric& first = metrics[0];
   std::vector<std::string> fields;
   for (const StoredMetric& m : metrics) fields.push_back(m.field);
   const size_t label_columns = first.label_fields.size();
@@ -400,6 +450,223 @@ Status SeriesSource::SelectMetrics(const std::vector<StoredMetric>& metrics,
     GPULSE_RETURN_IF_ERROR(SelectMeasurement(std::span(metrics).subspan(begin, end - begin),
                                              matchers, lo, hi, labels_only, out));
     begin = end;
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// A stored series' metric as a PromQL series without label fields: its
+// tags and __name__.
+Labels LabelsOf(const InSeries& series, const StoredMetric& metric) {
+  Labels labels;
+  for (const Tag& t : series.tags) labels.push_back(Label{t.key, t.value});
+  SetLabel(&labels, kMetricName, metric.name);
+  return labels;
+}
+
+// The kept tiers no wider than the range, coarsest first: the tiers that
+// could hold a window's buckets whole.
+std::vector<size_t> FoldTiers(uint32_t kept, int64_t range) {
+  std::vector<size_t> out;
+  for (size_t t = storage::kTierCount; t-- > 0;) {
+    if ((kept & (1u << t)) && storage::kTiers[t].width_ns / kNanosPerMilli <= range) {
+      out.push_back(t);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Status SeriesSource::FoldWindows(const std::vector<promql::LabelMatcher>& matchers,
+                                 std::span<const int64_t> ends, int64_t range, WindowFold fold,
+                                 std::vector<StepSeries>* folded, std::vector<RawSeries>* raw) {
+  std::vector<Matcher> compiled;
+  GPULSE_RETURN_IF_ERROR(Compile(matchers, &compiled));
+  std::vector<StoredMetric> metrics;
+  GPULSE_RETURN_IF_ERROR(Metrics(compiled, &metrics));
+  if (ends.empty()) return Status::Ok();
+  const auto [min_end, max_end] = std::minmax_element(ends.begin(), ends.end());
+  const int64_t lo = Minus(*min_end, range), hi = *max_end;
+  const std::vector<size_t> tiers = FoldTiers(input_->Tiers(), range);
+  for (size_t begin = 0; begin < metrics.size();) {
+    size_t end = begin + 1;
+    while (end < metrics.size() && metrics[end].measurement == metrics[begin].measurement) ++end;
+    const std::span<const StoredMetric> group(metrics.data() + begin, end - begin);
+    if (!group[0].label_fields.empty()) {
+      // A string field splits a stored series into PromQL series, which the
+      // evaluator folds from their samples.
+      GPULSE_RETURN_IF_ERROR(SelectMeasurement(group, compiled, lo, hi, false, raw));
+    } else {
+      GPULSE_RETURN_IF_ERROR(FoldMeasurement(group, compiled, ends, range, fold, tiers, folded));
+    }
+    begin = end;
+  }
+  return Status::Ok();
+}
+
+Status SeriesSource::FoldSeries(std::span<const StoredMetric> metrics,
+                                std::span<const InSeries* const> block,
+                                std::span<const int64_t> ends, int64_t range, WindowFold fold,
+                                size_t tier, std::vector<StepSeries>* found,
+                                std::vector<uint8_t>* raw_needed) {
+  std::vector<std::string> fields;
+  for (const StoredMetric& m : metrics) fields.push_back(m.field);
+  const auto [min_end, max_end] = std::minmax_element(ends.begin(), ends.end());
+  // The buckets that start in [lo, hi) hold every sample of the windows.
+  const int64_t width = storage::kTiers[tier].width_ns;
+  const int64_t first_ns = NanosOf(Minus(*min_end, range));
+  const int64_t lo =
+      first_ns < INT64_MIN + width ? INT64_MIN : first_ns - ((first_ns % width) + width) % width;
+  const int64_t hi = EndNanos(*max_end);
+  std::vector<std::vector<storage::RollupColumn>> rows(
+      block.size(), std::vector<storage::RollupColumn>(fields.size()));
+  std::vector<uint8_t> disordered(block.size() * fields.size(), 0);
+  GPULSE_RETURN_IF_ERROR(input_->ScanRollups(
+      block, fields, tier, lo, hi, FoldParts(fold),
+      [&](size_t i, size_t f, const storage::RollupColumn& from, size_t r0, size_t r1) {
+        storage::RollupColumn& into = rows[i][f];
+        if (into.size() == 0) into.Reset(from.type);
+        for (size_t r = r0; r < r1; ++r) {
+          if (into.size() > 0 && from.bucket[r] <= into.bucket.back()) {
+            disordered[i * fields.size() + f] = 1;
+          }
+          storage::AppendRollupRow(from, r, &into);
+        }
+      }));
+  const size_t n = ends.size();
+  found->assign(block.size() * metrics.size(), StepSeries());
+  raw_needed->assign(block.size() * metrics.size(), 0);
+  for (size_t i = 0; i < block.size(); ++i) {
+    for (size_t j = 0; j < metrics.size(); ++j) {
+      const storage::RollupColumn& r = rows[i][j];
+      ctx_->CountPoints(r.size());
+      StepSeries s = EmptySeries(LabelsOf(*block[i], metrics[j]), n);
+      bool exact = !disordered[i * fields.size() + j];
+      size_t from = 0;
+      for (size_t k = 0; k < n && exact; ++k) {
+        if (k > 0 && ends[k] < ends[k - 1]) from = 0;  // windows moved back (@)
+        bool has = false;
+        exact = FoldRows(r, &from, Minus(ends[k], range), ends[k], fold, &s.values[k], &has);
+        s.has[k] = has ? 1 : 0;
+      }
+      const size_t at = i * metrics.size() + j;
+      if (!exact) {
+        (*raw_needed)[at] = 1;
+      } else if (std::find(s.has.begin(), s.has.end(), 1) != s.has.end()) {
+        (*found)[at] = std::move(s);
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Status SeriesSource::FoldMeasurement(std::span<const StoredMetric> metrics,
+                                     const std::vector<Matcher>& matchers,
+                                     std::span<const int64_t> ends, int64_t range, WindowFold fold,
+                                     std::span<const size_t> tiers,
+                                     std::vector<StepSeries>* folded) {
+  Selection selection;
+  GPULSE_RETURN_IF_ERROR(ListSelected(metrics[0], matchers, &selection));
+  const std::vector<const InSeries*>& selected = selection.series;
+  if (selected.empty()) return Status::Ok();
+  // The series of a measurement share their scrapes' cadence: the first
+  // says which tier's buckets the windows hold whole, if any.
+  size_t tier = SIZE_MAX;
+  for (size_t t : tiers) {
+    std::vector<StepSeries> probe;
+    std::vector<uint8_t> cut;
+    GPULSE_RETURN_IF_ERROR(
+        FoldSeries(metrics, std::span(selected.data(), 1), ends, range, fold, t, &probe, &cut));
+    if (std::find(cut.begin(), cut.end(), 1) == cut.end()) {
+      tier = t;
+      break;
+    }
+  }
+  // found[b][i * metrics + j]: series i of block b, metric j folded, from
+  // the tier's rows where they answer, else from the raw samples.
+  constexpr size_t kBlock = 64;
+  const size_t blocks = (selected.size() + kBlock - 1) / kBlock;
+  std::vector<std::vector<StepSeries>> found(blocks);
+  size_t workers = 0;
+  GPULSE_RETURN_IF_ERROR(ParallelFor(
+      ctx_, blocks, &workers,
+      [&](size_t, size_t b) {
+        const size_t begin = b * kBlock, end = std::min(selected.size(), begin + kBlock);
+        const std::span<const InSeries* const> block(selected.data() + begin, end - begin);
+        std::vector<uint8_t> raw_needed;
+        if (tier != SIZE_MAX) {
+          GPULSE_RETURN_IF_ERROR(
+              FoldSeries(metrics, block, ends, range, fold, tier, &found[b], &raw_needed));
+          if (std::find(raw_needed.begin(), raw_needed.end(), 1) == raw_needed.end()) {
+            return Status::Ok();
+          }
+        } else {
+          found[b].assign(block.size() * metrics.size(), StepSeries());
+        }
+        return FoldRawSeries(metrics, block, raw_needed, ends, range, fold, &found[b]);
+      },
+      /*min_per_worker=*/1));
+  for (size_t j = 0; j < metrics.size(); ++j) {
+    for (size_t i = 0; i < selected.size(); ++i) {
+      StepSeries& s = found[i / kBlock][(i % kBlock) * metrics.size() + j];
+      if (!s.has.empty()) folded->push_back(std::move(s));
+    }
+  }
+  return Status::Ok();
+}
+
+Status SeriesSource::FoldRawSeries(std::span<const StoredMetric> metrics,
+                                   std::span<const InSeries* const> block,
+                                   const std::vector<uint8_t>& raw_needed,
+                                   std::span<const int64_t> ends, int64_t range, WindowFold fold,
+                                   std::vector<StepSeries>* found) {
+  // The series of the block some of whose metrics need their samples.
+  std::vector<size_t> rows;
+  std::vector<const InSeries*> series;
+  for (size_t i = 0; i < block.size(); ++i) {
+    bool any = raw_needed.empty();
+    for (size_t j = 0; j < metrics.size() && !any; ++j) any = raw_needed[i * metrics.size() + j];
+    if (!any) continue;
+    rows.push_back(i);
+    series.push_back(block[i]);
+  }
+  std::vector<std::string> fields;
+  for (const StoredMetric& m : metrics) fields.push_back(m.field);
+  const auto [min_end, max_end] = std::minmax_element(ends.begin(), ends.end());
+  std::vector<std::vector<Column>> cols(series.size(), std::vector<Column>(fields.size()));
+  GPULSE_RETURN_IF_ERROR(input_->Scan(
+      series, fields, NanosOf(Minus(*min_end, range)), EndNanos(*max_end),
+      [&](size_t i, size_t f, const Column& col, size_t from, size_t to) {
+        Column& into = cols[i][f];
+        if (into.ts.empty()) into.type = col.type;
+        storage::AppendPoints(col, from, to, &into);
+      },
+      nullptr));
+  std::vector<double> values;  // one column's, as floats
+  RawSeries samples;           // one column's, when two points share a millisecond
+  for (size_t x = 0; x < series.size(); ++x) {
+    for (size_t j = 0; j < metrics.size(); ++j) {
+      const size_t at = rows[x] * metrics.size() + j;
+      if (!raw_needed.empty() && !raw_needed[at]) continue;
+      const Column& col = cols[x][j];
+      if (!IsNumeric(col.type)) continue;
+      ctx_->CountPoints(col.size());
+      GPULSE_RETURN_IF_ERROR(ctx_->Charge(col.size() * 16, "PromQL samples"));
+      StepSeries s = EmptySeries(LabelsOf(*series[x], metrics[j]), ends.size());
+      if (SharesAMillisecond(col)) {
+        samples.times.clear();
+        samples.values.clear();
+        AppendColumn(col, &samples);  // the later point of a millisecond, as Select keeps it
+        FoldSamples(samples.times, samples.values, ends, range, fold, &s);
+      } else {
+        ToDoubles(col, &values);
+        FoldSamples(col.ts, values, ends, range, fold, &s, kNanosPerMilli);
+      }
+      (*found)[at] =
+          std::find(s.has.begin(), s.has.end(), 1) != s.has.end() ? std::move(s) : StepSeries();
+    }
   }
   return Status::Ok();
 }

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "query/promeval/value.h"
+#include "query/promeval/window_fold.h"
 #include "query/promql/ast.h"
 #include "query/runtime/context.h"
 #include "query/runtime/inputs.h"
@@ -71,6 +72,17 @@ class SeriesSource {
   Status LabelSets(const std::vector<promql::LabelMatcher>& matchers, int64_t lo, int64_t hi,
                    std::vector<Labels>* out);
 
+  // A range function folded where its samples are read (window_fold.h),
+  // at windows [end - range, end] (ms) for each of `ends`: each selected
+  // series of a metric without label fields comes back folded (a value
+  // where its window has samples), with its labels and __name__, from the
+  // tiers' rows where they answer exactly, else from its raw samples; the
+  // series of metrics with label fields come back in *raw with their
+  // samples in [min(ends) - range, max(ends)], as Select gives them.
+  Status FoldWindows(const std::vector<promql::LabelMatcher>& matchers,
+                     std::span<const int64_t> ends, int64_t range, WindowFold fold,
+                     std::vector<StepSeries>* folded, std::vector<RawSeries>* raw);
+
   // The values string field `field` of `measurement` had in [lo, hi]: from
   // the tallies of the coarsest kept tier (whole buckets), or from the
   // samples when no tier is kept.
@@ -87,10 +99,42 @@ class SeriesSource {
   Status SelectMetrics(const std::vector<StoredMetric>& metrics,
                        const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
                        bool labels_only, std::vector<RawSeries>* out);
+  // The series of a measurement the matchers select (`listed` owns them).
+  struct Selection {
+    std::vector<InSeries> listed;
+    std::vector<const InSeries*> series;
+    std::vector<const Matcher*> on_label_fields;  // matchers of label fields
+  };
+  Status ListSelected(const StoredMetric& metric, const std::vector<Matcher>& matchers,
+                      Selection* out);
   // Metrics of one measurement, read together on the query threads.
   Status SelectMeasurement(std::span<const StoredMetric> metrics,
                            const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
                            bool labels_only, std::vector<RawSeries>* out);
+  // The samples of `selected` (of the metrics' measurement) in [lo, hi].
+  Status ReadSelected(std::span<const StoredMetric> metrics,
+                      std::span<const InSeries* const> selected,
+                      const std::vector<const Matcher*>& on_label_fields, int64_t lo, int64_t hi,
+                      bool labels_only, std::vector<RawSeries>* out);
+  // FoldWindows over the metrics of one measurement without label fields:
+  // from the first of `tiers` whose rows answer its first series' windows,
+  // and from the raw samples where the rows do not answer.
+  Status FoldMeasurement(std::span<const StoredMetric> metrics,
+                         const std::vector<Matcher>& matchers, std::span<const int64_t> ends,
+                         int64_t range, WindowFold fold, std::span<const size_t> tiers,
+                         std::vector<StepSeries>* folded);
+  // The windows of `block`'s metrics from tier `tier`: (*found)[i * metrics
+  // + j] series i's metric j folded (no value: no sample in any window), or
+  // (*raw_needed)[i * metrics + j] set when the rows cannot answer it.
+  Status FoldSeries(std::span<const StoredMetric> metrics, std::span<const InSeries* const> block,
+                    std::span<const int64_t> ends, int64_t range, WindowFold fold, size_t tier,
+                    std::vector<StepSeries>* found, std::vector<uint8_t>* raw_needed);
+  // The same from the raw samples, for the entries raw_needed marks (all
+  // when it is empty).
+  Status FoldRawSeries(std::span<const StoredMetric> metrics,
+                       std::span<const InSeries* const> block,
+                       const std::vector<uint8_t>& raw_needed, std::span<const int64_t> ends,
+                       int64_t range, WindowFold fold, std::vector<StepSeries>* found);
   Status Compile(const std::vector<promql::LabelMatcher>& matchers, std::vector<Matcher>* out);
   bool Readable(const std::vector<Tag>& tags) const;
 

@@ -42,6 +42,13 @@ std::string LabelsKey(const Labels& labels);
 // As Prometheus prints a label set: {a="b", c="d"}.
 std::string LabelsText(const Labels& labels);
 
+// a - b, held at the ends of int64 (a duration may be up to its largest).
+inline int64_t Minus(int64_t a, int64_t b) {
+  int64_t out;
+  if (!__builtin_sub_overflow(a, b, &out)) return out;
+  return b > 0 ? INT64_MIN : INT64_MAX;
+}
+
 // The times of an evaluation: start, start + step, ... up to end.
 struct Steps {
   int64_t start = 0;
