@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "query/promeval/aggregate.h"
 #include "query/promeval/binary.h"
@@ -359,9 +360,10 @@ Status Evaluator::EvalRangeCall(const Expr& e, const Steps& steps, Value* out) {
     if (!keep_name) DropLabel(&s.labels, kMetricName);
     out->series.push_back(std::move(s));
   }
-  std::unordered_map<std::string, size_t> seen;
+  std::unordered_set<const Labels*, LabelsPtrHash, LabelsPtrEqual> seen;
+  seen.reserve(out->series.size());
   for (const StepSeries& s : out->series) {
-    if (!seen.emplace(LabelsKey(s.labels), 0).second) return Status::InvalidArgument(kSameLabels);
+    if (!seen.insert(&s.labels).second) return Status::InvalidArgument(kSameLabels);
   }
   return Charge(out->series, n);
 }

@@ -68,6 +68,16 @@ std::string LabelsKey(const Labels& labels) {
   return key;
 }
 
+size_t LabelsPtrHash::operator()(const Labels* labels) const {
+  size_t h = 0;
+  for (const Label& l : *labels) {
+    for (const std::string* s : {&l.name, &l.value}) {
+      h = (h ^ std::hash<std::string>()(*s)) * 0x9E3779B97F4A7C15ull + (h >> 29);
+    }
+  }
+  return h;
+}
+
 std::string LabelsText(const Labels& labels) {
   std::string text = "{";
   for (const Label& l : labels) {
@@ -95,13 +105,16 @@ Value ScalarValue(double v, size_t steps) {
 }
 
 bool MergeEqualLabels(std::vector<StepSeries>* series) {
-  std::unordered_map<std::string, size_t> first;
+  // Each label set's first series, by its labels where it now lies.
+  std::unordered_map<const Labels*, size_t, LabelsPtrHash, LabelsPtrEqual> first;
+  first.reserve(series->size());
   size_t kept = 0;
   for (size_t i = 0; i < series->size(); ++i) {
     StepSeries& s = (*series)[i];
-    const auto [it, fresh] = first.emplace(LabelsKey(s.labels), kept);
-    if (fresh) {
+    const auto it = first.find(&s.labels);
+    if (it == first.end()) {
       if (kept != i) (*series)[kept] = std::move(s);
+      first.emplace(&(*series)[kept].labels, kept);
       ++kept;
       continue;
     }

@@ -39,6 +39,14 @@ Labels KeepLabels(const Labels& labels, const std::vector<std::string>& names);
 Labels DropLabels(const Labels& labels, const std::vector<std::string>& names);
 // A key equal for equal label sets (for hashing and grouping).
 std::string LabelsKey(const Labels& labels);
+// Label sets by pointer, hashed and compared in place: sets of series by
+// their labels without a key string built for each.
+struct LabelsPtrHash {
+  size_t operator()(const Labels* labels) const;
+};
+struct LabelsPtrEqual {
+  bool operator()(const Labels* a, const Labels* b) const { return *a == *b; }
+};
 // As Prometheus prints a label set: {a="b", c="d"}.
 std::string LabelsText(const Labels& labels);
 

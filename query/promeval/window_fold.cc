@@ -164,7 +164,7 @@ void FoldEach(std::span<const int64_t> times, std::span<const double> values,
     const int64_t first = Scaled(start, per_ms);
     const int64_t last = end == INT64_MAX ? INT64_MAX : Scaled(end + 1, per_ms) - 1;
     if (lo > 0 && times[lo - 1] >= first) lo = hi = 0;  // windows moved back (@)
-    if (hi > lo && times[hi - 1] < first) lo = hi;       // windows that tile: skip the last
+    if (hi > lo && times[hi - 1] < first) lo = hi;      // windows that tile: skip the last
     while (lo < n && times[lo] < first) ++lo;
     if (hi < lo) hi = lo;
     while (hi < n && times[hi] <= last) ++hi;
