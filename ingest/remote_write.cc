@@ -232,23 +232,30 @@ std::string LabelText(const RequestView& request, const SeriesView& series) {
 
 }  // namespace
 
+Status InflateSnappy(std::string_view body, size_t max_bytes, std::string_view what,
+                     std::string* out) {
+  const std::string name(what);
+  size_t length = 0;
+  if (!snappy::GetUncompressedLength(body.data(), body.size(), &length)) {
+    return Status::InvalidArgument(
+        name + " body is not snappy block-compressed (Content-Encoding: snappy)");
+  }
+  if (length > max_bytes) {
+    return Status::ResourceExhausted(name + " body inflates to " + std::to_string(length) +
+                                     " bytes, past the limit of " + std::to_string(max_bytes) +
+                                     " (max_body_bytes)");
+  }
+  if (!snappy::Uncompress(body.data(), body.size(), out)) {
+    return Status::InvalidArgument(name + " body: the snappy block is damaged");
+  }
+  return Status::Ok();
+}
+
 Status RemoteWriteBatch::Parse(std::string_view body, size_t max_bytes,
                                const PromMappingOptions& options) {
   stats_ = RemoteWriteStats();
   points_ = {};
-  size_t length = 0;
-  if (!snappy::GetUncompressedLength(body.data(), body.size(), &length)) {
-    return Status::InvalidArgument(
-        "remote write body is not snappy block-compressed (Content-Encoding: snappy)");
-  }
-  if (length > max_bytes) {
-    return Status::ResourceExhausted("remote write body inflates to " + std::to_string(length) +
-                                     " bytes, past the limit of " + std::to_string(max_bytes) +
-                                     " (max_body_bytes)");
-  }
-  if (!snappy::Uncompress(body.data(), body.size(), &inflated_)) {
-    return Status::InvalidArgument("remote write body: the snappy block is damaged");
-  }
+  GPULSE_RETURN_IF_ERROR(InflateSnappy(body, max_bytes, "remote write", &inflated_));
   RequestView request;
   if (inflated_.size() > static_cast<size_t>(INT32_MAX) ||
       !WireReader(inflated_).ReadRequest(&request)) {

@@ -40,6 +40,13 @@ namespace gpulse::ingest {
 inline constexpr uint64_t kStaleNaNBits = 0x7ff0000000000002ull;
 bool IsStaleMarker(double value);
 
+// A Prometheus remote protocol's body (`what`: "remote write", "remote
+// read") inflated from its snappy block into *out: InvalidArgument when it
+// is not one or is damaged, ResourceExhausted when it would inflate past
+// `max_bytes`.
+Status InflateSnappy(std::string_view body, size_t max_bytes, std::string_view what,
+                     std::string* out);
+
 struct RemoteWriteStats {
   size_t series = 0;         // time series in the request
   size_t samples = 0;        // samples in the request, stale markers included

@@ -65,11 +65,15 @@ std::string ServerMetrics::Render(const DbStats& db) const {
   out.append("gpulse_scrapes_total{result=\"failed\"} " + std::to_string(scrapes_failed) + "\n");
   Line(&out, "gpulse_scrape_samples_total", "counter", "Samples read from scrape targets.",
        scrape_samples);
+  Line(&out, "gpulse_scrape_stale_markers_total", "counter",
+       "Stale markers written for metrics gone from a target's scrape, or of a target down.",
+       scrape_stale_markers);
   Line(&out, "gpulse_remote_write_samples_total", "counter",
        "Samples received by Prometheus remote write (/api/v1/write), stale markers included.",
        remote_write_samples);
   Line(&out, "gpulse_remote_write_stale_markers_total", "counter",
-       "Stale markers received by remote write: counted, not stored.", remote_write_stale_markers);
+       "Stale markers received by remote write, kept as __stale__.<metric> fields.",
+       remote_write_stale_markers);
   Line(&out, "gpulse_queries_total", "counter", "Requests to /query.", queries);
   Line(&out, "gpulse_query_errors_total", "counter",
        "Statements that failed, and queries that did not parse.", query_errors);

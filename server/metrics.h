@@ -47,10 +47,11 @@ class ServerMetrics {
   std::atomic<uint64_t> auth_forbidden{0};
   std::atomic<uint64_t> writes_refused_busy{0};         // 503: the head was full
   std::atomic<uint64_t> remote_write_samples{0};        // /api/v1/write, stale markers too
-  std::atomic<uint64_t> remote_write_stale_markers{0};  // not stored
+  std::atomic<uint64_t> remote_write_stale_markers{0};  // kept as __stale__.<metric> fields
   std::atomic<uint64_t> scrapes_ok{0};
   std::atomic<uint64_t> scrapes_failed{0};
   std::atomic<uint64_t> scrape_samples{0};
+  std::atomic<uint64_t> scrape_stale_markers{0};  // series gone from a target's scrape
   std::atomic<uint64_t> queries{0};
   std::atomic<uint64_t> query_errors{0};      // failed statements, and queries that did not parse
   std::atomic<uint64_t> query_parse_hits{0};  // queries whose text was parsed before (ParseCache)

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <utility>
 
+#include "ingest/remote_write.h"
 #include "prompb.pb.h"
 
 namespace gpulse::server {
@@ -193,20 +194,8 @@ std::string EncodeXorChunk(std::span<const int64_t> times, std::span<const doubl
 }
 
 Status ParseRemoteRead(std::string_view body, size_t max_bytes, RemoteReadRequest* out) {
-  size_t length = 0;
-  if (!snappy::GetUncompressedLength(body.data(), body.size(), &length)) {
-    return Status::InvalidArgument(
-        "remote read body is not snappy block-compressed (Content-Encoding: snappy)");
-  }
-  if (length > max_bytes) {
-    return Status::ResourceExhausted("remote read body inflates to " + std::to_string(length) +
-                                     " bytes, past the limit of " + std::to_string(max_bytes) +
-                                     " (max_body_bytes)");
-  }
   std::string inflated;
-  if (!snappy::Uncompress(body.data(), body.size(), &inflated)) {
-    return Status::InvalidArgument("remote read body: the snappy block is damaged");
-  }
+  GPULSE_RETURN_IF_ERROR(ingest::InflateSnappy(body, max_bytes, "remote read", &inflated));
   prompb::ReadRequest request;
   if (!request.ParseFromString(inflated)) {
     return Status::InvalidArgument("remote read body is not a protobuf ReadRequest");

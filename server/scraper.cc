@@ -1,5 +1,8 @@
 #include "server/scraper.h"
 
+#include <iterator>
+#include <variant>
+
 #include "ingest/prom_mapping.h"
 #include "ingest/prom_text.h"
 #include "server/http_client.h"
@@ -57,8 +60,9 @@ Status Scraper::ScrapeOnce(const ScrapeTarget& target) {
   const int64_t now = NowNanos();
   std::string body;
   Status s = HttpGet(target.url, target.timeout, max_body_bytes_, &body);
+  const bool fetched = s.ok();
   std::vector<Point> points;
-  if (s.ok()) {
+  if (fetched) {
     ingest::PromTextScratch scratch;
     std::vector<ingest::PromSample> samples;
     std::vector<ingest::PromError> errors;
@@ -69,10 +73,16 @@ Status Scraper::ScrapeOnce(const ScrapeTarget& target) {
     mapping.measurement = target.measurement;
     mapping.extra_tags = target.tags;
     ingest::MapSamples(samples, now, mapping, &points);
+    std::vector<Point> stale = StaleMarkers(target.url, &points, now);
+    for (const Point& p : stale) metrics_->scrape_stale_markers += p.fields.size();
+    const size_t scraped = points.size();
+    points.insert(points.end(), std::make_move_iterator(stale.begin()),
+                  std::make_move_iterator(stale.end()));
     WriteResult result;
     if (!points.empty()) s = prom_measurements_.Note(target.measurement);
     if (s.ok()) s = prom_metadata_.Note(metadata);
     if (s.ok() && !points.empty()) s = db_->Write(points, &result);
+    points.resize(scraped);
     if (s.ok() && !errors.empty()) {
       s = Status::InvalidArgument(std::to_string(errors.size()) +
                                   " bad lines; first: " + errors.front().ToString());
@@ -84,9 +94,47 @@ Status Scraper::ScrapeOnce(const ScrapeTarget& target) {
     ++metrics_->scrapes_ok;
   } else {
     ++metrics_->scrapes_failed;
+    if (!fetched) {
+      // The target is down: every series it had ends now.
+      const std::vector<Point> stale = StaleMarkers(target.url, nullptr, now);
+      if (!stale.empty() && db_->Write(stale).ok()) {
+        for (const Point& p : stale) metrics_->scrape_stale_markers += p.fields.size();
+      }
+    }
   }
   sources_->RecordScrape(target.url, s.ok() ? points.size() : 0, s.ok() ? "" : s.ToString(), now);
   return s;
+}
+
+std::vector<Point> Scraper::StaleMarkers(const std::string& url, const std::vector<Point>* points,
+                                         int64_t now) {
+  std::map<std::string, SeenSeries> current;
+  if (points != nullptr) {
+    for (const Point& p : *points) {
+      if (p.timestamp_ns != now) continue;  // a sample with its own time: no staleness
+      std::string key = p.measurement;
+      for (const Tag& t : p.tags) key += '\0' + t.key + '\0' + t.value;
+      SeenSeries& s = current[key];
+      if (s.measurement.empty()) s.measurement = p.measurement, s.tags = p.tags;
+      for (const Field& f : p.fields) {
+        if (!std::holds_alternative<std::string>(f.value)) s.metrics.insert(f.key);
+      }
+    }
+  }
+  std::vector<Point> stale;
+  std::map<std::string, SeenSeries>& before = seen_[url];
+  for (const auto& [key, was] : before) {
+    const auto now_there = current.find(key);
+    Point p{was.measurement, was.tags, {}, now};
+    for (const std::string& metric : was.metrics) {
+      if (now_there == current.end() || now_there->second.metrics.count(metric) == 0) {
+        p.fields.push_back(Field{StaleFieldOf(metric), true});
+      }
+    }
+    if (!p.fields.empty()) stale.push_back(std::move(p));
+  }
+  before = std::move(current);
+  return stale;
 }
 
 void Scraper::Loop() {

@@ -2,11 +2,19 @@
 // (dcgm-exporter, node_exporter, nvidia_gpu_exporter) on their intervals,
 // maps the samples to points (ingest/prom_mapping.h) and writes them. Every
 // attempt is recorded in the SourceRegistry: a target that fails to answer
-// is marked down with the error.
+// is marked down with the error. As Prometheus does, a metric of a series
+// that the previous scrape of a target had and this one lacks, and every
+// metric of a target whose scrape fails, gets a stale marker at the
+// scrape's time (the field StaleFieldOf(metric); docs/prometheus-mapping.md,
+// "Stale markers"), so that PromQL ends the series there rather than 5
+// minutes later. Samples with their own timestamps get none.
 //
-// Thread safety: one background thread; Start and Stop from one thread.
+// Thread safety: one background thread; Start and Stop from one thread;
+// ScrapeOnce from one thread at a time.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,6 +49,20 @@ class Scraper {
 
  private:
   void Loop();
+  // The stale markers of `url`'s metrics that `points` (a scrape's, at
+  // `now`; null for a failed scrape) no longer has, and `points` noted as
+  // what the target last had.
+  std::vector<Point> StaleMarkers(const std::string& url, const std::vector<Point>* points,
+                                  int64_t now);
+
+  // A stored series a target's last scrape wrote, and its metrics.
+  struct SeenSeries {
+    std::string measurement;
+    std::vector<Tag> tags;
+    std::set<std::string> metrics;
+  };
+  // By target URL, by series key. Used by ScrapeOnce's thread only.
+  std::map<std::string, std::map<std::string, SeenSeries>> seen_;
 
   const std::vector<ScrapeTarget> targets_;
   const uint64_t max_body_bytes_;

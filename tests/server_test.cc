@@ -646,6 +646,53 @@ TEST_F(ServerTest, ScrapesRealDcgmExporterOutput) {
   exporter.Stop();
 }
 
+// As Prometheus does: a metric gone from a target's scrape ends at that
+// scrape for PromQL, and every metric of a target that stops answering ends
+// at the failed scrape; InfluxQL sees only the samples.
+TEST_F(ServerTest, ScrapesEndTheSeriesTheyNoLongerHave) {
+  std::atomic<int> phase{0};
+  HttpServerOptions options;
+  options.port = 0;
+  HttpServer exporter(options, [&](const Request& r, const RequestContext&) {
+    Response res{http::status::ok, r.version()};
+    res.body() = "gpu_temp{gpu=\"0\"} 40\ngpu_power{gpu=\"0\"} 300\n";
+    if (phase == 0) res.body() += "gpu_temp{gpu=\"1\"} 50\ngpu_power{gpu=\"1\"} 310\n";
+    res.prepare_payload();
+    return res;
+  });
+  ASSERT_TRUE(exporter.Start().ok());
+  Scraper scraper({}, config_.max_body_bytes, server_.db(), &metrics_, &sources_);
+  ScrapeTarget target;
+  target.url = "http://127.0.0.1:" + std::to_string(exporter.port()) + "/metrics";
+  target.measurement = "node";
+  HttpClient client(server_.port());
+  const auto series_now = [&] {
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() +
+        0.5;
+    const HttpReply r = client.Get("/api/v1/query?query=gpu_temp&time=" + std::to_string(now));
+    EXPECT_EQ(r.status, 200) << r.body;
+    return nlohmann::json::parse(r.body)["data"]["result"].size();
+  };
+  ASSERT_TRUE(scraper.ScrapeOnce(target).ok());
+  EXPECT_EQ(series_now(), 2u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  phase = 1;  // GPU 1 leaves the exposition
+  ASSERT_TRUE(scraper.ScrapeOnce(target).ok());
+  EXPECT_EQ(metrics_.scrape_stale_markers.load(), 2u);  // its temp and power
+  EXPECT_EQ(series_now(), 1u);
+  exporter.Stop();  // the target goes down
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  target.timeout = std::chrono::milliseconds(500);
+  EXPECT_FALSE(scraper.ScrapeOnce(target).ok());
+  EXPECT_EQ(metrics_.scrape_stale_markers.load(), 4u);
+  EXPECT_EQ(series_now(), 0u);
+  const HttpReply influx = client.Get("/query?q=" + PercentEncode("SELECT * FROM node"));
+  const auto rows = nlohmann::json::parse(influx.body)["results"][0]["series"][0];
+  EXPECT_EQ(rows["columns"].dump(), R"(["time","gpu","gpu_power","gpu_temp"])");
+  EXPECT_EQ(rows["values"].size(), 3u);  // two scrapes of GPU 0, one of GPU 1
+}
+
 TEST(QueryStringTest, DecodesPercentAndPlus) {
   const auto params = ParseQueryString("/write?db=my%20db&p=a+b&empty=&flag");
   EXPECT_EQ(params.at("db"), "my db");

@@ -319,6 +319,35 @@ bool SeriesSource::Readable(const std::vector<Tag>& tags) const {
   return false;
 }
 
+Status SeriesSource::ForEachBlock(
+    std::span<const InSeries* const> series,
+    const std::function<Status(size_t b, size_t begin, std::span<const InSeries* const> block)>&
+        fn) {
+  const size_t blocks = (series.size() + kBlock - 1) / kBlock;
+  size_t workers = 0;
+  return ParallelFor(
+      ctx_, blocks, &workers,
+      [&](size_t, size_t b) {
+        const size_t begin = b * kBlock, end = std::min(series.size(), begin + kBlock);
+        return fn(b, begin, series.subspan(begin, end - begin));
+      },
+      /*min_per_worker=*/1);
+}
+
+Status SeriesSource::ReadColumns(std::span<const InSeries* const> series,
+                                 std::span<const std::string> fields, int64_t lo, int64_t hi,
+                                 std::vector<std::vector<Column>>* cols) {
+  cols->assign(series.size(), std::vector<Column>(fields.size()));
+  return input_->Scan(
+      series, fields, lo, hi,
+      [&](size_t i, size_t f, const Column& col, size_t from, size_t to) {
+        Column& into = (*cols)[i][f];
+        if (into.ts.empty()) into.type = col.type;
+        storage::AppendPoints(col, from, to, &into);
+      },
+      nullptr);
+}
+
 Status SeriesSource::ListSelected(const StoredMetric& metric, const std::vector<Matcher>& matchers,
                                   Selection* out) {
   std::vector<TagMatcher> equal;
@@ -375,16 +404,9 @@ Status SeriesSource::ReadSelected(std::span<const StoredMetric> metrics,
   const Column no_markers;
   // found[i][j]: series i's PromQL series of metric j.
   std::vector<std::vector<std::vector<RawSeries>>> found(selected.size());
-  // The series in blocks, each block read by one store iterator
-  // (Db::ScanSeries of many) on one of the query threads.
-  constexpr size_t kBlock = 64;
-  const size_t blocks = (selected.size() + kBlock - 1) / kBlock;
-  size_t workers = 0;
-  GPULSE_RETURN_IF_ERROR(ParallelFor(
-      ctx_, blocks, &workers,
-      [&](size_t, size_t b) {
-        const size_t begin = b * kBlock, end = std::min(selected.size(), begin + kBlock);
-        const std::span<const InSeries* const> block(selected.data() + begin, end - begin);
+  GPULSE_RETURN_IF_ERROR(
+      ForEachBlock(selected, [&](size_t, size_t begin, std::span<const InSeries* const> block) {
+        const size_t end = begin + block.size();
         if (labels_only && label_columns == 0) {
           // One label set a metric: whether it has a sample in the range is in
           // the chunk headers.
@@ -402,15 +424,8 @@ Status SeriesSource::ReadSelected(std::span<const StoredMetric> metrics,
           }
           return Status::Ok();
         }
-        std::vector<std::vector<Column>> cols(block.size(), std::vector<Column>(fields.size()));
-        GPULSE_RETURN_IF_ERROR(input_->Scan(
-            block, fields, NanosOf(lo), EndNanos(hi),
-            [&](size_t i, size_t f, const Column& col, size_t from, size_t to) {
-              Column& into = cols[i][f];
-              if (into.ts.empty()) into.type = col.type;
-              storage::AppendPoints(col, from, to, &into);
-            },
-            nullptr));
+        std::vector<std::vector<Column>> cols;
+        GPULSE_RETURN_IF_ERROR(ReadColumns(block, fields, NanosOf(lo), EndNanos(hi), &cols));
         for (size_t i = 0; i < block.size(); ++i) {
           std::vector<std::vector<RawSeries>>& out_i = found[begin + i];
           out_i.resize(metrics.size());
@@ -429,8 +444,7 @@ Status SeriesSource::ReadSelected(std::span<const StoredMetric> metrics,
           }
         }
         return Status::Ok();
-      },
-      /*min_per_worker=*/1));
+      }));
   for (size_t j = 0; j < metrics.size(); ++j) {
     for (auto& per_series : found) {
       if (per_series.empty()) continue;
@@ -528,6 +542,12 @@ Status SeriesSource::FoldSeries(std::span<const StoredMetric> metrics,
       [&](size_t i, size_t f, const storage::RollupColumn& from, size_t r0, size_t r1) {
         storage::RollupColumn& into = rows[i][f];
         if (into.size() == 0) into.Reset(from.type);
+        // Runs out of order, or of another type (a field written as integers
+        // and then as floats): the raw samples answer.
+        if (from.type != into.type) {
+          disordered[i * fields.size() + f] = 1;
+          return;
+        }
         for (size_t r = r0; r < r1; ++r) {
           if (into.size() > 0 && from.bucket[r] <= into.bucket.back()) {
             disordered[i * fields.size() + f] = 1;
@@ -586,15 +606,9 @@ Status SeriesSource::FoldMeasurement(std::span<const StoredMetric> metrics,
   }
   // found[b][i * metrics + j]: series i of block b, metric j folded, from
   // the tier's rows where they answer, else from the raw samples.
-  constexpr size_t kBlock = 64;
-  const size_t blocks = (selected.size() + kBlock - 1) / kBlock;
-  std::vector<std::vector<StepSeries>> found(blocks);
-  size_t workers = 0;
-  GPULSE_RETURN_IF_ERROR(ParallelFor(
-      ctx_, blocks, &workers,
-      [&](size_t, size_t b) {
-        const size_t begin = b * kBlock, end = std::min(selected.size(), begin + kBlock);
-        const std::span<const InSeries* const> block(selected.data() + begin, end - begin);
+  std::vector<std::vector<StepSeries>> found((selected.size() + kBlock - 1) / kBlock);
+  GPULSE_RETURN_IF_ERROR(
+      ForEachBlock(selected, [&](size_t b, size_t, std::span<const InSeries* const> block) {
         std::vector<uint8_t> raw_needed;
         if (tier != SIZE_MAX) {
           GPULSE_RETURN_IF_ERROR(
@@ -606,8 +620,7 @@ Status SeriesSource::FoldMeasurement(std::span<const StoredMetric> metrics,
           found[b].assign(block.size() * metrics.size(), StepSeries());
         }
         return FoldRawSeries(metrics, block, raw_needed, ends, range, fold, &found[b]);
-      },
-      /*min_per_worker=*/1));
+      }));
   for (size_t j = 0; j < metrics.size(); ++j) {
     for (size_t i = 0; i < selected.size(); ++i) {
       StepSeries& s = found[i / kBlock][(i % kBlock) * metrics.size() + j];
@@ -635,15 +648,9 @@ Status SeriesSource::FoldRawSeries(std::span<const StoredMetric> metrics,
   std::vector<std::string> fields;
   for (const StoredMetric& m : metrics) fields.push_back(m.field);
   const auto [min_end, max_end] = std::minmax_element(ends.begin(), ends.end());
-  std::vector<std::vector<Column>> cols(series.size(), std::vector<Column>(fields.size()));
-  GPULSE_RETURN_IF_ERROR(input_->Scan(
-      series, fields, NanosOf(Minus(*min_end, range)), EndNanos(*max_end),
-      [&](size_t i, size_t f, const Column& col, size_t from, size_t to) {
-        Column& into = cols[i][f];
-        if (into.ts.empty()) into.type = col.type;
-        storage::AppendPoints(col, from, to, &into);
-      },
-      nullptr));
+  std::vector<std::vector<Column>> cols;
+  GPULSE_RETURN_IF_ERROR(
+      ReadColumns(series, fields, NanosOf(Minus(*min_end, range)), EndNanos(*max_end), &cols));
   std::vector<double> values;  // one column's, as floats
   RawSeries samples;           // one column's, when two points share a millisecond
   for (size_t x = 0; x < series.size(); ++x) {

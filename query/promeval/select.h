@@ -9,6 +9,7 @@
 // Thread safety: one thread.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -107,6 +108,16 @@ class SeriesSource {
   };
   Status ListSelected(const StoredMetric& metric, const std::vector<Matcher>& matchers,
                       Selection* out);
+  // Series are read in blocks of kBlock, each block by one store iterator
+  // (Db::ScanSeries of many) on one of the query threads: fn(b, begin,
+  // block) for block b, series [begin, begin + block.size()).
+  static constexpr size_t kBlock = 64;
+  Status ForEachBlock(std::span<const InSeries* const> series,
+                      const std::function<Status(size_t b, size_t begin,
+                                                 std::span<const InSeries* const> block)>& fn);
+  // The points of `fields` of `series` in [lo, hi) (ns): (*cols)[i][f].
+  Status ReadColumns(std::span<const InSeries* const> series, std::span<const std::string> fields,
+                     int64_t lo, int64_t hi, std::vector<std::vector<Column>>* cols);
   // Metrics of one measurement, read together on the query threads.
   Status SelectMeasurement(std::span<const StoredMetric> metrics,
                            const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
