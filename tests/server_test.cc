@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -583,26 +584,41 @@ TEST_F(ServerTest, FullHeadAnswers503WithRetryAfter) {
   EXPECT_EQ(busy + ok, 1200);
 }
 
+// A stand-in exporter on a free loopback port: the same HTTP server class,
+// answering every request with body().
+struct Exporter {
+  explicit Exporter(std::function<std::string()> body)
+      : server(Options(), [body = std::move(body)](const Request& r, const RequestContext&) {
+          Response res{http::status::ok, r.version()};
+          res.body() = body();
+          res.prepare_payload();
+          return res;
+        }) {}
+  static HttpServerOptions Options() {
+    HttpServerOptions options;
+    options.port = 0;
+    return options;
+  }
+  // A scrape target of it, writing to `measurement`.
+  ScrapeTarget Target(const std::string& measurement) {
+    ScrapeTarget target;
+    target.url = "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics";
+    target.measurement = measurement;
+    return target;
+  }
+  HttpServer server;
+};
+
 TEST_F(ServerTest, ScrapesRealDcgmExporterOutput) {
   const std::string scrape_file =
       std::string(GPULSE_SHARED_DIR) +
       "/data/real/dcgm_exporter/scrapes/k8s-ai-conformance_kops_L4.prom";
   const std::string exposition = ReadFile(scrape_file);
   if (exposition.empty()) GTEST_SKIP() << scrape_file << " is missing";
-  // A stand-in exporter: the same HTTP server class, answering with the file.
-  HttpServerOptions options;
-  options.port = 0;
-  HttpServer exporter(options, [&](const Request& r, const RequestContext&) {
-    Response res{http::status::ok, r.version()};
-    res.body() = exposition;
-    res.prepare_payload();
-    return res;
-  });
-  ASSERT_TRUE(exporter.Start().ok());
+  Exporter exporter([&] { return exposition; });
+  ASSERT_TRUE(exporter.server.Start().ok());
   Scraper scraper({}, config_.max_body_bytes, server_.db(), &metrics_, &sources_);
-  ScrapeTarget target;
-  target.url = "http://127.0.0.1:" + std::to_string(exporter.port()) + "/metrics";
-  target.measurement = "dcgm";
+  ScrapeTarget target = exporter.Target("dcgm");
   target.tags = {{"cluster", "kops"}};
   const Status s = scraper.ScrapeOnce(target);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -643,7 +659,7 @@ TEST_F(ServerTest, ScrapesRealDcgmExporterOutput) {
       EXPECT_GT(source["points"].get<int>(), 0);
     }
   }
-  exporter.Stop();
+  exporter.server.Stop();
 }
 
 // As Prometheus does: a metric gone from a target's scrape ends at that
@@ -651,20 +667,14 @@ TEST_F(ServerTest, ScrapesRealDcgmExporterOutput) {
 // at the failed scrape; InfluxQL sees only the samples.
 TEST_F(ServerTest, ScrapesEndTheSeriesTheyNoLongerHave) {
   std::atomic<int> phase{0};
-  HttpServerOptions options;
-  options.port = 0;
-  HttpServer exporter(options, [&](const Request& r, const RequestContext&) {
-    Response res{http::status::ok, r.version()};
-    res.body() = "gpu_temp{gpu=\"0\"} 40\ngpu_power{gpu=\"0\"} 300\n";
-    if (phase == 0) res.body() += "gpu_temp{gpu=\"1\"} 50\ngpu_power{gpu=\"1\"} 310\n";
-    res.prepare_payload();
-    return res;
+  Exporter exporter([&] {
+    std::string body = "gpu_temp{gpu=\"0\"} 40\ngpu_power{gpu=\"0\"} 300\n";
+    if (phase == 0) body += "gpu_temp{gpu=\"1\"} 50\ngpu_power{gpu=\"1\"} 310\n";
+    return body;
   });
-  ASSERT_TRUE(exporter.Start().ok());
+  ASSERT_TRUE(exporter.server.Start().ok());
   Scraper scraper({}, config_.max_body_bytes, server_.db(), &metrics_, &sources_);
-  ScrapeTarget target;
-  target.url = "http://127.0.0.1:" + std::to_string(exporter.port()) + "/metrics";
-  target.measurement = "node";
+  ScrapeTarget target = exporter.Target("node");
   HttpClient client(server_.port());
   const auto series_now = [&] {
     const double now =
@@ -681,7 +691,7 @@ TEST_F(ServerTest, ScrapesEndTheSeriesTheyNoLongerHave) {
   ASSERT_TRUE(scraper.ScrapeOnce(target).ok());
   EXPECT_EQ(metrics_.scrape_stale_markers.load(), 2u);  // its temp and power
   EXPECT_EQ(series_now(), 1u);
-  exporter.Stop();  // the target goes down
+  exporter.server.Stop();  // the target goes down
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   target.timeout = std::chrono::milliseconds(500);
   EXPECT_FALSE(scraper.ScrapeOnce(target).ok());
