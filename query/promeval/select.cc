@@ -12,13 +12,6 @@ namespace gpulse::query::promeval {
 
 namespace {
 
-constexpr int64_t kNanosPerMilli = 1'000'000;
-
-int64_t MillisOf(int64_t ns) {
-  const int64_t ms = ns / kNanosPerMilli;
-  return ns < 0 && ms * kNanosPerMilli != ns ? ms - 1 : ms;  // toward -inf
-}
-
 int64_t NanosOf(int64_t ms) {
   if (ms >= INT64_MAX / kNanosPerMilli) return INT64_MAX;
   if (ms <= INT64_MIN / kNanosPerMilli) return INT64_MIN;
@@ -457,12 +450,19 @@ Status SeriesSource::ReadSelected(std::span<const StoredMetric> metrics,
 Status SeriesSource::SelectMetrics(const std::vector<StoredMetric>& metrics,
                                    const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
                                    bool labels_only, std::vector<RawSeries>* out) {
+  return ForEachMeasurement(metrics, [&](std::span<const StoredMetric> group) {
+    return SelectMeasurement(group, matchers, lo, hi, labels_only, out);
+  });
+}
+
+Status SeriesSource::ForEachMeasurement(
+    std::span<const StoredMetric> metrics,
+    const std::function<Status(std::span<const StoredMetric> group)>& fn) {
   // Metrics() lists a measurement's metrics together.
   for (size_t begin = 0; begin < metrics.size();) {
     size_t end = begin + 1;
     while (end < metrics.size() && metrics[end].measurement == metrics[begin].measurement) ++end;
-    GPULSE_RETURN_IF_ERROR(SelectMeasurement(std::span(metrics).subspan(begin, end - begin),
-                                             matchers, lo, hi, labels_only, out));
+    GPULSE_RETURN_IF_ERROR(fn(metrics.subspan(begin, end - begin)));
     begin = end;
   }
   return Status::Ok();
@@ -504,20 +504,14 @@ Status SeriesSource::FoldWindows(const std::vector<promql::LabelMatcher>& matche
   const auto [min_end, max_end] = std::minmax_element(ends.begin(), ends.end());
   const int64_t lo = Minus(*min_end, range), hi = *max_end;
   const std::vector<size_t> tiers = FoldTiers(input_->Tiers(), range);
-  for (size_t begin = 0; begin < metrics.size();) {
-    size_t end = begin + 1;
-    while (end < metrics.size() && metrics[end].measurement == metrics[begin].measurement) ++end;
-    const std::span<const StoredMetric> group(metrics.data() + begin, end - begin);
+  return ForEachMeasurement(metrics, [&](std::span<const StoredMetric> group) {
+    // A string field splits a stored series into PromQL series, which the
+    // evaluator folds from their samples.
     if (!group[0].label_fields.empty()) {
-      // A string field splits a stored series into PromQL series, which the
-      // evaluator folds from their samples.
-      GPULSE_RETURN_IF_ERROR(SelectMeasurement(group, compiled, lo, hi, false, raw));
-    } else {
-      GPULSE_RETURN_IF_ERROR(FoldMeasurement(group, compiled, ends, range, fold, tiers, folded));
+      return SelectMeasurement(group, compiled, lo, hi, false, raw);
     }
-    begin = end;
-  }
-  return Status::Ok();
+    return FoldMeasurement(group, compiled, ends, range, fold, tiers, folded);
+  });
 }
 
 Status SeriesSource::FoldSeries(std::span<const StoredMetric> metrics,

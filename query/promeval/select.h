@@ -100,6 +100,10 @@ class SeriesSource {
   Status SelectMetrics(const std::vector<StoredMetric>& metrics,
                        const std::vector<Matcher>& matchers, int64_t lo, int64_t hi,
                        bool labels_only, std::vector<RawSeries>* out);
+  // fn for each measurement's metrics in turn (Metrics() lists them
+  // together).
+  Status ForEachMeasurement(std::span<const StoredMetric> metrics,
+                            const std::function<Status(std::span<const StoredMetric> group)>& fn);
   // The series of a measurement the matchers select (`listed` owns them).
   struct Selection {
     std::vector<InSeries> listed;

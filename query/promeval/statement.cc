@@ -52,8 +52,6 @@ Status ParseWords(std::string_view words, int64_t* range, int64_t* step) {
   return Status::Ok();
 }
 
-constexpr int64_t kNanosPerMilli = 1'000'000;
-
 ResultSeries SeriesOf(Labels labels) {
   ResultSeries rs;
   rs.name = std::string(LabelValue(labels, kMetricName));

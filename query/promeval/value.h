@@ -50,6 +50,14 @@ struct LabelsPtrEqual {
 // As Prometheus prints a label set: {a="b", c="d"}.
 std::string LabelsText(const Labels& labels);
 
+// Stored times are nanoseconds, PromQL's milliseconds.
+inline constexpr int64_t kNanosPerMilli = 1'000'000;
+// The millisecond holding `ns` (rounded toward minus infinity).
+inline int64_t MillisOf(int64_t ns) {
+  const int64_t ms = ns / kNanosPerMilli;
+  return ns < 0 && ms * kNanosPerMilli != ns ? ms - 1 : ms;
+}
+
 // a - b, held at the ends of int64 (a duration may be up to its largest).
 inline int64_t Minus(int64_t a, int64_t b) {
   int64_t out;

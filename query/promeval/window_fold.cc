@@ -9,13 +9,6 @@ namespace gpulse::query::promeval {
 
 namespace {
 
-constexpr int64_t kNanosPerMilli = 1'000'000;
-
-int64_t MillisOf(int64_t ns) {
-  const int64_t ms = ns / kNanosPerMilli;
-  return ns % kNanosPerMilli < 0 ? ms - 1 : ms;
-}
-
 // The fold so far of a window's samples, whole buckets and single samples.
 struct Acc {
   double sum = 0;
