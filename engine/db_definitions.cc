@@ -31,6 +31,11 @@ Status DbImpl::PutDefinition(std::string_view kind, std::string_view name, std::
   GPULSE_RETURN_IF_ERROR(CheckName("name", name));
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
+  return StoreDefinition(kind, name, text);
+}
+
+Status DbImpl::StoreDefinition(std::string_view kind, std::string_view name,
+                               std::string_view text) {
   leveldb::WriteOptions sync;
   sync.sync = true;
   const leveldb::Status s = store_->Put(sync, storage::DefinitionKey(kind, name),
@@ -44,6 +49,10 @@ Status DbImpl::DeleteDefinition(std::string_view kind, std::string_view name) {
   GPULSE_RETURN_IF_ERROR(CheckName("name", name));
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
+  return EraseDefinition(kind, name);
+}
+
+Status DbImpl::EraseDefinition(std::string_view kind, std::string_view name) {
   const std::string key = storage::DefinitionKey(kind, name);
   std::string ignored;
   leveldb::Status s = store_->Get(leveldb::ReadOptions(), key, &ignored);
@@ -62,6 +71,11 @@ Status DbImpl::ListDefinitions(std::string_view kind,
   GPULSE_RETURN_IF_ERROR(CheckName("kind", kind));
   const auto open = HoldOpen();
   GPULSE_RETURN_IF_ERROR(CheckOpen());
+  return ScanDefinitions(kind, out);
+}
+
+Status DbImpl::ScanDefinitions(std::string_view kind,
+                               std::vector<std::pair<std::string, std::string>>* out) {
   out->clear();
   const std::string prefix = storage::DefinitionKey(kind, "");
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));

@@ -130,6 +130,7 @@ Status DbImpl::Open() {
     GPULSE_RETURN_IF_ERROR(index_.Load(store_.get()).WithContext(path_ + "/store"));
   }
 
+  GPULSE_RETURN_IF_ERROR(LoadFollowers());
   GPULSE_RETURN_IF_ERROR(ReplayWal());
 
   closed_ = false;
@@ -186,6 +187,10 @@ Status DbImpl::CheckFormatVersion() {
 Status DbImpl::ReplayWal() {
   storage::WalOptions wal_options;
   wal_options.segment_bytes = options_.wal_segment_bytes;
+  {
+    MutexLock l(&followers_mu_);
+    wal_options.hold = LowestFollowedSegmentLocked();
+  }
   storage::WalReplayReport report;
   GPULSE_RETURN_IF_ERROR(storage::Wal::Open(
       env_, path_ + "/wal", wal_options,
@@ -324,6 +329,7 @@ DbStats DbImpl::GetStats() {
   }
   if (!closed_) {
     stats.wal_bytes = wal_->total_bytes();
+    stats.wal_held_bytes = wal_->held_bytes();
     const storage::WalSyncStats syncs = wal_->sync_stats();
     stats.wal_syncs = syncs.syncs;
     stats.wal_sync_seconds = static_cast<double>(syncs.sync_nanos) / 1e9;

@@ -105,6 +105,15 @@ class DbImpl final : public Db {
   Status DeleteDefinition(std::string_view kind, std::string_view name) override;
   Status ListDefinitions(std::string_view kind,
                          std::vector<std::pair<std::string, std::string>>* out) override;
+  Status FollowLog(std::string_view name, LogPosition* position) override;
+  Status AdvanceLog(std::string_view name, LogPosition position) override;
+  Status UnfollowLog(std::string_view name) override;
+  Status LogFollowers(std::vector<std::pair<std::string, LogPosition>>* out) override;
+  Status ReadLog(
+      LogPosition from, uint64_t max_bytes,
+      const std::function<Status(std::span<const LoggedPoint> points, LogPosition next)>& each,
+      LogPosition* end) override;
+  uint64_t LogBytesFrom(LogPosition from) override;
   Status ListMeasurements(std::vector<std::string>* out) override;
   using Db::ListSeries;
   Status ListSeries(std::string_view measurement, const std::vector<TagMatcher>& tags,
@@ -303,6 +312,17 @@ class DbImpl final : public Db {
   // At Open: replays the WAL into the head (logging what it could not
   // read) and opens it for appends.
   Status ReplayWal();
+  // The definitions' store access, for callers that hold the Db open
+  // already (the log followers) or open it (Open).
+  Status StoreDefinition(std::string_view kind, std::string_view name, std::string_view text);
+  Status EraseDefinition(std::string_view kind, std::string_view name);
+  Status ScanDefinitions(std::string_view kind,
+                         std::vector<std::pair<std::string, std::string>>* out);
+  // Reads the followers' positions from the store (Open, before the replay,
+  // so that no segment they need is retired).
+  Status LoadFollowers();
+  // The lowest segment a follower needs (UINT64_MAX: none).
+  uint64_t LowestFollowedSegmentLocked() const GPULSE_REQUIRES(followers_mu_);
   // Finishes or undoes a store swap that a crash interrupted (see Compact).
   Status RecoverStoreSwap();
   // Copies the newest version of every key of store_ into a new LevelDB at
@@ -504,6 +524,10 @@ class DbImpl final : public Db {
 
   Mutex flush_mu_;
   Mutex write_mu_;
+  // Followers of the log (db_followers.cc), kept as definitions of kind
+  // kLogFollowerKind too.
+  Mutex followers_mu_;
+  std::map<std::string, LogPosition, std::less<>> followers_ GPULSE_GUARDED_BY(followers_mu_);
   // A full disk (docs/operations.md, "Failure modes"). wal_full_: the last
   // WAL append found no space (the next that succeeds clears it).
   // store_full_: a store write found no space; the flusher then reopens the

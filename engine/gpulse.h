@@ -310,6 +310,24 @@ inline bool IsStaleField(std::string_view field) { return field.starts_with(kSta
 // "TYPE\nUNIT\nHELP".
 inline constexpr std::string_view kPrometheusMetadataKind = "prometheus_metadata";
 
+// A place in the write-ahead log, at a write's boundary: what a follower of
+// the log (Db::FollowLog) has read up to.
+struct LogPosition {
+  uint64_t segment = 0;
+  uint64_t offset = 0;
+  friend auto operator<=>(const LogPosition&, const LogPosition&) = default;
+};
+
+// A point as the log holds it (Db::ReadLog): its series by canonical key
+// (the measurement, then '\0' tag key '\0' tag value for each tag in key
+// order; no name holds a NUL byte), its time and its fields. Every view
+// lives only for the call it is handed to.
+struct LoggedPoint {
+  std::string_view series_key;
+  int64_t timestamp_ns = 0;
+  std::span<const FieldRef> fields;
+};
+
 // What Write did with a batch.
 struct WriteResult {
   uint64_t points_written = 0;
@@ -332,6 +350,7 @@ struct DbStats {
   uint64_t head_bytes = 0;
   uint64_t head_values = 0;
   uint64_t wal_bytes = 0;
+  uint64_t wal_held_bytes = 0;  // log kept for followers only (FollowLog)
   uint64_t wal_syncs = 0;
   double wal_sync_seconds = 0;  // total time spent in WAL fsyncs
   // What the replay at Open could not read: bytes of damaged records inside
@@ -637,6 +656,35 @@ class Db {
   // Every definition of `kind` as (name, text), in name order.
   virtual Status ListDefinitions(std::string_view kind,
                                  std::vector<std::pair<std::string, std::string>>* out) = 0;
+
+  // Followers of the write-ahead log: readers of every acknowledged write,
+  // in order, that outlive restarts (the server forwards to remote-write
+  // receivers this way). A follower is a name and a position that the Db
+  // keeps durably. The log from the lowest follower's position on is kept,
+  // after the Db itself is done with it, until that follower has read it.
+  //
+  // FollowLog registers `name` at the end of the log (it follows what is
+  // written from now on) or, when it follows already, leaves it where it
+  // stands; *position gets where that is. Names are non-empty, without NUL.
+  virtual Status FollowLog(std::string_view name, LogPosition* position) = 0;
+  // Records durably that `name` has read what lies before `position`; the
+  // log below every follower is deleted. NotFound for a name not following.
+  virtual Status AdvanceLog(std::string_view name, LogPosition position) = 0;
+  // Stops following: the log it held is freed. NotFound when not following.
+  virtual Status UnfollowLog(std::string_view name) = 0;
+  // Every follower and its position, by name.
+  virtual Status LogFollowers(std::vector<std::pair<std::string, LogPosition>>* out) = 0;
+  // Reads the writes logged from `from` on, oldest first: `each` gets the
+  // points of one Write (deletes are passed over) and the position after
+  // it. Stops after about `max_bytes` of log (at least one write), at the
+  // end of the log, or at an error from `each` (returned). *end gets the
+  // position after the last write read.
+  virtual Status ReadLog(
+      LogPosition from, uint64_t max_bytes,
+      const std::function<Status(std::span<const LoggedPoint> points, LogPosition next)>& each,
+      LogPosition* end) = 0;
+  // Bytes of log from `from` to its end.
+  virtual uint64_t LogBytesFrom(LogPosition from) = 0;
 
   virtual DbStats GetStats() = 0;
 

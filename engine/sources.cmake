@@ -7,6 +7,7 @@ set(GPULSE_ENGINE_SOURCES
   engine/db_definitions.cc
   engine/db_delete.cc
   engine/db_flush.cc
+  engine/db_followers.cc
   engine/db_impl.cc
   engine/db_merge_parts.cc
   engine/db_read.cc

@@ -19,11 +19,7 @@ namespace gpulse::engine {
 
 // A point as the head applies it: the series by canonical key, and the
 // fields of the caller's point (or of a DecodedBatch), not copied.
-struct PointView {
-  std::string_view series_key;
-  int64_t timestamp_ns = 0;
-  std::span<const FieldRef> fields;
-};
+using PointView = LoggedPoint;
 
 // A decoded record: the points, whose field spans point into `fields`, whose
 // names and string values point into the record.

@@ -1,9 +1,12 @@
 #include "server/config.h"
 #include "query/query.h"
 
+#include <boost/archive/iterators/base64_from_binary.hpp>
+#include <boost/archive/iterators/transform_width.hpp>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 namespace gpulse::server {
@@ -87,6 +90,82 @@ Status LoadScrape(const Json& list, ServerConfig* config) {
     GPULSE_RETURN_IF_ERROR(Get(t, where, "tags", &tags));
     for (auto& [k, v] : tags) target.tags.push_back(Tag{k, v});
     config->scrape.push_back(std::move(target));
+  }
+  return Status::Ok();
+}
+
+std::string Base64(const std::string& bytes) {
+  using namespace boost::archive::iterators;
+  using Encode = base64_from_binary<transform_width<std::string::const_iterator, 6, 8>>;
+  std::string out(Encode(bytes.begin()), Encode(bytes.end()));
+  out.append((3 - bytes.size() % 3) % 3, '=');
+  return out;
+}
+
+Status LoadRemoteWrite(const Json& list, ServerConfig* config) {
+  if (!list.is_array()) return Status::InvalidArgument("remote_write: must be an array");
+  std::set<std::string> names;
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string where = "remote_write[" + std::to_string(i) + "]";
+    const Json& t = list[i];
+    if (!t.is_object()) return Status::InvalidArgument(where + ": must be an object");
+    GPULSE_RETURN_IF_ERROR(CheckKeys(
+        t, where,
+        {"name", "url", "authorization", "basic_auth", "measurements", "labels", "rename_labels",
+         "shards", "max_samples_per_send", "max_mb_per_second", "timeout"}));
+    RemoteWriteTarget target;
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "url", &target.url));
+    if (!target.url.starts_with("http://")) {
+      return Status::InvalidArgument(where +
+                                     ".url: must start with http:// (https is not "
+                                     "supported yet: forward through a local TLS proxy)");
+    }
+    target.name = target.url;
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "name", &target.name));
+    if (target.name.empty() ||
+        target.name.find_first_of(std::string("\"\\\n\0", 4)) != std::string::npos) {
+      return Status::InvalidArgument(where +
+                                     ".name: must be non-empty, without quotes, "
+                                     "backslashes or line breaks");
+    }
+    if (!names.insert(target.name).second) {
+      return Status::InvalidArgument(where + ".name: \"" + target.name +
+                                     "\" names another target too (give each a name)");
+    }
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "authorization", &target.authorization));
+    if (const auto basic = t.find("basic_auth"); basic != t.end()) {
+      if (!target.authorization.empty()) {
+        return Status::InvalidArgument(where + ": authorization and basic_auth both given");
+      }
+      std::map<std::string, std::string> user;
+      GPULSE_RETURN_IF_ERROR(Get(t, where, "basic_auth", &user));
+      if (user.size() != 2 || user.count("username") == 0 || user.count("password") == 0) {
+        return Status::InvalidArgument(where +
+                                       ".basic_auth: must be "
+                                       "{\"username\": ..., \"password\": ...}");
+      }
+      target.authorization = "Basic " + Base64(user["username"] + ":" + user["password"]);
+    }
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "measurements", &target.measurements));
+    std::map<std::string, std::string> labels, renames;
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "labels", &labels));
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "rename_labels", &renames));
+    target.labels.assign(labels.begin(), labels.end());
+    target.rename_labels.assign(renames.begin(), renames.end());
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "shards", &target.shards));
+    if (target.shards < 1 || target.shards > 64) {
+      return Status::InvalidArgument(where + ".shards: must be 1 to 64");
+    }
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "max_samples_per_send", &target.max_samples_per_send));
+    if (target.max_samples_per_send < 1 || target.max_samples_per_send > 1'000'000) {
+      return Status::InvalidArgument(where + ".max_samples_per_send: must be 1 to 1000000");
+    }
+    double mb = 0;
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "max_mb_per_second", &mb));
+    if (mb < 0) return Status::InvalidArgument(where + ".max_mb_per_second: must be >= 0");
+    target.max_bytes_per_second = static_cast<uint64_t>(mb * (1 << 20));
+    GPULSE_RETURN_IF_ERROR(GetMillis(t, where, "timeout", &target.timeout));
+    config->remote_write.push_back(std::move(target));
   }
   return Status::Ok();
 }
@@ -202,7 +281,7 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     GPULSE_RETURN_IF_ERROR(
         CheckKeys(root, "config",
                   {"data", "listen", "threads", "max_body_mb", "read_timeout", "max_connections",
-                   "auth", "scrape", "storage", "query", "alerts", "limits"}));
+                   "auth", "scrape", "remote_write", "storage", "query", "alerts", "limits"}));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "data", &config->data_dir));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "listen", &config->listen));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "threads", &config->threads));
@@ -220,6 +299,9 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
       if (auth->contains("tokens")) GPULSE_RETURN_IF_ERROR(LoadTokens((*auth)["tokens"], config));
     }
     if (root.contains("scrape")) GPULSE_RETURN_IF_ERROR(LoadScrape(root["scrape"], config));
+    if (root.contains("remote_write")) {
+      GPULSE_RETURN_IF_ERROR(LoadRemoteWrite(root["remote_write"], config));
+    }
     if (const auto q = root.find("query"); q != root.end()) {
       if (!q->is_object()) return Status::InvalidArgument("query: must be an object");
       GPULSE_RETURN_IF_ERROR(

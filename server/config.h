@@ -31,6 +31,28 @@ struct ScrapeTarget {
   std::vector<Tag> tags;  // added to every point of this target
 };
 
+// A remote-write receiver gpulse forwards to (server/forwarder.h).
+struct RemoteWriteTarget {
+  std::string name;           // the metrics' target label and the log follower's name
+  std::string url;            // http://host:port/api/v1/write
+  std::string authorization;  // the Authorization header ("Bearer ..."; basic auth is made one)
+  // Measurements sent; empty: all of them.
+  std::vector<std::string> measurements;
+  // Labels set on every series (region, cluster), replacing one of the
+  // same name; and labels renamed before that (old -> new).
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::vector<std::pair<std::string, std::string>> rename_labels;
+  int shards = 4;
+  size_t max_samples_per_send = 10000;
+  uint64_t max_bytes_per_second = 0;  // of request bodies; 0: no cap
+  std::chrono::milliseconds timeout{30000};
+  std::chrono::milliseconds min_backoff{30};
+  std::chrono::milliseconds max_backoff{5000};
+  // Log read per round: the samples of about this many bytes are sent
+  // before the position moves.
+  uint64_t read_bytes = 2 << 20;
+};
+
 // Alert rules (server/alerts.h).
 struct AlertConfig {
   bool evaluate = true;        // evaluate the stored rules every minute
@@ -49,6 +71,7 @@ struct ServerConfig {
   size_t max_connections = 0;
   std::vector<TokenConfig> tokens;  // empty: authentication off
   std::vector<ScrapeTarget> scrape;
+  std::vector<RemoteWriteTarget> remote_write;
   // Sync policy, head bound, ...; the server guards the catalog's growth
   // by default (an embedded Db, `gpulse import` and `simulate` do not).
   Options db = [] {

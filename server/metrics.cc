@@ -168,6 +168,9 @@ std::string ServerMetrics::Render(const DbStats& db) const {
   }
   Line(&out, "gpulse_wal_bytes", "gauge", "Bytes in live WAL segments.",
        static_cast<double>(db.wal_bytes));
+  Line(&out, "gpulse_wal_held_bytes", "gauge",
+       "Bytes of WAL segments kept only for remote-write targets that have not sent them.",
+       static_cast<double>(db.wal_held_bytes));
   Line(&out, "gpulse_wal_syncs_total", "counter", "WAL fsyncs (group commits).",
        static_cast<double>(db.wal_syncs));
   Line(&out, "gpulse_wal_sync_seconds_total", "counter", "Time spent in WAL fsyncs.",
@@ -201,6 +204,7 @@ std::string ServerMetrics::Render(const DbStats& db) const {
        static_cast<double>(db.window_cache_bytes));
   Line(&out, "gpulse_values_written_total", "counter", "Field values written to the engine.",
        static_cast<double>(db.values_written));
+  if (forwarding) forwarding(&out);
   return out;
 }
 

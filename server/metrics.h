@@ -61,6 +61,8 @@ class ServerMetrics {
   std::function<ConnectionStats()> connections;
   // Set by the HttpApi while it lives; unset, the query memory is left out.
   std::function<QueryMemoryStats()> query_memory;
+  // Set while a Forwarder runs: appends its gpulse_forward_* metrics.
+  std::function<void(std::string*)> forwarding;
 
   // The exposition text: these metrics and `db` statistics.
   std::string Render(const DbStats& db) const;

@@ -4,6 +4,7 @@ set(GPULSE_SERVER_SOURCES
   server/alerts.cc
   server/auth.cc
   server/config.cc
+  server/forwarder.cc
   server/gzip.cc
   server/http_api.cc
   server/http_api_prom.cc

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "server/config.h"
+#include "server/forwarder.h"
 #include "server/http_api.h"
 #include "server/http_server.h"
 #include "server/scraper.h"
@@ -124,21 +125,31 @@ int RunServe(const std::vector<std::string>& args) {
   metrics.connections = [&http_server] { return http_server.connection_stats(); };
   server::Scraper scraper(config.scrape, config.max_body_bytes, db.get(), &metrics, &sources);
   scraper.Start();
+  server::Forwarder forwarder(config.remote_write, db.get());
+  s = forwarder.Start();
+  if (!s.ok()) {
+    std::fprintf(stderr, "gpulse serve: remote_write: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  metrics.forwarding = [&forwarder](std::string* out) { forwarder.AppendMetrics(out); };
   if (config.alerts.evaluate) {
     webhooks.Start();
     alerts.Start();
   }
   std::fprintf(stderr,
-               "gpulse: serving %s on http://%s:%u (auth %s, %zu scrape targets); "
-               "SIGINT or SIGTERM stops\n",
+               "gpulse: serving %s on http://%s:%u (auth %s, %zu scrape targets, %zu "
+               "remote-write targets); SIGINT or SIGTERM stops\n",
                config.data_dir.c_str(), http.host.c_str(), http_server.port(),
-               config.tokens.empty() ? "off" : "on", config.scrape.size());
+               config.tokens.empty() ? "off" : "on", config.scrape.size(),
+               config.remote_write.size());
 
   int signal = 0;
   sigwait(&signals, &signal);
   std::fprintf(stderr, "gpulse: %s: stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
   http_server.Stop();
   scraper.Stop();
+  forwarder.Stop();
+  metrics.forwarding = nullptr;
   alerts.Stop();
   webhooks.Stop();
   s = db->Close();

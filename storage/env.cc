@@ -136,6 +136,30 @@ class PosixEnv final : public Env {
     return s;
   }
 
+  Status ReadFileRange(const std::string& path, uint64_t offset, uint64_t max_bytes,
+                       std::string* contents) override {
+    contents->clear();
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return PosixError("open", path, errno);
+    Status s;
+    contents->resize(max_bytes);
+    uint64_t got = 0;
+    while (got < max_bytes) {
+      ssize_t n =
+          ::pread(fd, contents->data() + got, max_bytes - got, static_cast<off_t>(offset + got));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        s = PosixError("read", path, errno);
+        break;
+      }
+      if (n == 0) break;
+      got += static_cast<uint64_t>(n);
+    }
+    ::close(fd);
+    contents->resize(got);
+    return s;
+  }
+
   bool FileExists(const std::string& path) override { return ::access(path.c_str(), F_OK) == 0; }
 
   Status GetChildren(const std::string& dir, std::vector<std::string>* names) override {

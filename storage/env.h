@@ -67,6 +67,12 @@ class Env {
   // Replaces *contents with the whole file.
   virtual Status ReadFileToString(const std::string& path, std::string* contents) = 0;
 
+  // Replaces *contents with up to `max_bytes` of the file from `offset` on
+  // (fewer at its end): what a reader of a growing file (the WAL's
+  // followers) reads of it.
+  virtual Status ReadFileRange(const std::string& path, uint64_t offset, uint64_t max_bytes,
+                               std::string* contents) = 0;
+
   virtual bool FileExists(const std::string& path) = 0;
 
   // Replaces *names with the entry names of `dir` (not paths), without "." and

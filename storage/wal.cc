@@ -18,6 +18,8 @@ bool AllZero(std::string_view bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
 }
 
+std::string HeldDir(const std::string& dir) { return dir + "/held"; }
+
 std::string ParentDir(const std::string& dir) {
   size_t slash = dir.find_last_of('/');
   if (slash == std::string::npos) return ".";
@@ -79,7 +81,22 @@ Status Wal::Open(Env* env, const std::string& dir, const WalOptions& options,
   std::sort(segments.begin(), segments.end());
 
   std::unique_ptr<Wal> result(new Wal(env, dir, options));
+  // Held segments are the followers' alone: never replayed, but counted so
+  // that a new segment is numbered above them too.
+  uint64_t next_segment = segments.empty() ? 1 : segments.back() + 1;
+  if (env->FileExists(HeldDir(dir))) {
+    GPULSE_RETURN_IF_ERROR(env->GetChildren(HeldDir(dir), &names));
+    MutexLock lock(&result->mu_);
+    for (const std::string& name : names) {
+      uint64_t number, size;
+      if (!ParseSegmentName(name, &number)) continue;
+      GPULSE_RETURN_IF_ERROR(env->GetFileSize(SegmentPath(HeldDir(dir), number), &size));
+      result->held_sizes_[number] = size;
+      next_segment = std::max(next_segment, number + 1);
+    }
+  }
   GPULSE_RETURN_IF_ERROR(result->Replay(segments, apply, report));
+  GPULSE_RETURN_IF_ERROR(result->SetHold(options.hold));
   {
     MutexLock lock(&result->mu_);
     uint64_t live = 0;
@@ -97,7 +114,7 @@ Status Wal::Open(Env* env, const std::string& dir, const WalOptions& options,
     }
     result->appended_ = live;
     result->synced_ = live;
-    GPULSE_RETURN_IF_ERROR(result->StartSegmentLocked(segments.empty() ? 1 : segments.back() + 1));
+    GPULSE_RETURN_IF_ERROR(result->StartSegmentLocked(next_segment));
   }
   *wal = std::move(result);
   return Status::Ok();
@@ -355,7 +372,7 @@ Status Wal::Rotate(uint64_t* segment) {
 }
 
 Status Wal::RemoveSegmentsBefore(uint64_t segment) {
-  std::vector<uint64_t> doomed;
+  std::vector<uint64_t> doomed, held;
   {
     MutexLock lock(&mu_);
     if (closed_) return ClosedError(dir_);
@@ -365,16 +382,145 @@ Status Wal::RemoveSegmentsBefore(uint64_t segment) {
                                      std::to_string(active_));
     }
     while (!segment_sizes_.empty() && segment_sizes_.begin()->first < segment) {
-      doomed.push_back(segment_sizes_.begin()->first);
+      const auto [number, size] = *segment_sizes_.begin();
+      (number >= hold_ ? held : doomed).push_back(number);
       segment_sizes_.erase(segment_sizes_.begin());
     }
   }
-  if (doomed.empty()) return Status::Ok();
+  if (doomed.empty() && held.empty()) return Status::Ok();
   // Oldest first, so a failure part-way leaves a contiguous run of segments.
   for (uint64_t number : doomed) {
     GPULSE_RETURN_IF_ERROR(env_->RemoveFile(SegmentPath(dir_, number)));
   }
+  if (!held.empty()) {
+    // The segments stay whole and in order; a crash between the renames
+    // leaves some still live, which replay applies again (harmless, as for
+    // a crash before retirement).
+    const std::string to = HeldDir(dir_);
+    GPULSE_RETURN_IF_ERROR(env_->CreateDirIfMissing(to));
+    for (uint64_t number : held) {
+      GPULSE_RETURN_IF_ERROR(env_->RenameFile(SegmentPath(dir_, number), SegmentPath(to, number)));
+      uint64_t size = 0;
+      GPULSE_RETURN_IF_ERROR(env_->GetFileSize(SegmentPath(to, number), &size));
+      MutexLock lock(&mu_);
+      held_sizes_[number] = size;
+    }
+    GPULSE_RETURN_IF_ERROR(env_->SyncDir(to));
+  }
   return env_->SyncDir(dir_);
+}
+
+Status Wal::SetHold(uint64_t segment) {
+  std::vector<uint64_t> doomed;
+  {
+    MutexLock lock(&mu_);
+    hold_ = segment;
+    while (!held_sizes_.empty() && held_sizes_.begin()->first < segment) {
+      doomed.push_back(held_sizes_.begin()->first);
+      held_sizes_.erase(held_sizes_.begin());
+    }
+  }
+  if (doomed.empty()) return Status::Ok();
+  for (uint64_t number : doomed) {
+    GPULSE_RETURN_IF_ERROR(env_->RemoveFile(SegmentPath(HeldDir(dir_), number)));
+  }
+  return env_->SyncDir(HeldDir(dir_));
+}
+
+Status Wal::Read(WalPosition from, uint64_t max_bytes,
+                 const std::function<Status(std::string_view record, WalPosition next)>& each,
+                 WalPosition* end) {
+  *end = from;
+  WalPosition at = from;
+  uint64_t read = 0;
+  std::string bytes;
+  while (read < max_bytes) {
+    // The first segment at or after `at`, held or live, and the bytes of it
+    // that hold whole records.
+    uint64_t extent = 0;
+    bool sealed = false, is_held = false;
+    {
+      MutexLock lock(&mu_);
+      if (closed_) return ClosedError(dir_);
+      const auto live = segment_sizes_.lower_bound(at.segment);
+      const auto kept = held_sizes_.lower_bound(at.segment);
+      const bool have_live = live != segment_sizes_.end();
+      const bool have_kept = kept != held_sizes_.end();
+      if (!have_live && !have_kept) break;
+      is_held = have_kept && (!have_live || kept->first < live->first);
+      const auto [number, size] = is_held ? *kept : *live;
+      if (number != at.segment) at = WalPosition{number, 0};
+      extent = size;
+      sealed = number != active_;
+    }
+    if (at.offset >= extent) {
+      if (!sealed) break;  // caught up with the writer
+      at = WalPosition{at.segment + 1, 0};
+      *end = at;
+      continue;
+    }
+    // A segment can move to DIR/held/ between the look-up and the read.
+    const std::string live_path = SegmentPath(dir_, at.segment);
+    const std::string held_path = SegmentPath(HeldDir(dir_), at.segment);
+    const uint64_t left = extent - at.offset;
+    const uint64_t want = std::min(left, std::max<uint64_t>(max_bytes - read, 64 << 10));
+    Status got = env_->ReadFileRange(is_held ? held_path : live_path, at.offset, want, &bytes);
+    if (!got.ok() && !is_held) got = env_->ReadFileRange(held_path, at.offset, want, &bytes);
+    GPULSE_RETURN_IF_ERROR(got);
+    WalReader reader(bytes);
+    std::string_view record;
+    uint64_t records = 0;
+    while (true) {
+      while (reader.Next(&record)) {
+        ++records;
+        read += WalWriter::FramedSize(record.size());
+        const WalPosition next{at.segment, at.offset + reader.good_offset()};
+        GPULSE_RETURN_IF_ERROR(each(record, next));
+        *end = next;
+        if (read >= max_bytes) return Status::Ok();
+      }
+      // A frame cut by `want` is read next time; damage is skipped.
+      if (!reader.stopped_early() || bytes.size() < left) break;
+      uint64_t skipped = 0;
+      if (!reader.Resync(8 * bytes.size() + (1 << 20), &skipped)) break;
+    }
+    if (records == 0 && bytes.size() < left) {
+      // One record longer than `want`: read it whole next round.
+      max_bytes = read + left;
+      continue;
+    }
+    const uint64_t done =
+        reader.stopped_early() && bytes.size() >= left ? left : reader.good_offset();
+    at.offset += done;
+    if (reader.stopped_early() && bytes.size() >= left) *end = at;  // past the damaged rest
+    if (done == left && !sealed) break;
+  }
+  return Status::Ok();
+}
+
+WalPosition Wal::end_position() const {
+  MutexLock lock(&mu_);
+  const auto it = segment_sizes_.find(active_);
+  return WalPosition{active_, it == segment_sizes_.end() ? 0 : it->second};
+}
+
+uint64_t Wal::BytesFrom(WalPosition from) const {
+  MutexLock lock(&mu_);
+  uint64_t total = 0;
+  for (const auto* sizes : {&held_sizes_, &segment_sizes_}) {
+    for (auto it = sizes->lower_bound(from.segment); it != sizes->end(); ++it) {
+      const uint64_t skip = it->first == from.segment ? std::min(from.offset, it->second) : 0;
+      total += it->second - skip;
+    }
+  }
+  return total;
+}
+
+uint64_t Wal::held_bytes() const {
+  MutexLock lock(&mu_);
+  uint64_t total = 0;
+  for (const auto& [number, size] : held_sizes_) total += size;
+  return total;
 }
 
 WalSyncStats Wal::sync_stats() const {

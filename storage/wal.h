@@ -34,6 +34,16 @@ namespace gpulse::storage {
 
 struct WalOptions {
   uint64_t segment_bytes = 64ull << 20;  // rotate when the active segment passes this
+  // The lowest segment a follower still needs (SetHold); none by default.
+  uint64_t hold = UINT64_MAX;
+};
+
+// A place in the log: a segment and a byte offset in it, at a record
+// boundary. Read hands out the position after each record it reads.
+struct WalPosition {
+  uint64_t segment = 0;
+  uint64_t offset = 0;
+  friend auto operator<=>(const WalPosition&, const WalPosition&) = default;
 };
 
 struct WalReplayReport {
@@ -108,10 +118,39 @@ class Wal {
   // active one is empty; *segment (may be null) gets the new segment's number.
   Status Rotate(uint64_t* segment);
 
-  // Deletes every segment numbered below `segment` (their records are durable
-  // elsewhere), then syncs the directory. InvalidArgument when `segment` is
-  // above the active segment: the active segment is never deleted.
+  // Retires every segment numbered below `segment` (their records are durable
+  // elsewhere), then syncs the directory: one at or above the hold (SetHold)
+  // moves to DIR/held/, where Read still finds it and replay does not; the
+  // others are deleted. InvalidArgument when `segment` is above the active
+  // segment: the active segment is never retired.
   Status RemoveSegmentsBefore(uint64_t segment);
+
+  // Followers: readers of the log that outlive the engine's use of it (the
+  // server's forwarding to remote-write receivers). `segment` is the lowest
+  // segment one still needs, UINT64_MAX when there is none: segments retired
+  // from then on at or above it are held, and held segments below it are
+  // deleted now.
+  Status SetHold(uint64_t segment);
+
+  // Reads records from `from` on, oldest first, handing each to `each` with
+  // the position just past it. Stops once about `max_bytes` of records are
+  // read (at least one record is), at the end of what was appended, or at an
+  // error from `each` (returned). *end gets the position after the last
+  // record read (`from` when none was). A position in a segment that is gone
+  // reads on from the next segment there is. A damaged frame is skipped to
+  // the next good one, as replay does.
+  Status Read(WalPosition from, uint64_t max_bytes,
+              const std::function<Status(std::string_view record, WalPosition next)>& each,
+              WalPosition* end);
+
+  // The position just past the last appended record.
+  WalPosition end_position() const;
+
+  // Bytes of the log from `from` to its end, held segments included.
+  uint64_t BytesFrom(WalPosition from) const;
+
+  // Bytes in DIR/held/.
+  uint64_t held_bytes() const;
 
   uint64_t active_segment() const;
 
@@ -172,6 +211,8 @@ class Wal {
   WalSyncStats sync_stats_ GPULSE_GUARDED_BY(mu_);
   uint64_t active_ GPULSE_GUARDED_BY(mu_) = 0;                         // active segment number
   std::map<uint64_t, uint64_t> segment_sizes_ GPULSE_GUARDED_BY(mu_);  // live segment -> bytes
+  std::map<uint64_t, uint64_t> held_sizes_ GPULSE_GUARDED_BY(mu_);     // held segment -> bytes
+  uint64_t hold_ GPULSE_GUARDED_BY(mu_) = UINT64_MAX;
   // The active segment. The file is swapped only under mu_ with no sync in
   // progress, so a syncer may call file_->Sync() outside mu_ (SyncTo takes
   // the pointer under mu_).

@@ -52,6 +52,10 @@ class FaultInjectionEnv : public Env {
   Status ReadFileToString(const std::string& path, std::string* contents) override {
     return base_->ReadFileToString(path, contents);
   }
+  Status ReadFileRange(const std::string& path, uint64_t offset, uint64_t max_bytes,
+                       std::string* contents) override {
+    return base_->ReadFileRange(path, offset, max_bytes, contents);
+  }
   bool FileExists(const std::string& path) override { return base_->FileExists(path); }
   Status GetChildren(const std::string& dir, std::vector<std::string>* names) override {
     return base_->GetChildren(dir, names);

@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Two `gpulse serve` nodes, sites A and B, each fed by `gpulse simulate`,
+forwarding by Prometheus remote write to one Debian victoria-metrics.
+
+In the middle the receiver is stopped for OUTAGE seconds (60 unless the
+environment says otherwise) while both nodes take more simulated hours, and
+node A is killed with -9 and started again. Afterwards:
+  - both nodes have nothing left to send (gpulse_forward_pending_bytes 0),
+    they counted failed sends during the outage and dropped nothing;
+  - every sample each node holds is in victoria-metrics, series by series:
+    count_over_time over the whole span, metric by metric, asked of the
+    node's PromQL and of victoria-metrics', gives the same series (the node's
+    labels plus site="A" or "B", set by the forwarding config) with the same
+    counts.
+
+The fleet schema's events (sched, job, maintenance, incident) tell the
+events of one minute apart by nanoseconds (docs/fleet-schema.md). Remote
+write carries milliseconds, and PromQL reads one sample a millisecond per
+series, so the node's PromQL shows fewer of them than it holds: their
+metrics are compared by total, the node's from InfluxQL's count() of the
+stored field, victoria-metrics' as the sum of its series' counts.
+
+victoria-metrics runs with -dedup.minScrapeInterval=1ms: a sender that resends
+after a crash sends the same samples again, which it then keeps once, as
+docs/operations.md ("Beyond one machine") tells users to run it.
+
+Usage: forward_vm.py PATH/TO/gpulse
+Skips (exit 0) when /usr/bin/victoria-metrics is absent; .ci/deps installs it.
+"""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+from processes import Process, free_port, http_get
+
+VM = "/usr/bin/victoria-metrics"
+OUTAGE = float(os.environ.get("OUTAGE", "60"))
+
+
+def fail(message):
+    raise SystemExit("forward_vm: " + message)
+
+
+def start_vm(work, port):
+    return Process("victoria-metrics",
+                   [VM, f"-httpListenAddr=127.0.0.1:{port}", f"-storageDataPath={work}/vm",
+                    "-retentionPeriod=100y", "-dedup.minScrapeInterval=1ms",
+                    "-search.latencyOffset=0s", "-loggerLevel=ERROR"],
+                   os.path.join(work, "vm.log"), f"http://127.0.0.1:{port}/health")
+
+
+class Node:
+    """A gpulse node of site `site` forwarding to victoria-metrics at vm_port."""
+
+    def __init__(self, gpulse, work, site, vm_port):
+        self.gpulse, self.site = gpulse, site
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.data = os.path.join(work, f"data-{site}")
+        self.log = os.path.join(work, f"gpulse-{site}.log")
+        self.config = os.path.join(work, f"gpulse-{site}.json")
+        with open(self.config, "w") as f:
+            json.dump({"listen": f"127.0.0.1:{self.port}", "data": self.data,
+                       "alerts": {"evaluate": False},
+                       "remote_write": [{
+                           "name": "central",
+                           "url": f"http://127.0.0.1:{vm_port}/api/v1/write",
+                           "labels": {"site": site}}]}, f)
+        self.proc = None
+        self.start()
+
+    def start(self):
+        self.proc = Process(f"gpulse {self.site}", [self.gpulse, "serve", "--config", self.config],
+                            self.log + f".{time.time():.0f}", self.base + "/ping")
+
+    def kill9(self):
+        self.proc.proc.send_signal(signal.SIGKILL)
+        self.proc.proc.wait()
+        self.proc.log.close()
+
+    def simulate(self, seed, start, hours):
+        subprocess.run([self.gpulse, "simulate", "--url", self.base, "--regions", "1",
+                        "--nodes", "2", "--hours", str(hours), "--start", str(start),
+                        "--seed", str(seed), "--truth", os.devnull],
+                       check=True, stdout=subprocess.DEVNULL)
+
+    def metric(self, name):
+        status, body = http_get(self.base + "/metrics")
+        if status != 200:
+            fail(f"{self.site} /metrics answered {status}")
+        for line in body.splitlines():
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                return float(line.rsplit(" ", 1)[1])
+        fail(f"{self.site} /metrics has no {name}")
+
+
+def query(base, expr, at):
+    q = urllib.parse.urlencode({"query": expr, "time": str(at)})
+    status, body = http_get(f"{base}/api/v1/query?{q}", timeout=60)
+    if status != 200:
+        fail(f"{base} answered {status} to {expr}: {body[:500]}")
+    return json.loads(body)["data"]["result"]
+
+
+def counts(base, at, span, site=None):
+    """{(name, labels as sorted pairs, site left out): samples} of every
+    series over the span before `at`, a metric name at a time (a range
+    function drops the name, so series of two names could collide)."""
+    match = "" if site is None else f'{{site="{site}"}}'
+    status, body = http_get(f"{base}/api/v1/label/__name__/values?" + urllib.parse.urlencode(
+        {"match[]": match or '{__name__=~".+"}', "start": str(at - span), "end": str(at)}))
+    if status != 200:
+        fail(f"{base} answered {status} to its metric names: {body[:300]}")
+    out = {}
+    for name in json.loads(body)["data"]:
+        where = f'__name__="{name}"' + ("" if site is None else f',site="{site}"')
+        for r in query(base, f"count_over_time({{{where}}}[{span}s])", at):
+            labels = tuple(sorted((k, v) for k, v in r["metric"].items() if k != "site"))
+            out[(name, labels)] = int(float(r["value"][1]))
+    return out
+
+
+EVENTS = ("sched", "job", "maintenance", "incident")
+
+
+def is_event(name):
+    return any(name.startswith(e + "_") for e in EVENTS)
+
+
+def influx(base, q):
+    status, body = http_get(f"{base}/query?" + urllib.parse.urlencode({"q": q, "db": "gpulse"}))
+    if status != 200:
+        fail(f"{base} answered {status} to {q}: {body[:300]}")
+    return json.loads(body)["results"][0].get("series", [])
+
+
+def event_totals(base, first, at):
+    """{metric: samples stored} of the event measurements' numeric fields."""
+    out = {}
+    for m in EVENTS:
+        for series in influx(base, f'SHOW FIELD KEYS FROM "{m}"'):
+            for field, kind in series["values"]:
+                if kind == "string":
+                    continue
+                rows = influx(base, f'SELECT count("{field}") FROM "{m}" '
+                                    f"WHERE time >= {first}s AND time <= {at}s")
+                out[f"{m}_{field}"] = rows[0]["values"][0][1] if rows else 0
+    return out
+
+
+def main():
+    gpulse = sys.argv[1]
+    if not os.path.exists(VM):
+        print("forward_vm: skipped, no " + VM)
+        return
+    work = tempfile.mkdtemp(prefix="gpulse-forward-")
+    vm_port = free_port()
+    vm = start_vm(work, vm_port)
+    nodes = []
+    try:
+        nodes = [Node(gpulse, work, "A", vm_port), Node(gpulse, work, "B", vm_port)]
+        first = (int(time.time()) // 3600 - 8) * 3600  # 8 hours ago, on the hour
+        for i, node in enumerate(nodes):
+            node.simulate(seed=21 + i, start=first, hours=3)
+
+        vm.stop()
+        outage_began = time.time()
+        for i, node in enumerate(nodes):
+            node.simulate(seed=31 + i, start=first + 3 * 3600, hours=3)
+        time.sleep(2)  # the senders meet the closed port
+        nodes[0].kill9()
+        nodes[0].start()
+        nodes[1].proc.stop()
+        nodes[1].start()
+        time.sleep(max(0.0, OUTAGE - (time.time() - outage_began)))
+        vm = start_vm(work, vm_port)
+        print(f"forward_vm: victoria-metrics was down {time.time() - outage_began:.0f} s; "
+              "node A was killed with -9, node B restarted")
+
+        deadline = time.time() + 120
+        while any(n.metric("gpulse_forward_pending_bytes") > 0 for n in nodes):
+            if time.time() > deadline:
+                fail("the nodes did not catch up within 120 s after the outage")
+            time.sleep(0.5)
+        for node in nodes:
+            if node.metric("gpulse_forward_samples_dropped_total") != 0:
+                fail(f"{node.site} dropped samples")
+            if node.metric("gpulse_forward_samples_sent_total") == 0:
+                fail(f"{node.site} sent nothing")
+        # Node B's figures count since its restart; A's since the kill.
+        if nodes[1].metric("gpulse_forward_sends_failed_total") == 0 and \
+           nodes[0].metric("gpulse_forward_sends_failed_total") == 0:
+            fail("no failed send counted during the outage")
+        http_get(f"http://127.0.0.1:{vm_port}/internal/force_flush")
+
+        at = first + 7 * 3600
+        span = 8 * 3600  # the whole span: Prometheus 2 and VictoriaMetrics differ at its start
+        total = 0
+        for node in nodes:
+            held = counts(node.base, at, span)
+            sent = counts(f"http://127.0.0.1:{vm_port}", at, span, node.site)
+            events = event_totals(node.base, first, at)
+            for name, stored in events.items():
+                got = sum(n for (metric, _), n in sent.items() if metric == name)
+                if got != stored:
+                    fail(f"site {node.site}: {name}: the node holds {stored} samples, "
+                         f"victoria-metrics {got}")
+            held = {k: n for k, n in held.items() if not is_event(k[0])}
+            sent = {k: n for k, n in sent.items() if not is_event(k[0])}
+            if not held:
+                fail(f"{node.site} holds no series")
+            missing = [k for k in held if k not in sent]
+            extra = [k for k in sent if k not in held]
+            wrong = [(k, held[k], sent[k]) for k in held if k in sent and held[k] != sent[k]]
+            if missing or extra or wrong:
+                fail(f"site {node.site}: {len(missing)} series missing from victoria-metrics "
+                     f"(first {missing[:2]}), {len(extra)} it has that the node does not "
+                     f"({extra[:2]}), {len(wrong)} with other counts ({wrong[:3]})")
+            samples = sum(held.values()) + sum(events.values())
+            total += samples
+            print(f"forward_vm: site {node.site}: {samples} samples ({len(held)} series, and "
+                  f"{sum(events.values())} of events), all in victoria-metrics")
+        print(f"forward_vm: ok, {total} samples")
+    finally:
+        for node in nodes:
+            node.proc.stop()
+        vm.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,317 @@
+// Forwarding to remote-write receivers (server/forwarder.h) against a real
+// HTTP receiver on a loopback port that decodes what it gets as a
+// Prometheus receiver does: names and labels as the Prometheus face maps
+// them, stale markers as stale NaNs, every sample delivered through a
+// receiver that answers 503 for a while, a 400's samples dropped and
+// counted, the log kept across a restart while the receiver is away, and a
+// target taken out of the config freeing its log. The config file's
+// "remote_write" entries and their errors too.
+
+#include "server/forwarder.h"
+
+#include <gtest/gtest.h>
+#include <snappy.h>
+
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "prompb.pb.h"
+#include "server/config.h"
+#include "server/http_server.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/test_server.h"
+
+namespace gpulse::server {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A remote-write receiver: answers `status` (204 by default) and keeps
+// what it took, by series ("__name__{a=1,b=2}"), as (ms, value) samples.
+class Receiver {
+ public:
+  Receiver()
+      : server_(Options(), [this](const Request& r, const RequestContext&) { return Handle(r); }) {
+    const Status s = server_.Start();
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(server_.port()) + "/api/v1/write";
+  }
+  void Answer(http::status status) { status_ = status; }
+
+  std::map<std::string, std::map<int64_t, double>> series() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return series_;
+  }
+  size_t requests() const { return requests_; }
+  std::vector<std::string> headers() const {
+    std::lock_guard<std::mutex> l(mu_);
+    return headers_;
+  }
+
+ private:
+  static HttpServerOptions Options() {
+    HttpServerOptions options;
+    options.port = 0;
+    options.threads = 2;
+    options.drain_timeout = 500ms;
+    return options;
+  }
+
+  Response Handle(const Request& r) {
+    ++requests_;
+    Response res{status_.load(), r.version()};
+    res.prepare_payload();
+    if (status_.load() != http::status::no_content) return res;
+    std::string raw;
+    prompb::WriteRequest request;
+    EXPECT_EQ(r[http::field::content_encoding], "snappy");
+    EXPECT_EQ(r[http::field::content_type], "application/x-protobuf");
+    if (!snappy::Uncompress(r.body().data(), r.body().size(), &raw) ||
+        !request.ParseFromString(raw)) {
+      ADD_FAILURE() << "not a snappy WriteRequest";
+      return res;
+    }
+    std::lock_guard<std::mutex> l(mu_);
+    headers_.emplace_back(r[http::field::authorization]);
+    for (const prompb::TimeSeries& ts : request.timeseries()) {
+      std::string name, labels;
+      std::string last;
+      for (const prompb::Label& label : ts.labels()) {
+        EXPECT_LT(last, label.name()) << "labels sorted by name, each once";
+        last = label.name();
+        if (label.name() == "__name__") {
+          name = label.value();
+        } else {
+          labels += (labels.empty() ? "" : ",") + label.name() + "=" + label.value();
+        }
+      }
+      auto& samples = series_[name + "{" + labels + "}"];
+      for (const prompb::Sample& s : ts.samples()) samples[s.timestamp()] = s.value();
+    }
+    return res;
+  }
+
+  std::atomic<http::status> status_{http::status::no_content};
+  std::atomic<size_t> requests_{0};
+  mutable std::mutex mu_;
+  std::map<std::string, std::map<int64_t, double>> series_;  // GUARDED_BY(mu_)
+  std::vector<std::string> headers_;                         // GUARDED_BY(mu_)
+  HttpServer server_;  // last: its threads call Handle until it is destroyed
+};
+
+Options TestOptions() {
+  Options options;
+  test::UseQuietTestDb(&options);
+  return options;
+}
+
+RemoteWriteTarget Target(const std::string& url) {
+  RemoteWriteTarget t;
+  t.name = "central";
+  t.url = url;
+  t.min_backoff = 5ms;
+  t.max_backoff = 50ms;
+  t.timeout = 2000ms;
+  return t;
+}
+
+// GPU g's point at second s: util (float), mem_used (integer), healthy
+// (bool), and who ran on it (a string field, so a label).
+Point GpuPoint(int g, int s) {
+  Point p;
+  p.measurement = "gpu";
+  p.tags = {{"gpu", std::to_string(g)}, {"host", "n1"}};
+  p.fields = {{"util", 50.0 + s},
+              {"mem_used", int64_t{1000 + s}},
+              {"healthy", true},
+              {"pod", std::string("train-") + std::to_string(g)}};
+  p.timestamp_ns = int64_t{1'700'000'000 + s} * 1'000'000'000;
+  return p;
+}
+
+Status WriteGpus(Db* db, int gpus, int first_second, int seconds) {
+  std::vector<Point> points;
+  for (int s = first_second; s < first_second + seconds; ++s) {
+    for (int g = 0; g < gpus; ++g) points.push_back(GpuPoint(g, s));
+  }
+  return db->Write(points);
+}
+
+TEST(ForwarderTest, SendsEveryPointAsTheFaceNamesIt) {
+  storage::ScratchDir dir;
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(TestOptions(), dir.path(), &db).ok());
+  Receiver receiver;
+  RemoteWriteTarget target = Target(receiver.url());
+  target.labels = {{"region", "A"}};
+  target.rename_labels = {{"host", "node"}};
+  target.authorization = "Bearer s3cret";
+  Forwarder forwarder({target}, db.get());
+  ASSERT_TRUE(forwarder.Start().ok());
+
+  ASSERT_TRUE(WriteGpus(db.get(), 2, 0, 3).ok());
+  // A Prometheus measurement keeps its metric names; its stale marker
+  // arrives as the stale NaN.
+  ASSERT_TRUE(db->PutDefinition(kPrometheusMeasurementKind, "dcgm", "").ok());
+  Point temp;
+  temp.measurement = "dcgm";
+  temp.tags = {{"gpu", "0"}, {"instance", "n1:9400"}};
+  temp.fields = {{"DCGM_FI_DEV_GPU_TEMP", 41.0}};
+  temp.timestamp_ns = 1'700'000'000'000'000'000;
+  Point stale = temp;
+  stale.fields = {{StaleFieldOf("DCGM_FI_DEV_GPU_TEMP"), true}};
+  stale.timestamp_ns += 15'000'000'000;
+  ASSERT_TRUE(db->Write({temp, stale}).ok());
+  ASSERT_TRUE(forwarder.Drain(10s).ok());
+
+  const auto got = receiver.series();
+  ASSERT_EQ(got.size(), 2u * 3 + 1) << "util, mem_used and healthy of 2 GPUs, and the temperature";
+  const auto& util = got.at("gpu_util{gpu=0,node=n1,pod=train-0,region=A}");
+  ASSERT_EQ(util.size(), 3u);
+  EXPECT_EQ(util.at(1'700'000'002'000), 52.0);
+  EXPECT_EQ(got.at("gpu_mem_used{gpu=1,node=n1,pod=train-1,region=A}").at(1'700'000'001'000),
+            1001.0);
+  EXPECT_EQ(got.at("gpu_healthy{gpu=1,node=n1,pod=train-1,region=A}").at(1'700'000'000'000), 1.0);
+  const auto& dcgm = got.at("DCGM_FI_DEV_GPU_TEMP{gpu=0,instance=n1:9400,region=A}");
+  ASSERT_EQ(dcgm.size(), 2u);
+  EXPECT_EQ(dcgm.at(1'700'000'000'000), 41.0);
+  EXPECT_EQ(std::bit_cast<uint64_t>(dcgm.at(1'700'000'015'000)), 0x7ff0000000000002u);
+  for (const std::string& h : receiver.headers()) EXPECT_EQ(h, "Bearer s3cret");
+
+  std::string metrics;
+  forwarder.AppendMetrics(&metrics);
+  EXPECT_NE(metrics.find("gpulse_forward_samples_sent_total{target=\"central\"} 20\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("gpulse_forward_pending_bytes{target=\"central\"} 0\n"),
+            std::string::npos);
+  forwarder.Stop();
+}
+
+TEST(ForwarderTest, RetriesThroughAnOutageAndDropsWhatIsRefused) {
+  storage::ScratchDir dir;
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(TestOptions(), dir.path(), &db).ok());
+  Receiver receiver;
+  receiver.Answer(http::status::service_unavailable);
+  RemoteWriteTarget target = Target(receiver.url());
+  target.shards = 3;
+  target.max_samples_per_send = 7;  // many requests a round
+  Forwarder forwarder({target}, db.get());
+  ASSERT_TRUE(forwarder.Start().ok());
+  ASSERT_TRUE(WriteGpus(db.get(), 8, 0, 10).ok());
+  std::this_thread::sleep_for(200ms);
+  EXPECT_TRUE(receiver.series().empty());
+  EXPECT_TRUE(forwarder.Drain(10ms).IsBusy());
+  receiver.Answer(http::status::no_content);
+  ASSERT_TRUE(forwarder.Drain(10s).ok());
+  const auto got = receiver.series();
+  ASSERT_EQ(got.size(), 8u * 3);
+  for (const auto& [series, samples] : got) EXPECT_EQ(samples.size(), 10u) << series;
+
+  // A 400 is final: the samples are dropped and counted, and what follows
+  // goes on.
+  receiver.Answer(http::status::bad_request);
+  ASSERT_TRUE(WriteGpus(db.get(), 1, 100, 1).ok());
+  ASSERT_TRUE(forwarder.Drain(10s).ok());
+  std::string metrics;
+  forwarder.AppendMetrics(&metrics);
+  EXPECT_NE(metrics.find("gpulse_forward_samples_dropped_total{target=\"central\"} 3\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_NE(metrics.find("gpulse_forward_samples_sent_total{target=\"central\"} 240\n"),
+            std::string::npos);
+  EXPECT_EQ(metrics.find("gpulse_forward_sends_failed_total{target=\"central\"} 0\n"),
+            std::string::npos);
+  forwarder.Stop();
+}
+
+TEST(ForwarderTest, KeepsTheLogForATargetAcrossARestart) {
+  storage::ScratchDir dir;
+  Receiver receiver;
+  receiver.Answer(http::status::service_unavailable);
+  {
+    std::unique_ptr<Db> db;
+    ASSERT_TRUE(Db::Open(TestOptions(), dir.path(), &db).ok());
+    Forwarder forwarder({Target(receiver.url())}, db.get());
+    ASSERT_TRUE(forwarder.Start().ok());
+    ASSERT_TRUE(WriteGpus(db.get(), 4, 0, 30).ok());
+    ASSERT_TRUE(db->Flush().ok());  // the engine is done with the log
+    ASSERT_TRUE(WriteGpus(db.get(), 4, 30, 30).ok());
+    forwarder.Stop();
+    EXPECT_GT(db->GetStats().wal_held_bytes, 0u);
+    ASSERT_TRUE(db->Close().ok());
+  }
+  receiver.Answer(http::status::no_content);
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(TestOptions(), dir.path(), &db).ok());
+  Forwarder forwarder({Target(receiver.url())}, db.get());
+  ASSERT_TRUE(forwarder.Start().ok());
+  ASSERT_TRUE(forwarder.Drain(10s).ok());
+  const auto got = receiver.series();
+  ASSERT_EQ(got.size(), 4u * 3);
+  for (const auto& [series, samples] : got) EXPECT_EQ(samples.size(), 60u) << series;
+  ASSERT_TRUE(db->Flush().ok());
+  EXPECT_EQ(db->GetStats().wal_held_bytes, 0u);
+  forwarder.Stop();
+
+  // Out of the config: the follower goes, and with it the hold on the log.
+  Forwarder none({}, db.get());
+  ASSERT_TRUE(none.Start().ok());
+  std::vector<std::pair<std::string, LogPosition>> followers;
+  ASSERT_TRUE(db->LogFollowers(&followers).ok());
+  EXPECT_TRUE(followers.empty());
+}
+
+TEST(ForwarderTest, ConfigFileTargets) {
+  storage::ScratchDir dir;
+  const std::string path = dir.path() + "/gpulse.json";
+  auto load = [&](const std::string& text, ServerConfig* config) {
+    std::ofstream(path) << text;
+    return LoadConfigFile(path, config);
+  };
+  ServerConfig config;
+  ASSERT_TRUE(load(R"({"remote_write": [
+      {"url": "http://vm:8428/api/v1/write", "labels": {"region": "A"},
+       "basic_auth": {"username": "user", "password": "pass"}, "shards": 8},
+      {"name": "mimir", "url": "http://mimir/api/v1/push", "authorization": "Bearer t",
+       "measurements": ["gpu"], "max_mb_per_second": 2}]})",
+                   &config)
+                  .ok());
+  ASSERT_EQ(config.remote_write.size(), 2u);
+  EXPECT_EQ(config.remote_write[0].name, "http://vm:8428/api/v1/write");
+  EXPECT_EQ(config.remote_write[0].authorization, "Basic dXNlcjpwYXNz");
+  EXPECT_EQ(config.remote_write[0].shards, 8);
+  EXPECT_EQ(config.remote_write[1].max_bytes_per_second, 2u << 20);
+  EXPECT_EQ(config.remote_write[1].measurements, std::vector<std::string>{"gpu"});
+
+  const std::pair<const char*, const char*> bad[] = {
+      {R"({"remote_write": [{"url": "https://vm/api/v1/write"}]})", "remote_write[0].url"},
+      {R"({"remote_write": [{"url": "http://a/w"}, {"url": "http://a/w"}]})",
+       "remote_write[1].name"},
+      {R"({"remote_write": [{"url": "http://a/w", "shards": 0}]})", "remote_write[0].shards"},
+      {R"({"remote_write": [{"url": "http://a/w", "sharding": 2}]})", "unknown key \"sharding\""},
+      {R"({"remote_write": [{"url": "http://a/w", "basic_auth": {"username": "u"}}]})",
+       "remote_write[0].basic_auth"},
+  };
+  for (const auto& [text, error] : bad) {
+    ServerConfig c;
+    const Status s = load(text, &c);
+    EXPECT_TRUE(s.IsInvalidArgument()) << text;
+    EXPECT_NE(s.ToString().find(error), std::string::npos) << s.ToString();
+  }
+}
+
+}  // namespace
+}  // namespace gpulse::server
