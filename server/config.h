@@ -50,7 +50,7 @@ struct RemoteWriteTarget {
   std::chrono::milliseconds max_backoff{5000};
   // Log read per round: the samples of about this many bytes are sent
   // before the position moves.
-  uint64_t read_bytes = 2 << 20;
+  uint64_t read_bytes = 8 << 20;
 };
 
 // Alert rules (server/alerts.h).

@@ -250,6 +250,8 @@ class Forwarder::Sender {
     labels_.erase(std::unique(labels_.begin(), labels_.end(),
                               [](const auto& a, const auto& b) { return a.first == b.first; }),
                   labels_.end());
+    std::erase_if(labels_, [](const auto& l) { return l.first == "__name__"; });
+    LabelsKey(labels_, &base_key_);
     const int64_t ms = FloorMillis(p.timestamp_ns);
     for (const FieldRef& f : p.fields) {
       if (std::holds_alternative<std::string_view>(f.value)) continue;
@@ -260,7 +262,9 @@ class Forwarder::Sender {
         field.remove_prefix(kStaleFieldPrefix.size());
         value = kStaleNaN;
       }
-      name_ = prom ? std::string(field) : std::string(measurement) + "_" + std::string(field);
+      name_.clear();
+      if (!prom) name_.append(measurement).push_back('_');
+      name_.append(field);
       AddSample(ms, value);
     }
   }
@@ -272,28 +276,31 @@ class Forwarder::Sender {
     return name;
   }
 
-  // Adds the sample of labels_ and name_.
+  // Adds the sample of the series named name_ with labels_ (whose key is
+  // base_key_).
   void AddSample(int64_t ms, double value) {
-    series_labels_ = labels_;
-    const auto where =
-        std::lower_bound(series_labels_.begin(), series_labels_.end(), std::string_view("__name__"),
-                         [](const auto& l, std::string_view n) { return l.first < n; });
-    if (where != series_labels_.end() && where->first == "__name__") {
-      where->second = name_;
-    } else {
-      series_labels_.insert(where, {"__name__", name_});
-    }
-    LabelsKey(series_labels_, &key_);
+    key_.assign(name_);
+    key_.push_back('\0');
+    key_.append(base_key_);
     Shard& shard = shards_[std::hash<std::string>{}(key_) % shards_.size()];
     auto [it, added] = shard.series.try_emplace(key_, shard.request.timeseries_size());
     prompb::TimeSeries* ts;
     if (added) {
       ts = shard.request.add_timeseries();
-      for (const auto& [name, v] : series_labels_) {
+      bool named = false;
+      auto add = [ts](std::string_view name, std::string_view value) {
         prompb::Label* l = ts->add_labels();
         l->set_name(std::string(name));
-        l->set_value(std::string(v));
+        l->set_value(std::string(value));
+      };
+      for (const auto& [name, v] : labels_) {
+        if (!named && name > std::string_view("__name__")) {
+          add("__name__", name_);
+          named = true;
+        }
+        add(name, v);
       }
+      if (!named) add("__name__", name_);
     } else {
       ts = shard.request.mutable_timeseries(it->second);
     }
@@ -385,8 +392,8 @@ class Forwarder::Sender {
 
   // The round's scratch, used by the sender's thread only.
   std::map<std::string, bool, std::less<>> kinds_;
-  Labels labels_, series_labels_;
-  std::string name_, key_;
+  Labels labels_;
+  std::string name_, base_key_, key_;
 
   mutable Mutex mu_;
   CondVar wake_;

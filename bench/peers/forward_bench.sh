@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Forwarding's cost and speed: loads one data set into `gpulse serve` twice,
+# first alone, then with a "remote_write" target (victoria-metrics on a
+# loopback port), and reports:
+#   - the load's wall time and gpulse's CPU seconds, alone and forwarding,
+#     until everything is sent (gpulse_forward_pending_bytes 0);
+#   - forwarding's CPU as a share of ingest's: (forwarding - alone) / alone;
+#   - samples sent a second, counted from the load's start to the last ack;
+#   - victoria-metrics' CPU seconds taking them.
+# The data set is the shared harness's line protocol, loaded in requests of
+# about 4 MiB one at a time (as bench/peers/promql_bench.sh does).
+#
+# Usage: bench/peers/forward_bench.sh DATASET.lp [SHARDS]
+#   GPULSE_BIN (default build/gpulse).
+set -euo pipefail
+dataset=$1
+shards=${2:-4}
+here=$(cd "$(dirname "$0")" && pwd)
+gpulse=${GPULSE_BIN:-$here/../../build/gpulse}
+work=$(mktemp -d /tmp/gpulse-forward-bench.XXXXXX)
+port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+hz=$(getconf CLK_TCK)
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
+
+wait_up() { for _ in $(seq 100); do curl -sf "$1" >/dev/null 2>&1 && return; sleep 0.1; done; }
+
+load() {  # PORT
+  python3 - "$1" "$dataset" <<'PY'
+import http.client, sys
+port, path = int(sys.argv[1]), sys.argv[2]
+conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
+with open(path, "rb") as f:
+    rest = b""
+    while True:
+        chunk = f.read(4 << 20)
+        if not chunk and not rest:
+            break
+        data = rest + chunk
+        cut = data.rfind(b"\n") + 1 if chunk else len(data)
+        data, rest = data[:cut], data[cut:]
+        conn.request("POST", "/write?db=bench&precision=s", body=data)
+        r = conn.getresponse()
+        r.read()
+        if r.status not in (200, 204):
+            sys.exit("HTTP %d" % r.status)
+PY
+}
+
+metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 ~ "^"m"({|$)" {print $2}'; }
+
+run() {  # NAME CONFIG: one load, printed as "NAME wall_s cpu_s"
+  local g_port=$(port)
+  python3 - "$g_port" "$work/$1" "$2" > "$work/$1.json" <<'PY'
+import json, sys
+config = {"listen": "127.0.0.1:" + sys.argv[1], "data": sys.argv[2],
+          "alerts": {"evaluate": False}}
+config.update(json.loads(sys.argv[3]))
+print(json.dumps(config))
+PY
+  "$gpulse" serve --config "$work/$1.json" >"$work/$1.log" 2>&1 &
+  local g=$!
+  pids+=("$g")
+  wait_up "http://127.0.0.1:$g_port/ping"
+  local t0=$(date +%s.%N) c0=$(ticks "$g")
+  load "$g_port"
+  local loaded=$(date +%s.%N)
+  if [ "$2" != "{}" ]; then
+    while [ "$(metric "$g_port" gpulse_forward_pending_bytes)" != "0" ]; do sleep 0.05; done
+  fi
+  local t1=$(date +%s.%N) c1=$(ticks "$g")
+  local sent=$(metric "$g_port" gpulse_forward_samples_sent_total)
+  echo "$1 load_s=$(echo "$loaded - $t0" | bc) wall_s=$(echo "$t1 - $t0" | bc)" \
+    "cpu_s=$(echo "scale=2; ($c1 - $c0) / $hz" | bc) sent=${sent:-0}"
+  kill "$g"
+  wait "$g" 2>/dev/null || true
+}
+
+vm_port=$(port)
+victoria-metrics -storageDataPath="$work/vm" -httpListenAddr="127.0.0.1:$vm_port" \
+  -retentionPeriod=100y -dedup.minScrapeInterval=1ms >"$work/vm.log" 2>&1 &
+vm=$!
+pids+=("$vm")
+wait_up "http://127.0.0.1:$vm_port/health"
+
+alone=$(run alone '{}')
+echo "$alone"
+vm_c0=$(ticks "$vm")
+forwarding=$(run forwarding "{\"remote_write\": [{\"name\": \"vm\", \"shards\": $shards,
+  \"url\": \"http://127.0.0.1:$vm_port/api/v1/write\"}]}")
+vm_c1=$(ticks "$vm")
+echo "$forwarding"
+echo "victoria-metrics cpu_s=$(echo "scale=2; ($vm_c1 - $vm_c0) / $hz" | bc)"
+python3 - "$alone" "$forwarding" <<'PY'
+import sys
+def fields(line):
+    return {k: float(v) for k, v in (f.split("=") for f in line.split()[1:])}
+a, f = fields(sys.argv[1]), fields(sys.argv[2])
+print(f"forwarding CPU / ingest CPU: {(f['cpu_s'] - a['cpu_s']) / a['cpu_s']:.2f}; "
+      f"{f['sent'] / f['wall_s'] / 1e6:.2f} M samples/s sent "
+      f"({f['sent']:.0f} in {f['wall_s']:.1f} s from the load's start)")
+PY
