@@ -48,8 +48,8 @@ void BuildInventory(Plan* plan) {
   const SimOptions& o = plan->options;
   plan->regions.resize(o.regions);
   for (int r = 0; r < o.regions; ++r) {
-    plan->regions[r].name = kRegions[r].name;
-    plan->regions[r].utc_offset_hours = kRegions[r].utc_offset_hours;
+    plan->regions[r].name = kRegions[o.first_region + r].name;
+    plan->regions[r].utc_offset_hours = kRegions[o.first_region + r].utc_offset_hours;
   }
   // Nodes are dealt round the regions, then cut into clusters of at most
   // kMaxNodesPerCluster; a cluster has one SKU, as bought.
@@ -643,6 +643,11 @@ void Summarise(Plan* plan) {
 Status BuildPlan(const SimOptions& options, Plan* plan) {
   if (options.regions < 1 || options.regions > static_cast<int>(std::size(kRegions))) {
     return Status::InvalidArgument("--regions must be 1 to " + std::to_string(std::size(kRegions)));
+  }
+  if (options.first_region < 0 ||
+      options.first_region + options.regions > static_cast<int>(std::size(kRegions))) {
+    return Status::InvalidArgument("--first-region plus --regions must be at most " +
+                                   std::to_string(std::size(kRegions)));
   }
   if (options.nodes < options.regions || options.nodes > 100000) {
     return Status::InvalidArgument("--nodes must be at least --regions and at most 100000");

@@ -58,6 +58,9 @@ std::string FormatUtcTime(int64_t unix_ns);
 
 struct SimOptions {
   int regions = 2;
+  // The regions are the simulator's list from this one on (0: us-east): a
+  // site of a multi-site deployment simulates regions the others do not.
+  int first_region = 0;
   int nodes = 150;  // in all, dealt round the regions
   int gpus_per_node = 8;
   int days = 7;

@@ -111,14 +111,22 @@ Status LoadRemoteWrite(const Json& list, ServerConfig* config) {
     if (!t.is_object()) return Status::InvalidArgument(where + ": must be an object");
     GPULSE_RETURN_IF_ERROR(CheckKeys(
         t, where,
-        {"name", "url", "authorization", "basic_auth", "measurements", "labels", "rename_labels",
-         "shards", "max_samples_per_send", "max_mb_per_second", "timeout"}));
+        {"name", "url", "protocol", "authorization", "basic_auth", "measurements", "labels",
+         "rename_labels", "shards", "max_samples_per_send", "max_mb_per_second", "timeout"}));
     RemoteWriteTarget target;
     GPULSE_RETURN_IF_ERROR(Get(t, where, "url", &target.url));
     if (!target.url.starts_with("http://")) {
       return Status::InvalidArgument(where +
                                      ".url: must start with http:// (https is not "
                                      "supported yet: forward through a local TLS proxy)");
+    }
+    std::string protocol = "prometheus";
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "protocol", &protocol));
+    if (protocol == "influx") {
+      target.protocol = RemoteWriteTarget::Protocol::kInflux;
+    } else if (protocol != "prometheus") {
+      return Status::InvalidArgument(where + ".protocol: \"" + protocol +
+                                     "\" is not prometheus or influx");
     }
     target.name = target.url;
     GPULSE_RETURN_IF_ERROR(Get(t, where, "name", &target.name));
@@ -167,6 +175,39 @@ Status LoadRemoteWrite(const Json& list, ServerConfig* config) {
     GPULSE_RETURN_IF_ERROR(GetMillis(t, where, "timeout", &target.timeout));
     config->remote_write.push_back(std::move(target));
   }
+  return Status::Ok();
+}
+
+Status LoadLedgerExport(const Json& e, LedgerExportConfig* out) {
+  if (!e.is_object()) return Status::InvalidArgument("ledger_export: must be an object");
+  GPULSE_RETURN_IF_ERROR(CheckKeys(
+      e, "ledger_export",
+      {"every_minutes", "lag_minutes", "backfill_hours", "measurement", "database"}));
+  out->enabled = true;
+  int every = 5, lag = 5;
+  double backfill = 24;
+  GPULSE_RETURN_IF_ERROR(Get(e, "ledger_export", "every_minutes", &every));
+  GPULSE_RETURN_IF_ERROR(Get(e, "ledger_export", "lag_minutes", &lag));
+  GPULSE_RETURN_IF_ERROR(Get(e, "ledger_export", "backfill_hours", &backfill));
+  GPULSE_RETURN_IF_ERROR(Get(e, "ledger_export", "measurement", &out->measurement));
+  GPULSE_RETURN_IF_ERROR(Get(e, "ledger_export", "database", &out->database));
+  if (every < 1 || 1440 % every != 0) {
+    return Status::InvalidArgument(
+        "ledger_export.every_minutes: must divide a day (1, 2, 5, 10, 15, 30, 60...)");
+  }
+  if (lag < 0 || lag > 1440) {
+    return Status::InvalidArgument("ledger_export.lag_minutes: must be 0 to 1440");
+  }
+  if (backfill < 0 || backfill > 24 * 366) {
+    return Status::InvalidArgument("ledger_export.backfill_hours: must be 0 to 8784");
+  }
+  if (out->measurement.empty()) {
+    return Status::InvalidArgument("ledger_export.measurement: must not be empty");
+  }
+  constexpr int64_t kMinute = 60'000'000'000;
+  out->every_ns = every * kMinute;
+  out->lag_ns = lag * kMinute;
+  out->backfill_ns = static_cast<int64_t>(backfill * 60) * kMinute;
   return Status::Ok();
 }
 
@@ -281,7 +322,8 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     GPULSE_RETURN_IF_ERROR(
         CheckKeys(root, "config",
                   {"data", "listen", "threads", "max_body_mb", "read_timeout", "max_connections",
-                   "auth", "scrape", "remote_write", "storage", "query", "alerts", "limits"}));
+                   "auth", "scrape", "remote_write", "ledger_export", "storage", "query", "alerts",
+                   "limits"}));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "data", &config->data_dir));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "listen", &config->listen));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "threads", &config->threads));
@@ -301,6 +343,9 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     if (root.contains("scrape")) GPULSE_RETURN_IF_ERROR(LoadScrape(root["scrape"], config));
     if (root.contains("remote_write")) {
       GPULSE_RETURN_IF_ERROR(LoadRemoteWrite(root["remote_write"], config));
+    }
+    if (root.contains("ledger_export")) {
+      GPULSE_RETURN_IF_ERROR(LoadLedgerExport(root["ledger_export"], &config->ledger_export));
     }
     if (const auto q = root.find("query"); q != root.end()) {
       if (!q->is_object()) return Status::InvalidArgument("query: must be an object");

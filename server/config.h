@@ -33,6 +33,11 @@ struct ScrapeTarget {
 
 // A remote-write receiver gpulse forwards to (server/forwarder.h).
 struct RemoteWriteTarget {
+  // What the receiver speaks: Prometheus remote write 1.0 (snappy protobuf
+  // to /api/v1/write), or InfluxDB line protocol (to /write?db=..., as
+  // another gpulse takes it: every field, tag and nanosecond kept).
+  enum class Protocol { kPrometheus, kInflux };
+  Protocol protocol = Protocol::kPrometheus;
   std::string name;           // the metrics' target label and the log follower's name
   std::string url;            // http://host:port/api/v1/write
   std::string authorization;  // the Authorization header ("Bearer ..."; basic auth is made one)
@@ -51,6 +56,18 @@ struct RemoteWriteTarget {
   // Log read per round: the samples of about this many bytes are sent
   // before the position moves.
   uint64_t read_bytes = 8 << 20;
+};
+
+// The GPU-minute ledger written as series (server/ledger_export.h); the
+// config file's "ledger_export" object turns it on.
+struct LedgerExportConfig {
+  bool enabled = false;
+  int64_t every_ns = 300'000'000'000;         // bucket width
+  int64_t lag_ns = 300'000'000'000;           // a bucket is exported this long after it closes
+  int64_t backfill_ns = 86'400'000'000'000;   // the first export starts this far back
+  std::string measurement = "gpu_minutes";
+  std::string database;  // the rows' db tag; empty: none (the series of no database)
+  std::chrono::milliseconds interval{60000};  // how often it looks for closed buckets
 };
 
 // Alert rules (server/alerts.h).
@@ -72,6 +89,7 @@ struct ServerConfig {
   std::vector<TokenConfig> tokens;  // empty: authentication off
   std::vector<ScrapeTarget> scrape;
   std::vector<RemoteWriteTarget> remote_write;
+  LedgerExportConfig ledger_export;
   // Sync policy, head bound, ...; the server guards the catalog's growth
   // by default (an embedded Db, `gpulse import` and `simulate` do not).
   Options db = [] {

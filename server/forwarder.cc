@@ -14,6 +14,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "ingest/lp_format.h"
 #include "prompb.pb.h"
 #include "server/http_client.h"
 
@@ -75,8 +76,10 @@ class Forwarder::Sender {
       HttpClient::Options options;
       options.timeout = target_.timeout;
       options.authorization = target_.authorization;
-      options.headers = {{"Content-Encoding", "snappy"},
-                         {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
+      if (target_.protocol == RemoteWriteTarget::Protocol::kPrometheus) {
+        options.headers = {{"Content-Encoding", "snappy"},
+                           {"X-Prometheus-Remote-Write-Version", "0.1.0"}};
+      }
       options.cancelled = [this] { return stopping_.load(); };
       GPULSE_RETURN_IF_ERROR(HttpClient::Open(target_.url, options, &shard.client));
     }
@@ -135,6 +138,7 @@ class Forwarder::Sender {
   struct Shard {
     std::unique_ptr<HttpClient> client;
     prompb::WriteRequest request;
+    std::string lines;  // line protocol, for an influx target
     std::unordered_map<std::string, int> series;  // LabelsKey -> index in request
     uint64_t samples = 0;
     std::vector<Body> bodies;
@@ -223,6 +227,7 @@ class Forwarder::Sender {
     size_t at = key.find('\0');
     const std::string_view measurement = key.substr(0, at);
     if (!Sends(measurement)) return;
+    if (target_.protocol == RemoteWriteTarget::Protocol::kInflux) return AddLine(p, measurement);
     const bool prom = IsPrometheus(measurement);
     // Tags: '\0' name '\0' value, repeated.
     labels_.clear();
@@ -241,9 +246,9 @@ class Forwarder::Sender {
         labels_.emplace_back(Renamed(f.key), *s);
       }
     }
-    for (const auto& [name, value] : target_.labels) {
-      std::erase_if(labels_, [&](const auto& l) { return l.first == name; });
-      labels_.emplace_back(name, value);
+    for (const auto& label : target_.labels) {
+      std::erase_if(labels_, [&](const auto& l) { return l.first == label.first; });
+      labels_.emplace_back(label.first, label.second);
     }
     std::stable_sort(labels_.begin(), labels_.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -310,8 +315,46 @@ class Forwarder::Sender {
     if (++shard.samples >= target_.max_samples_per_send) Seal(&shard);
   }
 
+  // A point as a line of line protocol: its tags renamed and the target's
+  // labels set as tags; fields, string fields and nanoseconds as they are.
+  void AddLine(const LoggedPoint& p, std::string_view measurement) {
+    const std::string_view key = p.series_key;
+    tags_.clear();
+    for (size_t pos = key.find('\0'); pos != std::string_view::npos;) {
+      const size_t value_at = key.find('\0', pos + 1);
+      if (value_at == std::string_view::npos) break;
+      const size_t next = key.find('\0', value_at + 1);
+      const std::string_view name = Renamed(key.substr(pos + 1, value_at - pos - 1));
+      const std::string_view value = key.substr(
+          value_at + 1, (next == std::string_view::npos ? key.size() : next) - value_at - 1);
+      tags_.push_back({name, value});
+      pos = next;
+    }
+    for (const auto& label : target_.labels) {
+      std::erase_if(tags_, [&](const TagRef& t) { return t.key == label.first; });
+      tags_.push_back({label.first, label.second});
+    }
+    PointRef point;
+    point.measurement = measurement;
+    point.tags = tags_;
+    point.fields = p.fields;
+    point.timestamp_ns = p.timestamp_ns;
+    Shard& shard = shards_[std::hash<std::string_view>{}(key) % shards_.size()];
+    ingest::AppendLineProtocol(point, &shard.lines);
+    shard.samples += p.fields.size();
+    if (shard.samples >= target_.max_samples_per_send) Seal(&shard);
+  }
+
   void Seal(Shard* shard) {
     if (shard->samples == 0) return;
+    if (target_.protocol == RemoteWriteTarget::Protocol::kInflux) {
+      Body body;
+      body.bytes.swap(shard->lines);
+      body.samples = shard->samples;
+      shard->bodies.push_back(std::move(body));
+      shard->samples = 0;
+      return;
+    }
     std::string bytes;
     shard->request.SerializeToString(&bytes);
     Body body;
@@ -335,8 +378,10 @@ class Forwarder::Sender {
     while (!stopping_) {
       Throttle(body.bytes.size());
       HttpReply reply;
-      const Status s = shard->client->Send(http::verb::post, shard->client->target(),
-                                           "application/x-protobuf", "", body.bytes, &reply);
+      const bool influx = target_.protocol == RemoteWriteTarget::Protocol::kInflux;
+      const Status s = shard->client->Send(
+          http::verb::post, shard->client->target(),
+          influx ? "text/plain; charset=utf-8" : "application/x-protobuf", "", body.bytes, &reply);
       if (s.ok() && reply.status / 100 == 2) {
         sent_ += body.samples;
         bytes_ += body.bytes.size();
@@ -393,6 +438,7 @@ class Forwarder::Sender {
   // The round's scratch, used by the sender's thread only.
   std::map<std::string, bool, std::less<>> kinds_;
   Labels labels_;
+  std::vector<TagRef> tags_;
   std::string name_, base_key_, key_;
 
   mutable Mutex mu_;

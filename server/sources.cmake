@@ -11,6 +11,7 @@ set(GPULSE_SERVER_SOURCES
   server/http_api_write.cc
   server/http_client.cc
   server/http_server.cc
+  server/ledger_export.cc
   server/prom_remote_read.cc
   server/metrics.cc
   server/scraper.cc

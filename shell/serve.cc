@@ -10,6 +10,7 @@
 #include "server/forwarder.h"
 #include "server/http_api.h"
 #include "server/http_server.h"
+#include "server/ledger_export.h"
 #include "server/scraper.h"
 #include "shell/commands.h"
 
@@ -132,6 +133,8 @@ int RunServe(const std::vector<std::string>& args) {
     return 1;
   }
   metrics.forwarding = [&forwarder](std::string* out) { forwarder.AppendMetrics(out); };
+  server::LedgerExport ledger_export(config.ledger_export, db.get());
+  if (config.ledger_export.enabled) ledger_export.Start();
   if (config.alerts.evaluate) {
     webhooks.Start();
     alerts.Start();
@@ -148,6 +151,7 @@ int RunServe(const std::vector<std::string>& args) {
   std::fprintf(stderr, "gpulse: %s: stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
   http_server.Stop();
   scraper.Stop();
+  ledger_export.Stop();
   forwarder.Stop();
   metrics.forwarding = nullptr;
   alerts.Stop();

@@ -41,6 +41,8 @@ constexpr const char* kUsage =
     "\n"
     "The fleet:\n"
     "  --regions N           regions (default 2, at most 8)\n"
+    "  --first-region K      skip the first K region names (us-east, eu-west, ...): one\n"
+    "                        site of several simulates regions the others do not (default 0)\n"
     "  --nodes N             nodes in all, dealt round the regions (default 150)\n"
     "  --gpus-per-node N     (default 8)\n"
     "  --days N              how long (default 7)\n"
@@ -341,6 +343,8 @@ Status ParseSimulateArgs(const std::vector<std::string>& args, SimulateArgs* out
       a.token = v;
     } else if (flag == "--regions") {
       GPULSE_RETURN_IF_ERROR(number(1, 8, &a.sim.regions));
+    } else if (flag == "--first-region") {
+      GPULSE_RETURN_IF_ERROR(number(0, 7, &a.sim.first_region));
     } else if (flag == "--nodes") {
       GPULSE_RETURN_IF_ERROR(number(1, 100000, &a.sim.nodes));
     } else if (flag == "--gpus-per-node") {

@@ -26,6 +26,9 @@
 #include "prompb.pb.h"
 #include "server/config.h"
 #include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/sources.h"
+#include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/test_server.h"
 
@@ -274,6 +277,58 @@ TEST(ForwarderTest, KeepsTheLogForATargetAcrossARestart) {
   EXPECT_TRUE(followers.empty());
 }
 
+// gpulse to gpulse over line protocol: the central node gets every field,
+// string fields and nanoseconds included, with the target's labels as tags.
+TEST(ForwarderTest, SendsLineProtocolToAnotherGpulse) {
+  storage::ScratchDir dir;
+  ServerMetrics metrics;
+  SourceRegistry sources;
+  ServerConfig central_config;
+  test::UseQuietTestDb(&central_config.db);
+  central_config.alerts.evaluate = false;
+  test::TestServer central;
+  ASSERT_TRUE(central.Start(dir.path() + "/central", central_config, &metrics, &sources).ok());
+
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(TestOptions(), dir.path() + "/node", &db).ok());
+  RemoteWriteTarget target =
+      Target("http://127.0.0.1:" + std::to_string(central.port()) + "/write?db=fleet");
+  target.protocol = RemoteWriteTarget::Protocol::kInflux;
+  target.labels = {{"site", "A"}};
+  target.measurements = {"gpu"};
+  Forwarder forwarder({target}, db.get());
+  ASSERT_TRUE(forwarder.Start().ok());
+  std::vector<Point> points;
+  for (int s = 0; s < 3; ++s) {
+    Point p = GpuPoint(s % 2, s);
+    p.timestamp_ns += 123;  // nanoseconds travel
+    points.push_back(p);
+  }
+  Point other = points[0];
+  other.measurement = "not_sent";
+  points.push_back(other);
+  ASSERT_TRUE(db->Write(points).ok());
+  ASSERT_TRUE(forwarder.Drain(10s).ok());
+
+  const StatementResult r = test::RunFirst(central.db(), "SELECT * FROM gpu GROUP BY *");
+  ASSERT_EQ(r.series.size(), 2u);
+  const ResultSeries& gpu0 = r.series[0];
+  EXPECT_EQ(gpu0.tags, (std::vector<Tag>{{"db", "fleet"}, {"gpu", "0"}, {"host", "n1"},
+                                         {"site", "A"}}));
+  ASSERT_EQ(gpu0.values.size(), 2u);
+  std::map<std::string, QueryValue> row;
+  for (size_t c = 0; c < gpu0.columns.size(); ++c) row[gpu0.columns[c]] = gpu0.values[1][c];
+  EXPECT_EQ(std::get<int64_t>(row["time"]), int64_t{1'700'000'002} * 1'000'000'000 + 123);
+  EXPECT_EQ(std::get<double>(row["util"]), 52.0);
+  EXPECT_EQ(std::get<int64_t>(row["mem_used"]), 1002);
+  EXPECT_EQ(std::get<bool>(row["healthy"]), true);
+  EXPECT_EQ(std::get<std::string>(row["pod"]), "train-0");
+  const StatementResult none = test::RunFirst(central.db(), "SHOW MEASUREMENTS");
+  ASSERT_EQ(none.series.size(), 1u);
+  EXPECT_EQ(none.series[0].values.size(), 1u) << "only gpu was sent";
+  forwarder.Stop();
+}
+
 TEST(ForwarderTest, ConfigFileTargets) {
   storage::ScratchDir dir;
   const std::string path = dir.path() + "/gpulse.json";
@@ -286,10 +341,17 @@ TEST(ForwarderTest, ConfigFileTargets) {
       {"url": "http://vm:8428/api/v1/write", "labels": {"region": "A"},
        "basic_auth": {"username": "user", "password": "pass"}, "shards": 8},
       {"name": "mimir", "url": "http://mimir/api/v1/push", "authorization": "Bearer t",
-       "measurements": ["gpu"], "max_mb_per_second": 2}]})",
+       "measurements": ["gpu"], "max_mb_per_second": 2},
+      {"name": "central", "url": "http://gpulse-central:8086/write?db=fleet",
+       "protocol": "influx"}],
+      "ledger_export": {"every_minutes": 1, "backfill_hours": 2}})",
                    &config)
                   .ok());
-  ASSERT_EQ(config.remote_write.size(), 2u);
+  ASSERT_EQ(config.remote_write.size(), 3u);
+  EXPECT_EQ(config.remote_write[2].protocol, RemoteWriteTarget::Protocol::kInflux);
+  EXPECT_TRUE(config.ledger_export.enabled);
+  EXPECT_EQ(config.ledger_export.every_ns, 60'000'000'000);
+  EXPECT_EQ(config.ledger_export.backfill_ns, 7200'000'000'000);
   EXPECT_EQ(config.remote_write[0].name, "http://vm:8428/api/v1/write");
   EXPECT_EQ(config.remote_write[0].authorization, "Basic dXNlcjpwYXNz");
   EXPECT_EQ(config.remote_write[0].shards, 8);
@@ -304,6 +366,9 @@ TEST(ForwarderTest, ConfigFileTargets) {
       {R"({"remote_write": [{"url": "http://a/w", "sharding": 2}]})", "unknown key \"sharding\""},
       {R"({"remote_write": [{"url": "http://a/w", "basic_auth": {"username": "u"}}]})",
        "remote_write[0].basic_auth"},
+      {R"({"remote_write": [{"url": "http://a/w", "protocol": "graphite"}]})",
+       "remote_write[0].protocol"},
+      {R"({"ledger_export": {"every_minutes": 7}})", "ledger_export.every_minutes"},
   };
   for (const auto& [text, error] : bad) {
     ServerConfig c;

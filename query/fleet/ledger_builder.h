@@ -84,6 +84,7 @@ struct StepMinute {
 inline constexpr uint32_t kNone = UINT32_MAX;  // no contributor id
 
 struct JobRecord {
+  std::string region;              // where its scheduler is
   std::vector<Ended> ends;         // by end time: one per attempt
   std::vector<StepMinute> steps;   // by time
   std::vector<int64_t> starts;     // `started` events, by time
@@ -171,13 +172,17 @@ inline std::vector<std::string> SplitNodes(std::string_view list) {
   return out;
 }
 
-// The jobs whose data and sync shares are compared: the same workload class
-// and the same width. A job across nodes syncs gradients over the fabric
-// and spends several times the share of one that syncs over NVLink; against
-// a median of mostly one-node jobs, every healthy multi-node minute looked
-// like a network loss.
+// The jobs whose data and sync shares are compared: the same region, the
+// same workload class and the same width. A job across nodes syncs
+// gradients over the fabric and spends several times the share of one that
+// syncs over NVLink; against a median of mostly one-node jobs, every healthy
+// multi-node minute looked like a network loss. A region has its own
+// storage and fabric, and its own usual waits; judged by its own, a region's
+// minutes are classified the same whether a store holds it alone or beside
+// others (a central node's NORTHSTAR over the union is the sum of its
+// regions').
 inline std::string BaselineKey(const JobRecord& r) {
-  return r.workload_class + '\0' + static_cast<char>('0' + r.width);
+  return r.region + '\0' + r.workload_class + '\0' + static_cast<char>('0' + r.width);
 }
 
 inline double Median(std::vector<float>* v) {
@@ -301,7 +306,14 @@ class LedgerBuilder {
   Status DayEnds(int64_t day, const std::vector<std::pair<uint64_t, int64_t>>** out);
   // The span just built (in day_cells_), to keep.
   std::shared_ptr<LedgerSpan> KeepSpan();
-  // A GPU held `job` until minute `t` of the day being kept.
+  // The key of a job in jobs_, used_jobs_ and unhealthy_: region '\0' name.
+  static std::string JobKey(std::string_view region, std::string_view job) {
+    std::string key(region);
+    key.push_back('\0');
+    key.append(job);
+    return key;
+  }
+  // A GPU held the job (by JobKey) until minute `t` of the day being kept.
   void NoteJob(const std::string& job, int64_t t) {
     int64_t& last = used_jobs_.try_emplace(job, t).first->second;
     last = std::max(last, t);
@@ -395,6 +407,8 @@ class LedgerBuilder {
   std::unordered_map<std::string, int64_t> used_jobs_;
   std::map<int64_t, std::vector<std::pair<uint64_t, int64_t>>> day_ends_;  // DayEnds', by day
   int spans_reused_ = 0, spans_built_ = 0;
+  // By JobKey: a job is its region's scheduler's name for it, and two
+  // regions' schedulers may use the same name (a central node holds both).
   std::unordered_map<std::string, JobRecord> jobs_;
   // Allocated's last lookup in jobs_ (which no longer grows then).
   std::string found_job_;

@@ -195,8 +195,10 @@ struct GpuWalk {
   const Column* team;
   Cursor team_at;
   std::vector<uint32_t> links;  // troubled links a network loss crossed
-  // The job that held this GPU last, for the idle minutes after it failed.
+  // The job that held this GPU last (its JobKey), for the idle minutes
+  // after it failed; and its name.
   const std::string* last_job = nullptr;
+  std::string job_key, job_name;
   const JobRecord* last_record = nullptr;
   int64_t last_t = 0;
   std::string job_before;  // the last job before start_, looked up once
@@ -249,9 +251,13 @@ Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column
   if (w->job.At(t) && cols[0].type == FieldType::kString &&
       !cols[0].strings[w->job.index()].empty()) {
     const JobRecord* record = nullptr;
-    if (keeping_ && w->last_job != nullptr && *w->last_job != cols[0].strings[w->job.index()])
-      NoteJob(*w->last_job, w->last_t);
-    w->last_job = &cols[0].strings[w->job.index()];
+    const std::string& name = cols[0].strings[w->job.index()];
+    if (w->last_job == nullptr || w->job_name != name) {
+      if (keeping_ && w->last_job != nullptr) NoteJob(*w->last_job, w->last_t);
+      w->job_name = name;
+      w->job_key = JobKey(w->region, name);
+    }
+    w->last_job = &w->job_key;
     *add = Allocated(*w->last_job, t, healthy, &record, failed);
     w->last_record = record;
     w->last_t = t;
@@ -277,8 +283,10 @@ Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column
     bool found = false;
     GPULSE_RETURN_IF_ERROR(LastJobBefore(gpu, &w->job_before, &w->last_t, &found));
     if (found) {
-      w->last_job = &w->job_before;
-      const auto it = jobs_.find(w->job_before);
+      w->job_name = w->job_before;
+      w->job_key = JobKey(w->region, w->job_before);
+      w->last_job = &w->job_key;
+      const auto it = jobs_.find(w->job_key);
       w->last_record = it == jobs_.end() ? nullptr : &it->second;
     }
   }

@@ -47,7 +47,8 @@ Status LedgerBuilder::ReadSched() {
       // Starts and resubmissions matter for the jobs that ran in the range
       // (their width, how long they had run, when they came back).
       const auto known =
-          event == "retried" || event == "started" ? jobs_.find(job.strings[i]) : jobs_.end();
+          event == "retried" || event == "started" ? jobs_.find(JobKey(regions[k], job.strings[i]))
+                                                   : jobs_.end();
       if (event == "retried" && known != jobs_.end()) known->second.resubmits.push_back(ts);
       if (event == "started" && known != jobs_.end()) {
         JobRecord& record = known->second;
@@ -76,7 +77,9 @@ Status LedgerBuilder::ReadSched() {
         continue;
       }
       if (ts < day_) continue;  // the day's minutes are judged by the attempts that end after them
-      jobs_[job.strings[i]].ends.push_back(EndedAt(cols, ts, outcome, &reason, &checkpoint));
+      JobRecord& ended = jobs_[JobKey(regions[k], job.strings[i])];
+      ended.region = regions[k];
+      ended.ends.push_back(EndedAt(cols, ts, outcome, &reason, &checkpoint));
     }
   }
   ReplayQueue(&queue, regions, queues);
@@ -170,12 +173,14 @@ Status LedgerBuilder::ReadSteps() {
     // looked up when the job changes.
     JobRecord* current = nullptr;
     const std::string* current_job = nullptr;
+    const std::string region = TagOf(s, "region");
     for (size_t i = 0; i < job.size(); ++i) {
       const int64_t ts = job.ts[i];
       if (!step.At(ts)) continue;
       StepMinute m{ts, static_cast<int64_t>(NumberAt(cols[1], step.index())), 0, 0, false};
       if (current_job == nullptr || *current_job != job.strings[i]) {
-        current = &jobs_[job.strings[i]];  // unordered_map: stays put as the map grows
+        current = &jobs_[JobKey(region, job.strings[i])];  // stays put as the map grows
+        current->region = region;
         current_job = &job.strings[i];
       }
       JobRecord& record = *current;

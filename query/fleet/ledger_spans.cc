@@ -179,8 +179,10 @@ Status LedgerBuilder::DayEnds(int64_t day, const std::vector<std::pair<uint64_t,
       GPULSE_RETURN_IF_ERROR(
           db_->ReadSeries(s, fields, day, std::min(day + kDayNs, o_.known_until_ns), &cols));
       if (cols[0].type != FieldType::kString) continue;
+      const std::string region = TagOf(s, "region");
       for (size_t i = 0; i < cols[0].size(); ++i)
-        ends.emplace_back(std::hash<std::string>()(cols[0].strings[i]), cols[0].ts[i]);
+        ends.emplace_back(std::hash<std::string>()(JobKey(region, cols[0].strings[i])),
+                          cols[0].ts[i]);
     }
     it = day_ends_.emplace(day, std::move(ends)).first;
   }

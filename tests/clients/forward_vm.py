@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
-"""Two `gpulse serve` nodes, sites A and B, each fed by `gpulse simulate`,
-forwarding by Prometheus remote write to one Debian victoria-metrics.
+"""Two `gpulse serve` nodes, sites A and B (regions us-east and eu-west),
+each fed by `gpulse simulate`, forwarding everything they store to one
+Debian victoria-metrics by Prometheus remote write and to a central
+`gpulse serve` by line protocol, and exporting their GPU-minute ledgers as
+series (ledger_export) that go the same way.
 
-In the middle the receiver is stopped for OUTAGE seconds (60 unless the
+In the middle the receivers are stopped for OUTAGE seconds (60 unless the
 environment says otherwise) while both nodes take more simulated hours, and
-node A is killed with -9 and started again. Afterwards:
+node A is killed with -9 and started again (node B is restarted cleanly,
+with the ledger export turned on for both). Afterwards:
   - both nodes have nothing left to send (gpulse_forward_pending_bytes 0),
     they counted failed sends during the outage and dropped nothing;
   - every sample each node holds is in victoria-metrics, series by series:
     count_over_time over the whole span, metric by metric, asked of the
     node's PromQL and of victoria-metrics', gives the same series (the node's
     labels plus site="A" or "B", set by the forwarding config) with the same
-    counts.
+    counts;
+  - the central gpulse holds, measurement by measurement and field by field,
+    as many values as the two nodes together;
+  - fleet-wide goodput from victoria-metrics' PromQL over the exported
+    ledger, sum(sum_over_time(gpu_minutes_productive[6h])) /
+    sum(sum_over_time(gpu_minutes_capacity[6h])), equals NORTHSTAR over the
+    union at the central gpulse, and so do the hardware and slack shares.
 
 The fleet schema's events (sched, job, maintenance, incident) tell the
 events of one minute apart by nanoseconds (docs/fleet-schema.md). Remote
@@ -57,26 +67,24 @@ def start_vm(work, port):
 
 
 class Node:
-    """A gpulse node of site `site` forwarding to victoria-metrics at vm_port."""
+    """A `gpulse serve` of site `site` with the config `extra` (forwarding)."""
 
-    def __init__(self, gpulse, work, site, vm_port):
+    def __init__(self, gpulse, work, site, extra):
         self.gpulse, self.site = gpulse, site
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.data = os.path.join(work, f"data-{site}")
         self.log = os.path.join(work, f"gpulse-{site}.log")
         self.config = os.path.join(work, f"gpulse-{site}.json")
-        with open(self.config, "w") as f:
-            json.dump({"listen": f"127.0.0.1:{self.port}", "data": self.data,
-                       "alerts": {"evaluate": False},
-                       "remote_write": [{
-                           "name": "central",
-                           "url": f"http://127.0.0.1:{vm_port}/api/v1/write",
-                           "labels": {"site": site}}]}, f)
+        self.settings = {"listen": f"127.0.0.1:{self.port}",
+                         "data": os.path.join(work, f"data-{site}"),
+                         "alerts": {"evaluate": False}}
+        self.settings.update(extra)
         self.proc = None
         self.start()
 
     def start(self):
+        with open(self.config, "w") as f:
+            json.dump(self.settings, f)
         self.proc = Process(f"gpulse {self.site}", [self.gpulse, "serve", "--config", self.config],
                             self.log + f".{time.time():.0f}", self.base + "/ping")
 
@@ -85,9 +93,10 @@ class Node:
         self.proc.proc.wait()
         self.proc.log.close()
 
-    def simulate(self, seed, start, hours):
+    def simulate(self, seed, start, hours, first_region):
         subprocess.run([self.gpulse, "simulate", "--url", self.base, "--regions", "1",
-                        "--nodes", "2", "--hours", str(hours), "--start", str(start),
+                        "--first-region", str(first_region), "--nodes", "2",
+                        "--hours", str(hours), "--start", str(start),
                         "--seed", str(seed), "--truth", os.devnull],
                        check=True, stdout=subprocess.DEVNULL)
 
@@ -155,6 +164,17 @@ def event_totals(base, first, at):
     return out
 
 
+def field_counts(base):
+    """{(measurement, field): values stored} over all time."""
+    out = {}
+    for series in influx(base, "SHOW MEASUREMENTS"):
+        for (m,) in series["values"]:
+            for row in influx(base, f'SELECT count(*) FROM "{m}"'):
+                for column, value in zip(row["columns"][1:], row["values"][0][1:]):
+                    out[(m, column)] = value or 0
+    return out
+
+
 def main():
     gpulse = sys.argv[1]
     if not os.path.exists(VM):
@@ -163,32 +183,48 @@ def main():
     work = tempfile.mkdtemp(prefix="gpulse-forward-")
     vm_port = free_port()
     vm = start_vm(work, vm_port)
-    nodes = []
+    vm_url = f"http://127.0.0.1:{vm_port}"
+    nodes, central = [], None
     try:
-        nodes = [Node(gpulse, work, "A", vm_port), Node(gpulse, work, "B", vm_port)]
+        central = Node(gpulse, work, "central", {})
+        for site in ("A", "B"):
+            nodes.append(Node(gpulse, work, site, {"remote_write": [
+                {"name": "vm", "url": vm_url + "/api/v1/write", "labels": {"site": site}},
+                {"name": "central", "protocol": "influx", "url": central.base + "/write",
+                 "labels": {"site": site}}]}))
         first = (int(time.time()) // 3600 - 8) * 3600  # 8 hours ago, on the hour
         for i, node in enumerate(nodes):
-            node.simulate(seed=21 + i, start=first, hours=3)
+            node.simulate(seed=21 + i, start=first, hours=3, first_region=i)
 
         vm.stop()
+        central.proc.stop()
         outage_began = time.time()
         for i, node in enumerate(nodes):
-            node.simulate(seed=31 + i, start=first + 3 * 3600, hours=3)
-        time.sleep(2)  # the senders meet the closed port
+            node.simulate(seed=31 + i, start=first + 3 * 3600, hours=3, first_region=i)
+        time.sleep(2)  # the senders meet the closed ports
+        # The ledger's export from now on: its first run covers the 12 hours
+        # before, all of the simulated span.
+        for node in nodes:
+            node.settings["ledger_export"] = {"every_minutes": 5, "backfill_hours": 12,
+                                              "database": "gpulse"}
         nodes[0].kill9()
         nodes[0].start()
         nodes[1].proc.stop()
         nodes[1].start()
         time.sleep(max(0.0, OUTAGE - (time.time() - outage_began)))
         vm = start_vm(work, vm_port)
-        print(f"forward_vm: victoria-metrics was down {time.time() - outage_began:.0f} s; "
+        central.start()
+        print(f"forward_vm: the receivers were down {time.time() - outage_began:.0f} s; "
               "node A was killed with -9, node B restarted")
 
         deadline = time.time() + 120
-        while any(n.metric("gpulse_forward_pending_bytes") > 0 for n in nodes):
+        while any(n.metric("gpulse_forward_pending_bytes") > 0 for n in nodes) or \
+                any(not influx(n.base, 'SHOW FIELD KEYS FROM "gpu_minutes"') for n in nodes):
             if time.time() > deadline:
-                fail("the nodes did not catch up within 120 s after the outage")
+                fail("the nodes did not export and send everything within 120 s after the outage")
             time.sleep(0.5)
+        while any(n.metric("gpulse_forward_pending_bytes") > 0 for n in nodes):
+            time.sleep(0.2)
         for node in nodes:
             if node.metric("gpulse_forward_samples_dropped_total") != 0:
                 fail(f"{node.site} dropped samples")
@@ -198,14 +234,14 @@ def main():
         if nodes[1].metric("gpulse_forward_sends_failed_total") == 0 and \
            nodes[0].metric("gpulse_forward_sends_failed_total") == 0:
             fail("no failed send counted during the outage")
-        http_get(f"http://127.0.0.1:{vm_port}/internal/force_flush")
+        http_get(vm_url + "/internal/force_flush")
 
         at = first + 7 * 3600
         span = 8 * 3600  # the whole span: Prometheus 2 and VictoriaMetrics differ at its start
         total = 0
         for node in nodes:
             held = counts(node.base, at, span)
-            sent = counts(f"http://127.0.0.1:{vm_port}", at, span, node.site)
+            sent = counts(vm_url, at, span, node.site)
             events = event_totals(node.base, first, at)
             for name, stored in events.items():
                 got = sum(n for (metric, _), n in sent.items() if metric == name)
@@ -214,8 +250,6 @@ def main():
                          f"victoria-metrics {got}")
             held = {k: n for k, n in held.items() if not is_event(k[0])}
             sent = {k: n for k, n in sent.items() if not is_event(k[0])}
-            if not held:
-                fail(f"{node.site} holds no series")
             missing = [k for k in held if k not in sent]
             extra = [k for k in sent if k not in held]
             wrong = [(k, held[k], sent[k]) for k in held if k in sent and held[k] != sent[k]]
@@ -227,9 +261,45 @@ def main():
             total += samples
             print(f"forward_vm: site {node.site}: {samples} samples ({len(held)} series, and "
                   f"{sum(events.values())} of events), all in victoria-metrics")
+
+        # The central gpulse holds both nodes' points.
+        a, b, c = (field_counts(n.base) for n in (nodes[0], nodes[1], central))
+        for key in set(a) | set(b) | set(c):
+            if a.get(key, 0) + b.get(key, 0) != c.get(key, 0):
+                fail(f"{key}: the nodes hold {a.get(key, 0)} + {b.get(key, 0)} values, "
+                     f"the central gpulse {c.get(key, 0)}")
+        print(f"forward_vm: the central gpulse holds the {sum(c.values())} values of both nodes")
+
+        # Fleet-wide goodput: victoria-metrics over the exported ledger, and
+        # NORTHSTAR over the union at the centre.
+        end = first + 6 * 3600
+        def ratio(loss):
+            got = query(vm_url, f"sum(sum_over_time(gpu_minutes_{loss}[6h])) / "
+                                "sum(sum_over_time(gpu_minutes_capacity[6h]))", end)
+            return float(got[0]["value"][1])
+        rows = influx(central.base, f"NORTHSTAR WHERE time >= {first}s AND time < {end}s")
+        ns = dict(zip(rows[0]["columns"], rows[0]["values"][0]))
+        for loss, column in (("productive", "goodput"), ("hardware", "hardware"),
+                             ("slack", "slack")):
+            exported = ratio(loss)
+            if abs(exported - ns[column]) > 1e-9:
+                by_site = []
+                for node in nodes:
+                    got = query(vm_url, f'sum(sum_over_time(gpu_minutes_{loss}{{site="{node.site}"}}[6h])) / '
+                                        f'sum(sum_over_time(gpu_minutes_capacity{{site="{node.site}"}}[6h]))', end)
+                    own = influx(node.base, f"NORTHSTAR WHERE time >= {first}s AND time < {end}s")
+                    own = dict(zip(own[0]["columns"], own[0]["values"][0]))
+                    by_site.append(f"{node.site}: exported {got[0]['value'][1]}, its NORTHSTAR "
+                                   f"{own[column]} of {own['capacity_gpu_minutes']}")
+                union = influx(central.base, f"NORTHSTAR BY region WHERE time >= {first}s AND time < {end}s")
+                by_site += [f"central {r['tags']}: {dict(zip(r['columns'], r['values'][0]))[column]}" for r in union]
+                fail(f"{loss}: victoria-metrics over the exported ledgers says {exported}, "
+                     f"NORTHSTAR over the union {ns[column]} ({'; '.join(by_site)})")
+        print(f"forward_vm: fleet goodput {ns['goodput']:.6f} from victoria-metrics over the "
+              "exported ledgers and from NORTHSTAR at the centre")
         print(f"forward_vm: ok, {total} samples")
     finally:
-        for node in nodes:
+        for node in nodes + ([central] if central else []):
             node.proc.stop()
         vm.stop()
         shutil.rmtree(work, ignore_errors=True)

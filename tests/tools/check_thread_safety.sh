@@ -21,7 +21,12 @@ headers=$(git ls-files '*.h' | grep -E "$product" | xargs grep -l '"storage/mute
 pattern='"storage/mutex.h"'
 for h in $headers; do pattern="$pattern|\"$h\""; done
 sources=$(git ls-files '*.cc' | grep -E "$product" | xargs grep -lE "$pattern")
+# The remote-write messages' generated header, as the build makes it.
+generated=$(mktemp -d)
+trap 'rm -rf "$generated"' EXIT
+protoc --cpp_out="$generated" -I ingest ingest/prompb.proto
 echo "thread-safety analysis of $(echo "$sources" | wc -w) files"
 printf '%s\n' $sources | xargs -P 2 -n 4 clang++ -std=c++20 -fsyntax-only -Wthread-safety \
-  -Wthread-safety-beta -Werror -I. -DBOOST_BEAST_USE_STD_STRING_VIEW '-DGPULSE_VERSION="check"'
+  -Wthread-safety-beta -Werror -I. -I"$generated" -DBOOST_BEAST_USE_STD_STRING_VIEW \
+  '-DGPULSE_VERSION="check"'
 echo "thread-safety: every annotated lock holds"
