@@ -27,25 +27,7 @@ trap 'kill "${pids[@]}" 2>/dev/null; wait 2>/dev/null; rm -rf "$work"' EXIT
 wait_up() { for _ in $(seq 100); do curl -sf "$1" >/dev/null 2>&1 && return; sleep 0.1; done; }
 
 load() {  # PORT
-  python3 - "$1" "$dataset" <<'PY'
-import http.client, sys
-port, path = int(sys.argv[1]), sys.argv[2]
-conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-with open(path, "rb") as f:
-    rest = b""
-    while True:
-        chunk = f.read(4 << 20)
-        if not chunk and not rest:
-            break
-        data = rest + chunk
-        cut = data.rfind(b"\n") + 1 if chunk else len(data)
-        data, rest = data[:cut], data[cut:]
-        conn.request("POST", "/write?db=bench&precision=s", body=data)
-        r = conn.getresponse()
-        r.read()
-        if r.status not in (200, 204):
-            sys.exit("HTTP %d" % r.status)
-PY
+  python3 "$here/load_lp.py" "$1" "$dataset" "/write?db=bench&precision=s"
 }
 
 metric() { curl -s "http://127.0.0.1:$1/metrics" | awk -v m="$2" '$1 ~ "^"m"({|$)" {print $2}'; }

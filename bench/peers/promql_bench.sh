@@ -31,25 +31,7 @@ for url in "http://127.0.0.1:$vm_port/health" "http://127.0.0.1:$g_port/ping"; d
 done
 
 load() {  # PORT TARGET: the data set in requests of about 4 MiB, cut at line ends
-  python3 - "$1" "$dataset" "$2" <<'PY'
-import http.client, sys
-port, path, target = int(sys.argv[1]), sys.argv[2], sys.argv[3]
-conn = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
-with open(path, "rb") as f:
-    rest = b""
-    while True:
-        chunk = f.read(4 << 20)
-        if not chunk and not rest:
-            break
-        data = rest + chunk
-        cut = data.rfind(b"\n") + 1 if chunk else len(data)
-        data, rest = data[:cut], data[cut:]
-        conn.request("POST", target, body=data)
-        r = conn.getresponse()
-        r.read()
-        if r.status not in (200, 204):
-            sys.exit("HTTP %d from port %d" % (r.status, port))
-PY
+  python3 "$here/load_lp.py" "$1" "$dataset" "$2"
 }
 load "$vm_port" "/write?precision=s"
 load "$g_port" "/write?db=bench&precision=s"

@@ -46,9 +46,9 @@ Status LedgerBuilder::ReadSched() {
       const int64_t ts = job.ts[i];
       // Starts and resubmissions matter for the jobs that ran in the range
       // (their width, how long they had run, when they came back).
-      const auto known =
-          event == "retried" || event == "started" ? jobs_.find(JobKey(regions[k], job.strings[i]))
-                                                   : jobs_.end();
+      const auto known = event == "retried" || event == "started"
+                             ? jobs_.find(JobKey(regions[k], job.strings[i]))
+                             : jobs_.end();
       if (event == "retried" && known != jobs_.end()) known->second.resubmits.push_back(ts);
       if (event == "started" && known != jobs_.end()) {
         JobRecord& record = known->second;
