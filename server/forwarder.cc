@@ -138,7 +138,7 @@ class Forwarder::Sender {
   struct Shard {
     std::unique_ptr<HttpClient> client;
     prompb::WriteRequest request;
-    std::string lines;  // line protocol, for an influx target
+    std::string lines;                            // line protocol, for an influx target
     std::unordered_map<std::string, int> series;  // LabelsKey -> index in request
     uint64_t samples = 0;
     std::vector<Body> bodies;
@@ -172,13 +172,18 @@ class Forwarder::Sender {
       MutexLock l(&mu_);
       from = position_;
     }
-    GPULSE_RETURN_IF_ERROR(db_->ReadLog(
+    const Status read = db_->ReadLog(
         from, target_.read_bytes,
         [this](std::span<const LoggedPoint> points, LogPosition) {
           for (const LoggedPoint& p : points) AddPoint(p);
           return Status::Ok();
         },
-        &end));
+        &end);
+    if (!read.ok()) {
+      // What was read is read again next round.
+      for (Shard& shard : shards_) Discard(&shard);
+      return read;
+    }
     // Whether this round holds everything logged before `read_at`.
     const auto read_at = std::chrono::steady_clock::now();
     const bool whole = db_->LogBytesFrom(end) == 0;
@@ -343,6 +348,14 @@ class Forwarder::Sender {
     ingest::AppendLineProtocol(point, &shard.lines);
     shard.samples += p.fields.size();
     if (shard.samples >= target_.max_samples_per_send) Seal(&shard);
+  }
+
+  void Discard(Shard* shard) {
+    shard->request.Clear();
+    shard->series.clear();
+    shard->lines.clear();
+    shard->samples = 0;
+    shard->bodies.clear();
   }
 
   void Seal(Shard* shard) {

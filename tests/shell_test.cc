@@ -17,6 +17,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
 #include <fstream>
+#include <list>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -82,10 +83,25 @@ class SilentServer {
   std::string url() const {
     return "http://127.0.0.1:" + std::to_string(acceptor_.local_endpoint().port());
   }
+  // Whether a client connected within `limit` (it is then kept, unanswered).
+  bool WaitForClient(std::chrono::milliseconds limit) {
+    acceptor_.non_blocking(true);
+    const auto deadline = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < deadline) {
+      boost::system::error_code error;
+      clients_.emplace_back(io_);
+      acceptor_.accept(clients_.back(), error);
+      if (!error) return true;
+      clients_.pop_back();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return false;
+  }
 
  private:
   boost::asio::io_context io_;
   boost::asio::ip::tcp::acceptor acceptor_;
+  std::list<boost::asio::ip::tcp::socket> clients_;
 };
 
 std::optional<int> WaitExit(pid_t pid, std::chrono::milliseconds limit) {
@@ -435,7 +451,9 @@ TEST_F(ShellTest, QueryRefusesBadFlagsAndAMissingDirectory) {
 TEST_F(ShellTest, QueryCtrlCCancelsARemoteQueryThatHangs) {
   SilentServer server;
   Process p({"query", "--url", server.url(), "SHOW MEASUREMENTS"}, dir_.path());
-  std::this_thread::sleep_for(500ms);
+  // Connected, so its Ctrl-C handler is in place (a fixed sleep was too
+  // short for a sanitizer build's start-up on a busy machine).
+  ASSERT_TRUE(server.WaitForClient(20s)) << p.Stderr();
   ASSERT_FALSE(p.Wait(0ms)) << "returned before the server answered: " << p.Stderr();
   p.Signal(SIGINT);
   EXPECT_EQ(p.Wait(5s), 130);
