@@ -180,9 +180,9 @@ Status LoadRemoteWrite(const Json& list, ServerConfig* config) {
 
 Status LoadLedgerExport(const Json& e, LedgerExportConfig* out) {
   if (!e.is_object()) return Status::InvalidArgument("ledger_export: must be an object");
-  GPULSE_RETURN_IF_ERROR(CheckKeys(
-      e, "ledger_export",
-      {"every_minutes", "lag_minutes", "backfill_hours", "measurement", "database"}));
+  GPULSE_RETURN_IF_ERROR(
+      CheckKeys(e, "ledger_export",
+                {"every_minutes", "lag_minutes", "backfill_hours", "measurement", "database"}));
   out->enabled = true;
   int every = 5, lag = 5;
   double backfill = 24;
@@ -319,11 +319,10 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
   }
   const auto load = [&]() -> Status {
     if (!root.is_object()) return Status::InvalidArgument("the top level must be an object");
-    GPULSE_RETURN_IF_ERROR(
-        CheckKeys(root, "config",
-                  {"data", "listen", "threads", "max_body_mb", "read_timeout", "max_connections",
-                   "auth", "scrape", "remote_write", "ledger_export", "storage", "query", "alerts",
-                   "limits"}));
+    GPULSE_RETURN_IF_ERROR(CheckKeys(
+        root, "config",
+        {"data", "listen", "threads", "max_body_mb", "read_timeout", "max_connections", "auth",
+         "scrape", "remote_write", "ledger_export", "storage", "query", "alerts", "limits"}));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "data", &config->data_dir));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "listen", &config->listen));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "threads", &config->threads));

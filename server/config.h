@@ -62,9 +62,9 @@ struct RemoteWriteTarget {
 // config file's "ledger_export" object turns it on.
 struct LedgerExportConfig {
   bool enabled = false;
-  int64_t every_ns = 300'000'000'000;         // bucket width
-  int64_t lag_ns = 300'000'000'000;           // a bucket is exported this long after it closes
-  int64_t backfill_ns = 86'400'000'000'000;   // the first export starts this far back
+  int64_t every_ns = 300'000'000'000;        // bucket width
+  int64_t lag_ns = 300'000'000'000;          // a bucket is exported this long after it closes
+  int64_t backfill_ns = 86'400'000'000'000;  // the first export starts this far back
   std::string measurement = "gpu_minutes";
   std::string database;  // the rows' db tag; empty: none (the series of no database)
   std::chrono::milliseconds interval{60000};  // how often it looks for closed buckets

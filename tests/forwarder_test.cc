@@ -313,8 +313,8 @@ TEST(ForwarderTest, SendsLineProtocolToAnotherGpulse) {
   const StatementResult r = test::RunFirst(central.db(), "SELECT * FROM gpu GROUP BY *");
   ASSERT_EQ(r.series.size(), 2u);
   const ResultSeries& gpu0 = r.series[0];
-  EXPECT_EQ(gpu0.tags, (std::vector<Tag>{{"db", "fleet"}, {"gpu", "0"}, {"host", "n1"},
-                                         {"site", "A"}}));
+  EXPECT_EQ(gpu0.tags,
+            (std::vector<Tag>{{"db", "fleet"}, {"gpu", "0"}, {"host", "n1"}, {"site", "A"}}));
   ASSERT_EQ(gpu0.values.size(), 2u);
   std::map<std::string, QueryValue> row;
   for (size_t c = 0; c < gpu0.columns.size(); ++c) row[gpu0.columns[c]] = gpu0.values[1][c];

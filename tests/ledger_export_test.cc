@@ -24,9 +24,10 @@ constexpr int64_t kT0 = 1'793'491'200'000'000'000;  // 2026-11-01T00:00:00Z
 // Sums of the exported fields over [from, to), and the number of rows.
 std::map<std::string, double> Exported(Db* db, int64_t from, int64_t to) {
   const StatementResult r =
-      test::RunFirst(db, "SELECT sum(capacity), sum(productive), sum(hardware), count(capacity) "
-                         "FROM gpu_minutes WHERE time >= " +
-                             std::to_string(from) + "ns AND time < " + std::to_string(to) + "ns");
+      test::RunFirst(db,
+                     "SELECT sum(capacity), sum(productive), sum(hardware), count(capacity) "
+                     "FROM gpu_minutes WHERE time >= " +
+                         std::to_string(from) + "ns AND time < " + std::to_string(to) + "ns");
   std::map<std::string, double> out;
   if (r.series.empty()) return out;
   const ResultSeries& s = r.series[0];
@@ -56,10 +57,11 @@ TEST(LedgerExportTest, RowsAddUpToNorthstar) {
   ASSERT_TRUE(exporter.ExportUntil(now, &rows).ok());
   EXPECT_GT(rows, 2u * 288) << "a row per 5-minute bucket and group at least";
 
-  const StatementResult ns = test::RunFirst(
-      db.get(), "NORTHSTAR WHERE time >= " + std::to_string(kT0 + kDay) + "ns AND time < " +
-                    std::to_string(kT0 + 2 * kDay) + "ns",
-      now);
+  const StatementResult ns =
+      test::RunFirst(db.get(),
+                     "NORTHSTAR WHERE time >= " + std::to_string(kT0 + kDay) + "ns AND time < " +
+                         std::to_string(kT0 + 2 * kDay) + "ns",
+                     now);
   ASSERT_FALSE(ns.series.empty());
   const ResultSeries& s = ns.series[0];
   auto column = [&](const std::string& name) {
@@ -71,8 +73,7 @@ TEST(LedgerExportTest, RowsAddUpToNorthstar) {
   };
   // The second day's buckets: stamped a second before their ends, so the
   // day's rows lie in [day + 5m - 1s, next day - 1s].
-  const std::map<std::string, double> day =
-      Exported(db.get(), kT0 + kDay, kT0 + 2 * kDay);
+  const std::map<std::string, double> day = Exported(db.get(), kT0 + kDay, kT0 + 2 * kDay);
   ASSERT_FALSE(day.empty());
   const double capacity = column("capacity_gpu_minutes");
   EXPECT_NEAR(day.at("sum"), capacity, 1e-6 * capacity);
