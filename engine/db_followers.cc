@@ -28,6 +28,10 @@ bool ParsePosition(std::string_view text, LogPosition* p) {
          off.ptr == end;
 }
 
+Status NoFollower(std::string_view name) {
+  return Status::NotFound("no log follower '" + std::string(name) + "'");
+}
+
 storage::WalPosition ToWal(LogPosition p) { return {p.segment, p.offset}; }
 LogPosition FromWal(storage::WalPosition p) { return {p.segment, p.offset}; }
 
@@ -86,9 +90,7 @@ Status DbImpl::AdvanceLog(std::string_view name, LogPosition position) {
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   MutexLock l(&followers_mu_);
   const auto it = followers_.find(name);
-  if (it == followers_.end()) {
-    return Status::NotFound("no log follower '" + std::string(name) + "'");
-  }
+  if (it == followers_.end()) return NoFollower(name);
   if (position == it->second) return Status::Ok();
   GPULSE_RETURN_IF_ERROR(StoreDefinition(kLogFollowerKind, name, PositionText(position)));
   it->second = position;
@@ -100,9 +102,7 @@ Status DbImpl::UnfollowLog(std::string_view name) {
   GPULSE_RETURN_IF_ERROR(CheckOpen());
   MutexLock l(&followers_mu_);
   const auto it = followers_.find(name);
-  if (it == followers_.end()) {
-    return Status::NotFound("no log follower '" + std::string(name) + "'");
-  }
+  if (it == followers_.end()) return NoFollower(name);
   GPULSE_RETURN_IF_ERROR(EraseDefinition(kLogFollowerKind, name));
   followers_.erase(it);
   return wal_->SetHold(LowestFollowedSegmentLocked());
