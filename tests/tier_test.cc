@@ -300,7 +300,7 @@ TEST_F(TierTest, ManySeriesWithGapsTagFiltersAndUnflushedPointsFoldLikeRaw) {
   // and series with unflushed points among flushed ones all come up.
   std::mt19937_64 rng(11);
   for (int n = 0; n < 40; ++n) {
-    char node[8];
+    char node[16];
     std::snprintf(node, sizeof node, "n%02d", n);
     for (int64_t hour = 0; hour < 72; ++hour) {
       if (rng() % 5 == 0 || (n % 7 == 3 && hour / 24 == 1)) continue;
@@ -311,7 +311,7 @@ TEST_F(TierTest, ManySeriesWithGapsTagFiltersAndUnflushedPointsFoldLikeRaw) {
   }
   ASSERT_TRUE(db_->Flush().ok());
   for (int n = 0; n < 40; n += 9) {  // unflushed: new points, a replacement
-    char node[8];
+    char node[16];
     std::snprintf(node, sizeof node, "n%02d", n);
     Write(node, kT0 + 2 * kDay + 7 * kMinute, 3, 1.5);
     Write(node, kT0 + 30 * kMinute, 99, 2.5);
