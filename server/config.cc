@@ -1,5 +1,6 @@
 #include "server/config.h"
 #include "query/query.h"
+#include "storage/rollup.h"
 
 #include <boost/archive/iterators/base64_from_binary.hpp>
 #include <boost/archive/iterators/transform_width.hpp>
@@ -111,14 +112,37 @@ Status LoadRemoteWrite(const Json& list, ServerConfig* config) {
     if (!t.is_object()) return Status::InvalidArgument(where + ": must be an object");
     GPULSE_RETURN_IF_ERROR(CheckKeys(
         t, where,
-        {"name", "url", "protocol", "authorization", "basic_auth", "measurements", "labels",
-         "rename_labels", "shards", "max_samples_per_send", "max_mb_per_second", "timeout"}));
+        {"name", "url", "protocol", "authorization", "basic_auth", "tls", "resolution",
+         "lag_minutes", "backfill_hours", "measurements", "fields", "labels", "rename_labels",
+         "shards", "max_samples_per_send", "max_mb_per_second", "timeout"}));
     RemoteWriteTarget target;
     GPULSE_RETURN_IF_ERROR(Get(t, where, "url", &target.url));
-    if (!target.url.starts_with("http://")) {
-      return Status::InvalidArgument(where +
-                                     ".url: must start with http:// (https is not "
-                                     "supported yet: forward through a local TLS proxy)");
+    const bool https = target.url.starts_with("https://");
+    if (!https && !target.url.starts_with("http://")) {
+      return Status::InvalidArgument(where + ".url: must start with http:// or https://");
+    }
+    if (const auto tls = t.find("tls"); tls != t.end()) {
+      std::map<std::string, std::string> files;
+      GPULSE_RETURN_IF_ERROR(Get(t, where, "tls", &files));
+      for (const auto& [key, file] : files) {
+        std::string* to = key == "ca_file"     ? &target.tls_ca_file
+                          : key == "cert_file" ? &target.tls_cert_file
+                          : key == "key_file"  ? &target.tls_key_file
+                                               : nullptr;
+        if (to == nullptr) {
+          return Status::InvalidArgument(where + ".tls: unknown key \"" + key +
+                                         "\" (ca_file, cert_file, key_file)");
+        }
+        if (std::ifstream(file).fail()) {
+          return Status::InvalidArgument(where + ".tls." + key + ": cannot read " + file);
+        }
+        *to = file;
+      }
+      if (!https)
+        return Status::InvalidArgument(where + ".tls: given for a url that is not https://");
+      if (target.tls_cert_file.empty() != target.tls_key_file.empty()) {
+        return Status::InvalidArgument(where + ".tls: cert_file and key_file go together");
+      }
     }
     std::string protocol = "prometheus";
     GPULSE_RETURN_IF_ERROR(Get(t, where, "protocol", &protocol));
@@ -154,7 +178,40 @@ Status LoadRemoteWrite(const Json& list, ServerConfig* config) {
       }
       target.authorization = "Basic " + Base64(user["username"] + ":" + user["password"]);
     }
+    std::string resolution = "raw";
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "resolution", &resolution));
+    for (size_t tier = 0; tier < storage::kTierCount; ++tier) {
+      if (resolution == storage::kTiers[tier].name) target.tier = static_cast<int>(tier);
+    }
+    if (target.tier < 0 && resolution != "raw") {
+      return Status::InvalidArgument(where + ".resolution: \"" + resolution +
+                                     "\" is not raw, 5m, 1h or 1d");
+    }
+    if (target.tier < 0 && (t.contains("lag_minutes") || t.contains("backfill_hours"))) {
+      return Status::InvalidArgument(where +
+                                     ": lag_minutes and backfill_hours are for a tier "
+                                     "resolution (5m, 1h, 1d)");
+    }
+    int64_t lag_minutes = 5, backfill_hours = 0;
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "lag_minutes", &lag_minutes));
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "backfill_hours", &backfill_hours));
+    if (lag_minutes < 0 || lag_minutes > 1440) {
+      return Status::InvalidArgument(where + ".lag_minutes: must be 0 to 1440");
+    }
+    if (backfill_hours < 0 || backfill_hours > 8784) {
+      return Status::InvalidArgument(where + ".backfill_hours: must be 0 to 8784");
+    }
+    target.tier_lag_ns = lag_minutes * 60'000'000'000;
+    target.tier_backfill_ns = backfill_hours * 3'600'000'000'000;
     GPULSE_RETURN_IF_ERROR(Get(t, where, "measurements", &target.measurements));
+    GPULSE_RETURN_IF_ERROR(Get(t, where, "fields", &target.fields));
+    for (const std::string& field : target.fields) {
+      if (field.empty() || IsStaleField(field)) {
+        return Status::InvalidArgument(
+            where + ".fields: \"" + field +
+            "\" is not a field name (a stale marker goes with its field)");
+      }
+    }
     std::map<std::string, std::string> labels, renames;
     GPULSE_RETURN_IF_ERROR(Get(t, where, "labels", &labels));
     GPULSE_RETURN_IF_ERROR(Get(t, where, "rename_labels", &renames));

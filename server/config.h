@@ -39,10 +39,17 @@ struct RemoteWriteTarget {
   enum class Protocol { kPrometheus, kInflux };
   Protocol protocol = Protocol::kPrometheus;
   std::string name;           // the metrics' target label and the log follower's name
-  std::string url;            // http://host:port/api/v1/write
+  std::string url;            // http[s]://host:port/api/v1/write
   std::string authorization;  // the Authorization header ("Bearer ..."; basic auth is made one)
+  // For an https url: the CA file (PEM) that verifies the receiver (empty:
+  // the system's CAs), and a client certificate and key (PEM) for mutual TLS.
+  std::string tls_ca_file, tls_cert_file, tls_key_file;
   // Measurements sent; empty: all of them.
   std::vector<std::string> measurements;
+  // Numeric fields sent (by field name, of any measurement sent; a
+  // Prometheus measurement's fields are its metric names); empty: all.
+  // String fields always go, as the labels of their point's samples.
+  std::vector<std::string> fields;
   // Labels set on every series (region, cluster), replacing one of the
   // same name; and labels renamed before that (old -> new).
   std::vector<std::pair<std::string, std::string>> labels;
@@ -56,6 +63,13 @@ struct RemoteWriteTarget {
   // Log read per round: the samples of about this many bytes are sent
   // before the position moves.
   uint64_t read_bytes = 8 << 20;
+  // What is sent: the raw points, from the log (-1), or a tier (an index
+  // into storage::kTiers): each numeric field's mean over each bucket, sent
+  // `tier_lag_ns` after the bucket closes, the first run starting
+  // `tier_backfill_ns` back (then on from where it stopped).
+  int tier = -1;
+  int64_t tier_lag_ns = 300'000'000'000;
+  int64_t tier_backfill_ns = 0;
 };
 
 // The GPU-minute ledger written as series (server/ledger_export.h); the

@@ -19,13 +19,26 @@
 // 1 and 0; a stale marker (the field __stale__.f) is sent as Prometheus'
 // stale NaN of f.
 //
+// A target with a tier resolution (5m, 1h, 1d) does not follow the log: it
+// sends each numeric field's mean over each bucket of the tier, once the
+// bucket closed lag_minutes ago, from a cursor kept in the store (the
+// definition kind "remote_write_tier"); no string field labels them.
+//
+// https:// targets are spoken over TLS, verified by the target's CA file
+// (or the system's CAs), with a client certificate for mutual TLS.
+//
 // Sending follows the remote-write spec: snappy-compressed WriteRequests of
 // at most max_samples_per_send samples; a series always goes to the same of
 // `shards` parallel senders, so its samples stay in order; 5xx, 429 and
 // network errors are retried with exponential backoff (Retry-After
 // honoured); any other 4xx drops that request's samples and counts them.
 //
-// Thread safety: Start and Stop from one thread; AppendMetrics from any.
+// A backfill (Backfill) sends a stored time range to a target, for history
+// written before the target was configured; `gpulse backfill` drives it
+// through POST /api/v1/forward/backfill.
+//
+// Thread safety: Start and Stop from one thread; AppendMetrics, Backfill
+// and TargetNames from any.
 #pragma once
 
 #include <atomic>
@@ -33,6 +46,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -44,6 +58,13 @@ namespace gpulse::server {
 
 // The log follower's name of a target.
 std::string FollowerName(const RemoteWriteTarget& target);
+
+// What a backfill sent.
+struct BackfillResult {
+  uint64_t series = 0;   // series with points in the range
+  uint64_t points = 0;   // their points
+  uint64_t samples = 0;  // the samples (or, to an influx target, values) they made
+};
 
 class Forwarder {
  public:
@@ -63,9 +84,26 @@ class Forwarder {
   // gpulse_forward_* metrics, one series per target (docs/http-api.md).
   void AppendMetrics(std::string* out) const;
 
-  // Sends everything logged so far to every target and returns when it is
-  // acknowledged (or dropped); Busy, naming what is left, when `timeout`
-  // passes first. For tests.
+  // Sends what the store holds of [start_ns, end_ns) to target `target`,
+  // as the log's sends would have sent it (the same names, labels and
+  // filters), and returns when all of it is acknowledged or dropped: the
+  // history a node held before the target was configured. Measurement by
+  // measurement and series by series, each series' points in time order,
+  // in rounds of the log's size; the log's own sends go on meanwhile.
+  // Sending a range twice sends the same samples twice, which receivers
+  // keep once. A request that fails (5xx, 429, network, TLS) is retried
+  // with backoff 10 times, then the backfill stops with IOError naming the
+  // failure: what it sent before stays sent. NotFound for a target not
+  // configured; Busy while another backfill of the target runs; Cancelled
+  // when Stop comes first; the store's errors. Works before Start as after.
+  Status Backfill(std::string_view target, int64_t start_ns, int64_t end_ns,
+                  BackfillResult* result);
+  // The configured targets' names.
+  std::vector<std::string> TargetNames() const;
+
+  // Sends everything logged so far (a tier target: every bucket due) to
+  // every target and returns when it is acknowledged (or dropped); Busy,
+  // naming what is left, when `timeout` passes first. For tests.
   Status Drain(std::chrono::milliseconds timeout);
 
  private:

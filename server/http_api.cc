@@ -9,12 +9,14 @@
 
 #include <malloc.h>
 
+#include "ingest/civil_time.h"
 #include "query/executor.h"
 #include "query/promeval/statement.h"
 #include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/syntax/parser.h"
 #include "query/syntax/statement_reach.h"
+#include "server/forwarder.h"
 #include "server/http_reply.h"
 
 namespace gpulse::server {
@@ -151,13 +153,14 @@ void ConfigureServer(const ServerConfig& config, HttpServerOptions* options) {
 }
 
 HttpApi::HttpApi(Db* db, const ServerConfig& config, ServerMetrics* metrics,
-                 SourceRegistry* sources, AlertManager* alerts)
+                 SourceRegistry* sources, AlertManager* alerts, Forwarder* forwarder)
     : db_(db),
       config_(config),
       auth_(config.tokens),
       metrics_(metrics),
       sources_(sources),
       alerts_(alerts),
+      forwarder_(forwarder),
       query_memory_(config.server_query_memory_bytes) {
   metrics_->query_memory = [this] {
     return QueryMemoryStats{query_memory_.held(), query_memory_.limit(), query_memory_.refused()};
@@ -170,7 +173,7 @@ bool HttpApi::RunsLong(const Request& request) {
   const std::string_view target = request.target();
   const std::string_view path = target.substr(0, target.find('?'));
   return path == "/query" || path == "/api/v1/query" || path == "/api/v1/query_range" ||
-         path == "/api/v1/read";
+         path == "/api/v1/read" || path == "/api/v1/forward/backfill";
 }
 
 Response HttpApi::Handle(const Request& request, const RequestContext& context) {
@@ -247,6 +250,9 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   } else if (path == "/api/v1/compact") {
     allowed = only({http::verb::get, http::verb::post});
     if (allowed) response = Compact(request);
+  } else if (path == "/api/v1/forward/backfill") {
+    allowed = only({http::verb::post});
+    if (allowed) response = Backfill(request);
   } else {
     known = false;
   }
@@ -629,6 +635,63 @@ Response HttpApi::Compact(const Request& request) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return Json(http::status::ok, request.version(), {{"compacted", true}, {"seconds", seconds}});
+}
+
+Response HttpApi::Backfill(const Request& request) {
+  const auto params = ParseQueryString(request.target());
+  // A backfill reads every database and sends it on.
+  if (auto denied = Authorize(request, params, "*", Access::kRead)) return *denied;
+  if (auto denied = Authorize(request, params, "*", Access::kWrite)) return *denied;
+  if (forwarder_ == nullptr) {
+    return Error(http::status::not_found, request.version(),
+                 "no remote_write target is configured");
+  }
+  auto param = [&](const char* name) {
+    const auto it = params.find(name);
+    return it == params.end() ? std::string() : it->second;
+  };
+  const std::string target = param("target");
+  if (target.empty()) {
+    std::string names;
+    for (const std::string& name : forwarder_->TargetNames()) {
+      names += (names.empty() ? "" : ", ") + name;
+    }
+    return Error(http::status::bad_request, request.version(),
+                 "missing target: the name of a remote_write target (configured: " +
+                     (names.empty() ? std::string("none") : names) + ")");
+  }
+  int64_t range[2] = {0, 0};
+  for (int i = 0; i < 2; ++i) {
+    const char* name = i == 0 ? "start" : "end";
+    const std::string text = param(name);
+    const std::optional<int64_t> ns = ingest::ParseInstant(text);
+    if (!ns) {
+      return Error(http::status::bad_request, request.version(),
+                   std::string(text.empty() ? "missing " : "bad ") + name + " '" + text +
+                       "': RFC3339 (2026-11-01T00:00:00Z) or Unix seconds");
+    }
+    range[i] = *ns;
+  }
+  const auto started = std::chrono::steady_clock::now();
+  BackfillResult result;
+  const Status s = forwarder_->Backfill(target, range[0], range[1], &result);
+  if (!s.ok()) {
+    const http::status status = s.IsNotFound()          ? http::status::not_found
+                                : s.IsInvalidArgument() ? http::status::bad_request
+                                : s.IsBusy()            ? http::status::conflict
+                                                        : http::status::service_unavailable;
+    return Error(status, request.version(), "backfill: " + s.ToString());
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return Json(http::status::ok, request.version(),
+              {{"target", target},
+               {"start", query::Rfc3339(range[0])},
+               {"end", query::Rfc3339(range[1])},
+               {"series", result.series},
+               {"points", result.points},
+               {"samples", result.samples},
+               {"seconds", seconds}});
 }
 
 }  // namespace gpulse::server

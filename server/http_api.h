@@ -8,6 +8,8 @@
 //   GET /metrics            the server's own metrics, Prometheus text
 //   GET /api/v1/sources     pushing clients and scrape targets, last seen
 //   GET|POST /api/v1/compact  flush and compact the store (write scope)
+//   POST /api/v1/forward/backfill  send a stored time range to a remote_write
+//                           target (server/forwarder.h; read and write scope)
 //   GET|POST /query         InfluxQL-flavoured queries, InfluxDB 1.x JSON or CSV
 //   GET /api/v1/alerts      alert rules and their instances, resolved ones too
 //   GET /api/v1/alerts/active   pending and firing instances
@@ -45,6 +47,8 @@
 
 namespace gpulse::server {
 
+class Forwarder;
+
 // The decoded query parameters of a request target ("/write?db=x&p=y"): the
 // last value of each, or every one in order (match[]=a&match[]=b).
 std::map<std::string, std::string> ParseQueryString(std::string_view target);
@@ -61,10 +65,11 @@ void ConfigureServer(const ServerConfig& config, HttpServerOptions* options);
 
 class HttpApi {
  public:
-  // `db`, `metrics`, `sources` and `alerts` must outlive the HttpApi;
-  // `alerts` may be null (rules are not evaluated: the alert endpoints say so).
+  // `db`, `metrics`, `sources`, `alerts` and `forwarder` must outlive the
+  // HttpApi; `alerts` may be null (rules are not evaluated: the alert
+  // endpoints say so), and `forwarder` too (no target can be backfilled).
   HttpApi(Db* db, const ServerConfig& config, ServerMetrics* metrics, SourceRegistry* sources,
-          AlertManager* alerts = nullptr);
+          AlertManager* alerts = nullptr, Forwarder* forwarder = nullptr);
   ~HttpApi();
   HttpApi(const HttpApi&) = delete;
   HttpApi& operator=(const HttpApi&) = delete;
@@ -94,6 +99,8 @@ class HttpApi {
                                        unsigned version);
 
   Response Compact(const Request& request);
+  // /api/v1/forward/backfill?target=&start=&end=
+  Response Backfill(const Request& request);
   // --- the Prometheus API (http_api_prom.cc) ---
   Response PromBuildInfo(const Request& request);
   Response PromExemplars(const Request& request);
@@ -153,6 +160,7 @@ class HttpApi {
   ServerMetrics* const metrics_;
   SourceRegistry* const sources_;
   AlertManager* const alerts_;
+  Forwarder* const forwarder_;
   query::ParseCache parse_cache_;
   QueryMemoryPool query_memory_;  // every /query's budget draws on it
 };

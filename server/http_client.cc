@@ -1,9 +1,13 @@
 #include "server/http_client.h"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <optional>
 
 #include "engine/gpulse.h"
 
@@ -19,10 +23,11 @@ std::string HttpUrl::Authority() const {
 }
 
 Status ParseHttpUrl(std::string_view url, HttpUrl* out, std::string_view default_port) {
-  const Status bad = Status::InvalidArgument(std::string(url) + ": not an http://HOST[:PORT] URL");
-  constexpr std::string_view kScheme = "http://";
-  if (!url.starts_with(kScheme)) return bad;
-  std::string_view rest = url.substr(kScheme.size());
+  const Status bad =
+      Status::InvalidArgument(std::string(url) + ": not an http[s]://HOST[:PORT] URL");
+  out->tls = url.starts_with("https://");
+  if (!out->tls && !url.starts_with("http://")) return bad;
+  std::string_view rest = url.substr(out->tls ? 8 : 7);
   const size_t slash = rest.find('/');
   out->target = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
   std::string_view authority = rest.substr(0, slash);
@@ -37,15 +42,27 @@ Status ParseHttpUrl(std::string_view url, HttpUrl* out, std::string_view default
     out->host = std::string(authority.substr(0, port_at));
   }
   out->port = port_at != std::string_view::npos ? std::string(authority.substr(port_at + 1))
-              : default_port.empty()            ? "80"
-                                                : std::string(default_port);
+              : !default_port.empty()           ? std::string(default_port)
+              : out->tls                        ? "443"
+                                                : "80";
   if (out->host.empty() || out->port.empty()) return bad;
   return Status::Ok();
 }
 
+// One connection: plain TCP, or TLS over it.
 struct HttpClient::Connection {
+  explicit Connection(asio::ssl::context* tls) {
+    if (tls != nullptr) {
+      secure.emplace(io, *tls);
+    } else {
+      plain.emplace(io);
+    }
+  }
+  beast::tcp_stream& tcp() { return secure ? secure->next_layer() : *plain; }
+
   asio::io_context io;
-  beast::tcp_stream stream{io};
+  std::optional<beast::tcp_stream> plain;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> secure;
   beast::flat_buffer buffer;
   beast::error_code ec;
 };
@@ -58,7 +75,40 @@ HttpClient::~HttpClient() = default;
 Status HttpClient::Open(std::string_view url, Options options, std::unique_ptr<HttpClient>* out) {
   HttpUrl where;
   GPULSE_RETURN_IF_ERROR(ParseHttpUrl(url, &where));
+  std::unique_ptr<asio::ssl::context> tls;
+  if (where.tls) {
+    tls = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_client);
+    tls->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                     asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                     asio::ssl::context::no_tlsv1_1);
+    beast::error_code ec;
+    auto failed = [&](const std::string& what) {
+      return Status::InvalidArgument(std::string(url) + ": " + what + ": " + ec.message());
+    };
+    if (options.tls_ca_file.empty()) {
+      tls->set_default_verify_paths(ec);
+      if (ec) return failed("the system's CA certificates");
+    } else {
+      tls->load_verify_file(options.tls_ca_file, ec);
+      if (ec) return failed("CA file " + options.tls_ca_file);
+    }
+    if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+      return Status::InvalidArgument(std::string(url) +
+                                     ": a client certificate needs its key, and a key its "
+                                     "certificate");
+    }
+    if (!options.tls_cert_file.empty()) {
+      tls->use_certificate_chain_file(options.tls_cert_file, ec);
+      if (ec) return failed("certificate file " + options.tls_cert_file);
+      tls->use_private_key_file(options.tls_key_file, asio::ssl::context::pem, ec);
+      if (ec) return failed("key file " + options.tls_key_file);
+    }
+  } else if (!options.tls_ca_file.empty() || !options.tls_cert_file.empty()) {
+    return Status::InvalidArgument(std::string(url) +
+                                   ": TLS files are given for a URL that is not https://");
+  }
   out->reset(new HttpClient(std::string(url), std::move(where), std::move(options)));
+  (*out)->tls_ = std::move(tls);
   return Status::Ok();
 }
 
@@ -90,7 +140,7 @@ Status HttpClient::Wait(std::string_view what) {
 }
 
 Status HttpClient::Connect() {
-  connection_ = std::make_unique<Connection>();
+  connection_ = std::make_unique<Connection>(tls_.get());
   Connection& c = *connection_;
   asio::ip::tcp::resolver resolver(c.io);
   const auto endpoints = resolver.resolve(where_.host, where_.port, c.ec);
@@ -99,9 +149,23 @@ Status HttpClient::Connect() {
     connection_.reset();
     return Status::IOError(url_ + ": resolve " + where_.host + ": " + message);
   }
-  if (options_.timeout.count() > 0) c.stream.expires_after(options_.timeout);
-  c.stream.async_connect(endpoints, [&c](beast::error_code e, const auto&) { c.ec = e; });
-  return Wait("connect: ");
+  if (options_.timeout.count() > 0) c.tcp().expires_after(options_.timeout);
+  c.tcp().async_connect(endpoints, [&c](beast::error_code e, const auto&) { c.ec = e; });
+  GPULSE_RETURN_IF_ERROR(Wait("connect: "));
+  if (!c.secure) return Status::Ok();
+  // The certificate must name the host (or IP address) of the URL; a host
+  // name goes as SNI, so a server of many names can pick its certificate.
+  beast::error_code not_ip;
+  asio::ip::make_address(where_.host, not_ip);
+  if (not_ip && !SSL_set_tlsext_host_name(c.secure->native_handle(), where_.host.c_str())) {
+    connection_.reset();
+    return Status::IOError(url_ + ": TLS: cannot set the server name " + where_.host);
+  }
+  c.secure->set_verify_mode(asio::ssl::verify_peer);
+  c.secure->set_verify_callback(asio::ssl::host_name_verification(where_.host));
+  c.secure->async_handshake(asio::ssl::stream_base::client,
+                            [&c](beast::error_code e) { c.ec = e; });
+  return Wait("TLS handshake: ");
 }
 
 Status HttpClient::Send(http::verb method, std::string_view target, std::string_view content_type,
@@ -128,15 +192,22 @@ Status HttpClient::Send(http::verb method, std::string_view target, std::string_
     request.prepare_payload();
     http::response_parser<http::string_body> parser;
     parser.body_limit(options_.max_reply_bytes);
-    if (options_.timeout.count() > 0) c.stream.expires_after(options_.timeout);
+    if (options_.timeout.count() > 0) c.tcp().expires_after(options_.timeout);
     c.ec = {};
-    http::async_write(c.stream, request, [&c, &parser](beast::error_code e, size_t) {
-      c.ec = e;
-      if (!e) {
-        http::async_read(c.stream, c.buffer, parser,
-                         [&c](beast::error_code r, size_t) { c.ec = r; });
-      }
-    });
+    auto exchange = [&c, &request, &parser](auto& stream) {
+      http::async_write(stream, request, [&c, &stream, &parser](beast::error_code e, size_t) {
+        c.ec = e;
+        if (!e) {
+          http::async_read(stream, c.buffer, parser,
+                           [&c](beast::error_code r, size_t) { c.ec = r; });
+        }
+      });
+    };
+    if (c.secure) {
+      exchange(*c.secure);
+    } else {
+      exchange(*c.plain);
+    }
     const bool fresh_fail = kept && attempt == 0;
     const Status waited = Wait("");
     if (!waited.ok()) {

@@ -1,8 +1,14 @@
 // HttpClient: gpulse's one HTTP client (Boost.Beast), for the scraper's GETs,
-// the webhook sender's POSTs, the shell's queries to a server and the
-// simulator's writes to one. A client talks to one server; it keeps its
-// connection between requests while the server keeps it open, and opens a
-// new one when it was closed. HttpRequest is the one-request form.
+// the webhook sender's POSTs, the forwarder's remote writes, the shell's
+// queries to a server and the simulator's writes to one. A client talks to
+// one server; it keeps its connection between requests while the server
+// keeps it open, and opens a new one when it was closed. HttpRequest is the
+// one-request form.
+//
+// https:// URLs are spoken over TLS (Boost.Asio's OpenSSL stream): the
+// server's certificate must chain to the CA file given (the system's CAs
+// when none is) and name the URL's host (or IP address); the client sends a
+// certificate of its own when given one (mutual TLS).
 //
 // Thread safety: a client sends one request at a time (callers that share
 // one serialize); HttpRequest keeps no state and may be called from any
@@ -21,6 +27,10 @@
 
 #include "storage/status.h"
 
+namespace boost::asio::ssl {
+class context;
+}  // namespace boost::asio::ssl
+
 namespace gpulse::server {
 
 // What came back. Any status is a reply: deciding what a 404 or a 503 means
@@ -31,10 +41,11 @@ struct HttpReply {
   std::string retry_after;  // the Retry-After header, verbatim; empty if absent
 };
 
-// A server's address from http://host[:port][/...]: an IPv6 host in
-// brackets, port 80 when none is given (`default_port` instead when not
-// empty). `target` is the path and query ("/" when there is none).
+// A server's address from http[s]://host[:port][/...]: an IPv6 host in
+// brackets, port 80 (https: 443) when none is given (`default_port` instead
+// when not empty). `target` is the path and query ("/" when there is none).
 struct HttpUrl {
+  bool tls = false;  // https
   std::string host;  // without brackets
   std::string port;
   std::string target;
@@ -57,10 +68,15 @@ class HttpClient {
     // Polled every 50 ms while a request waits (the shell's Ctrl-C): true
     // drops the connection and ends the request with Cancelled.
     std::function<bool()> cancelled;
+    // For an https:// URL: the CA certificates (PEM) that verify the server
+    // (empty: the system's), and the client's certificate chain and private
+    // key (PEM; both or neither) for a server that asks for one.
+    std::string tls_ca_file, tls_cert_file, tls_key_file;
   };
 
-  // A client of the server at `url` (http://host[:port]; a path is ignored).
-  // InvalidArgument, naming the URL, for one that is not http://.
+  // A client of the server at `url` (http[s]://host[:port]; a path is
+  // ignored). InvalidArgument, naming the URL, for one that is neither, and
+  // naming the file, for a TLS file that cannot be read.
   static Status Open(std::string_view url, Options options, std::unique_ptr<HttpClient>* out);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
@@ -89,10 +105,11 @@ class HttpClient {
   const std::string url_;
   const HttpUrl where_;
   const Options options_;
-  std::unique_ptr<Connection> connection_;  // null between connections
+  std::unique_ptr<boost::asio::ssl::context> tls_;  // an https URL's
+  std::unique_ptr<Connection> connection_;          // null between connections
 };
 
-// Sends one `method` request for `url` (plain http://host[:port]/path) on a
+// Sends one `method` request for `url` (http[s]://host[:port]/path) on a
 // connection of its own and reads the reply into *reply. `content_type` and
 // `body` are the request's (an empty content_type sends no Content-Type
 // header); `accept`, when not empty, is sent as the Accept header. `timeout`

@@ -85,9 +85,9 @@ void WebhookSender::Send(std::string url, std::string json) {
   MutexLock l(&mu_);
   // Checked here rather than on the first attempt: no retry can fix it, and
   // the caller's own stats show it at once.
-  if (!url.starts_with("http://")) {
+  if (!url.starts_with("http://") && !url.starts_with("https://")) {
     ++stats_.given_up;
-    stats_.last_error = url + ": not an http:// URL (no https: put a proxy in front)";
+    stats_.last_error = url + ": not an http:// or https:// URL";
     return;
   }
   Notification n;

@@ -29,4 +29,9 @@ int RunSimulate(const std::vector<std::string>& args);
 // copy of the directory is made.
 int RunVerify(const std::vector<std::string>& args);
 
+// `gpulse backfill --url URL --target NAME --from T [--to T]`: a server's
+// stored history sent to one of its remote_write targets, a step at a time
+// (shell/backfill.cc).
+int RunBackfill(const std::vector<std::string>& args);
+
 }  // namespace gpulse::cli

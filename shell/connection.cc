@@ -23,6 +23,9 @@ Status ParseUrl(std::string_view url, std::string* host, std::string* port) {
   std::string_view trimmed = url;
   while (trimmed.size() > 1 && trimmed.back() == '/') trimmed.remove_suffix(1);
   server::HttpUrl where;
+  // gpulse serve speaks plain HTTP (a TLS proxy in front of it is for
+  // other clients).
+  if (!trimmed.starts_with("http://")) return bad;
   if (!server::ParseHttpUrl(trimmed, &where, "8086").ok() || where.target != "/") return bad;
   *host = where.host;
   *port = where.port;

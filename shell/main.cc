@@ -42,6 +42,10 @@ constexpr const char* kUsage =
     "                      Read every stored chunk and list the parts that cannot be read;\n"
     "                      --repair drops them after copying the directory to a backup.\n"
     "                      `gpulse verify --help` for details.\n"
+    "  backfill --url URL --target NAME --from TIME [--to TIME]\n"
+    "                      Send a server's stored history for a time range to one of its\n"
+    "                      remote_write targets (a central store that was configured\n"
+    "                      after the data came). `gpulse backfill --help` for details.\n"
     "  version             Print the version.\n"
     "  help, --help, -h    Print this help.\n"
     "\n"
@@ -70,6 +74,7 @@ int main(int argc, char** argv) {
   if (command == "import") return gpulse::cli::RunImport(args);
   if (command == "simulate") return gpulse::cli::RunSimulate(args);
   if (command == "verify") return gpulse::cli::RunVerify(args);
+  if (command == "backfill") return gpulse::cli::RunBackfill(args);
   // argv[1] is the command's name: they take argc/argv from it on.
   if (command == "query") return gpulse::shell::RunQuery(argc - 1, argv + 1);
   if (command == "shell") return gpulse::shell::RunShell(argc - 1, argv + 1);

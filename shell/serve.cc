@@ -112,8 +112,10 @@ int RunServe(const std::vector<std::string>& args) {
   alert_options.freshness_rule = config.alerts.freshness_rule;
   alert_options.limits = config.query_limits;
   server::AlertManager alerts(db.get(), alert_options, &webhooks);
+  // Started after the server: its backfills are served from the start.
+  server::Forwarder forwarder(config.remote_write, db.get());
   server::HttpApi api(db.get(), config, &metrics, &sources,
-                      config.alerts.evaluate ? &alerts : nullptr);
+                      config.alerts.evaluate ? &alerts : nullptr, &forwarder);
   server::HttpServer http_server(http,
                                  [&api](const server::Request& r, const server::RequestContext& c) {
                                    return api.Handle(r, c);
@@ -126,7 +128,6 @@ int RunServe(const std::vector<std::string>& args) {
   metrics.connections = [&http_server] { return http_server.connection_stats(); };
   server::Scraper scraper(config.scrape, config.max_body_bytes, db.get(), &metrics, &sources);
   scraper.Start();
-  server::Forwarder forwarder(config.remote_write, db.get());
   s = forwarder.Start();
   if (!s.ok()) {
     std::fprintf(stderr, "gpulse serve: remote_write: %s\n", s.ToString().c_str());
@@ -149,10 +150,10 @@ int RunServe(const std::vector<std::string>& args) {
   int signal = 0;
   sigwait(&signals, &signal);
   std::fprintf(stderr, "gpulse: %s: stopping\n", signal == SIGINT ? "SIGINT" : "SIGTERM");
+  forwarder.Stop();  // first: it ends a backfill that holds a request open
   http_server.Stop();
   scraper.Stop();
   ledger_export.Stop();
-  forwarder.Stop();
   metrics.forwarding = nullptr;
   alerts.Stop();
   webhooks.Stop();

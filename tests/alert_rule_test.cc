@@ -148,9 +148,8 @@ TEST(AlertRuleCompileTest, RulesThatCannotRunAreRefused) {
                          "SEVERITY page OWNER x"),
             "line 1, column 51: sigma() cannot be nested");
   EXPECT_EQ(CompileError("CREATE ALERT a ON NORTHSTAR WHEN value < 0.5 SEVERITY page OWNER x "
-                         "WEBHOOK 'https://hooks/x'"),
-            "alert a: the webhook 'https://hooks/x' is not an http:// URL (no https: put a proxy "
-            "in front)");
+                         "WEBHOOK 'ftp://hooks/x'"),
+            "alert a: the webhook 'ftp://hooks/x' is not an http:// or https:// URL");
   EXPECT_EQ(CompileError("CREATE ALERT collection_contract ON NORTHSTAR WHEN value < 0.5 SEVERITY "
                          "page OWNER x"),
             "alert collection_contract: the name is the built-in freshness rule's");

@@ -4,8 +4,8 @@
 // them, stale markers as stale NaNs, every sample delivered through a
 // receiver that answers 503 for a while, a 400's samples dropped and
 // counted, the log kept across a restart while the receiver is away, and a
-// target taken out of the config freeing its log. The config file's
-// "remote_write" entries and their errors too.
+// target taken out of the config freeing its log; a backfill of a stored
+// range. The config file's "remote_write" entries and their errors too.
 
 #include "server/forwarder.h"
 
@@ -329,6 +329,160 @@ TEST(ForwarderTest, SendsLineProtocolToAnotherGpulse) {
   forwarder.Stop();
 }
 
+// A backfill sends a stored range as the log's sends sent it: the same
+// series, names, labels and stale markers, flushed points and the head's
+// alike; the fields filter keeps the named fields (string fields still
+// label them).
+TEST(ForwarderTest, BackfillSendsAStoredRangeAsTheLogSentIt) {
+  storage::ScratchDir dir;
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(TestOptions(), dir.path(), &db).ok());
+  Receiver live, history, some;
+  Forwarder forwarder({Target(live.url())}, db.get());
+  ASSERT_TRUE(forwarder.Start().ok());
+  ASSERT_TRUE(WriteGpus(db.get(), 3, 0, 40).ok());
+  ASSERT_TRUE(db->Flush().ok());
+  ASSERT_TRUE(WriteGpus(db.get(), 3, 40, 20).ok());  // in the head
+  ASSERT_TRUE(db->PutDefinition(kPrometheusMeasurementKind, "dcgm", "").ok());
+  Point temp;
+  temp.measurement = "dcgm";
+  temp.tags = {{"gpu", "0"}};
+  temp.fields = {{"DCGM_FI_DEV_GPU_TEMP", 41.0}};
+  temp.timestamp_ns = int64_t{1'700'000'030} * 1'000'000'000;
+  Point stale = temp;
+  stale.fields = {{StaleFieldOf("DCGM_FI_DEV_GPU_TEMP"), true}};
+  stale.timestamp_ns += 15'000'000'000;
+  ASSERT_TRUE(db->Write({temp, stale}).ok());
+  ASSERT_TRUE(forwarder.Drain(10s).ok());
+  forwarder.Stop();
+
+  // Seconds 20 to 49: across the flush.
+  const int64_t start = int64_t{1'700'000'020} * 1'000'000'000;
+  const int64_t end = int64_t{1'700'000'050} * 1'000'000'000;
+  RemoteWriteTarget all = Target(history.url());
+  all.name = "history";
+  all.shards = 2;
+  RemoteWriteTarget filtered = Target(some.url());
+  filtered.name = "some";
+  filtered.fields = {"util", "DCGM_FI_DEV_GPU_TEMP"};
+  Forwarder backfill({all, filtered}, db.get());  // not started: the log is not followed
+  BackfillResult result;
+  ASSERT_TRUE(backfill.Backfill("history", start, end, &result).ok());
+  EXPECT_EQ(result.series, 3u + 1);
+  EXPECT_EQ(result.points, 3u * 30 + 2);
+  EXPECT_EQ(result.samples, 3u * 30 * 3 + 2);
+
+  std::map<std::string, std::map<int64_t, double>> want;
+  for (const auto& [series, samples] : live.series()) {
+    for (const auto& [ms, value] : samples) {
+      if (ms >= start / 1'000'000 && ms < end / 1'000'000) want[series][ms] = value;
+    }
+  }
+  const auto got = history.series();
+  ASSERT_EQ(got.size(), want.size());
+  for (const auto& [series, samples] : want) {
+    ASSERT_EQ(got.count(series), 1u) << series;
+    const auto& sent = got.at(series);
+    ASSERT_EQ(sent.size(), samples.size()) << series;
+    for (const auto& [ms, value] : samples) {
+      EXPECT_EQ(std::bit_cast<uint64_t>(sent.at(ms)), std::bit_cast<uint64_t>(value))
+          << series << " at " << ms;
+    }
+  }
+  EXPECT_EQ(std::bit_cast<uint64_t>(got.at("DCGM_FI_DEV_GPU_TEMP{gpu=0}").at(1'700'000'045'000)),
+            0x7ff0000000000002u);
+
+  ASSERT_TRUE(backfill.Backfill("some", start, end, &result).ok());
+  const auto few = some.series();
+  ASSERT_EQ(few.size(), 3u + 1) << "util of each GPU and the temperature";
+  EXPECT_EQ(few.at("gpu_util{gpu=2,host=n1,pod=train-2}").size(), 30u);
+  EXPECT_EQ(few.at("DCGM_FI_DEV_GPU_TEMP{gpu=0}").size(), 2u) << "its stale marker goes with it";
+
+  std::string metrics;
+  backfill.AppendMetrics(&metrics);
+  EXPECT_NE(metrics.find("gpulse_forward_backfilled_samples_total{target=\"history\"} 272\n"),
+            std::string::npos)
+      << metrics;
+  EXPECT_TRUE(backfill.Backfill("nobody", start, end, &result).IsNotFound());
+  EXPECT_TRUE(backfill.Backfill("history", end, start, &result).IsInvalidArgument());
+}
+
+// A target of the 5-minute tier gets each field's mean over each closed
+// bucket, stamped a second before the bucket ends, from a first run that
+// goes backfill_ns back; a backfill of it sends the same buckets.
+TEST(ForwarderTest, ATierTargetGetsEachClosedBucketsMean) {
+  storage::ScratchDir dir;
+  std::unique_ptr<Db> db;
+  Options options = TestOptions();
+  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  RemoteWriteTarget unkept = Target("http://127.0.0.1:1/api/v1/write");
+  unkept.tier = 0;
+  const Status refused = Forwarder({unkept}, db.get()).Start();
+  EXPECT_TRUE(refused.IsInvalidArgument());
+  EXPECT_NE(refused.ToString().find("the 5m tier is not kept"), std::string::npos)
+      << refused.ToString();
+  ASSERT_TRUE(db->Close().ok());
+  options.tiers = {"5m", "1h", "1d"};
+  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  constexpr int64_t kMinute = 60'000'000'000, kFive = 5 * kMinute;
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t base = now / kFive * kFive - 6 * kFive;  // six closed buckets
+  std::vector<Point> points;
+  for (int m = 0; m < 30; ++m) {
+    for (int g = 0; g < 2; ++g) {
+      Point p = GpuPoint(g, 0);
+      p.fields = {{"util", 100.0 * g + m}, {"pod", std::string("p") + std::to_string(m)}};
+      p.timestamp_ns = base + m * kMinute;
+      points.push_back(p);
+    }
+  }
+  ASSERT_TRUE(db->Write(points).ok());
+  ASSERT_TRUE(db->Flush().ok());
+
+  Receiver live, history;
+  RemoteWriteTarget tier = Target(live.url());
+  tier.tier = 0;  // 5m
+  tier.tier_lag_ns = 0;
+  tier.tier_backfill_ns = 3'600'000'000'000;
+  Forwarder forwarder({tier}, db.get());
+  ASSERT_TRUE(forwarder.Start().ok());
+  ASSERT_TRUE(forwarder.Drain(10s).ok());
+  forwarder.Stop();
+  const auto got = live.series();
+  ASSERT_EQ(got.size(), 2u) << "no pod label: a bucket has no one string value";
+  for (int g = 0; g < 2; ++g) {
+    const auto& util = got.at("gpu_util{gpu=" + std::to_string(g) + ",host=n1}");
+    ASSERT_EQ(util.size(), 6u);
+    for (int k = 0; k < 6; ++k) {
+      const int64_t ms = (base + (k + 1) * kFive) / 1'000'000 - 1000;
+      ASSERT_EQ(util.count(ms), 1u) << k;
+      EXPECT_DOUBLE_EQ(util.at(ms), 100.0 * g + 5 * k + 2) << k;
+    }
+  }
+
+  // Restarted, it goes on from its cursor: nothing is sent again.
+  const size_t requests = live.requests();
+  Forwarder again({tier}, db.get());
+  ASSERT_TRUE(again.Start().ok());
+  ASSERT_TRUE(again.Drain(10s).ok());
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(live.requests(), requests);
+  again.Stop();
+
+  tier.url = history.url();
+  Forwarder backfill({tier}, db.get());
+  BackfillResult result;
+  ASSERT_TRUE(backfill.Backfill("central", base + kFive, base + 3 * kFive, &result).ok());
+  EXPECT_EQ(result.samples, 2u * 2);
+  const auto some = history.series();
+  ASSERT_EQ(some.size(), 2u);
+  EXPECT_EQ(some.at("gpu_util{gpu=1,host=n1}").size(), 2u);
+  EXPECT_DOUBLE_EQ(some.at("gpu_util{gpu=1,host=n1}").at((base + 2 * kFive) / 1'000'000 - 1000),
+                   100.0 + 5 + 2);
+}
+
 TEST(ForwarderTest, ConfigFileTargets) {
   storage::ScratchDir dir;
   const std::string path = dir.path() + "/gpulse.json";
@@ -341,14 +495,18 @@ TEST(ForwarderTest, ConfigFileTargets) {
       {"url": "http://vm:8428/api/v1/write", "labels": {"region": "A"},
        "basic_auth": {"username": "user", "password": "pass"}, "shards": 8},
       {"name": "mimir", "url": "http://mimir/api/v1/push", "authorization": "Bearer t",
-       "measurements": ["gpu"], "max_mb_per_second": 2},
+       "measurements": ["gpu"], "fields": ["util"], "max_mb_per_second": 2},
       {"name": "central", "url": "http://gpulse-central:8086/write?db=fleet",
-       "protocol": "influx"}],
+       "protocol": "influx", "resolution": "1h", "lag_minutes": 10, "backfill_hours": 24}],
       "ledger_export": {"every_minutes": 1, "backfill_hours": 2}})",
                    &config)
                   .ok());
   ASSERT_EQ(config.remote_write.size(), 3u);
   EXPECT_EQ(config.remote_write[2].protocol, RemoteWriteTarget::Protocol::kInflux);
+  EXPECT_EQ(config.remote_write[0].tier, -1);
+  EXPECT_EQ(config.remote_write[2].tier, 1);
+  EXPECT_EQ(config.remote_write[2].tier_lag_ns, 600'000'000'000);
+  EXPECT_EQ(config.remote_write[2].tier_backfill_ns, 86'400'000'000'000);
   EXPECT_TRUE(config.ledger_export.enabled);
   EXPECT_EQ(config.ledger_export.every_ns, 60'000'000'000);
   EXPECT_EQ(config.ledger_export.backfill_ns, 7200'000'000'000);
@@ -357,9 +515,13 @@ TEST(ForwarderTest, ConfigFileTargets) {
   EXPECT_EQ(config.remote_write[0].shards, 8);
   EXPECT_EQ(config.remote_write[1].max_bytes_per_second, 2u << 20);
   EXPECT_EQ(config.remote_write[1].measurements, std::vector<std::string>{"gpu"});
+  EXPECT_EQ(config.remote_write[1].fields, std::vector<std::string>{"util"});
 
   const std::pair<const char*, const char*> bad[] = {
-      {R"({"remote_write": [{"url": "https://vm/api/v1/write"}]})", "remote_write[0].url"},
+      {R"({"remote_write": [{"url": "ftp://vm/api/v1/write"}]})", "remote_write[0].url"},
+      {R"({"remote_write": [{"url": "https://vm/w", "tls": {"ca_file": "/no/such/ca.pem"}}]})",
+       "remote_write[0].tls.ca_file: cannot read /no/such/ca.pem"},
+      {R"({"remote_write": [{"url": "https://vm/w", "tls": {"ca": "x"}}]})", "unknown key \"ca\""},
       {R"({"remote_write": [{"url": "http://a/w"}, {"url": "http://a/w"}]})",
        "remote_write[1].name"},
       {R"({"remote_write": [{"url": "http://a/w", "shards": 0}]})", "remote_write[0].shards"},
@@ -369,6 +531,12 @@ TEST(ForwarderTest, ConfigFileTargets) {
       {R"({"remote_write": [{"url": "http://a/w", "protocol": "graphite"}]})",
        "remote_write[0].protocol"},
       {R"({"ledger_export": {"every_minutes": 7}})", "ledger_export.every_minutes"},
+      {R"({"remote_write": [{"url": "http://a/w", "fields": ["__stale__.util"]}]})",
+       "remote_write[0].fields"},
+      {R"({"remote_write": [{"url": "http://a/w", "resolution": "10m"}]})",
+       "remote_write[0].resolution"},
+      {R"({"remote_write": [{"url": "http://a/w", "lag_minutes": 3}]})",
+       "lag_minutes and backfill_hours are for a tier"},
   };
   for (const auto& [text, error] : bad) {
     ServerConfig c;

@@ -120,7 +120,10 @@ TEST(HttpClientTest, UrlsParseAsTheShellAndTheScrapeTargetsWriteThem) {
   EXPECT_EQ(u.port, "8086");
   ASSERT_TRUE(ParseHttpUrl("http://collector/x", &u).ok());
   EXPECT_EQ(u.port, "80");
-  EXPECT_TRUE(ParseHttpUrl("https://collector", &u).IsInvalidArgument());
+  ASSERT_TRUE(ParseHttpUrl("https://collector/api/v1/write", &u).ok());
+  EXPECT_TRUE(u.tls);
+  EXPECT_EQ(u.port, "443");
+  EXPECT_TRUE(ParseHttpUrl("ftp://collector", &u).IsInvalidArgument());
   EXPECT_TRUE(ParseHttpUrl("http://[::1", &u).IsInvalidArgument());
   EXPECT_TRUE(ParseHttpUrl("http://:80", &u).IsInvalidArgument());
 }

@@ -308,10 +308,9 @@ Result<AlertRule> CompileAlertRule(std::unique_ptr<CreateAlertStatement> s) {
                                    ": OWNER names a team; it is empty");
   }
   if (s->webhook.has_value()) {
-    if (!s->webhook->starts_with("http://")) {
+    if (!s->webhook->starts_with("http://") && !s->webhook->starts_with("https://")) {
       return Status::InvalidArgument("alert " + QuoteIdent(s->name) + ": the webhook '" +
-                                     *s->webhook +
-                                     "' is not an http:// URL (no https: put a proxy in front)");
+                                     *s->webhook + "' is not an http:// or https:// URL");
     }
     rule.webhook = *s->webhook;
   }

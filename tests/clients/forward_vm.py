@@ -63,7 +63,7 @@ OUTAGE = float(os.environ.get("OUTAGE", "60"))
 
 
 def fail(message):
-    raise SystemExit("forward_vm: " + message)
+    raise SystemExit(os.path.basename(sys.argv[0]).removesuffix(".py") + ": " + message)
 
 
 def start_vm(work, port):
@@ -183,6 +183,31 @@ def field_counts(base):
     return out
 
 
+def check_sent(node, site, store, first, at, span, names=None):
+    """Every sample the node at `node` holds over the span before `at` (of
+    the metrics `names`, or all) is in the store at `store`, under the
+    label site=`site`: (samples, series, samples of events) compared."""
+    held = counts(node, at, span)
+    sent = counts(store, at, span, site)
+    events = {} if names is not None else event_totals(node, first, at)
+    if names is not None:
+        held = {k: n for k, n in held.items() if k[0] in names}
+    for name, stored in events.items():
+        got = sum(n for (metric, _), n in sent.items() if metric == name)
+        if got != stored:
+            fail(f"site {site}: {name}: the node holds {stored} samples, {store} {got}")
+    held = {k: n for k, n in held.items() if not is_event(k[0])}
+    sent = {k: n for k, n in sent.items() if not is_event(k[0])}
+    missing = [k for k in held if k not in sent]
+    extra = [k for k in sent if k not in held]
+    wrong = [(k, held[k], sent[k]) for k in held if k in sent and held[k] != sent[k]]
+    if missing or extra or wrong or not held:
+        fail(f"site {site}: {len(held)} series held, {len(missing)} missing from {store} "
+             f"(first {missing[:2]}), {len(extra)} it has that the node does not "
+             f"({extra[:2]}), {len(wrong)} with other counts ({wrong[:3]})")
+    return sum(held.values()) + sum(events.values()), len(held), sum(events.values())
+
+
 def check_recording_rules(vm_url, central, end):
     """Every rule of docs/central/gpulse-fleet-rules.yml, evaluated by
     victoria-metrics at `end`, equals NORTHSTAR's figure for the hour before
@@ -288,27 +313,10 @@ def main():
         span = 32 * 3600  # the whole span: Prometheus 2 and VictoriaMetrics differ at its start
         total = 0
         for node in nodes:
-            held = counts(node.base, at, span)
-            sent = counts(vm_url, at, span, node.site)
-            events = event_totals(node.base, first, at)
-            for name, stored in events.items():
-                got = sum(n for (metric, _), n in sent.items() if metric == name)
-                if got != stored:
-                    fail(f"site {node.site}: {name}: the node holds {stored} samples, "
-                         f"victoria-metrics {got}")
-            held = {k: n for k, n in held.items() if not is_event(k[0])}
-            sent = {k: n for k, n in sent.items() if not is_event(k[0])}
-            missing = [k for k in held if k not in sent]
-            extra = [k for k in sent if k not in held]
-            wrong = [(k, held[k], sent[k]) for k in held if k in sent and held[k] != sent[k]]
-            if missing or extra or wrong:
-                fail(f"site {node.site}: {len(missing)} series missing from victoria-metrics "
-                     f"(first {missing[:2]}), {len(extra)} it has that the node does not "
-                     f"({extra[:2]}), {len(wrong)} with other counts ({wrong[:3]})")
-            samples = sum(held.values()) + sum(events.values())
+            samples, series, events = check_sent(node.base, node.site, vm_url, first, at, span)
             total += samples
-            print(f"forward_vm: site {node.site}: {samples} samples ({len(held)} series, and "
-                  f"{sum(events.values())} of events), all in victoria-metrics")
+            print(f"forward_vm: site {node.site}: {samples} samples ({series} series, and "
+                  f"{events} of events), all in victoria-metrics")
 
         # The central gpulse holds both nodes' points.
         a, b, c = (field_counts(n.base) for n in (nodes[0], nodes[1], central))

@@ -19,10 +19,11 @@ def free_port():
         return s.getsockname()[1]
 
 
-def http_get(url, timeout=10):
-    """(status, body text); status 0 with the reason when nothing answered."""
+def http_get(url, timeout=10, context=None):
+    """(status, body text); status 0 with the reason when nothing answered.
+    `context`: the ssl.SSLContext of an https URL."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
+        with urllib.request.urlopen(url, timeout=timeout, context=context) as r:
             return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.read().decode()
@@ -32,9 +33,10 @@ def http_get(url, timeout=10):
 
 class Process:
     """Runs argv with its output in `log` until ready_url answers 200 or 204
-    (within `timeout` seconds); raises SystemExit naming the log otherwise."""
+    (within `timeout` seconds; `context`: the ssl.SSLContext of an https
+    one); raises SystemExit naming the log otherwise."""
 
-    def __init__(self, name, argv, log, ready_url, timeout=60):
+    def __init__(self, name, argv, log, ready_url, timeout=60, context=None):
         self.name = name
         self.log_path = log
         self.log = open(log, "w")
@@ -44,7 +46,7 @@ class Process:
             if self.proc.poll() is not None:
                 raise SystemExit(f"{name} exited at start; the end of its log ({log}):\n" +
                                  open(log).read()[-3000:])
-            status, _ = http_get(ready_url, timeout=1)
+            status, _ = http_get(ready_url, timeout=1, context=context)
             if status in (200, 204):
                 return
             time.sleep(0.1)
