@@ -253,6 +253,9 @@ TEST_F(ServerAuthTest, ScopeMatrix) {
       {"active alerts", get, "/api/v1/alerts/active", "", 200, 403, 403, 403, 401},
       {"resolve", post, "/api/v1/alerts/none/resolve", "", 404, 403, 403, 403, 401},
       {"compact", post, "/api/v1/compact", "", 200, 403, 403, 403, 401},
+      // Read and write on every database; this server forwards nowhere: 404.
+      {"backfill", post, "/api/v1/forward/backfill?target=x&start=0&end=60", "", 404, 403, 403, 403,
+       401},
       {"ping", get, "/ping", "", 204, 204, 204, 204, 204},
       {"health", get, "/health", "", 200, 200, 200, 200, 200},
   };
