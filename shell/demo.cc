@@ -25,8 +25,9 @@ constexpr const char* kUsage =
     "Usage: gpulse demo [--data DIR]\n"
     "\n"
     "Simulates a week of a small GPU fleet (2 regions, 16 nodes x 8 GPUs, about\n"
-    "30,000 jobs) with two incidents, a driver upgrade that makes jobs fail and a\n"
-    "node running hot, into DIR (default ./gpulse-data), and prints the questions\n"
+    "30,000 jobs) with three incidents, a driver upgrade that makes jobs fail, a\n"
+    "node running hot and a node's agent gone quiet in the last hours, into DIR\n"
+    "(default ./gpulse-data), and prints the questions\n"
     "to ask it. Run again, it prints the questions without simulating again.\n"
     "`gpulse simulate --help` makes bigger fleets and other incidents.\n";
 
@@ -88,6 +89,13 @@ void PrintQuestions(const std::string& dir, const DemoTimes& t) {
       "  Why did goodput move on the upgrade's first day? (against the working day before it)\n"
       "    %s\"DECOMPOSE NORTHSTAR BETWEEN '%s' AND '%s' VERSUS '%s' AND '%s'\"\n"
       "\n"
+      "  Was that day's utilisation unusual for its hours? (the same hours of the days before)\n"
+      "    %s\"SELECT BASELINE(mean(util), 7d) FROM gpu WHERE time >= '%s' AND time < '%s' GROUP "
+      "BY time(1h)\"\n"
+      "\n"
+      "  Which agents, GPUs or allocations had gone quiet as the week ended?\n"
+      "    %s\"SHOW STALE 15m WHERE time <= '%s'\"\n"
+      "\n"
       "  How busy were the GPUs, per region and day? (the weekend is quieter)\n"
       "    %s\"SELECT mean(util), p95(util) FROM gpu GROUP BY region, time(1d)\"\n"
       "\n"
@@ -118,6 +126,7 @@ void PrintQuestions(const std::string& dir, const DemoTimes& t) {
       t.start.c_str(), t.end.c_str(), q.c_str(), q.c_str(), q.c_str(), t.start.c_str(),
       t.end.c_str(), q.c_str(), t.day_before.c_str(), t.day_before_end.c_str(),
       t.upgrade_start.c_str(), t.upgrade_day_end.c_str(), q.c_str(), t.upgrade_start.c_str(),
+      t.upgrade_day_end.c_str(), q.c_str(), t.end.c_str(), q.c_str(), t.upgrade_start.c_str(),
       q.c_str(), q.c_str(), t.upgrade_start.c_str(), t.upgrade_end.c_str(), q.c_str(),
       t.upgrade_start.c_str(), t.upgrade_end.c_str(), t.hot_start.c_str(), t.hot_end.c_str(),
       q.c_str(), t.hot_start.c_str(), t.hot_end.c_str(), q.c_str(), dir.c_str(), dir.c_str(),
@@ -155,13 +164,18 @@ int RunDemo(const std::vector<std::string>& args) {
   int day = 3;
   while (day < 5 && ((a.sim.start_ns / kDayNs + day) % 7 + 3) % 7 >= 5)
     ++day;  // 1970-01-01: a Thursday
-  a.sim.incidents.resize(2);
+  a.sim.incidents.resize(3);
   a.sim.incidents[0].kind = fleet::IncidentKind::kDriverUpgrade;
   a.sim.incidents[0].offset_ns = day * kDayNs;
   a.sim.incidents[0].duration_ns = 36 * kDayNs / 24;
   a.sim.incidents[1].kind = fleet::IncidentKind::kThermal;
   a.sim.incidents[1].offset_ns = (day + 1) * kDayNs + 9 * kDayNs / 24;
   a.sim.incidents[1].duration_ns = 8 * kDayNs / 24;
+  // An agent that stops reporting three hours before the week ends: what
+  // SHOW STALE finds at its end.
+  a.sim.incidents[2].kind = fleet::IncidentKind::kSilentAgent;
+  a.sim.incidents[2].offset_ns = a.sim.days * kDayNs - 3 * kDayNs / 24;
+  a.sim.incidents[2].duration_ns = 3 * kDayNs / 24;
 
   DemoTimes times;
   std::error_code ec;

@@ -202,7 +202,7 @@ std::string FormatStatement(const StatementResult& statement, const Settings& se
   one.statements.push_back(statement);
   switch (settings.format) {
     case OutputFormat::kTable:
-      return FormatTable(statement, settings.time_format);
+      return FormatTable(statement, settings.time_format, {TerminalWidth(), false});
     case OutputFormat::kCsv:
       return query::FormatCsv(one, settings.time_format);
     case OutputFormat::kJson: {
@@ -972,7 +972,8 @@ int RunQuery(int argc, char** argv) {
     } else if (settings.format == OutputFormat::kTable) {
       if (!first_table) std::fputc('\n', stdout);
       first_table = false;
-      std::printf("%s%s\n", FormatTable(statement, settings.time_format).c_str(),
+      std::printf("%s%s\n",
+                  FormatTable(statement, settings.time_format, {TerminalWidth(), false}).c_str(),
                   FormatFooter(CountRows(statement), std::nullopt).c_str());
     }
   }

@@ -1,8 +1,13 @@
 #include "shell/table.h"
 #include "query/query.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <variant>
 #include <vector>
 
@@ -68,7 +73,29 @@ std::string SeriesHeader(const ResultSeries& series) {
   return header + "\n";
 }
 
-void AppendSeries(const ResultSeries& series, query::TimeFormat time_format, std::string* out) {
+// The columns of each block of a table folded to `width` (one block of all
+// when it fits): greedily, each block led by column 0.
+std::vector<std::vector<size_t>> Blocks(const std::vector<size_t>& widths, size_t width) {
+  const size_t n = widths.size();
+  std::vector<std::vector<size_t>> blocks(1);
+  size_t used = n > 0 ? widths[0] : 0;
+  for (size_t c = 0; c < n; ++c) {
+    if (c == 0) {
+      blocks.back().push_back(0);
+      continue;
+    }
+    if (width > 0 && blocks.back().size() > 1 && used + 2 + widths[c] > width) {
+      blocks.push_back({0});
+      used = widths[0];
+    }
+    blocks.back().push_back(c);
+    used += 2 + widths[c];
+  }
+  return blocks;
+}
+
+void AppendSeries(const ResultSeries& series, query::TimeFormat time_format,
+                  const TableOptions& options, std::string* out) {
   out->append(SeriesHeader(series));
   const size_t n = series.columns.size();
   std::vector<std::vector<std::string>> cells;
@@ -78,25 +105,63 @@ void AppendSeries(const ResultSeries& series, query::TimeFormat time_format, std
   for (const auto& row : series.values) {
     std::vector<std::string>& line = cells.emplace_back(n);
     for (size_t c = 0; c < n && c < row.size(); ++c) {
-      line[c] = query::FormatValue(row[c], series.columns[c] == "time", time_format);
+      const bool is_time = series.columns[c] == "time";
+      if (!options.exact && !is_time && std::holds_alternative<double>(row[c])) {
+        line[c] = ReadableNumber(std::get<double>(row[c]));
+      } else {
+        line[c] = query::FormatValue(row[c], is_time, time_format);
+      }
       widths[c] = std::max(widths[c], DisplayWidth(line[c]));
     }
   }
   const std::vector<bool> numeric = NumericColumns(series);
-  std::vector<std::string> separator(n);
-  for (size_t c = 0; c < n; ++c) separator[c].assign(DisplayWidth(series.columns[c]), '-');
-  AppendRow(series.columns, widths, numeric, out);
-  AppendRow(separator, widths, numeric, out);
-  for (const auto& line : cells) AppendRow(line, widths, numeric, out);
+  const auto blocks = Blocks(widths, options.width);
+  for (size_t b = 0; b < blocks.size(); ++b) {
+    if (b > 0) out->push_back('\n');
+    auto pick = [&]<typename T>(const std::vector<T>& all) {
+      std::vector<T> some;
+      for (const size_t c : blocks[b]) some.push_back(all[c]);
+      return some;
+    };
+    std::vector<std::string> separator;
+    for (const size_t c : blocks[b]) separator.emplace_back(DisplayWidth(series.columns[c]), '-');
+    const std::vector<size_t> block_widths = pick(widths);
+    const std::vector<bool> block_numeric = pick(numeric);
+    AppendRow(pick(series.columns), block_widths, block_numeric, out);
+    AppendRow(separator, block_widths, block_numeric, out);
+    for (const auto& line : cells) AppendRow(pick(line), block_widths, block_numeric, out);
+  }
 }
 
 }  // namespace
 
-std::string FormatTable(const StatementResult& statement, query::TimeFormat time_format) {
+std::string ReadableNumber(double value) {
+  if (!std::isfinite(value)) return query::FormatValue(value, false, query::TimeFormat::kRfc3339);
+  char text[64];
+  const double magnitude = std::fabs(value);
+  if (magnitude < 1000 || magnitude >= 1e15) {
+    std::snprintf(text, sizeof(text), "%.4g", value);
+  } else {
+    // Every integer digit, and a tenth where there is a fraction.
+    std::snprintf(text, sizeof(text), value == std::trunc(value) ? "%.0f" : "%.1f", value);
+  }
+  return text;
+}
+
+size_t TerminalWidth() {
+  if (isatty(STDOUT_FILENO) == 0) return 0;
+  winsize size{};
+  if (ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  if (const char* columns = std::getenv("COLUMNS")) return std::strtoul(columns, nullptr, 10);
+  return 0;
+}
+
+std::string FormatTable(const StatementResult& statement, query::TimeFormat time_format,
+                        const TableOptions& options) {
   std::string out;
   for (size_t i = 0; i < statement.series.size(); ++i) {
     if (i > 0) out.push_back('\n');
-    AppendSeries(statement.series[i], time_format, &out);
+    AppendSeries(statement.series[i], time_format, options, &out);
   }
   for (const std::string& note : statement.notes) out += "note: " + note + "\n";
   return out;

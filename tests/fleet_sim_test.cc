@@ -665,11 +665,24 @@ TEST(FleetSimTest, DemoPrintsQuestionsThatEachAnswer) {
     }
   }
   ASSERT_GE(queries.size(), 9u) << demo.out;
-  bool asked_goodput = false, asked_why = false;
+  bool asked_goodput = false, asked_why = false, asked_stale = false, asked_usual = false;
   for (const std::string& q : queries) {
     const test::RunOutcome answer = test::RunGpulse({"query", "--data", data, q}, dir.path());
     EXPECT_EQ(answer.status, 0) << q << "\n" << answer.err;
-    EXPECT_NE(answer.out.find("rows)"), std::string::npos) << q << "\n" << answer.out;
+    EXPECT_TRUE(answer.out.find("rows)") != std::string::npos ||
+                answer.out.find("(1 row)") != std::string::npos)
+        << q << "\n"
+        << answer.out;
+    if (q.rfind("SHOW STALE", 0) == 0) {
+      asked_stale = true;
+      // The agent that went quiet three hours before the end.
+      EXPECT_NE(answer.out.find("silent_node"), std::string::npos) << answer.out;
+    }
+    if (q.find("BASELINE(") != std::string::npos) {
+      asked_usual = true;
+      EXPECT_NE(answer.out.find("expected"), std::string::npos) << answer.out;
+      EXPECT_NE(answer.out.find("(24 rows)"), std::string::npos) << answer.out;
+    }
     if (q.rfind("NORTHSTAR", 0) == 0) {
       asked_goodput = true;
       size_t days = 0;
@@ -686,7 +699,7 @@ TEST(FleetSimTest, DemoPrintsQuestionsThatEachAnswer) {
       EXPECT_NE(answer.out.find("driver_version"), std::string::npos) << answer.out;
     }
   }
-  EXPECT_TRUE(asked_goodput && asked_why) << demo.out;
+  EXPECT_TRUE(asked_goodput && asked_why && asked_stale && asked_usual) << demo.out;
 }
 
 }  // namespace

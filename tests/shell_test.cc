@@ -155,7 +155,8 @@ class Process {
 // wraps, with TERM=dumb so that readline draws with few escape sequences.
 class Terminal {
  public:
-  Terminal(const std::vector<std::string>& args, const std::vector<std::string>& env) {
+  Terminal(const std::vector<std::string>& args, const std::vector<std::string>& env,
+           unsigned short columns = 200) {
     // Everything the child needs is built before the fork.
     std::vector<std::string> argv_strings = {GPULSE_BIN};
     argv_strings.insert(argv_strings.end(), args.begin(), args.end());
@@ -175,7 +176,7 @@ class Terminal {
     envp.push_back(nullptr);
     struct winsize size = {};
     size.ws_row = 50;
-    size.ws_col = 200;
+    size.ws_col = columns;
     pid_ = ::forkpty(&master_, nullptr, nullptr, &size);
     if (pid_ == 0) {
       ::execve(GPULSE_BIN, argv.data(), envp.data());
@@ -316,12 +317,15 @@ class ShellTest : public ::testing::Test {
     return status;
   }
 
-  std::unique_ptr<Terminal> StartShell(const std::vector<std::string>& args) {
+  std::unique_ptr<Terminal> StartShell(const std::vector<std::string>& args,
+                                       unsigned short columns = 200) {
     std::vector<std::string> all = {"shell"};
     all.insert(all.end(), args.begin(), args.end());
     return std::make_unique<Terminal>(
-        all, std::vector<std::string>{"TERM=dumb", "GPULSE_HISTORY=" + HistoryPath(),
-                                      "HOME=" + dir_.path(), "INPUTRC=/dev/null"});
+        all,
+        std::vector<std::string>{"TERM=dumb", "GPULSE_HISTORY=" + HistoryPath(),
+                                 "HOME=" + dir_.path(), "INPUTRC=/dev/null"},
+        columns);
   }
 
   storage::ScratchDir dir_;
@@ -372,6 +376,19 @@ TEST_F(ShellTest, QueryWritesCsvAndJsonForScripts) {
       << out;
   EXPECT_NE(out.find("\"columns\":[\"time\",\"util\"]"), std::string::npos) << out;
   EXPECT_NE(out.find("[\"2024-01-01T00:02:00Z\",12]"), std::string::npos) << out;
+}
+
+// A table shows a float as a person reads it; CSV keeps every digit.
+TEST_F(ShellTest, TablesShowFourSignificantDigitsAndCsvEveryOne) {
+  std::string out, err;
+  const std::string q =
+      "SELECT mean(util) / 7 AS ratio, sum(util) * 1000.3 AS big FROM gpu WHERE node = 'alpha'";
+  ASSERT_EQ(Query({q}, &out, &err), 0) << err;
+  EXPECT_NE(out.find("1.571"), std::string::npos) << out;
+  EXPECT_EQ(out.find("1.5714285714285714"), std::string::npos) << out;
+  EXPECT_NE(out.find("33009.9"), std::string::npos) << "integer digits all kept: " << out;
+  ASSERT_EQ(Query({"--format", "csv", q}, &out, &err), 0) << err;
+  EXPECT_NE(out.find(",1.5714285714285714,"), std::string::npos) << out;
 }
 
 TEST_F(ShellTest, QueryReadsTheQueryFromStdinForDash) {
@@ -668,6 +685,29 @@ TEST_F(ShellTest, ShellReadsStatementsFromAPipe) {
   Process bad({"shell", "--data", DataDir()}, dir_.path(), "SELECT util gpu;\n");
   EXPECT_EQ(bad.Wait(), 1);
   EXPECT_NE(bad.Stdout().find("ERR: line 1, column 13"), std::string::npos) << bad.Stdout();
+}
+
+// A table wider than the terminal (`gpulse query` writing to one 60
+// columns wide) folds into blocks that fit, each led by the time column.
+TEST_F(ShellTest, AWideTableFoldsToTheTerminal) {
+  Terminal terminal(
+      {"query", "--data", DataDir(),
+       "SELECT util AS aaaaaaaaaaaaaaaaaaaaaaaaa, util * 2 AS bbbbbbbbbbbbbbbbbbbbbbbbb, "
+       "util * 3 AS ccccccccccccccccccccccccc FROM gpu WHERE node = 'alpha'"},
+      {"TERM=dumb"}, 60);
+  ASSERT_TRUE(terminal.started());
+  ASSERT_EQ(terminal.WaitExit(10s), 0);
+  const std::string out = terminal.Text();
+  const size_t a = out.find("time                  aaaaaaaaaaaaaaaaaaaaaaaaa\n");
+  const size_t b = out.find("time                  bbbbbbbbbbbbbbbbbbbbbbbbb\n");
+  const size_t c = out.find("time                  ccccccccccccccccccccccccc\n");
+  ASSERT_NE(a, std::string::npos) << out;
+  ASSERT_NE(b, std::string::npos) << out;
+  ASSERT_NE(c, std::string::npos) << out;
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  EXPECT_NE(out.find("2024-01-01T00:02:00Z                         36\n"), std::string::npos)
+      << out;
 }
 
 }  // namespace
