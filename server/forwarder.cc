@@ -423,10 +423,7 @@ class Forwarder::Sender {
                std::chrono::system_clock::now().time_since_epoch())
         .count();
   }
-  int64_t FloorToBucket(int64_t ns) const {
-    const int64_t w = Width();
-    return ns - ((ns % w) + w) % w;
-  }
+  int64_t FloorToBucket(int64_t ns) const { return storage::WindowStart(ns, Width()); }
 
   // A tier target: the tier must be kept; a log follower of the same name
   // (the target sent raw points before) is let go; the cursor is where the

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "query/fleet/fleet_ledger.h"
+#include "storage/key_layout.h"
 
 namespace gpulse::server {
 
@@ -17,8 +18,6 @@ constexpr int64_t kSecond = 1'000'000'000;
 constexpr int64_t kDay = 86'400 * kSecond;
 // Tags of the rows: the ledger's BY.
 const std::vector<std::string> kBy = {"region", "cluster", "sku", "team"};
-
-int64_t FloorTo(int64_t t, int64_t step) { return t / step * step - (t % step < 0 ? step : 0); }
 
 }  // namespace
 
@@ -58,8 +57,8 @@ void LedgerExport::Loop() {
 Status LedgerExport::ExportUntil(int64_t now_ns, uint64_t* rows) {
   if (rows != nullptr) *rows = 0;
   const int64_t every = config_.every_ns;
-  const int64_t end = FloorTo(now_ns - config_.lag_ns, every);
-  int64_t cursor = FloorTo(end - config_.backfill_ns, every);
+  const int64_t end = storage::WindowStart(now_ns - config_.lag_ns, every);
+  int64_t cursor = storage::WindowStart(end - config_.backfill_ns, every);
   std::vector<std::pair<std::string, std::string>> defs;
   GPULSE_RETURN_IF_ERROR(db_->ListDefinitions(kCursorKind, &defs));
   for (const auto& [name, text] : defs) {
