@@ -121,7 +121,7 @@ Status LoadRemoteWrite(const Json& list, ServerConfig* config) {
     if (!https && !target.url.starts_with("http://")) {
       return Status::InvalidArgument(where + ".url: must start with http:// or https://");
     }
-    if (const auto tls = t.find("tls"); tls != t.end()) {
+    if (t.contains("tls")) {
       std::map<std::string, std::string> files;
       GPULSE_RETURN_IF_ERROR(Get(t, where, "tls", &files));
       for (const auto& [key, file] : files) {
@@ -138,8 +138,9 @@ Status LoadRemoteWrite(const Json& list, ServerConfig* config) {
         }
         *to = file;
       }
-      if (!https)
+      if (!https) {
         return Status::InvalidArgument(where + ".tls: given for a url that is not https://");
+      }
       if (target.tls_cert_file.empty() != target.tls_key_file.empty()) {
         return Status::InvalidArgument(where + ".tls: cert_file and key_file go together");
       }
