@@ -202,7 +202,7 @@ std::string FormatStatement(const StatementResult& statement, const Settings& se
   one.statements.push_back(statement);
   switch (settings.format) {
     case OutputFormat::kTable:
-      return FormatTable(statement, settings.time_format, {TerminalWidth(), false});
+      return FormatTable(statement, settings.time_format, {TerminalWidth()});
     case OutputFormat::kCsv:
       return query::FormatCsv(one, settings.time_format);
     case OutputFormat::kJson: {
@@ -972,8 +972,7 @@ int RunQuery(int argc, char** argv) {
     } else if (settings.format == OutputFormat::kTable) {
       if (!first_table) std::fputc('\n', stdout);
       first_table = false;
-      std::printf("%s%s\n",
-                  FormatTable(statement, settings.time_format, {TerminalWidth(), false}).c_str(),
+      std::printf("%s%s\n", FormatTable(statement, settings.time_format, {TerminalWidth()}).c_str(),
                   FormatFooter(CountRows(statement), std::nullopt).c_str());
     }
   }

@@ -76,14 +76,10 @@ std::string SeriesHeader(const ResultSeries& series) {
 // The columns of each block of a table folded to `width` (one block of all
 // when it fits): greedily, each block led by column 0.
 std::vector<std::vector<size_t>> Blocks(const std::vector<size_t>& widths, size_t width) {
-  const size_t n = widths.size();
-  std::vector<std::vector<size_t>> blocks(1);
-  size_t used = n > 0 ? widths[0] : 0;
-  for (size_t c = 0; c < n; ++c) {
-    if (c == 0) {
-      blocks.back().push_back(0);
-      continue;
-    }
+  if (widths.empty()) return {{}};
+  std::vector<std::vector<size_t>> blocks = {{0}};
+  size_t used = widths[0];
+  for (size_t c = 1; c < widths.size(); ++c) {
     if (width > 0 && blocks.back().size() > 1 && used + 2 + widths[c] > width) {
       blocks.push_back({0});
       used = widths[0];
@@ -106,7 +102,7 @@ void AppendSeries(const ResultSeries& series, query::TimeFormat time_format,
     std::vector<std::string>& line = cells.emplace_back(n);
     for (size_t c = 0; c < n && c < row.size(); ++c) {
       const bool is_time = series.columns[c] == "time";
-      if (!options.exact && !is_time && std::holds_alternative<double>(row[c])) {
+      if (!is_time && std::holds_alternative<double>(row[c])) {
         line[c] = ReadableNumber(std::get<double>(row[c]));
       } else {
         line[c] = query::FormatValue(row[c], is_time, time_format);

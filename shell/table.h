@@ -37,8 +37,6 @@ struct TableOptions {
   // Terminal columns to fold within; 0: never fold (output that is not a
   // terminal).
   size_t width = 0;
-  // Every digit of floats, as CSV shows them.
-  bool exact = false;
 };
 
 // The series of one successful statement as tables, then one line
