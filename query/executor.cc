@@ -638,6 +638,8 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         break;
     }
     if (!result.status.ok()) result.series.clear();
+    result.series_read = ctx.series_read.load();
+    result.points_read = ctx.points_read.load();
     const bool go_on = Deliver(options, i, &result, out);
     if (options.sink != nullptr) options.memory->ReleaseTo(held_before);
     if (!go_on) return;

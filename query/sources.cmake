@@ -75,6 +75,7 @@ set(GPULSE_QUERY_FLEET_SOURCES
   query/fleet/kpis.cc
   query/fleet/ledger_days.cc
   query/fleet/ledger_row.cc
+  query/fleet/nodes.cc
   query/fleet/northstar.cc
   query/fleet/stale.cc
 )

@@ -124,6 +124,9 @@ std::string AlertCountersText(const AlertCounters& c) {
        "Alert evaluations of a group held back by planned maintenance.", c.suppressed);
   line("gpulse_alert_minutes_skipped_total",
        "Minutes the alert loop fell too far behind to evaluate.", c.skipped_minutes);
+  line("gpulse_alert_actions_total", "Nodes an alert rule's ACTION marked degraded.", c.actions);
+  line("gpulse_alert_action_errors_total", "Alert rule actions that could not be taken.",
+       c.action_errors);
   return out;
 }
 
@@ -253,8 +256,11 @@ void AlertManager::EvaluateAt(int64_t now_ns) {
     std::lock_guard<std::mutex> l(mu_);
     for (const auto& [name, rule] : rules_) names.push_back(name);
   }
+  // Alerts of ACTION degrade rules that fired, acted on once the evaluation
+  // is done (the Db is not written while mu_ is held).
+  std::vector<std::pair<std::string, std::vector<AlertInstance>>> degrade;
   for (const std::string& name : names) {
-    if (stopping_) return;
+    if (stopping_) break;
     query::AlertRule compiled;
     std::shared_ptr<query::RuleHistory> history;
     bool builtin = false;
@@ -292,8 +298,37 @@ void AlertManager::EvaluateAt(int64_t now_ns) {
       continue;  // a failed evaluation changes no state
     }
     rule.status.last_error.clear();
-    Apply(rule, samples, now_ns);
+    std::vector<AlertInstance> fired;
+    Apply(rule, samples, now_ns, &fired);
+    if (compiled.action == query::AlertAction::kDegrade)
+      degrade.emplace_back(name, std::move(fired));
   }
+  for (const auto& [rule, fired] : degrade) {
+    for (const AlertInstance& a : fired) Degrade(rule, a, now_ns);
+  }
+}
+
+void AlertManager::Degrade(const std::string& rule, const AlertInstance& alert, int64_t now_ns) {
+  std::string node;
+  for (const Tag& t : alert.tags) {
+    if (t.key == "node") node = t.value;
+  }
+  query::NodeAction action;
+  action.action = "degrade";
+  action.actor = "rule:" + rule;
+  action.reason = "alert " + alert.id + " {" + alert.group + "} fired";
+  bool changed = false;
+  const Status s = node.empty() ? Status::InvalidArgument("the alert's group names no node")
+                                : query::SetNodeStatus(db_, {}, node, query::NodeStatus::kDegraded,
+                                                       now_ns, &action, &changed);
+  std::lock_guard<std::mutex> l(mu_);
+  if (!s.ok()) {
+    ++counters_.action_errors;
+    const auto it = rules_.find(rule);
+    if (it != rules_.end()) it->second.status.last_error = "ACTION degrade: " + s.ToString();
+    return;
+  }
+  if (changed) ++counters_.actions;
 }
 
 // The collection contract as a rule: every SHOW STALE finding is an instance
@@ -337,8 +372,8 @@ Status AlertManager::EvaluateFreshness(int64_t now_ns, std::vector<query::AlertS
   return Status::Ok();
 }
 
-void AlertManager::Apply(const Rule& rule, const std::vector<query::AlertSample>& samples,
-                         int64_t now_ns) {
+void AlertManager::Apply(Rule& rule, const std::vector<query::AlertSample>& samples, int64_t now_ns,
+                         std::vector<AlertInstance>* fired) {
   const query::AlertRule& r = rule.compiled;
   std::map<std::string, const query::AlertSample*> holding;
   for (const query::AlertSample& s : samples) {
@@ -386,8 +421,10 @@ void AlertManager::Apply(const Rule& rule, const std::vector<query::AlertSample>
     if (a.state == "pending" && now_ns - a.active_since_ns >= r.for_ns) {
       a.state = "firing";
       a.fired_ns = now_ns;
+      rule.status.last_fired_ns = now_ns;
       ++counters_.fired;
       Notify(rule, a);
+      fired->push_back(a);
     }
   }
 }
@@ -398,6 +435,16 @@ void AlertManager::Notify(const Rule& rule, const AlertInstance& instance) {
   j["summary"] = "alert " + instance.rule +
                  (instance.group.empty() ? "" : " {" + instance.group + "}") + " is " +
                  instance.state;
+  if (rule.compiled.action == query::AlertAction::kDegrade && instance.state == "firing") {
+    // What the receiver is asked to do: the node is marked degraded too.
+    std::string node;
+    for (const Tag& t : instance.tags) {
+      if (t.key == "node") node = t.value;
+    }
+    j["action"] = {{"kind", "degrade"},
+                   {"node", node},
+                   {"intent", "drain the node and migrate its workloads"}};
+  }
   webhooks_->Send(rule.compiled.webhook, j.dump());
 }
 
@@ -426,6 +473,7 @@ std::vector<AlertRuleStatus> AlertManager::Rules() const {
   for (const auto& [name, rule] : rules_) {
     AlertRuleStatus s = rule.status;
     s.for_ns = rule.compiled.for_ns;
+    s.action = rule.compiled.action;
     for (const auto& [id, a] : active_) {
       if (a.rule != name) continue;
       s.pending += a.state == "pending" ? 1 : 0;
@@ -508,6 +556,10 @@ std::string AlertsToJson(const std::vector<AlertInstance>& instances,
          {"firing", r.firing},
          {"last_evaluated", Rfc3339(r.last_evaluated_ns)},
          {"last_evaluation_ms", r.last_evaluation_ms},
+         {"last_fired", r.last_fired_ns == 0 ? nlohmann::json(nullptr)
+                                             : nlohmann::json(Rfc3339(r.last_fired_ns))},
+         {"action", r.action == query::AlertAction::kDegrade ? nlohmann::json("degrade")
+                                                             : nlohmann::json(nullptr)},
          {"error", r.last_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.last_error)}});
   }
   // Prometheus' envelope beside gpulse's own keys, for its clients.

@@ -33,6 +33,7 @@
 
 #include "engine/gpulse.h"
 #include "query/fleet/alert_rule.h"
+#include "query/fleet/nodes.h"
 #include "query/query.h"
 #include "server/webhook.h"
 
@@ -77,7 +78,9 @@ struct AlertRuleStatus {
   double last_evaluation_ms = 0;
   std::string last_error;  // empty when the last evaluation succeeded
   size_t pending = 0, firing = 0;
-  int64_t for_ns = 0;  // FOR: how long WHEN holds before it fires
+  int64_t for_ns = 0;         // FOR: how long WHEN holds before it fires
+  int64_t last_fired_ns = 0;  // when an instance last became firing; 0: not since the start
+  query::AlertAction action = query::AlertAction::kNone;
 };
 
 struct AlertCounters {
@@ -87,6 +90,8 @@ struct AlertCounters {
   uint64_t resolved = 0;         // transitions to resolved
   uint64_t suppressed = 0;       // (rule, group) evaluations held back by maintenance
   uint64_t skipped_minutes = 0;  // minutes the loop fell too far behind to evaluate
+  uint64_t actions = 0;          // nodes an ACTION marked degraded
+  uint64_t action_errors = 0;    // actions that could not be taken (named in the rule's last_error)
 };
 
 // The counters in Prometheus text format, for GET /metrics.
@@ -135,7 +140,13 @@ class AlertManager {
   // rule that went are resolved as of `now_ns`.
   void ReloadRules(int64_t now_ns);
   Status EvaluateFreshness(int64_t now_ns, std::vector<query::AlertSample>* out);
-  void Apply(const Rule& rule, const std::vector<query::AlertSample>& samples, int64_t now_ns);
+  // Moves the rule's instances on; those that became firing are appended to
+  // *fired.
+  void Apply(Rule& rule, const std::vector<query::AlertSample>& samples, int64_t now_ns,
+             std::vector<AlertInstance>* fired);
+  // ACTION degrade: marks the node of `alert` (of rule `rule`) degraded
+  // (query/fleet/nodes.h). REQUIRES: mu_ not held.
+  void Degrade(const std::string& rule, const AlertInstance& alert, int64_t now_ns);
   void Notify(const Rule& rule, const AlertInstance& instance);
   void Retire(AlertInstance instance);
 

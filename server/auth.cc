@@ -95,7 +95,7 @@ AuthResult Authenticator::Authenticate(std::string_view authorization, std::stri
   if (token.empty()) return AuthResult::kUnauthenticated;
   const TokenConfig* t = Find(token);
   if (t == nullptr) return AuthResult::kUnauthenticated;
-  *grant = {DatabaseScope(t->read), DatabaseScope(t->write)};
+  *grant = {DatabaseScope(t->read), DatabaseScope(t->write), t->name};
   return AuthResult::kAllowed;
 }
 

@@ -57,6 +57,7 @@ class DatabaseScope {
 // What one request's credentials may do.
 struct Grant {
   DatabaseScope read, write;
+  std::string token_name;  // the token's configured name; empty when authentication is off
 
   const DatabaseScope& For(Access access) const { return access == Access::kRead ? read : write; }
 };

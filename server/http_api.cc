@@ -16,6 +16,7 @@
 #include "query/runtime/format.h"
 #include "query/syntax/parser.h"
 #include "query/syntax/statement_reach.h"
+#include "server/console.h"
 #include "server/forwarder.h"
 #include "server/http_reply.h"
 
@@ -173,7 +174,10 @@ bool HttpApi::RunsLong(const Request& request) {
   const std::string_view target = request.target();
   const std::string_view path = target.substr(0, target.find('?'));
   return path == "/query" || path == "/api/v1/query" || path == "/api/v1/query_range" ||
-         path == "/api/v1/read" || path == "/api/v1/forward/backfill";
+         path == "/api/v1/read" || path == "/api/v1/forward/backfill" ||
+         // The fleet's listings read a series or more of every node.
+         path.starts_with("/api/v1/nodes") || path == "/api/v1/metrics/latest" ||
+         path == "/api/v1/actions";
 }
 
 Response HttpApi::Handle(const Request& request, const RequestContext& context) {
@@ -247,6 +251,18 @@ Response HttpApi::Handle(const Request& request, const RequestContext& context) 
   } else if (path.starts_with("/api/v1/alerts/") && path.ends_with("/resolve")) {
     allowed = only({http::verb::post});
     if (allowed) response = Alerts(request, path);
+  } else if (path == "/api/v1/nodes" || path.starts_with("/api/v1/nodes/")) {
+    allowed = only({http::verb::get, http::verb::put});
+    if (allowed) response = Nodes(request, path);
+  } else if (path == "/api/v1/actions") {
+    allowed = only({http::verb::get});
+    if (allowed) response = Actions(request);
+  } else if (path == "/api/v1/metrics/latest") {
+    allowed = only({http::verb::get});
+    if (allowed) response = LatestMetrics(request);
+  } else if (path == "/" || path.starts_with("/console/")) {
+    allowed = only({http::verb::get, http::verb::head});
+    if (allowed) response = Console(request, path);
   } else if (path == "/api/v1/compact") {
     allowed = only({http::verb::get, http::verb::post});
     if (allowed) response = Compact(request);
@@ -474,6 +490,14 @@ Response HttpApi::AnswerInRows(const Request& request, query::TimeFormat time_fo
   }
   Response res{http::status::ok, request.version()};
   res.set("X-Influxdb-Version", kInfluxVersion);
+  // What the SELECTs read, for the console's query box (docs/http-api.md).
+  uint64_t series_read = 0, points_read = 0;
+  for (const StatementResult& st : result->statements) {
+    series_read += st.series_read;
+    points_read += st.points_read;
+  }
+  res.set("X-Gpulse-Series-Read", std::to_string(series_read));
+  res.set("X-Gpulse-Points-Read", std::to_string(points_read));
   res.keep_alive(request.keep_alive());
   if (request[http::field::accept].find("text/csv") != std::string_view::npos) {
     res.set(http::field::content_type, "text/csv");
@@ -619,6 +643,29 @@ Response HttpApi::Alerts(const Request& request, std::string_view path) {
   if (s.IsNotFound()) return Error(http::status::not_found, request.version(), s.message());
   if (!s.ok()) return Error(http::status::internal_server_error, request.version(), s.ToString());
   return Json(http::status::ok, request.version(), {{"resolved", resolved}});
+}
+
+Response HttpApi::Console(const Request& request, std::string_view path) {
+  // The page's files hold no data: they are answered without a token, and
+  // the page asks for one when the API it calls wants it.
+  const ConsoleAsset* asset = FindConsoleAsset(path);
+  if (asset == nullptr) {
+    return Error(http::status::not_found, request.version(),
+                 "no such file of the console: " + std::string(path));
+  }
+  Response res{http::status::ok, request.version()};
+  res.set(http::field::content_type, asset->content_type);
+  // Asked again each time: a new server's page is never an old one's.
+  res.set(http::field::cache_control, "no-cache");
+  res.set("X-Content-Type-Options", "nosniff");
+  // Nothing but the server's own scripts, styles and API (Chart.js sets
+  // inline styles on its canvases).
+  res.set("Content-Security-Policy",
+          "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+          "frame-ancestors 'none'");
+  res.body() = std::string(asset->body);
+  res.prepare_payload();
+  return res;
 }
 
 Response HttpApi::Compact(const Request& request) {

@@ -3,6 +3,7 @@
 //
 //   POST /write             InfluxDB 1.x line-protocol write   -> 204 | 400 partial | 413 | 503
 //   POST /api/v2/write      InfluxDB 2.x line-protocol write   -> same
+//   GET /, /console/*       the console: the page and its files (no token)
 //   GET|HEAD /ping          liveness, with InfluxDB version headers -> 204
 //   GET /health             JSON status
 //   GET /metrics            the server's own metrics, Prometheus text
@@ -15,6 +16,9 @@
 //   GET /api/v1/alerts/active   pending and firing instances
 //   POST /api/v1/alerts/{id}/resolve   resolve an instance (or a rule's) by hand
 //   POST /api/v1/write      Prometheus remote write
+//   the fleet (http_api_fleet.cc): GET /api/v1/nodes, /api/v1/nodes/{id},
+//     /api/v1/nodes/{id}/metrics, PUT /api/v1/nodes/{id}/status,
+//     GET /api/v1/actions, /api/v1/metrics/latest
 //   the Prometheus API (http_api_prom.cc): /api/v1/query, /api/v1/query_range,
 //     /api/v1/series, /api/v1/labels, /api/v1/label/<name>/values,
 //     /api/v1/metadata, /api/v1/rules, /api/v1/status/buildinfo,
@@ -33,6 +37,7 @@
 
 #include "engine/gpulse.h"
 #include "ingest/prom_mapping.h"
+#include "query/fleet/nodes.h"
 #include "query/query.h"
 #include "query/runtime/format.h"
 #include "query/runtime/query_memory.h"
@@ -98,6 +103,27 @@ class HttpApi {
   std::optional<Response> WriteRefused(const Status& s, const WriteResult& result,
                                        unsigned version);
 
+  // --- the fleet (http_api_fleet.cc) ---
+  // /api/v1/nodes and /api/v1/nodes/{id}[/metrics|/status].
+  Response Nodes(const Request& request, std::string_view path);
+  Response NodeMetrics(const Request& request, const std::map<std::string, std::string>& params,
+                       const query::NodeRow& row, int64_t now_ns);
+  Response SetStatus(const Request& request, const std::map<std::string, std::string>& params,
+                     const query::NodeRow& row, int64_t now_ns);
+  Response Actions(const Request& request);
+  Response LatestMetrics(const Request& request);
+  // Which database's nodes a request is about (db=, or the one database a
+  // token may reach), and non-null when the token may not `access` it.
+  std::optional<Response> FleetScope(const Request& request,
+                                     const std::map<std::string, std::string>& params,
+                                     Access access, query::NodeScope* scope);
+  // Who made a request, for the audit trail: "token:<name>" or "anonymous".
+  std::string ActorOf(const Request& request, const std::map<std::string, std::string>& params);
+  // Pending and firing alerts whose group is the node.
+  size_t ActiveAlertsOf(const std::string& node) const;
+
+  // / and /console/*: the page and its files (server/console.h).
+  Response Console(const Request& request, std::string_view path);
   Response Compact(const Request& request);
   // /api/v1/forward/backfill?target=&start=&end=
   Response Backfill(const Request& request);

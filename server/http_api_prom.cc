@@ -44,34 +44,6 @@ Response BadData(unsigned version, const std::string& message) {
   return PromError(http::status::bad_request, version, "bad_data", message);
 }
 
-// A time as Prometheus takes one: Unix seconds with a fraction, or RFC 3339;
-// bounded where a double still holds every millisecond (past the year 5000).
-bool ParsePromTime(const std::string& text, int64_t* ms) {
-  double seconds;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-  if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(seconds)) {
-    if (std::fabs(seconds) > 1e11) return false;
-    *ms = static_cast<int64_t>(std::llround(seconds * 1000));
-    return true;
-  }
-  int64_t ns;
-  if (!query::ParseTimeLiteral(text, &ns)) return false;
-  *ms = ns / 1'000'000 - (ns % 1'000'000 < 0 ? 1 : 0);
-  return true;
-}
-
-// A duration as Prometheus takes one: seconds with a fraction, or 5m, 1h30m.
-bool ParsePromStep(const std::string& text, int64_t* ms) {
-  double seconds;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-  if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(seconds)) {
-    if (std::fabs(seconds) > 9.2e15) return false;
-    *ms = static_cast<int64_t>(std::llround(seconds * 1000));
-    return true;
-  }
-  return query::promql::ParsePromDuration(text, ms);
-}
-
 // A sample as Prometheus writes one, [seconds, "value"]: the seconds with
 // the milliseconds as a fraction, the value as a string. Both are numbers,
 // NaN or ±Inf: nothing to escape.
@@ -194,6 +166,34 @@ QueryOptions ScopedOptions(const PromParamSet& param, const Grant& grant,
 }
 
 }  // namespace
+
+// A time as Prometheus takes one: Unix seconds with a fraction, or RFC 3339;
+// bounded where a double still holds every millisecond (past the year 5000).
+bool ParsePromTime(const std::string& text, int64_t* ms) {
+  double seconds;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(seconds)) {
+    if (std::fabs(seconds) > 1e11) return false;
+    *ms = static_cast<int64_t>(std::llround(seconds * 1000));
+    return true;
+  }
+  int64_t ns;
+  if (!query::ParseTimeLiteral(text, &ns)) return false;
+  *ms = ns / 1'000'000 - (ns % 1'000'000 < 0 ? 1 : 0);
+  return true;
+}
+
+// A duration as Prometheus takes one: seconds with a fraction, or 5m, 1h30m.
+bool ParsePromStep(const std::string& text, int64_t* ms) {
+  double seconds;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
+  if (ec == std::errc() && end == text.data() + text.size() && std::isfinite(seconds)) {
+    if (std::fabs(seconds) > 9.2e15) return false;
+    *ms = static_cast<int64_t>(std::llround(seconds * 1000));
+    return true;
+  }
+  return query::promql::ParsePromDuration(text, ms);
+}
 
 Response HttpApi::PromQuery(const Request& request, const RequestContext& context, bool range) {
   const PromParamSet param = PromParams(request);

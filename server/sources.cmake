@@ -7,6 +7,7 @@ set(GPULSE_SERVER_SOURCES
   server/forwarder.cc
   server/gzip.cc
   server/http_api.cc
+  server/http_api_fleet.cc
   server/http_api_prom.cc
   server/http_api_write.cc
   server/http_client.cc

@@ -121,8 +121,11 @@ void PrintQuestions(const std::string& dir, const DemoTimes& t) {
       "  Or explore with completion and history:\n"
       "    gpulse shell --data %s\n"
       "\n"
+      "  Or look at it: goodput, why it moved, alerts, nodes, in the console:\n"
+      "    gpulse serve --data %s      then open http://127.0.0.1:8086/\n"
+      "\n"
       "The ground truth of the incidents is in %s/simulation-truth.json; docs/fleet-schema.md\n"
-      "describes every measurement. gpulse serve --data %s serves the same data over HTTP.\n",
+      "describes every measurement.\n",
       t.start.c_str(), t.end.c_str(), q.c_str(), q.c_str(), q.c_str(), t.start.c_str(),
       t.end.c_str(), q.c_str(), t.day_before.c_str(), t.day_before_end.c_str(),
       t.upgrade_start.c_str(), t.upgrade_day_end.c_str(), q.c_str(), t.upgrade_start.c_str(),

@@ -55,6 +55,10 @@ TEST(AlertRuleSyntaxTest, StatementsRoundTrip) {
                       "AND deviation > 4 BASELINE 14d FOR 10m SEVERITY info OWNER infra"),
             "CREATE ALERT t ON KPI thermal_throttled_share OVER 15m WHEN value > 0.02 AND "
             "deviation > 4 BASELINE 14d FOR 10m SEVERITY info OWNER infra");
+  EXPECT_EQ(Canonical("CREATE ALERT xid ON NORTHSTAR BY node WHEN hardware > 0.2 SEVERITY page "
+                      "OWNER infra action DEGRADE"),
+            "CREATE ALERT xid ON NORTHSTAR BY node WHEN hardware > 0.2 SEVERITY page OWNER "
+            "infra ACTION degrade");
   EXPECT_EQ(Canonical("DROP ALERT ns_drop"), "DROP ALERT ns_drop");
   EXPECT_EQ(Canonical("SHOW ALERTS"), "SHOW ALERTS");
   EXPECT_EQ(Canonical("create season black_friday from '2026-11-27' to now() + 3d"),
@@ -80,6 +84,10 @@ TEST(AlertRuleSyntaxTest, ErrorsSayWhatWasExpectedAndWhere) {
   EXPECT_EQ(Canonical("CREATE ALERT a ON NORTHSTAR WHEN value < 0.5 FOR soon SEVERITY page "
                       "OWNER x"),
             "ERROR: line 1, column 50: expected duration, found soon");
+  EXPECT_EQ(Canonical("CREATE ALERT a ON NORTHSTAR BY node WHEN value < 0.5 SEVERITY page OWNER "
+                      "x ACTION reboot"),
+            "ERROR: line 1, column 83: expected degrade (the one action: mark the node "
+            "degraded), found reboot");
 }
 
 TEST(AlertRuleCompileTest, DefaultsAreWrittenIntoTheStoredText) {
@@ -153,6 +161,10 @@ TEST(AlertRuleCompileTest, RulesThatCannotRunAreRefused) {
   EXPECT_EQ(CompileError("CREATE ALERT collection_contract ON NORTHSTAR WHEN value < 0.5 SEVERITY "
                          "page OWNER x"),
             "alert collection_contract: the name is the built-in freshness rule's");
+  EXPECT_EQ(CompileError("CREATE ALERT a ON NORTHSTAR BY region WHEN value < 0.5 SEVERITY page "
+                         "OWNER x ACTION degrade"),
+            "alert a: ACTION degrade marks the node of each alert degraded; the source must "
+            "group by node (NORTHSTAR ... BY node, or a SELECT ... GROUP BY node)");
   EXPECT_EQ(CompileError("CREATE ALERT a ON NORTHSTAR WHEN value =~ /x/ SEVERITY page OWNER x"),
             "line 1, column 34: WHEN compares numbers, not patterns");
 }

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "query/runtime/format.h"
 #include "server/http_api.h"
 #include "server/http_server.h"
 #include "tests/support/fleet_db.h"
@@ -248,6 +249,52 @@ TEST_F(AlertsTest, PlannedMaintenanceHoldsAlertsBack) {
   EXPECT_EQ(a[0]["group"], json({{"node", "n1"}}));
   EXPECT_EQ(a[0]["state"], "firing");
   EXPECT_EQ(alerts->Counters().suppressed, 10u);
+}
+
+// ACTION degrade: a firing alert marks its node degraded, in the audit
+// trail under the rule's name, and its webhook is asked to drain the node.
+// A status already set (by a person or an earlier firing) is left alone.
+TEST_F(AlertsTest, ActionDegradeMarksTheNodeAndAsksToDrainIt) {
+  Write("node,node=n1 healthy=1i,gpu_count=8i,gpu_inventory=8i " + std::to_string(kT0 / kSecond) +
+        "\nnode,node=n2 healthy=1i,gpu_count=8i,gpu_inventory=8i " + std::to_string(kT0 / kSecond) +
+        "\n");
+  HookReceiver hook;
+  CreateHotRule(" WEBHOOK '" + hook.url() + "' ACTION degrade");
+  for (int i = 0; i < 5; ++i) Step(70, 95);
+  ASSERT_EQ(State(), "firing");
+  const int64_t fired = t_ - kMinute;
+  const std::vector<json> bodies = hook.WaitFor(1);
+  ASSERT_EQ(bodies.size(), 1u);
+  EXPECT_EQ(bodies[0]["action"], json::parse(R"({"kind": "degrade", "node": "n2",
+      "intent": "drain the node and migrate its workloads"})"));
+  const json n2 = json::parse(client_->Get("/api/v1/nodes/n2?db=fleet").body);
+  EXPECT_EQ(n2["status"], "degraded") << client_->Get("/api/v1/alerts").body;
+  EXPECT_EQ(n2["status_actor"], "rule:hot");
+  EXPECT_EQ(n2["active_alerts"], 1);
+  EXPECT_EQ(json::parse(client_->Get("/api/v1/nodes/n1?db=fleet").body)["status"], "healthy");
+  json trail = json::parse(client_->Get("/api/v1/actions?db=fleet").body)["actions"];
+  ASSERT_EQ(trail.size(), 1u) << trail.dump();
+  EXPECT_EQ(trail[0]["action"], "degrade");
+  EXPECT_EQ(trail[0]["before"], "healthy");
+  EXPECT_EQ(trail[0]["after"], "degraded");
+  EXPECT_EQ(trail[0]["actor"], "rule:hot");
+  EXPECT_EQ(trail[0]["time"], query::Rfc3339(fired));
+  const json rules = json::parse(client_->Get("/api/v1/alerts").body)["rules"];
+  EXPECT_EQ(rules[0]["action"], "degrade");
+  EXPECT_EQ(rules[0]["last_fired"], query::Rfc3339(fired));
+  EXPECT_EQ(server_.alerts()->Counters().actions, 1u);
+  // Resolved and fired again: the node is degraded already.
+  Step(70, 70);
+  Step(70, 70);
+  for (int i = 0; i < 5; ++i) Step(70, 95);
+  ASSERT_EQ(State(), "firing");
+  trail = json::parse(client_->Get("/api/v1/actions?db=fleet").body)["actions"];
+  EXPECT_EQ(trail.size(), 1u) << trail.dump();
+  // The source must name a node in each group.
+  const test::HttpReply r = Query(
+      "CREATE ALERT fleet_hot ON SELECT max(temp_c) FROM gpu WHERE time > now() - 2m "
+      "WHEN value > 85 SEVERITY page OWNER infra ACTION degrade");
+  EXPECT_NE(r.body.find("the source must group by node"), std::string::npos) << r.body;
 }
 
 TEST_F(AlertsTest, DroppingARuleResolvesItsFiringAlertsAndBadResolvePathsAreRefused) {

@@ -17,6 +17,7 @@
 #include "ingest/fleet_sim.h"
 #include "query/fleet/fleet_ledger.h"
 #include "query/fleet/ledger_days.h"
+#include "query/fleet/nodes.h"
 #include "query/query.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
@@ -330,6 +331,30 @@ TEST_F(NorthstarTest, MaintenanceIsNotCapacityAndMissingOrSilentGpusAreLosses) {
   EXPECT_NEAR(row.at("hardware") * 640, 1 + 30, 1e-9);
   EXPECT_NEAR(row.at("unobserved") * 640, 8 * 10, 1e-9);
   EXPECT_NEAR(row.at("slack") * 640, 640 - 31 - 80, 1e-9);
+}
+
+// Maintenance a person sets (PUT /api/v1/nodes/{id}/status: a window in
+// the `maintenance` measurement) is not capacity either, though the agent
+// reports maintenance = 0; a kept ledger span learns of the window when it
+// is opened and again when it is closed.
+TEST_F(NorthstarTest, MaintenanceSetByStatusIsNotCapacity) {
+  for (int m = 0; m < 60; ++m) {
+    Node(kT0 + m * kMinute);
+    for (int g = 0; g < 8; ++g) Gpu(g, kT0 + m * kMinute, "");
+  }
+  Flush();
+  EXPECT_DOUBLE_EQ(Northstar(kT0, kT0 + 60 * kMinute).at("capacity_gpu_minutes"), 480);
+  const auto set = [&](query::NodeStatus status, int64_t at) {
+    query::NodeAction action{.action = "status", .actor = "test", .reason = "firmware"};
+    bool changed = false;
+    const Status s = query::SetNodeStatus(db_.get(), {}, "n1", status, at, &action, &changed);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(changed);
+  };
+  set(query::NodeStatus::kMaintenance, kT0 + 20 * kMinute);
+  EXPECT_DOUBLE_EQ(Northstar(kT0, kT0 + 60 * kMinute).at("capacity_gpu_minutes"), 8.0 * 20);
+  set(query::NodeStatus::kHealthy, kT0 + 40 * kMinute);
+  EXPECT_DOUBLE_EQ(Northstar(kT0, kT0 + 60 * kMinute).at("capacity_gpu_minutes"), 8.0 * 40);
 }
 
 TEST_F(NorthstarTest, StatementErrorsNameTheFault) {

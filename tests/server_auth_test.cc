@@ -200,7 +200,7 @@ TEST_F(ServerAuthTest, ScopeMatrix) {
     std::string params;  // more query parameters (db=...), or the write body
     int admin, read_a, write_a, rw_b, none;
   };
-  const auto get = http::verb::get, post = http::verb::post;
+  const auto get = http::verb::get, post = http::verb::post, put = http::verb::put;
   const std::string line = "scratch,k=x v=1i 5000000000";
   const std::vector<Case> cases = {
       // /query: SELECT in its forms.
@@ -256,6 +256,14 @@ TEST_F(ServerAuthTest, ScopeMatrix) {
       // Read and write on every database; this server forwards nowhere: 404.
       {"backfill", post, "/api/v1/forward/backfill?target=x&start=0&end=60", "", 404, 403, 403, 403,
        401},
+      // The fleet: a token of one database reads its nodes without naming it;
+      // a status change takes read and write there.
+      {"nodes", get, "/api/v1/nodes", "", 200, 200, 403, 200, 401},
+      {"nodes db=dbB", get, "/api/v1/nodes?db=dbB", "", 200, 403, 403, 200, 401},
+      {"node dbA", get, "/api/v1/nodes/nx?db=dbA", "", 404, 404, 403, 403, 401},
+      {"node status dbA", put, "/api/v1/nodes/nx/status?db=dbA", "", 404, 403, 403, 403, 401},
+      {"actions dbA", get, "/api/v1/actions?db=dbA", "", 200, 200, 403, 403, 401},
+      {"latest dbB", get, "/api/v1/metrics/latest?db=dbB", "", 200, 403, 403, 200, 401},
       {"ping", get, "/ping", "", 204, 204, 204, 204, 204},
       {"health", get, "/health", "", 200, 200, 200, 200, 200},
   };

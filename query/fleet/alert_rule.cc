@@ -273,6 +273,25 @@ class RuleEvaluator {
   const QueryOptions& options_;
 };
 
+// Whether each of the rule's groups names a node: its source is grouped by
+// the node tag (or, a SELECT, by every tag).
+bool GroupsByNode(const CreateAlertStatement& s) {
+  if (s.source == nullptr) return false;  // a KPI is the fleet's or a region's
+  const std::vector<std::unique_ptr<Expr>>* dimensions = nullptr;
+  if (s.source->kind == StatementKind::kNorthstar) {
+    dimensions = &static_cast<const NorthstarStatement&>(*s.source).dimensions;
+  } else if (s.source->kind == StatementKind::kSelect) {
+    dimensions = &static_cast<const SelectStatement&>(*s.source).dimensions;
+  } else {
+    return false;
+  }
+  return std::any_of(dimensions->begin(), dimensions->end(), [&](const auto& d) {
+    const std::string text = d->ToString();
+    return text == "node" || text == "\"node\"" ||
+           (text == "*" && s.source->kind == StatementKind::kSelect);
+  });
+}
+
 }  // namespace
 
 std::string GroupText(const std::vector<Tag>& group) {
@@ -313,6 +332,13 @@ Result<AlertRule> CompileAlertRule(std::unique_ptr<CreateAlertStatement> s) {
                                      *s->webhook + "' is not an http:// or https:// URL");
     }
     rule.webhook = *s->webhook;
+  }
+  rule.action = s->action;
+  if (s->action == AlertAction::kDegrade && !GroupsByNode(*s)) {
+    return Status::InvalidArgument("alert " + QuoteIdent(s->name) +
+                                   ": ACTION degrade marks the node of each alert degraded; the "
+                                   "source must group by node (NORTHSTAR ... BY node, or a "
+                                   "SELECT ... GROUP BY node)");
   }
   if (s->for_duration != nullptr) {
     const Result<int64_t> v = DurationNanos(*s->for_duration);

@@ -45,7 +45,8 @@ struct AlertRule {
   std::string text;  // the canonical CREATE ALERT statement, as stored
   Severity severity = Severity::kTicket;
   std::string owner;
-  std::string webhook;  // empty: none
+  std::string webhook;                      // empty: none
+  AlertAction action = AlertAction::kNone;  // ACTION: what firing does to the group's node
   int64_t for_ns = 0;
   int64_t baseline_history_ns = kDefaultBaselineHistoryNs;
   // WHEN's baseline(x), mad(x), sigma(x) and deviation(x) read the history of

@@ -351,6 +351,7 @@ class LedgerBuilder {
   // The yardstick of the day's data and sync shares (docs/metric-framework.md, rule 6).
   Status Baselines(int64_t day);
   Status ReadNodes();
+  Status ReadMaintenanceWindows();
   Status ReadLinks();
   // The troubled links of the nodes `job` ran on at minute m (contributor ids).
   void TroubledLinks(const JobRecord& job, int64_t t, int32_t m, std::vector<uint32_t>* out) const;

@@ -9,9 +9,11 @@ constexpr int64_t kHourNs = 3'600'000'000'000;
 constexpr int64_t kDayNs = 24 * kHourNs;
 }  // namespace
 
-std::array<LedgerSpan::Input, 5> LedgerSpan::Inputs() const {
+std::array<LedgerSpan::Input, 6> LedgerSpan::Inputs() const {
   return {{{"gpu", day_ns, to_ns},
            {"node", from_ns, to_ns},
+           // A window is written at its start (and again when it is closed).
+           {"maintenance", INT64_MIN, to_ns},
            {"job_step", day_ns - 2 * kDayNs, read_whole_day_steps ? day_ns + kDayNs : to_ns},
            {"sched", day_ns - 3 * kDayNs, to_ns},
            {"cost", day_ns - kDayNs, to_ns}}};

@@ -63,12 +63,13 @@ struct LedgerSpan {
   // the day's start (a GPU's last job before the span), steps from two
   // days before (the day before's medians are its yardstick), the
   // scheduler's events from three (the queue's and the starts' look-backs),
-  // prices from one.
+  // prices from one, planned maintenance windows from any time before (a
+  // window's point is at its start).
   struct Input {
     const char* measurement;
     int64_t start_ns, end_ns;
   };
-  std::array<Input, 5> Inputs() const;
+  std::array<Input, 6> Inputs() const;
   // Sorts jobs by hash; a hash listed twice keeps the later end.
   void SortJobs();
   size_t Bytes() const;

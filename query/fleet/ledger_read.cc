@@ -319,6 +319,30 @@ Status LedgerBuilder::ReadNodes() {
     }
     for (int64_t ts : cols[1].ts) n.reported[MinuteOf(ts)] = 1;
   }
+  return ReadMaintenanceWindows();
+}
+
+// Planned windows of the `maintenance` measurement (a person's status
+// change writes one: query/fleet/nodes.h) are not capacity either, whether
+// or not the node's agent reports maintenance = 1 in them.
+Status LedgerBuilder::ReadMaintenanceWindows() {
+  const std::vector<Series>* listed = nullptr;
+  GPULSE_RETURN_IF_ERROR(SeriesOf("maintenance", &listed));
+  const std::vector<std::string> fields = {"end"};
+  for (const Series& s : *listed) {
+    GPULSE_RETURN_IF_ERROR(Check());
+    const auto it = nodes_.find(TagOf(s, "node"));
+    if (it == nodes_.end()) continue;
+    std::vector<Column> cols;
+    // A window began at its point: the ones before the range may reach into it.
+    GPULSE_RETURN_IF_ERROR(db_->ReadSeries(s, fields, INT64_MIN, end_, &cols));
+    for (size_t i = 0; i < cols[0].size(); ++i) {
+      const double end = NumberAt(cols[0], i);
+      const int64_t from = std::max(cols[0].ts[i], start_);
+      const int64_t to = end >= static_cast<double>(end_) ? end_ : static_cast<int64_t>(end);
+      for (int64_t t = from; t < to; t += kMinuteNs) it->second.maintenance[MinuteOf(t)] = 1;
+    }
+  }
   return Status::Ok();
 }
 

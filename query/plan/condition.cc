@@ -92,6 +92,7 @@ std::unique_ptr<CreateAlertStatement> CloneCreateAlert(const CreateAlertStatemen
   c->severity = s.severity;
   c->owner = s.owner;
   c->webhook = s.webhook;
+  c->action = s.action;
   return c;
 }
 

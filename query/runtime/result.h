@@ -49,6 +49,9 @@ struct StatementResult {
   std::vector<ResultSeries> series;
   // Remarks a user should see with the rows (an approximation, a limit).
   std::vector<std::string> notes;
+  // What a SELECT read (0 for the other statements): series, and stored
+  // values.
+  uint64_t series_read = 0, points_read = 0;
 };
 
 struct QueryResult {

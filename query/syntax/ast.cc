@@ -418,6 +418,7 @@ std::string CreateAlertStatement::ToString() const {
   out += SeverityName(severity);
   out += " OWNER " + QuoteIdent(owner);
   if (webhook.has_value()) out += " WEBHOOK " + QuoteString(*webhook);
+  if (action == AlertAction::kDegrade) out += " ACTION degrade";
   return out;
 }
 

@@ -263,8 +263,13 @@ struct AnomaliesStatement : Statement {
 enum class Severity : unsigned char { kPage, kTicket, kInfo };
 std::string_view SeverityName(Severity severity);  // "page", "ticket", "info"
 
+// What a firing alert does besides notifying: kDegrade marks the node of
+// its group degraded (query/fleet/nodes.h) and asks its webhook to drain
+// the node's workloads.
+enum class AlertAction : unsigned char { kNone, kDegrade };
+
 // CREATE ALERT name ON source WHEN condition [BASELINE history] [FOR duration]
-//   SEVERITY page|ticket|info OWNER team [WEBHOOK 'url']
+//   SEVERITY page|ticket|info OWNER team [WEBHOOK 'url'] [ACTION degrade]
 // where source is NORTHSTAR ..., KPI name [OVER duration], or a SELECT.
 // Syntax only; query/fleet/alert_rule.h gives it meaning.
 struct CreateAlertStatement : Statement {
@@ -281,6 +286,7 @@ struct CreateAlertStatement : Statement {
   Severity severity = Severity::kTicket;
   std::string owner;
   std::optional<std::string> webhook;
+  AlertAction action = AlertAction::kNone;
 };
 
 // CREATE SEASON name FROM start TO end: a known seasonal window (a holiday,

@@ -698,7 +698,7 @@ bool Parser::ExpectWord(std::string_view upper_word) {
 
 // create_alert = "CREATE" "ALERT" ident "ON" source "WHEN" expr ["BASELINE" duration]
 //                ["FOR" duration] "SEVERITY" ("page" | "ticket" | "info") "OWNER" ident
-//                ["WEBHOOK" string]
+//                ["WEBHOOK" string] ["ACTION" "degrade"]
 // source = northstar | select | "KPI" ident ["OVER" duration]
 bool Parser::ParseCreateAlert(std::unique_ptr<Statement>* out) {
   Consume();
@@ -748,6 +748,12 @@ bool Parser::ParseCreateAlert(std::unique_ptr<Statement>* out) {
     Consume();
     if (Peek().kind != TokenKind::kString) return Fail("the webhook's URL as a 'string'");
     s->webhook = Consume().value;
+  }
+  if (PeekWord("action")) {
+    Consume();
+    if (!PeekWord("degrade")) return Fail("degrade (the one action: mark the node degraded)");
+    Consume();
+    s->action = AlertAction::kDegrade;
   }
   *out = std::move(s);
   return true;
