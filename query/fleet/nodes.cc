@@ -194,8 +194,11 @@ Status GpuFields(Db* db, const std::vector<std::string>& wanted, std::vector<std
 
 bool GpuOrder(const std::string& a, const std::string& b) {
   // "2" before "10": GPU indexes as numbers where both are.
-  const bool na = !a.empty() && std::all_of(a.begin(), a.end(), ::isdigit);
-  const bool nb = !b.empty() && std::all_of(b.begin(), b.end(), ::isdigit);
+  const auto digits = [](const std::string& s) {
+    return !s.empty() &&
+           std::all_of(s.begin(), s.end(), [](unsigned char c) { return c >= '0' && c <= '9'; });
+  };
+  const bool na = digits(a), nb = digits(b);
   if (na && nb && a.size() != b.size()) return a.size() < b.size();
   return a < b;
 }

@@ -4,8 +4,9 @@
 // driver-upgrade day into software and the upgraded driver, resolves an
 // alert that the API then shows resolved, sets a node to maintenance and
 // shows the change in the audit trail, and puts a caret under a query's
-// error. It never asks anything of a host but the server. Screenshots of
-// each view go to the folder given.
+// error. It never asks anything of a host but the server. Then a server
+// without tokens, fed by `gpulse simulate --url`, shows its fleet without
+// asking for one. Screenshots of each view go to the folder given.
 //
 //   node console_test.mjs GPULSE_BINARY SCREENSHOT_DIR
 //
@@ -167,6 +168,31 @@ async function main() {
 
   check(pageErrors.length === 0, 'no script error: ' + pageErrors.join('; '));
   check(elsewhere.length === 0, 'the page asked no other host: ' + elsewhere.join(' '));
+  server.kill('SIGTERM');
+  server = null;
+
+  // A server without tokens, fed by `gpulse simulate --url` (database
+  // gpulse): the page asks for nothing and shows that database's fleet.
+  const open = await freePort();
+  const openBase = `http://127.0.0.1:${open}`;
+  server = spawn(gpulse, ['serve', '--data', join(scratch, 'fed'), '--listen', `127.0.0.1:${open}`],
+    { stdio: ['ignore', 'ignore', 'inherit'] });
+  for (let i = 0; i < 100; ++i) {
+    if ((await fetch(openBase + '/ping').catch(() => ({ status: 0 }))).status === 204) break;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  execFileSync(gpulse, ['simulate', '--url', openBase, '--nodes', '8', '--days', '2', '--truth', join(scratch, 'fed-truth.json')],
+    { stdio: 'ignore' });
+  const fresh = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+  fresh.on('pageerror', (e) => pageErrors.push(String(e)));
+  await fresh.goto(`${openBase}/#fleet?db=gpulse&span=24h`);
+  await fresh.waitForSelector('main[data-ready="fleet"]', { timeout: 60000 });
+  check(!(await fresh.isVisible('dialog#login')), 'a server without tokens asks for none');
+  check(Number(await fresh.getAttribute('#goodput-chart', 'data-points')) === 96, 'the fed fleet\'s day has its 96 quarter hours');
+  await fresh.goto(`${openBase}/#nodes?db=gpulse`);
+  await fresh.waitForSelector('main[data-ready="nodes"]', { timeout: 60000 });
+  check((await fresh.$$('#node-list tbody tr')).length === 8, 'and its 8 nodes');
+  check(pageErrors.length === 0, 'no script error there either: ' + pageErrors.join('; '));
 }
 
 let status = 0;
