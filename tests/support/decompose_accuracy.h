@@ -1,10 +1,9 @@
 // DECOMPOSE's accuracy on the simulator's ground truth (issue 7): one
-// incident alone in a small fleet, from 12:00 to 24:00 on a Wednesday,
-// decomposed against the same hours of the Tuesday before. Does the loss
-// of the incident's cause class grow most, and do its top three
-// contributors name the incident's scope (its nodes, GPUs or links, driver
-// version, image, cluster or a node of it, and for a scheduling incident its
-// region, a node of it, or the queue it starves)?
+// incident alone (or two at once, or none: a clean control) in a small fleet, from 12:00 to 24:00
+// on a Wednesday, decomposed against the same hours of the Tuesday before. Does the loss of the
+// incident's cause class grow most, and do its top three contributors name the incident's scope
+// (its nodes, GPUs or links, driver version, image, cluster or a node of it, and for a scheduling
+// incident its region, a node of it, or the queue it starves)?
 //
 // Used by tests/slow/decompose_accuracy_test.cc and bench/decompose_accuracy.
 #pragma once
@@ -26,12 +25,25 @@ struct Contribution {
   double change_points = 0;
 };
 
-struct AccuracyResult {
+// What DECOMPOSE said of one incident of a run.
+struct IncidentFound {
   fleet::Incident incident;
-  std::vector<std::pair<std::string, double>> losses;  // by growth, with their change in points
   int cause_rank = 0;             // 1-based rank of the incident's cause class; 0: not found
   std::vector<Contribution> top;  // the cause's contributors, as DECOMPOSE ranks them
   int scope_rank = 0;             // 1-based rank of the first contributor in the scope; 0: none
+};
+
+struct AccuracyResult {
+  // The first incident's (the only one of a single-incident run); empty for a control.
+  fleet::Incident incident;
+  std::vector<std::pair<std::string, double>> losses;  // by rank, with their change in points
+  int cause_rank = 0;
+  std::vector<Contribution> top;
+  int scope_rank = 0;
+  std::vector<IncidentFound> incidents;  // every incident of the run, in the order asked
+  // The largest significance DECOMPOSE gave a loss (a control run's measure
+  // of how far the quietest fleet seems to move).
+  double top_significance = 0;
 };
 
 // Whether a contributor names where the incident was or what it touched.
@@ -60,12 +72,12 @@ inline bool InScope(const fleet::Incident& i, const Contribution& c) {
   return false;
 }
 
-// Simulates `kind` alone (`nodes` nodes, `seed`) into a new Db at `dir`
-// and decomposes the incident's window against the day before.
-// `warmup` days run before the Monday, so that the Tuesday is not the
-// fleet's first busy day after an empty start.
-inline Status RunDecomposeAccuracy(const std::string& dir, const std::string& kind, int nodes,
-                                   uint64_t seed, int warmup, AccuracyResult* out) {
+// Simulates `kinds` at once (none: a clean control; `nodes` nodes, `seed`)
+// into a new Db at `dir` and decomposes the incidents' window against the
+// day before. `warmup` days run before the Monday, so that the Tuesday is
+// not the fleet's first busy day after an empty start.
+inline Status RunDecomposeAccuracy(const std::string& dir, const std::vector<std::string>& kinds,
+                                   int nodes, uint64_t seed, int warmup, AccuracyResult* out) {
   constexpr int64_t kDayNs = 86'400LL * 1'000'000'000;
   constexpr int64_t kMonday = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
   fleet::SimOptions o;
@@ -73,15 +85,18 @@ inline Status RunDecomposeAccuracy(const std::string& dir, const std::string& ki
   o.days = 3 + warmup;
   o.seed = seed;
   o.start_ns = kMonday - warmup * kDayNs;
-  fleet::IncidentRequest request;
-  std::string error;
-  if (!fleet::ParseIncidentRequest(kind + "@" + std::to_string(2 + warmup) + "d12h/12h", &request,
-                                   &error))
-    return Status::InvalidArgument(error);
-  o.incidents.push_back(request);
+  for (const std::string& kind : kinds) {
+    fleet::IncidentRequest request;
+    std::string error;
+    if (!fleet::ParseIncidentRequest(kind + "@" + std::to_string(2 + warmup) + "d12h/12h", &request,
+                                     &error))
+      return Status::InvalidArgument(error);
+    o.incidents.push_back(request);
+  }
   std::unique_ptr<fleet::Simulator> sim;
   GPULSE_RETURN_IF_ERROR(fleet::Simulator::Create(o, &sim));
-  out->incident = sim->incidents().at(0);
+  for (const fleet::Incident& i : sim->incidents()) out->incidents.push_back({i, 0, {}, 0});
+  if (!out->incidents.empty()) out->incident = out->incidents[0].incident;
 
   Options db_options;
   db_options.info_log = [](std::string_view) {};
@@ -106,29 +121,46 @@ inline Status RunDecomposeAccuracy(const std::string& dir, const std::string& ki
   if (r.statements.empty()) return Status::NotFound("DECOMPOSE gave no answer");
   const StatementResult& answer = r.statements[0];
   GPULSE_RETURN_IF_ERROR(answer.status);
-  const std::string& cause = out->incident.cause_class;
   for (const ResultSeries& s : answer.series) {
     if (s.name == "decompose") {
       for (const auto& row : s.values) {
         const std::string& loss = std::get<std::string>(row[1]);
         if (loss == "goodput") continue;
         out->losses.push_back({loss, std::get<double>(row[4])});
-        if (loss == cause) out->cause_rank = static_cast<int>(out->losses.size());
+        if (const double* sig = std::get_if<double>(&row[6]))
+          out->top_significance = std::max(out->top_significance, *sig);
+        for (IncidentFound& f : out->incidents) {
+          if (loss == f.incident.cause_class) f.cause_rank = static_cast<int>(out->losses.size());
+        }
       }
       continue;
     }
     if (s.name != "contributors") continue;
     const auto tag =
         std::find_if(s.tags.begin(), s.tags.end(), [](const Tag& t) { return t.key == "loss"; });
-    if (tag == s.tags.end() || tag->value != cause) continue;
-    for (const auto& row : s.values) {
-      out->top.push_back(
-          {std::get<std::string>(row[1]), std::get<std::string>(row[2]), std::get<double>(row[5])});
-      if (out->scope_rank == 0 && InScope(out->incident, out->top.back()))
-        out->scope_rank = static_cast<int>(out->top.size());
+    if (tag == s.tags.end()) continue;
+    for (IncidentFound& f : out->incidents) {
+      if (tag->value != f.incident.cause_class) continue;
+      for (const auto& row : s.values) {
+        f.top.push_back({std::get<std::string>(row[1]), std::get<std::string>(row[2]),
+                         std::get<double>(row[5])});
+        if (f.scope_rank == 0 && InScope(f.incident, f.top.back()))
+          f.scope_rank = static_cast<int>(f.top.size());
+      }
     }
   }
+  if (!out->incidents.empty()) {
+    out->cause_rank = out->incidents[0].cause_rank;
+    out->top = out->incidents[0].top;
+    out->scope_rank = out->incidents[0].scope_rank;
+  }
   return Status::Ok();
+}
+
+// One incident alone.
+inline Status RunDecomposeAccuracy(const std::string& dir, const std::string& kind, int nodes,
+                                   uint64_t seed, int warmup, AccuracyResult* out) {
+  return RunDecomposeAccuracy(dir, std::vector<std::string>{kind}, nodes, seed, warmup, out);
 }
 
 // The six incident classes the accuracy target names.
