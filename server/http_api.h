@@ -119,8 +119,8 @@ class HttpApi {
                                      Access access, query::NodeScope* scope);
   // Who made a request, for the audit trail: "token:<name>" or "anonymous".
   std::string ActorOf(const Request& request, const std::map<std::string, std::string>& params);
-  // Pending and firing alerts whose group is the node.
-  size_t ActiveAlertsOf(const std::string& node) const;
+  // The pending and firing alerts whose group names a node, by node.
+  std::map<std::string, size_t> ActiveAlertsByNode() const;
 
   // / and /console/*: the page and its files (server/console.h).
   Response Console(const Request& request, std::string_view path);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "query/fleet/nodes.h"
 #include "query/runtime/format.h"
@@ -30,6 +31,42 @@ constexpr int64_t kMaxSteps = 11'000;
 constexpr size_t kDefaultLatestGpus = 10'000;
 constexpr size_t kMaxLatestGpus = 200'000;
 constexpr size_t kDefaultActions = 1'000;
+constexpr size_t kMaxActions = 100'000;
+
+using Params = std::map<std::string, std::string>;
+
+std::string Param(const Params& params, const char* key) {
+  const auto it = params.find(key);
+  return it == params.end() ? std::string() : it->second;
+}
+
+// start= and end= into range_ms, each left as it is when absent: the error
+// when one is not a time.
+std::optional<std::string> ReadRange(const Params& params, int64_t range_ms[2]) {
+  for (int i = 0; i < 2; ++i) {
+    const char* key = i == 0 ? "start" : "end";
+    const std::string text = Param(params, key);
+    if (!text.empty() && !ParsePromTime(text, &range_ms[i])) {
+      return std::string("bad ") + key + " '" + text +
+             "': Unix seconds or RFC 3339 (2026-11-01T00:00:00Z)";
+    }
+  }
+  return std::nullopt;
+}
+
+// limit= (1 to `most`) into *limit, left as it is when absent: the error
+// when it is not such a number.
+std::optional<std::string> ReadLimit(const Params& params, size_t most, size_t* limit) {
+  const std::string text = Param(params, "limit");
+  if (text.empty()) return std::nullopt;
+  size_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size() || n == 0 || n > most) {
+    return "bad limit '" + text + "': a whole number from 1 to " + std::to_string(most);
+  }
+  *limit = n;
+  return std::nullopt;
+}
 
 json Time(int64_t ns) { return ns == 0 ? json(nullptr) : json(query::Rfc3339(ns)); }
 
@@ -112,13 +149,15 @@ std::string HttpApi::ActorOf(const Request& request,
   return "token:" + grant->token_name;
 }
 
-size_t HttpApi::ActiveAlertsOf(const std::string& node) const {
-  if (alerts_ == nullptr) return 0;
-  size_t n = 0;
+std::map<std::string, size_t> HttpApi::ActiveAlertsByNode() const {
+  std::map<std::string, size_t> by_node;
+  if (alerts_ == nullptr) return by_node;
   for (const AlertInstance& a : alerts_->Instances(false)) {
-    for (const Tag& t : a.tags) n += t.key == "node" && t.value == node ? 1 : 0;
+    for (const Tag& t : a.tags) {
+      if (t.key == "node") ++by_node[t.value];
+    }
   }
-  return n;
+  return by_node;
 }
 
 Response HttpApi::Nodes(const Request& request, std::string_view path) {
@@ -137,9 +176,12 @@ Response HttpApi::Nodes(const Request& request, std::string_view path) {
     std::vector<query::NodeRow> rows;
     const Status s = query::ListNodes(db_, scope, &rows);
     if (!s.ok()) return Error(http::status::internal_server_error, request.version(), s.ToString());
+    const std::map<std::string, size_t> alerts = ActiveAlertsByNode();
     json nodes = json::array();
-    for (const query::NodeRow& row : rows)
-      nodes.push_back(NodeJson(row, now, ActiveAlertsOf(row.node)));
+    for (const query::NodeRow& row : rows) {
+      const auto n = alerts.find(row.node);
+      nodes.push_back(NodeJson(row, now, n == alerts.end() ? 0 : n->second));
+    }
     return Json(http::status::ok, request.version(),
                 {{"now", query::Rfc3339(now)}, {"nodes", std::move(nodes)}});
   }
@@ -165,7 +207,9 @@ Response HttpApi::Nodes(const Request& request, std::string_view path) {
   std::vector<query::GpuRow> gpus;
   const Status s = query::ListNodeGpus(db_, row, &gpus);
   if (!s.ok()) return Error(http::status::internal_server_error, request.version(), s.ToString());
-  json body = NodeJson(row, now, ActiveAlertsOf(row.node));
+  const std::map<std::string, size_t> alerts = ActiveAlertsByNode();
+  const auto n = alerts.find(row.node);
+  json body = NodeJson(row, now, n == alerts.end() ? 0 : n->second);
   body["gpus"] = json::array();
   for (const query::GpuRow& g : gpus) {
     body["gpus"].push_back({{"gpu", g.gpu},
@@ -195,18 +239,10 @@ Response HttpApi::Nodes(const Request& request, std::string_view path) {
 Response HttpApi::NodeMetrics(const Request& request,
                               const std::map<std::string, std::string>& params,
                               const query::NodeRow& row, int64_t now_ns) {
-  const auto param = [&](const char* key) {
-    const auto it = params.find(key);
-    return it == params.end() ? std::string() : it->second;
-  };
+  const auto param = [&](const char* key) { return Param(params, key); };
   int64_t range_ms[2] = {now_ns / kMsNs - 60 * kMinuteMs, now_ns / kMsNs};
-  for (int i = 0; i < 2; ++i) {
-    const char* key = i == 0 ? "start" : "end";
-    if (!param(key).empty() && !ParsePromTime(param(key), &range_ms[i])) {
-      return Error(http::status::bad_request, request.version(),
-                   std::string("bad ") + key + " '" + param(key) +
-                       "': Unix seconds or RFC 3339 (2026-11-01T00:00:00Z)");
-    }
+  if (auto bad = ReadRange(params, range_ms)) {
+    return Error(http::status::bad_request, request.version(), *bad);
   }
   if (range_ms[1] <= range_ms[0]) {
     return Error(http::status::bad_request, request.version(), "end must be after start");
@@ -285,30 +321,13 @@ Response HttpApi::Actions(const Request& request) {
   const auto params = ParseQueryString(request.target());
   query::NodeScope scope;
   if (auto denied = FleetScope(request, params, Access::kRead, &scope)) return *denied;
-  const auto param = [&](const char* key) {
-    const auto it = params.find(key);
-    return it == params.end() ? std::string() : it->second;
-  };
   int64_t range_ms[2] = {INT64_MIN / kMsNs, INT64_MAX / kMsNs};
-  for (int i = 0; i < 2; ++i) {
-    const char* key = i == 0 ? "start" : "end";
-    if (!param(key).empty() && !ParsePromTime(param(key), &range_ms[i])) {
-      return Error(http::status::bad_request, request.version(),
-                   std::string("bad ") + key + " '" + param(key) +
-                       "': Unix seconds or RFC 3339 (2026-11-01T00:00:00Z)");
-    }
-  }
   size_t limit = kDefaultActions;
-  if (!param("limit").empty()) {
-    const std::string text = param("limit");
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
-    if (ec != std::errc() || end != text.data() + text.size() || limit == 0) {
-      return Error(http::status::bad_request, request.version(),
-                   "bad limit '" + text + "': a positive whole number");
-    }
-  }
+  std::optional<std::string> bad = ReadRange(params, range_ms);
+  if (!bad) bad = ReadLimit(params, kMaxActions, &limit);
+  if (bad) return Error(http::status::bad_request, request.version(), *bad);
   std::vector<query::NodeAction> actions;
-  const Status s = query::ListNodeActions(db_, scope, param("node"), range_ms[0] * kMsNs,
+  const Status s = query::ListNodeActions(db_, scope, Param(params, "node"), range_ms[0] * kMsNs,
                                           range_ms[1] * kMsNs, limit, &actions);
   if (!s.ok()) return Error(http::status::internal_server_error, request.version(), s.ToString());
   json out = json::array();
@@ -320,10 +339,7 @@ Response HttpApi::LatestMetrics(const Request& request) {
   const auto params = ParseQueryString(request.target());
   query::NodeScope scope;
   if (auto denied = FleetScope(request, params, Access::kRead, &scope)) return *denied;
-  const auto param = [&](const char* key) {
-    const auto it = params.find(key);
-    return it == params.end() ? std::string() : it->second;
-  };
+  const auto param = [&](const char* key) { return Param(params, key); };
   std::vector<TagMatcher> match;
   for (const char* key : {"node", "cluster", "region", "sku", "gpu"}) {
     if (!param(key).empty()) match.push_back({key, param(key)});
@@ -334,15 +350,8 @@ Response HttpApi::LatestMetrics(const Request& request) {
                  "bad within '" + param("within") + "': a positive duration (10m, 1h)");
   }
   size_t limit = kDefaultLatestGpus;
-  if (!param("limit").empty()) {
-    const std::string text = param("limit");
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), limit);
-    if (ec != std::errc() || end != text.data() + text.size() || limit == 0 ||
-        limit > kMaxLatestGpus) {
-      return Error(
-          http::status::bad_request, request.version(),
-          "bad limit '" + text + "': a whole number from 1 to " + std::to_string(kMaxLatestGpus));
-    }
+  if (auto bad = ReadLimit(params, kMaxLatestGpus, &limit)) {
+    return Error(http::status::bad_request, request.version(), *bad);
   }
   const int64_t now = WallClockNanos();
   std::vector<query::LatestGpu> gpus;

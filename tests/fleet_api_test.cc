@@ -7,15 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 
-#include "server/config.h"
-#include "server/metrics.h"
-#include "server/sources.h"
-#include "tests/support/http_client.h"
-#include "tests/support/scratch_dir.h"
-#include "tests/support/test_server.h"
+#include "tests/support/served_test.h"
 
 namespace gpulse {
 namespace {
@@ -30,14 +24,13 @@ const Headers kWriteA{{"Authorization", "Token write-a-token-123"}};
 
 constexpr int64_t kMinuteNs = 60'000'000'000;
 
-class FleetApiTest : public ::testing::Test {
+class FleetApiTest : public test::ServedTest {
  protected:
   void SetUp() override {
     config_.tokens = {{"admin", "admin-token-123", {"*"}, {"*"}},
                       {"reader", "read-a-token-123", {"dbA"}, {}},
                       {"ops", "write-a-token-123", {"dbA"}, {"dbA"}}};
-    test::UseQuietTestDb(&config_.db);
-    Start();
+    ASSERT_NO_FATAL_FAILURE(StartServer());
     // Ten minutes of two nodes in dbA (n2 reports 7 of its 8 GPUs) and one
     // in dbB, ending a minute ago, in whole minutes.
     t0_ = (WallClockNanos() / kMinuteNs - 10) * kMinuteNs;
@@ -67,12 +60,6 @@ class FleetApiTest : public ::testing::Test {
     ASSERT_EQ(client_->Post("/write?db=dbB", b, kAdmin).status, 204);
   }
 
-  void Start() {
-    const Status s = server_.Start(dir_.path(), config_, &metrics_, &sources_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    client_.emplace(server_.port());
-  }
-
   json GetJson(const std::string& target, const Headers& token = kAdmin, int want = 200) {
     const test::HttpReply r = client_->Get(target, token);
     EXPECT_EQ(r.status, want) << target << ": " << r.body;
@@ -84,12 +71,6 @@ class FleetApiTest : public ::testing::Test {
     return client_->Send(http::verb::put, target, body, token);
   }
 
-  storage::ScratchDir dir_;
-  server::ServerConfig config_;
-  server::ServerMetrics metrics_;
-  server::SourceRegistry sources_;
-  test::TestServer server_;
-  std::optional<test::HttpClient> client_;
   int64_t t0_ = 0;
 };
 
@@ -202,7 +183,7 @@ TEST_F(FleetApiTest, StatusChangesAreAuditedKeptAndPlanMaintenance) {
 
   // The trail outlives a restart: it is data, written through the WAL.
   ASSERT_TRUE(server_.Stop().ok());
-  Start();
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   const json trail = GetJson("/api/v1/actions?db=dbA");
   ASSERT_EQ(trail["actions"].size(), 3u) << trail.dump();
   EXPECT_EQ(trail["actions"][0]["node"], "n2");  // newest first
@@ -241,7 +222,7 @@ TEST_F(FleetApiTest, BadRequestsAreNamed) {
   EXPECT_EQ(client_->Post("/api/v1/nodes", "", kAdmin).status, 405);
   EXPECT_EQ(client_->Get("/api/v1/nodes/n1/status?db=dbA", kAdmin).status, 405);
   EXPECT_EQ(error(client_->Get("/api/v1/actions?limit=0", kAdmin), 400),
-            "bad limit '0': a positive whole number");
+            "bad limit '0': a whole number from 1 to 100000");
   // A node of the same name in two databases must be named by one.
   ASSERT_EQ(client_->Post("/write?db=dbB", "node,node=n1 gpu_count=1i", kAdmin).status, 204);
   EXPECT_EQ(error(client_->Get("/api/v1/nodes/n1", kAdmin), 400),

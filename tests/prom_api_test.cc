@@ -14,6 +14,7 @@
 #include "server/sources.h"
 #include "tests/support/http_client.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/served_test.h"
 #include "tests/support/test_server.h"
 
 namespace gpulse {
@@ -21,22 +22,12 @@ namespace {
 
 using json = nlohmann::json;
 
-class PromApiTest : public ::testing::Test {
+class PromApiTest : public test::ServedTest {
  protected:
   void SetUp() override {
     config_.tokens = {{"admin", "admin-token-123", {"*"}, {"*"}}};
-    test::UseQuietTestDb(&config_.db);
-    const Status s = server_.Start(dir_.path(), config_, &metrics_, &sources_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    client_.emplace(server_.port());
+    StartServer();
   }
-
-  storage::ScratchDir dir_;
-  server::ServerConfig config_;
-  server::ServerMetrics metrics_;
-  server::SourceRegistry sources_;
-  test::TestServer server_;
-  std::optional<test::HttpClient> client_;
 };
 
 TEST_F(PromApiTest, BuildInfoNamesAPrometheusVersionAndNoFeatures) {

@@ -29,6 +29,7 @@
 #include "server/sources.h"
 #include "tests/support/http_client.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/served_test.h"
 #include "tests/support/test_server.h"
 
 namespace gpulse {
@@ -212,15 +213,12 @@ TEST(RemoteWriteDecodeTest, ASeriesWithoutAMetricNameIsLeftOutAndNamed) {
   EXPECT_EQ(stats.first_error, "series {job=\"dcgm\", gpu=\"3\"} has no metric name (__name__)");
 }
 
-class RemoteWriteServerTest : public ::testing::Test {
+class RemoteWriteServerTest : public test::ServedTest {
  protected:
   void SetUp() override {
     config_.tokens = {{"admin", "admin-token-123", {"*"}, {"*"}},
                       {"wA", "writeA-token-123", {}, {"dbA"}}};
-    test::UseQuietTestDb(&config_.db);
-    const Status s = server_.Start(dir_.path(), config_, &metrics_, &sources_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    client_.emplace(server_.port());
+    StartServer();
   }
 
   test::HttpReply Send(const std::string& target, const std::string& body,
@@ -239,13 +237,6 @@ class RemoteWriteServerTest : public ::testing::Test {
     EXPECT_EQ(r.status, 200) << r.body;
     return json::parse(r.body)["results"][0];
   }
-
-  storage::ScratchDir dir_;
-  server::ServerConfig config_;
-  server::ServerMetrics metrics_;
-  server::SourceRegistry sources_;
-  test::TestServer server_;
-  std::optional<test::HttpClient> client_;
 };
 
 TEST_F(RemoteWriteServerTest, SamplesAreStoredAsAScrapeWouldStoreThem) {
@@ -732,8 +723,7 @@ TEST_F(RemoteReadTest, RequestsItCannotAnswerAreRefusedWithTheReason) {
 TEST_F(RemoteReadTest, ATokenReadsOnlyItsDatabase) {
   config_.tokens.push_back({"rA", "readA-token-123", {"dbA"}, {}});
   ASSERT_TRUE(server_.Stop().ok());
-  ASSERT_TRUE(server_.Start(dir_.path(), config_, &metrics_, &sources_).ok());
-  client_.emplace(server_.port());
+  ASSERT_NO_FATAL_FAILURE(StartServer());
   prompb::WriteRequest request;
   AddSeries(&request, {{"__name__", "up"}, {"job", "x"}}, {{1, 1'700'000'000'000}});
   ASSERT_EQ(Send("/api/v1/write?db=dbA", Body(request)).status, 204);

@@ -17,6 +17,7 @@
 #include "server/sources.h"
 #include "tests/support/http_client.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/served_test.h"
 #include "tests/support/test_server.h"
 
 namespace gpulse {
@@ -24,15 +25,12 @@ namespace {
 
 using json = nlohmann::json;
 
-class PromqlEvalTest : public ::testing::Test {
+class PromqlEvalTest : public test::ServedTest {
  protected:
   void SetUp() override {
     config_.tokens = {{"admin", "admin-token-123", {"*"}, {"*"}},
                       {"readerA", "readA-token-123", {"dbA"}, {}}};
-    test::UseQuietTestDb(&config_.db);
-    const Status s = server_.Start(dir_.path(), config_, &metrics_, &sources_);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    client_.emplace(server_.port());
+    StartServer();
   }
 
   void Write(const std::string& db, const std::string& lines) {
@@ -56,13 +54,6 @@ class PromqlEvalTest : public ::testing::Test {
     EXPECT_EQ(body["status"], "success");
     return body["data"]["result"];
   }
-
-  storage::ScratchDir dir_;
-  server::ServerConfig config_;
-  server::ServerMetrics metrics_;
-  server::SourceRegistry sources_;
-  test::TestServer server_;
-  std::optional<test::HttpClient> client_;
 };
 
 TEST_F(PromqlEvalTest, ALineProtocolFieldIsTheMetricMeasurementUnderscoreField) {
