@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "query/fleet/nodes.h"
 #include "query/runtime/format.h"
 #include "server/http_api.h"
 #include "server/http_server.h"
@@ -295,6 +296,24 @@ TEST_F(AlertsTest, ActionDegradeMarksTheNodeAndAsksToDrainIt) {
       "CREATE ALERT fleet_hot ON SELECT max(temp_c) FROM gpu WHERE time > now() - 2m "
       "WHEN value > 85 SEVERITY page OWNER infra ACTION degrade");
   EXPECT_NE(r.body.find("the source must group by node"), std::string::npos) << r.body;
+}
+
+// Maintenance set on a node's status (query/fleet/nodes.h: a window in the
+// maintenance measurement) holds its alerts back as a scheduled window does.
+TEST_F(AlertsTest, MaintenanceSetOnANodesStatusHoldsItsAlertsBack) {
+  Write("node,node=n2 healthy=1i " + std::to_string(kT0 / kSecond) + "\n");
+  query::NodeAction action{.action = "status", .actor = "test", .reason = "firmware"};
+  bool changed = false;
+  ASSERT_TRUE(query::SetNodeStatus(server_.db(), {}, "n2", query::NodeStatus::kMaintenance, kT0,
+                                   &action, &changed)
+                  .ok());
+  ASSERT_TRUE(changed);
+  CreateHotRule();
+  for (int i = 0; i < 6; ++i) Step(95, 95);
+  const json a = Active();
+  ASSERT_EQ(a.size(), 1u) << a.dump();
+  EXPECT_EQ(a[0]["group"], json({{"node", "n1"}}));
+  EXPECT_EQ(server_.alerts()->Counters().suppressed, 6u);
 }
 
 TEST_F(AlertsTest, DroppingARuleResolvesItsFiringAlertsAndBadResolvePathsAreRefused) {
