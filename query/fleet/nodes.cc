@@ -295,19 +295,23 @@ Status ListNodeGpus(Db* db, const NodeRow& row, std::vector<GpuRow>* out) {
   bool truncated = false;
   GPULSE_RETURN_IF_ERROR(LatestGpuValues(db, scope, {{"node", row.node}}, {}, INT64_MIN, INT64_MAX,
                                          SIZE_MAX, &latest, &truncated));
+  // The job each GPU ran at its last report: the node's series listed once.
   std::vector<TagMatcher> match = Matchers(scope);
   match.push_back({"node", row.node});
+  std::vector<Series> series;
+  GPULSE_RETURN_IF_ERROR(db->ListSeries("gpu", match, &series));
+  std::multimap<std::string, const Series*> by_gpu;
+  for (const Series& s : series) {
+    if (InScope(scope, s)) by_gpu.emplace(TagValue(s.tags, "gpu"), &s);
+  }
+  const std::vector<std::string> job = {"job"};
   for (LatestGpu& g : latest) {
     GpuRow r{g.gpu, g.sku, g.last_report_ns, std::move(g.latest), {}};
-    std::vector<TagMatcher> one = match;
-    one.push_back({"gpu", g.gpu});
-    std::vector<Series> series;
-    GPULSE_RETURN_IF_ERROR(db->ListSeries("gpu", one, &series));
-    const std::vector<std::string> job = {"job"};
-    for (const Series& s : series) {
-      if (TagValue(s.tags, "db") != row.database || r.last_report_ns == 0) continue;
+    const auto [first, last] = by_gpu.equal_range(g.gpu);
+    for (auto it = first; it != last; ++it) {
       std::vector<Column> cols;
-      GPULSE_RETURN_IF_ERROR(db->ReadSeries(s, job, r.last_report_ns, r.last_report_ns + 1, &cols));
+      GPULSE_RETURN_IF_ERROR(
+          db->ReadSeries(*it->second, job, r.last_report_ns, r.last_report_ns + 1, &cols));
       if (!StringAt(cols[0]).empty()) r.job = StringAt(cols[0]);
     }
     out->push_back(std::move(r));
