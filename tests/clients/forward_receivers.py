@@ -214,7 +214,7 @@ def main():
 
         at = first + 3 * 3600
         span = 4 * 3600
-        samples, series, _ = check_sent(node.base, "A", prom_url, first, at, span,
+        samples, series, _ = check_sent(node.base, "A", prom_url, at, span,
                                         names=PROM_METRICS)
         print(f"forward_receivers: Prometheus holds the node's {samples} samples of "
               f"{sorted(PROM_METRICS)} ({series} series)")
@@ -223,7 +223,7 @@ def main():
         while True:
             http_get(vm_url + "/internal/force_flush")
             try:
-                samples, series, events = check_sent(node.base, "A", vm_url, first, at, span)
+                samples, series, events = check_sent(node.base, "A", vm_url, at, span)
                 break
             except SystemExit:
                 if time.time() > deadline:

@@ -158,16 +158,20 @@ def influx(base, q):
     return json.loads(body)["results"][0].get("series", [])
 
 
-def event_totals(base, first, at):
-    """{metric: samples stored} of the event measurements' numeric fields."""
+def event_totals(base, at, span):
+    """{metric: samples stored} of the event measurements' numeric fields,
+    over the window a store's count_over_time(...[span]) at `at` reads:
+    (at - span, at] in milliseconds, the precision remote write carries. An
+    event stamped in the nanoseconds after second `at` (the simulator adds
+    the job number) is a sample at `at` there, so it is counted here too."""
     out = {}
+    window = f"time > {(at - span) * 1000}ms AND time < {at * 1000 + 1}ms"
     for m in EVENTS:
         for series in influx(base, f'SHOW FIELD KEYS FROM "{m}"'):
             for field, kind in series["values"]:
                 if kind == "string":
                     continue
-                rows = influx(base, f'SELECT count("{field}") FROM "{m}" '
-                                    f"WHERE time >= {first}s AND time <= {at}s")
+                rows = influx(base, f'SELECT count("{field}") FROM "{m}" WHERE {window}')
                 out[f"{m}_{field}"] = rows[0]["values"][0][1] if rows else 0
     return out
 
@@ -183,13 +187,13 @@ def field_counts(base):
     return out
 
 
-def check_sent(node, site, store, first, at, span, names=None):
+def check_sent(node, site, store, at, span, names=None):
     """Every sample the node at `node` holds over the span before `at` (of
     the metrics `names`, or all) is in the store at `store`, under the
     label site=`site`: (samples, series, samples of events) compared."""
     held = counts(node, at, span)
     sent = counts(store, at, span, site)
-    events = {} if names is not None else event_totals(node, first, at)
+    events = {} if names is not None else event_totals(node, at, span)
     if names is not None:
         held = {k: n for k, n in held.items() if k[0] in names}
     for name, stored in events.items():
@@ -313,7 +317,7 @@ def main():
         span = 32 * 3600  # the whole span: Prometheus 2 and VictoriaMetrics differ at its start
         total = 0
         for node in nodes:
-            samples, series, events = check_sent(node.base, node.site, vm_url, first, at, span)
+            samples, series, events = check_sent(node.base, node.site, vm_url, at, span)
             total += samples
             print(f"forward_vm: site {node.site}: {samples} samples ({series} series, and "
                   f"{events} of events), all in victoria-metrics")
