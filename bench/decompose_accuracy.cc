@@ -5,7 +5,9 @@
 // before; compound incidents (two classes at once: both causes must rank in
 // the top three); and clean controls (no incident: how far the quietest
 // fleet's losses seem to move). Prints a line per run, then per size the
-// counts over all seeds.
+// counts over all seeds. "stand out" lists the losses DECOMPOSE said moved
+// beyond their usual range (a * marks one backed by evidence instead);
+// "nothing stands" counts the runs with none, as a clean control should be.
 //
 // Seeds are drawn afresh on every run unless given, and printed first, so
 // that a run can be replayed with --seeds.
@@ -73,7 +75,8 @@ bool ParseSeeds(const std::string& text, std::vector<uint64_t>* seeds) {
 
 struct Tally {
   int runs = 0, cause_first = 0, scope_top3 = 0, both_top3 = 0;
-  std::vector<double> significance;  // controls
+  int quiet = 0;                     // runs in which DECOMPOSE said no loss stood out
+  std::vector<double> significance;  // the largest of each run
 };
 
 }  // namespace
@@ -163,24 +166,33 @@ int main(int argc, char** argv) {
         }
         t.both_top3 += all_top3;
         t.significance.push_back(r.top_significance);
-        std::printf("%3d nodes  %-40s seed %-7llu first %-10s %+6.2f  top significance %5.2f %s\n",
-                    nodes, name.c_str(), static_cast<unsigned long long>(seed),
-                    r.losses.empty() ? "-" : r.losses[0].first.c_str(),
-                    r.losses.empty() ? 0.0 : r.losses[0].second, r.top_significance,
-                    causes.c_str());
+        t.quiet += r.claims.empty();
+        std::string claims;
+        for (const auto& [loss, verdict] : r.claims)
+          claims +=
+              (claims.empty() ? "" : ",") + loss + (verdict == "backed by evidence" ? "*" : "");
+        std::printf(
+            "%3d nodes  %-40s seed %-7llu first %-10s %+6.2f  top significance %5.2f  stand out "
+            "%-22s%s\n",
+            nodes, name.c_str(), static_cast<unsigned long long>(seed),
+            r.losses.empty() ? "-" : r.losses[0].first.c_str(),
+            r.losses.empty() ? 0.0 : r.losses[0].second, r.top_significance,
+            claims.empty() ? "-" : claims.c_str(), causes.c_str());
         std::fflush(stdout);
       }
     }
   }
   std::filesystem::remove_all(dir);
-  std::printf("\n%5s  %-40s %5s  %11s  %14s  %12s  %s\n", "nodes", "incident", "runs",
-              "cause first", "scope in top 3", "all in top 3", "top significance (median, max)");
+  std::printf("\n%5s  %-40s %5s  %11s  %14s  %12s  %14s  %s\n", "nodes", "incident", "runs",
+              "cause first", "scope in top 3", "all in top 3", "nothing stands",
+              "top significance (median, max)");
   for (auto& [key, t] : tally) {
     std::sort(t.significance.begin(), t.significance.end());
     const double median = t.significance.empty() ? 0 : t.significance[t.significance.size() / 2];
     const double most = t.significance.empty() ? 0 : t.significance.back();
-    std::printf("%5d  %-40s %5d  %11d  %14d  %12d  %.2f, %.2f\n", key.first, key.second.c_str(),
-                t.runs, t.cause_first, t.scope_top3, t.both_top3, median, most);
+    std::printf("%5d  %-40s %5d  %11d  %14d  %12d  %14d  %.2f, %.2f\n", key.first,
+                key.second.c_str(), t.runs, t.cause_first, t.scope_top3, t.both_top3, t.quiet,
+                median, most);
   }
   std::printf("%.1f s\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());

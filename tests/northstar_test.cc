@@ -761,10 +761,34 @@ TEST_F(NorthstarTest, DecomposeRanksASteadyChangeAboveALargerNoisyOne) {
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   ASSERT_FALSE(r.series.empty());
   const ResultSeries& summary = r.series[0];
-  ASSERT_EQ(summary.columns.back(), "significance");
+  ASSERT_EQ(summary.columns,
+            (std::vector<std::string>{"rank", "loss", "before", "after", "change_points",
+                                      "single_job_points", "noise_points", "significance",
+                                      "yardstick", "verdict", "evidence"}));
   std::map<std::string, std::pair<int64_t, double>> by_loss;  // rank, change
-  for (const auto& row : summary.values)
+  std::map<std::string, std::vector<QueryValue>> rows;
+  for (const auto& row : summary.values) {
     by_loss[std::get<std::string>(row[1])] = {std::get<int64_t>(row[0]), std::get<double>(row[4])};
+    rows[std::get<std::string>(row[1])] = row;
+  }
+  // The fallen GPU is named as the hardware loss's evidence: it raised XID
+  // 79 in the later hour and nothing before. No history: the two hours are
+  // judged by their own minutes.
+  EXPECT_EQ(std::get<std::string>(rows["hardware"][8]), "the windows' hours");
+  EXPECT_EQ(std::get<std::string>(rows["hardware"][10]),
+            "hardware XIDs (minutes) on 1 GPU(s) that raised none before: n1/0 (60)");
+  EXPECT_NE(std::get<std::string>(rows["hardware"][9]), "within its usual range");
+  EXPECT_TRUE(std::holds_alternative<std::monostate>(rows["scheduling"][10]));
+  // And as a table a program can read, the GPU by name.
+  const auto evidence = std::find_if(r.series.begin(), r.series.end(),
+                                     [](const ResultSeries& s) { return s.name == "evidence"; });
+  ASSERT_NE(evidence, r.series.end());
+  EXPECT_EQ(evidence->tags, (std::vector<Tag>{{"loss", "hardware"}}));
+  ASSERT_EQ(evidence->values.size(), 1u);
+  EXPECT_EQ(std::get<std::string>(evidence->values[0][1]), "gpu");
+  EXPECT_EQ(std::get<std::string>(evidence->values[0][2]), "n1/0");
+  EXPECT_EQ(std::get<double>(evidence->values[0][3]), 0.0);
+  EXPECT_EQ(std::get<double>(evidence->values[0][4]), 60.0);
   EXPECT_NEAR(by_loss["hardware"].second, 100.0 / 32, 1e-9);
   // Idle while a job waits: n3 and n4 for 8 minutes later; n3, n4 and the
   // then idle n1/0 for 2 minutes earlier.
@@ -867,8 +891,12 @@ TEST_F(NorthstarTest, DecomposeListsSlackLastAndSaysWhenDemandMovedGoodput) {
   EXPECT_EQ(std::get<std::string>(rows[1][1]), "software");  // 4 GPU-minutes stalled
   EXPECT_EQ(std::get<std::string>(rows[8][1]), "slack");
   EXPECT_NEAR(std::get<double>(rows[8][4]), 50.0, 1e-9);
-  ASSERT_EQ(r.notes.size(), 1u);
+  // The stall is one minute: nothing beyond the usual range of the hours'
+  // own minutes, which a second note says.
+  ASSERT_EQ(r.notes.size(), 2u);
   EXPECT_NE(r.notes[0].find("moved with demand"), std::string::npos) << r.notes[0];
+  EXPECT_EQ(r.notes[1].rfind("no loss moved beyond its usual range", 0), 0u) << r.notes[1];
+  EXPECT_EQ(std::get<std::string>(rows[1][9]), "within its usual range");
 }
 
 // Found in review: the same job id in two regions made the queue replay

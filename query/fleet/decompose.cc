@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
+#include <unordered_map>
 
 #include "query/fleet/fleet_ledger.h"
 #include "query/plan/condition.h"
@@ -54,6 +56,9 @@ void Merge(LedgerRow&& from, LedgerRow* into) {
   }
   into->cost_usd += from.cost_usd;
   into->priced_minutes += from.priced_minutes;
+  for (const auto& [id, minutes] : from.xid_minutes) into->xid_minutes[id] += minutes;
+  for (const auto& [id, minutes] : from.troubled_minutes) into->troubled_minutes[id] += minutes;
+  for (auto& [id, attempts] : from.software_failures) into->software_failures[id].merge(attempts);
 }
 
 Status LedgerOf(Db* db, const QueryOptions& options, int64_t now_ns,
@@ -85,6 +90,86 @@ Status LedgerOf(Db* db, const QueryOptions& options, int64_t now_ns,
   return Status::Ok();
 }
 
+// The history yardstick looks back this many windows (so at most one
+// fewer changes between them), and needs at least kMinHistoryChanges.
+constexpr int kHistoryWindows = 8;
+constexpr size_t kMinHistoryChanges = 3;
+
+// Each group's share of each loss in [start, end), from the ledger NORTHSTAR
+// reads (no contributors: its whole hours are kept and reused); none for a
+// group whose agents reported nothing.
+using Shares = std::map<std::vector<std::string>, std::array<double, kLossCount>>;
+
+Status SharesOf(Db* db, const QueryOptions& options, int64_t now_ns,
+                const std::vector<std::string>& by, int64_t start, int64_t end, Shares* out) {
+  LedgerOptions lo;
+  lo.start_ns = start;
+  lo.end_ns = end;
+  lo.by = by;
+  lo.database = options.database;
+  lo.cancelled = options.cancelled;
+  lo.known_until_ns = now_ns;
+  lo.max_gpu_minutes = options.limits.max_points;
+  Ledger ledger;
+  GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
+  for (const LedgerRow& row : ledger.rows) {
+    const double capacity = row.Capacity();
+    // A group no agent reported from (before the fleet's data began) has no history.
+    if (capacity <= 0 || row.minutes[static_cast<size_t>(Loss::kUnobserved)] >= capacity) continue;
+    for (size_t l = 0; l < kLossCount; ++l) (*out)[row.group][l] = row.minutes[l] / capacity;
+  }
+  return Status::Ok();
+}
+
+// The fleet's own history of each loss (docs/metric-framework.md, "Ranking
+// the losses"): the windows [start, end) moved back `step` at a time, as
+// long as they hold capacity, and the change of each group's share of each
+// loss from one to the next: the comparison asked, made earlier. A loss's
+// usual noise is 1.4826 times the median size of those changes (the median
+// absolute deviation about no change, scaled to a standard deviation),
+// which one earlier window with an incident of its own hardly moves.
+// Groups with fewer than kMinHistoryChanges changes get none.
+struct Yardstick {
+  size_t changes = 0;
+  std::array<double, kLossCount> noise{};
+};
+using Yardsticks = std::map<std::vector<std::string>, Yardstick>;
+
+double Median(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  const size_t n = x.size();
+  return n == 0 ? 0 : n % 2 == 1 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+}
+
+Status History(Db* db, const QueryOptions& options, int64_t now_ns,
+               const std::vector<std::string>& by, int64_t start, int64_t end, int64_t step,
+               Yardsticks* out) {
+  std::vector<Shares> windows;
+  for (int j = 0; j < kHistoryWindows; ++j) {
+    Shares shares;
+    GPULSE_RETURN_IF_ERROR(
+        SharesOf(db, options, now_ns, by, start - j * step, end - j * step, &shares));
+    if (shares.empty()) break;
+    windows.push_back(std::move(shares));
+  }
+  std::map<std::vector<std::string>, std::array<std::vector<double>, kLossCount>> changes;
+  for (size_t j = 1; j < windows.size(); ++j) {
+    for (const auto& [group, later] : windows[j - 1]) {
+      const auto earlier = windows[j].find(group);
+      if (earlier == windows[j].end()) continue;
+      for (size_t l = 0; l < kLossCount; ++l)
+        changes[group][l].push_back(std::abs(later[l] - earlier->second[l]));
+    }
+  }
+  for (const auto& [group, by_loss] : changes) {
+    if (by_loss[0].size() < kMinHistoryChanges) continue;
+    Yardstick& y = (*out)[group];
+    y.changes = by_loss[0].size();
+    for (size_t l = 0; l < kLossCount; ++l) y.noise[l] = 1.4826 * Median(by_loss[l]);
+  }
+  return Status::Ok();
+}
+
 double Share(const LedgerRow* row, size_t loss) {
   if (row == nullptr || row->Capacity() <= 0) return 0;
   return row->minutes[loss] / row->Capacity();
@@ -108,32 +193,222 @@ double SystematicChange(const LedgerRow* ra, const LedgerRow* rb, size_t loss) {
          (Share(ra, loss) - LargestFailure(ra, loss));
 }
 
-// The spread of a loss's share over a window's pieces, as the standard
-// error of their mean (0 for fewer than two pieces).
+// The standard error of the mean of a loss's share over a window's pieces
+// (0 for fewer than three). Pieces next to each other are alike when a loss
+// persists for hours (a queue that stays long, a slow cluster), so they are
+// fewer independent looks than their count: the count is discounted by
+// their lag-1 autocorrelation r, n (1 - r) / (1 + r), as for an AR(1)
+// series, and never below two.
 double StandardError(const std::vector<double>& shares) {
   const size_t n = shares.size();
-  if (n < 2) return 0;
+  if (n < 3) return 0;
   double mean = 0;
   for (double x : shares) mean += x;
   mean /= static_cast<double>(n);
-  double sum_sq = 0;
-  for (double x : shares) sum_sq += (x - mean) * (x - mean);
-  return std::sqrt(sum_sq / static_cast<double>(n - 1) / static_cast<double>(n));
+  double sum_sq = 0, lagged = 0;
+  for (size_t i = 0; i < n; ++i) {
+    sum_sq += (shares[i] - mean) * (shares[i] - mean);
+    if (i + 1 < n) lagged += (shares[i] - mean) * (shares[i + 1] - mean);
+  }
+  if (sum_sq <= 0) return 0;
+  const double r = std::clamp(lagged / sum_sq, 0.0, 0.9);
+  const double n_eff = std::max(2.0, static_cast<double>(n) * (1 - r) / (1 + r));
+  return std::sqrt(sum_sq / static_cast<double>(n - 1) / n_eff);
 }
 
-// How far a loss's systematic change stands out of its noise: the change
-// over the standard error of the difference of the windows' means (Welch),
-// the noise no less than kMinNoise. A loss that swings by a point from one
-// hour to the next moving by a point means less than one that never moves
-// moving by half.
-double Significance(const Window& a, const LedgerRow* ra, const Window& b, const LedgerRow* rb,
-                    const std::vector<std::string>& group, size_t loss) {
+// A loss's usual noise: the larger of two yardsticks. The windows' own
+// pieces: the standard error of the difference of their means (Welch). The
+// fleet's history, where there is enough of it (History). No less than
+// kMinNoise. The loss's systematic change in units of it is its
+// significance: a loss that swings by a point from one day to the next
+// moving by a point means less than one that never moves moving by half.
+double Noise(const Window& a, const Window& b, const Yardsticks& history,
+             const std::vector<std::string>& group, size_t loss) {
   const auto error = [&](const Window& w) {
     const auto it = w.pieces.find(group);
     return it == w.pieces.end() ? 0.0 : StandardError(it->second[loss]);
   };
   const double ea = error(a), eb = error(b);
-  return SystematicChange(ra, rb, loss) / std::max(std::sqrt(ea * ea + eb * eb), kMinNoise);
+  double noise = std::sqrt(ea * ea + eb * eb);
+  const auto h = history.find(group);
+  if (h != history.end()) noise = std::max(noise, h->second.noise[loss]);
+  return std::max(noise, kMinNoise);
+}
+
+// A loss stands out when its systematic change is this many times its
+// noise: beyond its usual range. Three: a quiet fleet's loss moves that far
+// about once in 700 looks (one-sided, normal), and a DECOMPOSE looks at
+// seven losses.
+constexpr double kStandsOut = 3;
+// A driver's or image's software failures are evidence when a rate this
+// unlikely or less (the binomial tail, Bonferroni-corrected over the
+// cohorts tested) explains them: one in a thousand.
+constexpr double kCohortAlpha = 0.001;
+// How many items an evidence text names before "and N more", and how many
+// its table lists.
+constexpr size_t kEvidenceNamed = 3;
+constexpr size_t kEvidenceListed = 10;
+
+// Direct evidence behind a loss, new in the later window: what a person
+// checks first (docs/metric-framework.md, "Ranking the losses"). Each item
+// is a GPU, link, driver or image with a figure before and after, the
+// strongest first.
+struct EvidenceItem {
+  std::string dimension, value;
+  double before = 0, after = 0;
+  std::string text;  // how the summary names it
+};
+struct Evidence {
+  std::string unit;  // of before and after
+  std::vector<EvidenceItem> items;
+  std::string summary;
+  bool found() const { return !items.empty(); }
+};
+
+std::string FormatCount(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", x);
+  return text;
+}
+
+// `lead` followed by the first items' texts, "; and N more".
+void Summarize(const std::string& lead, const std::string& sep, Evidence* e) {
+  e->summary = lead;
+  for (size_t i = 0; i < e->items.size() && i < kEvidenceNamed; ++i)
+    e->summary += (i == 0 ? "" : sep) + e->items[i].text;
+  if (e->items.size() > kEvidenceNamed)
+    e->summary += sep + "and " + std::to_string(e->items.size() - kEvidenceNamed) + " more";
+}
+
+// The items of `minutes` (contributor id -> minutes) in the later window
+// whose names the earlier window's `before` does not have: what is new, the
+// most minutes first.
+Evidence Fresh(const Window& a, const std::unordered_map<uint32_t, double>* before, const Window& b,
+               const std::unordered_map<uint32_t, double>& minutes, const std::string& unit) {
+  std::set<std::string> seen;
+  if (before != nullptr) {
+    for (const auto& [id, m] : *before) seen.insert(a.names[id].second);
+  }
+  Evidence e;
+  e.unit = unit;
+  for (const auto& [id, m] : minutes) {
+    const auto& [dimension, value] = b.names[id];
+    if (!seen.contains(value))
+      e.items.push_back({dimension, value, 0, m, value + " (" + FormatCount(m) + ")"});
+  }
+  std::sort(e.items.begin(), e.items.end(), [](const EvidenceItem& x, const EvidenceItem& y) {
+    return x.after != y.after ? x.after > y.after : x.value < y.value;
+  });
+  return e;
+}
+
+// Hardware: GPUs that raised a hardware XID in the later window and none in
+// the earlier one.
+Evidence HardwareEvidence(const Window& a, const LedgerRow* ra, const Window& b,
+                          const LedgerRow* rb) {
+  if (rb == nullptr) return {};
+  Evidence e = Fresh(a, ra == nullptr ? nullptr : &ra->xid_minutes, b, rb->xid_minutes,
+                     "minutes with a hardware XID");
+  Summarize("hardware XIDs (minutes) on " + std::to_string(e.items.size()) +
+                " GPU(s) that raised none before: ",
+            ", ", &e);
+  return e;
+}
+
+// Network: fabric links troubled in the later window (ledger_builder.h's
+// kTroubledPacketLossPct, kTroubledRetransmits) and never in the earlier.
+Evidence NetworkEvidence(const Window& a, const LedgerRow* ra, const Window& b,
+                         const LedgerRow* rb) {
+  if (rb == nullptr) return {};
+  Evidence e = Fresh(a, ra == nullptr ? nullptr : &ra->troubled_minutes, b, rb->troubled_minutes,
+                     "GPU-minutes under a troubled link");
+  Summarize("packet loss or retransmits (GPU-minutes under them) on " +
+                std::to_string(e.items.size()) + " link(s) that had none before: ",
+            ", ", &e);
+  return e;
+}
+
+// P(X >= k) for X ~ Binomial(n, p).
+double UpperTail(double n, double k, double p) {
+  if (k <= 0) return 1;
+  if (p <= 0) return 0;
+  if (p >= 1) return 1;
+  double sum = 0;
+  for (double i = k; i <= n; ++i) {
+    sum += std::exp(std::lgamma(n + 1) - std::lgamma(i + 1) - std::lgamma(n - i + 1) +
+                    i * std::log(p) + (n - i) * std::log1p(-p));
+  }
+  return std::min(1.0, sum);
+}
+
+// Software: a driver or image whose jobs failed for software reasons far
+// more often in the later window than chance allows, against its own rate
+// in the earlier window, or, new to the later window, against the rest of
+// it. Its GPU-minutes are its exposure: given the failures of both, each
+// falls to the cohort with the share of the exposure it had (a binomial).
+// The least likely first: a driver that fails every image's jobs raises
+// each image's rate too, and is named before them.
+Evidence SoftwareEvidence(const Window& a, const LedgerRow* ra, const Window& b,
+                          const LedgerRow* rb) {
+  if (rb == nullptr) return {};
+  struct Cohort {
+    double failed_before = 0, minutes_before = 0, failed = 0, minutes = 0;
+  };
+  std::map<std::pair<std::string, std::string>, Cohort> cohorts;
+  const auto add = [&](const Window& w, const LedgerRow* row, bool later) {
+    if (row == nullptr) return;
+    for (const auto& [id, attempts] : row->software_failures) {
+      Cohort& c = cohorts[w.names[id]];
+      (later ? c.failed : c.failed_before) += static_cast<double>(attempts.size());
+    }
+    for (const auto& [id, minutes] : row->contributors[0]) {
+      const auto& name = w.names[id];
+      if (name.first != "driver_version" && name.first != "image") continue;
+      Cohort& c = cohorts[name];
+      (later ? c.minutes : c.minutes_before) += minutes;
+    }
+  };
+  add(a, ra, false);
+  add(b, rb, true);
+  double failed_all = 0;
+  for (const auto& [hash, attempt] : rb->failed_attempts)
+    failed_all += attempt.loss == Loss::kSoftware;
+  double tested = 0;
+  for (const auto& [name, c] : cohorts) tested += c.failed > 0 && c.minutes > 0;
+  std::vector<std::pair<double, EvidenceItem>> found;  // (tail, item)
+  for (const auto& [name, c] : cohorts) {
+    if (c.failed <= 0 || c.minutes <= 0) continue;
+    EvidenceItem item{name.first, name.second, 0, 60 * c.failed / c.minutes, ""};
+    item.text = name.first + " " + name.second + ": " + FormatCount(c.failed) +
+                " software failures in " + FormatCount(c.minutes / 60) + " GPU-hours";
+    char detail[96];
+    double tail = 1;
+    if (c.minutes_before > 0) {
+      tail = UpperTail(c.failed_before + c.failed, c.failed,
+                       c.minutes / (c.minutes + c.minutes_before));
+      item.before = 60 * c.failed_before / c.minutes_before;
+      std::snprintf(detail, sizeof detail, ", %.1f times its rate before",
+                    item.after / item.before);
+      item.text += c.failed_before > 0 ? detail : ", none before";
+    } else {
+      const double failed = std::max(failed_all, c.failed);
+      tail = UpperTail(failed, c.failed, c.minutes / rb->Capacity());
+      item.before =
+          rb->Capacity() > c.minutes ? 60 * (failed - c.failed) / (rb->Capacity() - c.minutes) : 0;
+      std::snprintf(detail, sizeof detail, " (new): %.0f%% of the window's on %.0f%% of it",
+                    100 * c.failed / failed, 100 * c.minutes / rb->Capacity());
+      item.text += detail;
+    }
+    if (tail * tested < kCohortAlpha) found.push_back({tail, std::move(item)});
+  }
+  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first < y.first : x.second.value < y.second.value;
+  });
+  Evidence e;
+  e.unit = "software failures a GPU-hour";
+  for (auto& [tail, item] : found) e.items.push_back(std::move(item));
+  Summarize("", "; ", &e);
+  return e;
 }
 
 std::string FormatPoints(double share) {
@@ -220,6 +495,14 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
   StepBaselines baselines;
   GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, now_ns, by, a0, a1, nullptr, &before, &baselines));
   GPULSE_RETURN_IF_ERROR(LedgerOf(db, options, now_ns, by, b0, b1, &baselines, &after, nullptr));
+  // Windows of one length some distance apart have a history: the same
+  // comparison made earlier, a step of that distance at a time.
+  Yardsticks history;
+  if (a1 - a0 == b1 - b0 && b0 != a0) {
+    const int64_t first = std::min(a0, b0);
+    GPULSE_RETURN_IF_ERROR(
+        History(db, options, now_ns, by, first, first + (a1 - a0), std::abs(b0 - a0), &history));
+  }
   std::map<std::vector<std::string>, int> groups;
   for (const auto& [g, row] : before.groups) groups[g];
   for (const auto& [g, row] : after.groups) groups[g];
@@ -229,6 +512,7 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
         "(docs/fleet-schema.md)?");
     return Status::Ok();
   }
+  size_t quiet_groups = 0;  // groups none of whose losses stands out
   for (const auto& [group, unused] : groups) {
     const auto ia = before.groups.find(group);
     const auto ib = after.groups.find(group);
@@ -237,24 +521,42 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     std::vector<Tag> tags;
     for (size_t k = 0; k < by.size(); ++k) tags.push_back({by[k], group[k]});
     std::sort(tags.begin(), tags.end(), [](const Tag& x, const Tag& y) { return x.key < y.key; });
-    // The losses, the most significant growth first (what pulled goodput
-    // down beyond its usual swing), not counting what one job's failure
-    // explains: one large job failing after its checkpoint is an event, and
-    // a cause is what fails many.
-    // Slack comes last whatever its change: capacity nobody asked for says
-    // how demand moved, not what went wrong (a note says when it moved
-    // goodput more than every other loss together).
+    // The ranking (docs/metric-framework.md, "Ranking the losses"): losses
+    // beyond their usual range first, then those that direct evidence
+    // backs, both by significance; then the rest by their change, since
+    // none of them is surely more than noise. Both measures leave out what
+    // one job's failure explains (one large job failing after its
+    // checkpoint is an event; a cause is what fails many). Slack comes last
+    // whatever its change: capacity nobody asked for says how demand moved,
+    // not what went wrong (a note says when it moved goodput more than every
+    // other loss together).
     constexpr size_t kSlack = static_cast<size_t>(Loss::kSlack);
     std::vector<size_t> order;
     for (size_t l = 1; l < kLossCount; ++l) {
       if (l != kSlack) order.push_back(l);
     }
-    std::array<double, kLossCount> significance{};
-    for (size_t l = 1; l < kLossCount; ++l)
-      significance[l] = Significance(before, ra, after, rb, group, l);
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t x, size_t y) { return significance[x] > significance[y]; });
+    std::array<double, kLossCount> noise{}, significance{};
+    std::array<Evidence, kLossCount> evidence;
+    evidence[static_cast<size_t>(Loss::kHardware)] = HardwareEvidence(before, ra, after, rb);
+    evidence[static_cast<size_t>(Loss::kSoftware)] = SoftwareEvidence(before, ra, after, rb);
+    evidence[static_cast<size_t>(Loss::kNetwork)] = NetworkEvidence(before, ra, after, rb);
+    for (size_t l = 1; l < kLossCount; ++l) {
+      noise[l] = Noise(before, after, history, group, l);
+      significance[l] = SystematicChange(ra, rb, l) / noise[l];
+    }
+    const auto tier = [&](size_t l) {
+      if (l == kSlack) return 3;
+      if (significance[l] >= kStandsOut) return 0;
+      return evidence[l].found() ? 1 : 2;
+    };
+    std::array<double, kLossCount> systematic{};
+    for (size_t l = 1; l < kLossCount; ++l) systematic[l] = SystematicChange(ra, rb, l);
+    std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+      if (tier(x) != tier(y)) return tier(x) < tier(y);
+      return tier(x) < 2 ? significance[x] > significance[y] : systematic[x] > systematic[y];
+    });
     order.push_back(kSlack);
+    if (tier(order[0]) == 2) ++quiet_groups;
     double ill_growth = 0;
     for (size_t l : order) {
       if (l != kSlack) ill_growth += std::max(0.0, Share(rb, l) - Share(ra, l));
@@ -272,22 +574,50 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     ResultSeries summary;
     summary.name = "decompose";
     summary.tags = tags;
-    summary.columns = {
-        "rank", "loss", "before", "after", "change_points", "single_job_points", "significance"};
-    summary.values.push_back({QueryValue(int64_t{0}), QueryValue(std::string("goodput")),
-                              QueryValue(Share(ra, 0)), QueryValue(Share(rb, 0)),
-                              QueryValue(100 * (Share(rb, 0) - Share(ra, 0))), QueryValue(),
-                              QueryValue()});
+    summary.columns = {"rank",         "loss",          "before",
+                       "after",        "change_points", "single_job_points",
+                       "noise_points", "significance",  "yardstick",
+                       "verdict",      "evidence"};
+    const auto h = history.find(group);
+    const std::string yardstick = h == history.end()
+                                      ? "the windows' hours"
+                                      : std::to_string(h->second.changes) + " earlier changes";
+    summary.values.push_back(
+        {QueryValue(int64_t{0}), QueryValue(std::string("goodput")), QueryValue(Share(ra, 0)),
+         QueryValue(Share(rb, 0)), QueryValue(100 * (Share(rb, 0) - Share(ra, 0))), QueryValue(),
+         QueryValue(), QueryValue(), QueryValue(), QueryValue(), QueryValue()});
     int64_t rank = 0;
     for (size_t l : order) {
-      summary.values.push_back({QueryValue(++rank),
-                                QueryValue(std::string(LossName(static_cast<Loss>(l)))),
-                                QueryValue(Share(ra, l)), QueryValue(Share(rb, l)),
-                                QueryValue(100 * (Share(rb, l) - Share(ra, l))),
-                                QueryValue(100 * (LargestFailure(rb, l) - LargestFailure(ra, l))),
-                                QueryValue(significance[l])});
+      static constexpr const char* kVerdicts[] = {"beyond its usual range", "backed by evidence",
+                                                  "within its usual range", "demand"};
+      summary.values.push_back(
+          {QueryValue(++rank), QueryValue(std::string(LossName(static_cast<Loss>(l)))),
+           QueryValue(Share(ra, l)), QueryValue(Share(rb, l)),
+           QueryValue(100 * (Share(rb, l) - Share(ra, l))),
+           QueryValue(100 * (LargestFailure(rb, l) - LargestFailure(ra, l))),
+           QueryValue(100 * noise[l]), QueryValue(significance[l]), QueryValue(yardstick),
+           QueryValue(std::string(kVerdicts[tier(l)])),
+           evidence[l].found() ? QueryValue(evidence[l].summary) : QueryValue()});
     }
     out->push_back(std::move(summary));
+    for (size_t l : order) {
+      if (!evidence[l].found()) continue;
+      ResultSeries rs;
+      rs.name = "evidence";
+      rs.tags = tags;
+      rs.tags.push_back({"loss", std::string(LossName(static_cast<Loss>(l)))});
+      std::sort(rs.tags.begin(), rs.tags.end(),
+                [](const Tag& x, const Tag& y) { return x.key < y.key; });
+      rs.columns = {"rank", "dimension", "value", "before", "after", "unit"};
+      int64_t r = 0;
+      for (const EvidenceItem& item : evidence[l].items) {
+        if (r == static_cast<int64_t>(kEvidenceListed)) break;
+        rs.values.push_back({QueryValue(++r), QueryValue(item.dimension), QueryValue(item.value),
+                             QueryValue(item.before), QueryValue(item.after),
+                             QueryValue(evidence[l].unit)});
+      }
+      out->push_back(std::move(rs));
+    }
     for (size_t l : order) {
       if (std::abs(Share(rb, l) - Share(ra, l)) < 0.0005)
         continue;  // under 0.05 points: nothing to explain
@@ -310,6 +640,14 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
       }
       out->push_back(std::move(rs));
     }
+  }
+  if (quiet_groups == groups.size() && by.empty()) {
+    notes->push_back(
+        "no loss moved beyond its usual range (3 times its noise), and none has direct evidence "
+        "behind it: goodput moved as much as it does between comparable windows");
+  } else if (quiet_groups > 0) {
+    notes->push_back("in " + std::to_string(quiet_groups) + " of " + std::to_string(groups.size()) +
+                     " groups no loss moved beyond its usual range and none has direct evidence");
   }
   return Status::Ok();
 }

@@ -189,6 +189,7 @@ struct GpuWalk {
   std::vector<std::pair<size_t, const Column*>> per_minute;  // group index, its column
   std::vector<Cursor> attribution;
   Cursor job, xid, throttle;
+  bool hardware_xid = false;  // the minute's XID is a hardware one
   // Contributor ids, in kContributorDimensions order but queue: where the
   // GPU is, then per minute its driver, the job's image and framework, team.
   std::vector<uint32_t> ids;
@@ -244,8 +245,10 @@ void LedgerBuilder::StartWalk(const Series& gpu, const std::vector<Column>& cols
 Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column>& cols, GpuWalk* w,
                                      int64_t t, std::array<double, kLossCount>* add,
                                      const Ended** failed) {
+  w->hardware_xid =
+      w->xid.At(t) && HardwareXid(static_cast<int64_t>(NumberAt(cols[1], w->xid.index())));
   const bool healthy =
-      !(w->xid.At(t) && HardwareXid(static_cast<int64_t>(NumberAt(cols[1], w->xid.index())))) &&
+      !w->hardware_xid &&
       !(w->throttle.At(t) &&
         (static_cast<int64_t>(NumberAt(cols[2], w->throttle.index())) & kHardwareThrottle) != 0);
   if (w->job.At(t) && cols[0].type == FieldType::kString &&
@@ -320,14 +323,25 @@ void LedgerBuilder::CountMinute(GpuWalk* w, int32_t m, int64_t t,
       row.priced_minutes += 1;
     }
   }
+  const uint64_t attempt_hash = failed == nullptr ? 0
+                                                  : std::hash<std::string>()(*w->last_job) ^
+                                                        static_cast<uint64_t>(failed->end_ns);
   if (failed != nullptr) {
-    LedgerRow::FailedAttempt& attempt = row.failed_attempts[std::hash<std::string>()(*w->last_job) ^
-                                                            static_cast<uint64_t>(failed->end_ns)];
+    LedgerRow::FailedAttempt& attempt = row.failed_attempts[attempt_hash];
     attempt.loss = failed->cause;
     attempt.minutes += add[static_cast<size_t>(failed->cause)];
   }
   if (!o_.contributors) return;
   w->ids[5] = w->n != nullptr && !w->n->driver.empty() ? w->n->driver[m] : kNone;
+  // The evidence: XIDs by GPU, troubled links, software failures by driver and image.
+  if (w->hardware_xid) row.xid_minutes[w->ids[3]] += 1;
+  if (w->n != nullptr && !w->n->troubled.empty() && w->n->troubled[m] != 0 && w->n->link != kNone)
+    row.troubled_minutes[w->n->link] += 1;
+  if (failed != nullptr && failed->cause == Loss::kSoftware) {
+    for (const size_t k : {size_t{5}, size_t{6}}) {
+      if (w->ids[k] != kNone) row.software_failures[w->ids[k]].insert(attempt_hash);
+    }
+  }
   w->links.clear();
   // A network loss is the job's that held the GPU (running, or waiting to come back).
   if (add[static_cast<size_t>(Loss::kNetwork)] > 0 && w->last_record != nullptr)
@@ -355,6 +369,7 @@ Status LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& col
     if (w.n != nullptr && w.n->maintenance[m]) continue;  // not capacity
     std::array<double, kLossCount> add{};
     const Ended* failed = nullptr;  // the attempt of *last_job whose failure lost the minute
+    w.hardware_xid = false;
     const bool has_point = w.job.At(t) || w.xid.At(t);
     for (size_t a = 0; a < w.per_minute.size(); ++a) {
       const Column& col = *w.per_minute[a].second;

@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,15 @@ struct LedgerRow {
     double minutes = 0;
   };
   std::unordered_map<uint64_t, FailedAttempt> failed_attempts;
+  // With LedgerOptions::contributors, the direct evidence DECOMPOSE shows
+  // beside the losses (docs/metric-framework.md, "Ranking the losses"):
+  // minutes each GPU (its contributor id) raised a hardware XID; GPU-minutes
+  // each fabric link (its id) was troubled under a GPU of its node; and, for
+  // each driver_version and image (their ids), the attempts (hashes as in
+  // failed_attempts) that failed there for software reasons.
+  std::unordered_map<uint32_t, double> xid_minutes;
+  std::unordered_map<uint32_t, double> troubled_minutes;
+  std::unordered_map<uint32_t, std::unordered_set<uint64_t>> software_failures;
   // What the row's capacity minutes cost: each GPU-minute at the price of
   // its region's and SKU's GPU-hours then (the `cost` measurement: every
   // pricing's usd_per_hour over the GPUs it pays for), over 60. Minutes

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,7 +31,8 @@ struct IncidentFound {
   fleet::Incident incident;
   int cause_rank = 0;             // 1-based rank of the incident's cause class; 0: not found
   std::vector<Contribution> top;  // the cause's contributors, as DECOMPOSE ranks them
-  int scope_rank = 0;             // 1-based rank of the first contributor in the scope; 0: none
+  // 1-based rank of the first contributor, or evidence item, in the scope; 0: none.
+  int scope_rank = 0;
 };
 
 struct AccuracyResult {
@@ -44,6 +46,9 @@ struct AccuracyResult {
   // The largest significance DECOMPOSE gave a loss (a control run's measure
   // of how far the quietest fleet seems to move).
   double top_significance = 0;
+  // The losses DECOMPOSE said stood out (beyond their usual range, or
+  // backed by evidence), with the verdict: a clean control should have none.
+  std::vector<std::pair<std::string, std::string>> claims;
 };
 
 // Whether a contributor names where the incident was or what it touched.
@@ -123,29 +128,40 @@ inline Status RunDecomposeAccuracy(const std::string& dir, const std::vector<std
   GPULSE_RETURN_IF_ERROR(answer.status);
   for (const ResultSeries& s : answer.series) {
     if (s.name == "decompose") {
+      const auto column = [&](std::string_view name) {
+        return static_cast<size_t>(std::find(s.columns.begin(), s.columns.end(), name) -
+                                   s.columns.begin());
+      };
+      const size_t significance = column("significance"), verdict = column("verdict");
+      if (verdict >= s.columns.size()) return Status::NotFound("DECOMPOSE has no verdict column");
       for (const auto& row : s.values) {
         const std::string& loss = std::get<std::string>(row[1]);
         if (loss == "goodput") continue;
         out->losses.push_back({loss, std::get<double>(row[4])});
-        if (const double* sig = std::get_if<double>(&row[6]))
+        if (const double* sig = std::get_if<double>(&row[significance]))
           out->top_significance = std::max(out->top_significance, *sig);
+        const std::string& said = std::get<std::string>(row[verdict]);
+        if (said == "beyond its usual range" || said == "backed by evidence")
+          out->claims.push_back({loss, said});
         for (IncidentFound& f : out->incidents) {
           if (loss == f.incident.cause_class) f.cause_rank = static_cast<int>(out->losses.size());
         }
       }
       continue;
     }
-    if (s.name != "contributors") continue;
+    if (s.name != "contributors" && s.name != "evidence") continue;
     const auto tag =
         std::find_if(s.tags.begin(), s.tags.end(), [](const Tag& t) { return t.key == "loss"; });
     if (tag == s.tags.end()) continue;
     for (IncidentFound& f : out->incidents) {
       if (tag->value != f.incident.cause_class) continue;
       for (const auto& row : s.values) {
-        f.top.push_back({std::get<std::string>(row[1]), std::get<std::string>(row[2]),
-                         std::get<double>(row[5])});
-        if (f.scope_rank == 0 && InScope(f.incident, f.top.back()))
-          f.scope_rank = static_cast<int>(f.top.size());
+        const Contribution c{std::get<std::string>(row[1]), std::get<std::string>(row[2]),
+                             s.name == "contributors" ? std::get<double>(row[5]) : 0.0};
+        const int rank = static_cast<int>(std::get<int64_t>(row[0]));
+        if (s.name == "contributors") f.top.push_back(c);
+        if (InScope(f.incident, c) && (f.scope_rank == 0 || rank < f.scope_rank))
+          f.scope_rank = rank;
       }
     }
   }
