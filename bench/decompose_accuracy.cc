@@ -6,7 +6,7 @@
 // the top three); and clean controls (no incident: how far the quietest
 // fleet's losses seem to move). Prints a line per run, then per size the
 // counts over all seeds. "stand out" lists the losses DECOMPOSE said moved
-// beyond their usual range (a * marks one backed by evidence instead);
+// beyond their usual range or backed by evidence (a * marks evidence);
 // "nothing stands" counts the runs with none, as a clean control should be.
 //
 // Seeds are drawn afresh on every run unless given, and printed first, so
@@ -169,8 +169,8 @@ int main(int argc, char** argv) {
         t.quiet += r.claims.empty();
         std::string claims;
         for (const auto& [loss, verdict] : r.claims)
-          claims +=
-              (claims.empty() ? "" : ",") + loss + (verdict == "backed by evidence" ? "*" : "");
+          claims += (claims.empty() ? "" : ",") + loss +
+                    (verdict.find("evidence") != std::string::npos ? "*" : "");
         std::printf(
             "%3d nodes  %-40s seed %-7llu first %-10s %+6.2f  top significance %5.2f  stand out "
             "%-22s%s\n",

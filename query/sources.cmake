@@ -67,6 +67,7 @@ set(GPULSE_QUERY_FLEET_SOURCES
   query/fleet/baseline.cc
   query/fleet/calendar.cc
   query/fleet/decompose.cc
+  query/fleet/decompose_evidence.cc
   query/fleet/ledger_builder.cc
   query/fleet/ledger_read.cc
   query/fleet/ledger_spans.cc

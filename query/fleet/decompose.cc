@@ -10,6 +10,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "query/fleet/decompose_evidence.h"
 #include "query/fleet/fleet_ledger.h"
 #include "query/plan/condition.h"
 #include "query/runtime/eval.h"
@@ -240,177 +241,6 @@ double Noise(const Window& a, const Window& b, const Yardsticks& history,
 // about once in 700 looks (one-sided, normal), and a DECOMPOSE looks at
 // seven losses.
 constexpr double kStandsOut = 3;
-// A driver's or image's software failures are evidence when a rate this
-// unlikely or less (the binomial tail, Bonferroni-corrected over the
-// cohorts tested) explains them: one in a thousand.
-constexpr double kCohortAlpha = 0.001;
-// How many items an evidence text names before "and N more", and how many
-// its table lists.
-constexpr size_t kEvidenceNamed = 3;
-constexpr size_t kEvidenceListed = 10;
-
-// Direct evidence behind a loss, new in the later window: what a person
-// checks first (docs/metric-framework.md, "Ranking the losses"). Each item
-// is a GPU, link, driver or image with a figure before and after, the
-// strongest first.
-struct EvidenceItem {
-  std::string dimension, value;
-  double before = 0, after = 0;
-  std::string text;  // how the summary names it
-};
-struct Evidence {
-  std::string unit;  // of before and after
-  std::vector<EvidenceItem> items;
-  std::string summary;
-  bool found() const { return !items.empty(); }
-};
-
-std::string FormatCount(double x) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.0f", x);
-  return text;
-}
-
-// `lead` followed by the first items' texts, "; and N more".
-void Summarize(const std::string& lead, const std::string& sep, Evidence* e) {
-  e->summary = lead;
-  for (size_t i = 0; i < e->items.size() && i < kEvidenceNamed; ++i)
-    e->summary += (i == 0 ? "" : sep) + e->items[i].text;
-  if (e->items.size() > kEvidenceNamed)
-    e->summary += sep + "and " + std::to_string(e->items.size() - kEvidenceNamed) + " more";
-}
-
-// The items of `minutes` (contributor id -> minutes) in the later window
-// whose names the earlier window's `before` does not have: what is new, the
-// most minutes first.
-Evidence Fresh(const Window& a, const std::unordered_map<uint32_t, double>* before, const Window& b,
-               const std::unordered_map<uint32_t, double>& minutes, const std::string& unit) {
-  std::set<std::string> seen;
-  if (before != nullptr) {
-    for (const auto& [id, m] : *before) seen.insert(a.names[id].second);
-  }
-  Evidence e;
-  e.unit = unit;
-  for (const auto& [id, m] : minutes) {
-    const auto& [dimension, value] = b.names[id];
-    if (!seen.contains(value))
-      e.items.push_back({dimension, value, 0, m, value + " (" + FormatCount(m) + ")"});
-  }
-  std::sort(e.items.begin(), e.items.end(), [](const EvidenceItem& x, const EvidenceItem& y) {
-    return x.after != y.after ? x.after > y.after : x.value < y.value;
-  });
-  return e;
-}
-
-// Hardware: GPUs that raised a hardware XID in the later window and none in
-// the earlier one.
-Evidence HardwareEvidence(const Window& a, const LedgerRow* ra, const Window& b,
-                          const LedgerRow* rb) {
-  if (rb == nullptr) return {};
-  Evidence e = Fresh(a, ra == nullptr ? nullptr : &ra->xid_minutes, b, rb->xid_minutes,
-                     "minutes with a hardware XID");
-  Summarize("hardware XIDs (minutes) on " + std::to_string(e.items.size()) +
-                " GPU(s) that raised none before: ",
-            ", ", &e);
-  return e;
-}
-
-// Network: fabric links troubled in the later window (ledger_builder.h's
-// kTroubledPacketLossPct, kTroubledRetransmits) and never in the earlier.
-Evidence NetworkEvidence(const Window& a, const LedgerRow* ra, const Window& b,
-                         const LedgerRow* rb) {
-  if (rb == nullptr) return {};
-  Evidence e = Fresh(a, ra == nullptr ? nullptr : &ra->troubled_minutes, b, rb->troubled_minutes,
-                     "GPU-minutes under a troubled link");
-  Summarize("packet loss or retransmits (GPU-minutes under them) on " +
-                std::to_string(e.items.size()) + " link(s) that had none before: ",
-            ", ", &e);
-  return e;
-}
-
-// P(X >= k) for X ~ Binomial(n, p).
-double UpperTail(double n, double k, double p) {
-  if (k <= 0) return 1;
-  if (p <= 0) return 0;
-  if (p >= 1) return 1;
-  double sum = 0;
-  for (double i = k; i <= n; ++i) {
-    sum += std::exp(std::lgamma(n + 1) - std::lgamma(i + 1) - std::lgamma(n - i + 1) +
-                    i * std::log(p) + (n - i) * std::log1p(-p));
-  }
-  return std::min(1.0, sum);
-}
-
-// Software: a driver or image whose jobs failed for software reasons far
-// more often in the later window than chance allows, against its own rate
-// in the earlier window, or, new to the later window, against the rest of
-// it. Its GPU-minutes are its exposure: given the failures of both, each
-// falls to the cohort with the share of the exposure it had (a binomial).
-// The least likely first: a driver that fails every image's jobs raises
-// each image's rate too, and is named before them.
-Evidence SoftwareEvidence(const Window& a, const LedgerRow* ra, const Window& b,
-                          const LedgerRow* rb) {
-  if (rb == nullptr) return {};
-  struct Cohort {
-    double failed_before = 0, minutes_before = 0, failed = 0, minutes = 0;
-  };
-  std::map<std::pair<std::string, std::string>, Cohort> cohorts;
-  const auto add = [&](const Window& w, const LedgerRow* row, bool later) {
-    if (row == nullptr) return;
-    for (const auto& [id, attempts] : row->software_failures) {
-      Cohort& c = cohorts[w.names[id]];
-      (later ? c.failed : c.failed_before) += static_cast<double>(attempts.size());
-    }
-    for (const auto& [id, minutes] : row->contributors[0]) {
-      const auto& name = w.names[id];
-      if (name.first != "driver_version" && name.first != "image") continue;
-      Cohort& c = cohorts[name];
-      (later ? c.minutes : c.minutes_before) += minutes;
-    }
-  };
-  add(a, ra, false);
-  add(b, rb, true);
-  double failed_all = 0;
-  for (const auto& [hash, attempt] : rb->failed_attempts)
-    failed_all += attempt.loss == Loss::kSoftware;
-  double tested = 0;
-  for (const auto& [name, c] : cohorts) tested += c.failed > 0 && c.minutes > 0;
-  std::vector<std::pair<double, EvidenceItem>> found;  // (tail, item)
-  for (const auto& [name, c] : cohorts) {
-    if (c.failed <= 0 || c.minutes <= 0) continue;
-    EvidenceItem item{name.first, name.second, 0, 60 * c.failed / c.minutes, ""};
-    item.text = name.first + " " + name.second + ": " + FormatCount(c.failed) +
-                " software failures in " + FormatCount(c.minutes / 60) + " GPU-hours";
-    char detail[96];
-    double tail = 1;
-    if (c.minutes_before > 0) {
-      tail = UpperTail(c.failed_before + c.failed, c.failed,
-                       c.minutes / (c.minutes + c.minutes_before));
-      item.before = 60 * c.failed_before / c.minutes_before;
-      std::snprintf(detail, sizeof detail, ", %.1f times its rate before",
-                    item.after / item.before);
-      item.text += c.failed_before > 0 ? detail : ", none before";
-    } else {
-      const double failed = std::max(failed_all, c.failed);
-      tail = UpperTail(failed, c.failed, c.minutes / rb->Capacity());
-      item.before =
-          rb->Capacity() > c.minutes ? 60 * (failed - c.failed) / (rb->Capacity() - c.minutes) : 0;
-      std::snprintf(detail, sizeof detail, " (new): %.0f%% of the window's on %.0f%% of it",
-                    100 * c.failed / failed, 100 * c.minutes / rb->Capacity());
-      item.text += detail;
-    }
-    if (tail * tested < kCohortAlpha) found.push_back({tail, std::move(item)});
-  }
-  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
-    return x.first != y.first ? x.first < y.first : x.second.value < y.second.value;
-  });
-  Evidence e;
-  e.unit = "software failures a GPU-hour";
-  for (auto& [tail, item] : found) e.items.push_back(std::move(item));
-  Summarize("", "; ", &e);
-  return e;
-}
-
 std::string FormatPoints(double share) {
   char text[32];
   std::snprintf(text, sizeof text, "%.2f", 100 * share);
@@ -521,15 +351,14 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     std::vector<Tag> tags;
     for (size_t k = 0; k < by.size(); ++k) tags.push_back({by[k], group[k]});
     std::sort(tags.begin(), tags.end(), [](const Tag& x, const Tag& y) { return x.key < y.key; });
-    // The ranking (docs/metric-framework.md, "Ranking the losses"): losses
-    // beyond their usual range first, then those that direct evidence
-    // backs, both by significance; then the rest by their change, since
-    // none of them is surely more than noise. Both measures leave out what
-    // one job's failure explains (one large job failing after its
-    // checkpoint is an event; a cause is what fails many). Slack comes last
-    // whatever its change: capacity nobody asked for says how demand moved,
-    // not what went wrong (a note says when it moved goodput more than every
-    // other loss together).
+    // The ranking (docs/metric-framework.md, "Ranking the losses"): the
+    // losses that stand out (beyond their usual range, or backed by direct
+    // evidence) first, then the rest, each by its change less what one job's
+    // failure explains (one large job failing after its checkpoint is an
+    // event; a cause is what fails many). Slack comes last whatever its
+    // change: capacity nobody asked for says how demand moved, not what went
+    // wrong (a note says when it moved goodput more than every other loss
+    // together).
     constexpr size_t kSlack = static_cast<size_t>(Loss::kSlack);
     std::vector<size_t> order;
     for (size_t l = 1; l < kLossCount; ++l) {
@@ -537,26 +366,26 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     }
     std::array<double, kLossCount> noise{}, significance{};
     std::array<Evidence, kLossCount> evidence;
-    evidence[static_cast<size_t>(Loss::kHardware)] = HardwareEvidence(before, ra, after, rb);
-    evidence[static_cast<size_t>(Loss::kSoftware)] = SoftwareEvidence(before, ra, after, rb);
-    evidence[static_cast<size_t>(Loss::kNetwork)] = NetworkEvidence(before, ra, after, rb);
+    evidence[static_cast<size_t>(Loss::kHardware)] =
+        HardwareEvidence(before.names, ra, after.names, rb);
+    evidence[static_cast<size_t>(Loss::kSoftware)] =
+        SoftwareEvidence(before.names, ra, after.names, rb);
+    evidence[static_cast<size_t>(Loss::kNetwork)] =
+        NetworkEvidence(before.names, ra, after.names, rb);
     for (size_t l = 1; l < kLossCount; ++l) {
       noise[l] = Noise(before, after, history, group, l);
       significance[l] = SystematicChange(ra, rb, l) / noise[l];
     }
-    const auto tier = [&](size_t l) {
-      if (l == kSlack) return 3;
-      if (significance[l] >= kStandsOut) return 0;
-      return evidence[l].found() ? 1 : 2;
-    };
     std::array<double, kLossCount> systematic{};
     for (size_t l = 1; l < kLossCount; ++l) systematic[l] = SystematicChange(ra, rb, l);
+    const auto beyond = [&](size_t l) { return significance[l] >= kStandsOut; };
+    const auto stands_out = [&](size_t l) { return beyond(l) || evidence[l].found(); };
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
-      if (tier(x) != tier(y)) return tier(x) < tier(y);
-      return tier(x) < 2 ? significance[x] > significance[y] : systematic[x] > systematic[y];
+      if (stands_out(x) != stands_out(y)) return stands_out(x);
+      return systematic[x] > systematic[y];
     });
     order.push_back(kSlack);
-    if (tier(order[0]) == 2) ++quiet_groups;
+    if (!stands_out(order[0])) ++quiet_groups;
     double ill_growth = 0;
     for (size_t l : order) {
       if (l != kSlack) ill_growth += std::max(0.0, Share(rb, l) - Share(ra, l));
@@ -588,15 +417,19 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
          QueryValue(), QueryValue(), QueryValue(), QueryValue(), QueryValue()});
     int64_t rank = 0;
     for (size_t l : order) {
-      static constexpr const char* kVerdicts[] = {"beyond its usual range", "backed by evidence",
-                                                  "within its usual range", "demand"};
+      const std::string verdict = l == kSlack ? "demand"
+                                  : beyond(l) && evidence[l].found()
+                                      ? "beyond its usual range, with evidence"
+                                  : beyond(l)           ? "beyond its usual range"
+                                  : evidence[l].found() ? "backed by evidence"
+                                                        : "within its usual range";
       summary.values.push_back(
           {QueryValue(++rank), QueryValue(std::string(LossName(static_cast<Loss>(l)))),
            QueryValue(Share(ra, l)), QueryValue(Share(rb, l)),
            QueryValue(100 * (Share(rb, l) - Share(ra, l))),
            QueryValue(100 * (LargestFailure(rb, l) - LargestFailure(ra, l))),
            QueryValue(100 * noise[l]), QueryValue(significance[l]), QueryValue(yardstick),
-           QueryValue(std::string(kVerdicts[tier(l)])),
+           QueryValue(verdict),
            evidence[l].found() ? QueryValue(evidence[l].summary) : QueryValue()});
     }
     out->push_back(std::move(summary));

@@ -147,7 +147,9 @@ G.views.why = async (p) => {
     G.el('div', { class: 'panel' }, G.el('h2', {}, 'Each loss'), G.table([
       ['rank', 'rank'], ['loss', 'loss', (v) => G.el('a', { href: '#why?' + new URLSearchParams(Object.assign({}, p, { loss: v })) }, v)],
       ['before', 'before', (v) => G.fmtPct(v)], ['after', 'after', (v) => G.fmtPct(v)],
-      ['change_points', 'change (points)', G.fmtNum], ['significance', 'significance', G.fmtNum]], losses)),
+      ['change_points', 'change (points)', G.fmtNum], ['noise_points', 'usual noise (points)', G.fmtNum],
+      ['significance', 'significance', G.fmtNum], ['verdict', 'verdict'], ['evidence', 'evidence']], losses),
+      ...(r[0].notes || []).map((note) => G.el('p', { class: 'note' }, note))),
     G.el('div', { class: 'panel', id: 'contributors' }, G.el('h2', {}, `Where ${pick || 'the largest loss'} changed`),
       contributors.length ? G.table([['rank', 'rank'], ['dimension', 'dimension'], ['value', 'value'],
         ['before', 'before', (v) => G.fmtPct(v)], ['after', 'after', (v) => G.fmtPct(v)],

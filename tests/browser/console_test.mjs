@@ -108,6 +108,9 @@ async function main() {
   await view(`why?b1=${b1}&b2=${b2}&a1=${a1}&a2=${a2}`, 'why');
   const first = await page.$$eval('table', (tables) => tables[0].querySelector('tbody tr td:nth-child(2)').textContent);
   check(first === 'software', `the upgrade day's first loss is software (${first})`);
+  const evidence = await page.$$eval('table', (tables) => tables[0].querySelector('tbody tr td:nth-child(9)').textContent);
+  check(evidence.includes(`driver_version ${upgrade.scope.driver_version}`),
+    `software's evidence names the new driver's failure rate (${evidence.slice(0, 120)})`);
   const contributors = await page.$$eval('#contributors tbody tr', (rows) => rows.map((r) => [...r.children].map((c) => c.textContent)));
   check(contributors.some((r) => r[1] === 'driver_version' && r[2] === upgrade.scope.driver_version),
     `software's contributors name driver ${upgrade.scope.driver_version}`);

@@ -141,7 +141,7 @@ inline Status RunDecomposeAccuracy(const std::string& dir, const std::vector<std
         if (const double* sig = std::get_if<double>(&row[significance]))
           out->top_significance = std::max(out->top_significance, *sig);
         const std::string& said = std::get<std::string>(row[verdict]);
-        if (said == "beyond its usual range" || said == "backed by evidence")
+        if (said != "within its usual range" && said != "demand")
           out->claims.push_back({loss, said});
         for (IncidentFound& f : out->incidents) {
           if (loss == f.incident.cause_class) f.cause_rank = static_cast<int>(out->losses.size());
