@@ -62,18 +62,25 @@ void Merge(LedgerRow&& from, LedgerRow* into) {
   for (auto& [id, attempts] : from.software_failures) into->software_failures[id].merge(attempts);
 }
 
-Status LedgerOf(Db* db, const QueryOptions& options, int64_t now_ns,
-                const std::vector<std::string>& by, int64_t start, int64_t end,
-                const StepBaselines* baselines, Window* w, StepBaselines* used) {
+// The ledger of [start, end) grouped by `by`, as the query may read it.
+LedgerOptions LedgerFor(const QueryOptions& options, int64_t now_ns,
+                        const std::vector<std::string>& by, int64_t start, int64_t end) {
   LedgerOptions lo;
   lo.start_ns = start;
   lo.end_ns = end;
   lo.by = by;
-  lo.contributors = true;
   lo.database = options.database;
   lo.cancelled = options.cancelled;
   lo.known_until_ns = now_ns;
   lo.max_gpu_minutes = options.limits.max_points;
+  return lo;
+}
+
+Status LedgerOf(Db* db, const QueryOptions& options, int64_t now_ns,
+                const std::vector<std::string>& by, int64_t start, int64_t end,
+                const StepBaselines* baselines, Window* w, StepBaselines* used) {
+  LedgerOptions lo = LedgerFor(options, now_ns, by, start, end);
+  lo.contributors = true;
   lo.baselines = baselines;
   lo.range_yardstick = baselines == nullptr;
   constexpr int64_t kMinuteNs = 60'000'000'000;
@@ -103,16 +110,8 @@ using Shares = std::map<std::vector<std::string>, std::array<double, kLossCount>
 
 Status SharesOf(Db* db, const QueryOptions& options, int64_t now_ns,
                 const std::vector<std::string>& by, int64_t start, int64_t end, Shares* out) {
-  LedgerOptions lo;
-  lo.start_ns = start;
-  lo.end_ns = end;
-  lo.by = by;
-  lo.database = options.database;
-  lo.cancelled = options.cancelled;
-  lo.known_until_ns = now_ns;
-  lo.max_gpu_minutes = options.limits.max_points;
   Ledger ledger;
-  GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
+  GPULSE_RETURN_IF_ERROR(BuildLedger(db, LedgerFor(options, now_ns, by, start, end), &ledger));
   for (const LedgerRow& row : ledger.rows) {
     const double capacity = row.Capacity();
     // A group no agent reported from (before the fleet's data began) has no history.
