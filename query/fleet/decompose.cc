@@ -7,8 +7,6 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
-#include <set>
-#include <unordered_map>
 
 #include "query/fleet/decompose_evidence.h"
 #include "query/fleet/fleet_ledger.h"
@@ -298,6 +296,17 @@ std::vector<Contributor> Contributors(const Window& a, const LedgerRow* ra, cons
   return out;
 }
 
+// A series `name` about one loss of a group: the group's tags and `loss`.
+ResultSeries LossSeries(const char* name, const std::vector<Tag>& tags, size_t loss) {
+  ResultSeries rs;
+  rs.name = name;
+  rs.tags = tags;
+  rs.tags.push_back({"loss", std::string(LossName(static_cast<Loss>(loss)))});
+  std::sort(rs.tags.begin(), rs.tags.end(),
+            [](const Tag& x, const Tag& y) { return x.key < y.key; });
+  return rs;
+}
+
 }  // namespace
 
 Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& options,
@@ -363,7 +372,7 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     for (size_t l = 1; l < kLossCount; ++l) {
       if (l != kSlack) order.push_back(l);
     }
-    std::array<double, kLossCount> noise{}, significance{};
+    std::array<double, kLossCount> systematic{}, noise{}, significance{};
     std::array<Evidence, kLossCount> evidence;
     evidence[static_cast<size_t>(Loss::kHardware)] =
         HardwareEvidence(before.names, ra, after.names, rb);
@@ -372,11 +381,10 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     evidence[static_cast<size_t>(Loss::kNetwork)] =
         NetworkEvidence(before.names, ra, after.names, rb);
     for (size_t l = 1; l < kLossCount; ++l) {
+      systematic[l] = SystematicChange(ra, rb, l);
       noise[l] = Noise(before, after, history, group, l);
-      significance[l] = SystematicChange(ra, rb, l) / noise[l];
+      significance[l] = systematic[l] / noise[l];
     }
-    std::array<double, kLossCount> systematic{};
-    for (size_t l = 1; l < kLossCount; ++l) systematic[l] = SystematicChange(ra, rb, l);
     const auto beyond = [&](size_t l) { return significance[l] >= kStandsOut; };
     const auto stands_out = [&](size_t l) { return beyond(l) || evidence[l].found(); };
     std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
@@ -434,12 +442,7 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
     out->push_back(std::move(summary));
     for (size_t l : order) {
       if (!evidence[l].found()) continue;
-      ResultSeries rs;
-      rs.name = "evidence";
-      rs.tags = tags;
-      rs.tags.push_back({"loss", std::string(LossName(static_cast<Loss>(l)))});
-      std::sort(rs.tags.begin(), rs.tags.end(),
-                [](const Tag& x, const Tag& y) { return x.key < y.key; });
+      ResultSeries rs = LossSeries("evidence", tags, l);
       rs.columns = {"rank", "dimension", "value", "before", "after", "unit"};
       int64_t r = 0;
       for (const EvidenceItem& item : evidence[l].items) {
@@ -455,12 +458,7 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
         continue;  // under 0.05 points: nothing to explain
       const std::vector<Contributor> top = Contributors(before, ra, after, rb, l);
       if (top.empty()) continue;
-      ResultSeries rs;
-      rs.name = "contributors";
-      rs.tags = tags;
-      rs.tags.push_back({"loss", std::string(LossName(static_cast<Loss>(l)))});
-      std::sort(rs.tags.begin(), rs.tags.end(),
-                [](const Tag& x, const Tag& y) { return x.key < y.key; });
+      ResultSeries rs = LossSeries("contributors", tags, l);
       rs.columns = {"rank",  "dimension",     "value",          "before",
                     "after", "change_points", "share_of_change"};
       int64_t r = 0;
