@@ -352,6 +352,7 @@ DbStats DbImpl::GetStats() {
   const WindowCache::Stats cache = window_cache_.stats();
   stats.window_cache_hits = cache.hits;
   stats.window_cache_misses = cache.misses;
+  stats.window_cache_refused = cache.refused;
   stats.window_cache_bytes = cache.bytes;
   return stats;
 }

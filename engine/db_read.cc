@@ -417,6 +417,12 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
     window_starts[nwindows++] = w;
   }
   const std::span<const int64_t> windows(window_starts.data(), nwindows);
+  // The store is read from the first window not cached; that one is not
+  // looked up again there (the cache counts lookups to choose what it
+  // keeps: one read, one lookup).
+  int64_t from = storage::WindowStart(start, window_ns_);
+  int64_t missed = INT64_MIN;
+  size_t next_window = 0;  // windows[next_window..] not seen in the store yet
   if (!windows.empty()) {
     std::array<std::shared_ptr<const PackedWindow>, kCacheFirstWindows> hits;
     size_t nhits = 0;
@@ -425,13 +431,12 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
       if (!cached) break;
       hits[nhits++] = std::move(cached);
     }
-    if (nhits == windows.size()) {
-      ScratchColumn scratch;
-      for (size_t h = 0; h < nhits; ++h) emit_cached(*hits[h], scratch.get());
-      return Status::Ok();
-    }
+    ScratchColumn scratch;
+    for (size_t h = 0; h < nhits; ++h) emit_cached(*hits[h], scratch.get());
+    if (nhits == windows.size()) return Status::Ok();
+    from = missed = windows[nhits];
+    next_window = nhits;
   }
-  size_t next_window = 0;  // windows[next_window..] not seen in the store yet
   // Remembers windows the store has no chunk of, up to `upto`.
   auto note_absent = [&](int64_t upto) {
     while (next_window < windows.size() && windows[next_window] < upto) {
@@ -450,8 +455,7 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
     read_options.snapshot = snapshot != nullptr ? snapshot->get() : nullptr;
     it.reset(store_->NewIterator(read_options));
   }
-  const std::string first = storage::ChunkKey(storage::kRawTier, series_id, field_id,
-                                              storage::WindowStart(start, window_ns_));
+  const std::string first = storage::ChunkKey(storage::kRawTier, series_id, field_id, from);
   Column window;
   window.type = type;
   it->Seek(first);
@@ -466,7 +470,7 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
     note_absent(parts.window_start);
     if (next_window < windows.size() && windows[next_window] == parts.window_start) ++next_window;
     const WindowKey cache_key{series_id, field_id, parts.window_start};
-    if (auto cached = window_cache_.Lookup(cache_key)) {
+    if (auto cached = parts.window_start == missed ? nullptr : window_cache_.Lookup(cache_key)) {
       ScratchColumn scratch;
       emit_cached(*cached, scratch.get());
       // Step over the window's parts without reading them.

@@ -373,6 +373,8 @@ struct DbStats {
   uint64_t writes_refused_full = 0;  // Writes that got ResourceExhausted (wait_when_full off)
   uint64_t window_cache_hits = 0;    // reads of a chunk window answered from memory
   uint64_t window_cache_misses = 0;  // ... and decoded from the store
+  // ... and not kept: the cache was full of windows asked for as often
+  uint64_t window_cache_refused = 0;
   uint64_t window_cache_bytes = 0;
   uint64_t windows_merged = 0;          // chunk windows whose parts were merged into one
   uint64_t retention_runs = 0;          // passes of the retention enforcer

@@ -15,6 +15,7 @@ set(GPULSE_ENGINE_SOURCES
   engine/db_tier_scan.cc
   engine/db_tiers.cc
   engine/db_write.cc
+  engine/frequency_sketch.cc
   engine/head.cc
   engine/series_index.cc
   engine/wal_batch.cc

@@ -209,14 +209,8 @@ template <typename Fn>
 void WindowCache::FindMany(std::span<const WindowKey> keys, Fn&& put) {
   MutexLock l(&mu_);
   for (size_t k = 0; k < keys.size(); ++k) {
-    const size_t i = IndexLocked(keys[k]);
-    if (i == SIZE_MAX) {
-      ++misses_;
-      continue;
-    }
-    ++hits_;
-    slots_[i].referenced = true;
-    put(k, slots_[i].value);
+    const size_t i = LookedUpLocked(keys[k]);
+    if (i != SIZE_MAX) put(k, slots_[i].value);
   }
 }
 
@@ -236,20 +230,27 @@ void WindowCache::LookupTallies(std::span<const WindowKey> keys,
 
 std::shared_ptr<const void> WindowCache::Find(const WindowKey& key) {
   MutexLock l(&mu_);
-  const size_t i = IndexLocked(key);
+  const size_t i = LookedUpLocked(key);
+  return i == SIZE_MAX ? nullptr : slots_[i].value;
+}
+
+size_t WindowCache::LookedUpLocked(const WindowKey& key) {
+  const size_t hash = KeyHash()(key);
+  sketch_.Add(hash);
+  const size_t i = IndexLocked(key, hash);
   if (i == SIZE_MAX) {
     ++misses_;
-    return nullptr;
+    return SIZE_MAX;
   }
   ++hits_;
   slots_[i].referenced = true;
-  return slots_[i].value;
+  return i;
 }
 
-size_t WindowCache::IndexLocked(const WindowKey& key) const {
+size_t WindowCache::IndexLocked(const WindowKey& key, size_t hash) const {
   if (slots_.empty()) return SIZE_MAX;
   const size_t mask = slots_.size() - 1;
-  for (size_t i = KeyHash()(key) & mask; slots_[i].used; i = (i + 1) & mask) {
+  for (size_t i = hash & mask; slots_[i].used; i = (i + 1) & mask) {
     if (slots_[i].key == key) return i;
   }
   return SIZE_MAX;
@@ -281,15 +282,26 @@ void WindowCache::Put(const WindowKey& key, std::shared_ptr<const void> value, u
                       uint64_t epoch) {
   MutexLock l(&mu_);
   if (epoch != epoch_) return;
-  if (const size_t i = IndexLocked(key); i != SIZE_MAX) EraseLocked(i);
+  const size_t hash = KeyHash()(key);
+  if (const size_t i = IndexLocked(key, hash); i != SIZE_MAX) {
+    EraseLocked(i);  // a newer decode of a window kept: always in
+  } else if (bytes_ + bytes > capacity_ && count_ > 0) {
+    // Full: in only if asked for more often lately than what would go first.
+    const size_t victim = VictimLocked();
+    if (sketch_.Estimate(hash) <= sketch_.Estimate(KeyHash()(slots_[victim].key))) {
+      ++refused_;
+      return;
+    }
+    EraseLocked(victim);
+  }
+  while (bytes_ + bytes > capacity_ && count_ > 0) EraseLocked(VictimLocked());
   if ((count_ + 1) * 10 > slots_.size() * 7) GrowLocked();
   const size_t mask = slots_.size() - 1;
-  size_t i = KeyHash()(key) & mask;
+  size_t i = hash & mask;
   while (slots_[i].used) i = (i + 1) & mask;
   slots_[i] = Slot{key, true, true, bytes, std::move(value)};
   ++count_;
   bytes_ += bytes;
-  while (bytes_ > capacity_ && count_ > 0) EvictOneLocked();
 }
 
 void WindowCache::GrowLocked() {
@@ -303,9 +315,13 @@ void WindowCache::GrowLocked() {
     slots_[i] = std::move(s);
   }
   hand_ = 0;
+  // Room for the keys the table may hold before it grows again; the counts
+  // so far are forgotten (the table doubles rarely, while it first fills).
+  const size_t keys = slots_.size() * 7 / 10;
+  if (sketch_.counters() < keys * 4) sketch_.Resize(keys);
 }
 
-void WindowCache::EvictOneLocked() {
+size_t WindowCache::VictimLocked() {
   const size_t mask = slots_.size() - 1;
   while (true) {
     hand_ = (hand_ + 1) & mask;
@@ -315,8 +331,7 @@ void WindowCache::EvictOneLocked() {
       s.referenced = false;
       continue;
     }
-    EraseLocked(hand_);
-    return;
+    return hand_;
   }
 }
 
@@ -355,7 +370,7 @@ void WindowCache::Clear() {
 
 WindowCache::Stats WindowCache::stats() const {
   MutexLock l(&mu_);
-  return Stats{hits_, misses_, bytes_, count_};
+  return Stats{hits_, misses_, bytes_, count_, refused_};
 }
 
 }  // namespace gpulse::engine

@@ -7,13 +7,18 @@
 // Bounded by bytes (Options::window_cache_bytes); what goes out first is
 // chosen by CLOCK (an entry looked up since the hand last passed it gets
 // another round), close to least recently used without a list to relink on
-// every hit. The entries sit in one open-addressing table, so a lookup
-// reads a slot or two of one array: a query reads hundreds of windows, and
-// after other work has run, each pointer followed is a cache miss. Entries never go stale: a flush
-// that writes a window erases its entry, and a compaction clears the cache. A reader that decoded a
-// window from a snapshot taken before such a change must not insert it afterwards: it passes the
-// epoch it saw before taking its snapshot, and Insert refuses it when an invalidation came in
-// between.
+// every hit. Whether a new window goes in at all, once the cache is full, is
+// TinyLFU's rule (FrequencySketch counts every lookup): only if it was asked
+// for more often lately than the entry it would push out. So a query that
+// reads more than the cache holds once (every field of a fleet's hour) is
+// read without pushing out the windows that dashboards ask for again and
+// again; its own windows come in as they are asked for again. The entries sit in one
+// open-addressing table, so a lookup reads a slot or two of one array: a query reads hundreds of
+// windows, and after other work has run, each pointer followed is a cache miss. Entries never go
+// stale: a flush that writes a window erases its entry, and a compaction clears the cache. A reader
+// that decoded a window from a snapshot taken before such a change must not insert it afterwards:
+// it passes the epoch it saw before taking its snapshot, and Insert refuses it when an invalidation
+// came in between.
 //
 // Thread safety: every method may be called from any thread.
 #pragma once
@@ -24,6 +29,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/frequency_sketch.h"
 #include "storage/column.h"
 #include "storage/mutex.h"
 #include "storage/rollup.h"
@@ -115,6 +121,7 @@ class WindowCache {
 
   struct Stats {
     uint64_t hits = 0, misses = 0, bytes = 0, entries = 0;
+    uint64_t refused = 0;  // windows not kept: asked for less often than the one to go
   };
   Stats stats() const;
 
@@ -148,17 +155,29 @@ class WindowCache {
   template <typename Fn>
   void FindMany(std::span<const WindowKey> keys, Fn&& put);
   void Put(const WindowKey& key, std::shared_ptr<const void> value, uint64_t bytes, uint64_t epoch);
-  // The slot holding key, or SIZE_MAX.
-  size_t IndexLocked(const WindowKey& key) const GPULSE_REQUIRES(mu_);
+  // The slot holding key (whose KeyHash is `hash`), or SIZE_MAX.
+  size_t IndexLocked(const WindowKey& key, size_t hash) const GPULSE_REQUIRES(mu_);
+  size_t IndexLocked(const WindowKey& key) const GPULSE_REQUIRES(mu_) {
+    return IndexLocked(key, KeyHash()(key));
+  }
+  // Counts a lookup; the slot holding key, or SIZE_MAX.
+  size_t LookedUpLocked(const WindowKey& key) GPULSE_REQUIRES(mu_);
   void EraseLocked(size_t i) GPULSE_REQUIRES(mu_);
   void GrowLocked() GPULSE_REQUIRES(mu_);
-  void EvictOneLocked() GPULSE_REQUIRES(mu_);
+  // The slot CLOCK would evict next (the hand moves to it, clearing the
+  // referenced bits it passes). The cache must not be empty.
+  size_t VictimLocked() GPULSE_REQUIRES(mu_);
 
   const uint64_t capacity_;
   mutable Mutex mu_;
   uint64_t epoch_ GPULSE_GUARDED_BY(mu_) = 0;
   uint64_t bytes_ GPULSE_GUARDED_BY(mu_) = 0;
-  uint64_t hits_ = 0, misses_ = 0;
+  uint64_t hits_ GPULSE_GUARDED_BY(mu_) = 0;
+  uint64_t misses_ GPULSE_GUARDED_BY(mu_) = 0;
+  uint64_t refused_ GPULSE_GUARDED_BY(mu_) = 0;
+  // Lookups by key lately; sized with the table, never shrunk (a Clear
+  // keeps what was asked for).
+  FrequencySketch sketch_ GPULSE_GUARDED_BY(mu_);
   // Linear probing over a power-of-two table at most 70% full; erasing
   // shifts the run after the slot back, so there are no tombstones.
   std::vector<Slot> slots_ GPULSE_GUARDED_BY(mu_);

@@ -200,6 +200,9 @@ std::string ServerMetrics::Render(const DbStats& db) const {
   Line(&out, "gpulse_window_cache_misses_total", "counter",
        "Chunk windows a query decoded from the store.",
        static_cast<double>(db.window_cache_misses));
+  Line(&out, "gpulse_window_cache_refused_total", "counter",
+       "Decoded chunk windows not kept: the cache was full of windows asked for as often.",
+       static_cast<double>(db.window_cache_refused));
   Line(&out, "gpulse_window_cache_bytes", "gauge", "Memory held by the decoded-window cache.",
        static_cast<double>(db.window_cache_bytes));
   Line(&out, "gpulse_values_written_total", "counter", "Field values written to the engine.",

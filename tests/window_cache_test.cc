@@ -1,4 +1,5 @@
-// The decoded-window cache: its own rules (bound, LRU, epoch refusal), and
+// The decoded-window cache: its own rules (bound, CLOCK with admission by
+// frequency, epoch refusal), and
 // through the Db that a cached window never hides points a later flush
 // stored in the same window, nor a cached "no chunk here" the first chunk
 // a later flush stores in a window.
@@ -11,6 +12,7 @@
 #include <random>
 #include <tuple>
 
+#include "engine/frequency_sketch.h"
 #include "engine/gpulse.h"
 #include "query/query.h"
 #include "tests/support/quiet_db.h"
@@ -231,26 +233,92 @@ TEST(WindowCacheTest, InvalidateDropsTheWindowsWrittenAndClearDropsAll) {
   EXPECT_EQ(cache.stats().bytes, 0u);
 }
 
-TEST(WindowCacheTest, StaysWithinItsBytesKeepingWhatIsLookedUp) {
-  // Each entry is 100 points at uneven times, values too wide to pack
-  // (1,600 bytes plus overhead); room for a few.
-  WindowCache cache(16 << 10);
-  auto column = [] {
-    storage::Column c;
-    c.type = FieldType::kInt;
-    for (int i = 0; i < 100; ++i) {
-      c.ts.push_back(i * i);
-      c.ints.push_back(i % 2 ? INT64_MAX : 0);
-    }
-    return c;
-  };
+// The admission filter's counts: never under the truth (until halved), close
+// to it for most keys at the load it is sized for, and halved after ten
+// lookups for each key it has room for.
+TEST(FrequencySketchTest, CountsLookupsCloselyAndForgetsByHalving) {
+  engine::FrequencySketch sketch;
+  sketch.Resize(1000);
+  const auto hash = [](uint64_t k) { return std::hash<uint64_t>()(k) * 0x9E3779B97F4A7C15ull; };
+  // 1,000 keys, key k asked for k % 8 times.
+  for (uint64_t k = 0; k < 1000; ++k) {
+    for (uint64_t n = 0; n < k % 8; ++n) sketch.Add(hash(k));
+  }
+  int exact = 0;
+  for (uint64_t k = 0; k < 1000; ++k) {
+    const int e = sketch.Estimate(hash(k));
+    ASSERT_GE(e, static_cast<int>(k % 8)) << k;
+    exact += e == static_cast<int>(k % 8);
+  }
+  EXPECT_GT(exact, 900);
+  // 3,500 lookups so far. Room for 1,024 keys (a power of two), so every
+  // count is halved at the 10,240th.
+  for (int n = 0; n < 7000; ++n) sketch.Add(hash(5000 + n % 3));
+  EXPECT_LE(sketch.Estimate(hash(7)), 3);
+}
+
+// Each entry is 100 points at uneven times, values too wide to pack (1,600
+// bytes plus overhead).
+storage::Column Unpackable() {
+  storage::Column c;
+  c.type = FieldType::kInt;
+  for (int i = 0; i < 100; ++i) {
+    c.ts.push_back(i * i);
+    c.ints.push_back(i % 2 ? INT64_MAX : 0);
+  }
+  return c;
+}
+
+// What a reader does: looks the window up, and on a miss decodes and offers it.
+bool Read(WindowCache* cache, const WindowKey& key) {
+  if (cache->Lookup(key) != nullptr) return true;
+  cache->Insert(key, Unpackable(), cache->epoch());
+  return false;
+}
+
+TEST(WindowCacheTest, StaysWithinItsBytesKeepingWhatIsAskedForMostOften) {
+  WindowCache cache(16 << 10);  // room for a few
   for (uint32_t s = 0; s < 20; ++s) {
-    cache.Insert({s, 0, 0}, column(), cache.epoch());
-    ASSERT_NE(cache.Lookup({0, 0, 0}), nullptr) << s;  // looked up each time: never evicted
+    Read(&cache, {s, 0, 0});
+    ASSERT_TRUE(Read(&cache, {0, 0, 0})) << s;  // asked for each time: never out
     EXPECT_LE(cache.stats().bytes, 16u << 10);
   }
-  EXPECT_EQ(cache.Lookup({1, 0, 0}), nullptr);  // the oldest unread ones went
-  EXPECT_NE(cache.Lookup({19, 0, 0}), nullptr);
+  // Full, a window asked for once does not push out one asked for as often...
+  EXPECT_GT(cache.stats().refused, 0u);
+  EXPECT_FALSE(Read(&cache, {19, 0, 0}));
+  // ... and one asked for again does.
+  EXPECT_TRUE(Read(&cache, {19, 0, 0}));
+  EXPECT_TRUE(Read(&cache, {0, 0, 0}));
+  EXPECT_LE(cache.stats().bytes, 16u << 10);
+}
+
+// Issue 23's cold fleet reads: a query that reads ten times what the cache
+// holds, once, between the rounds of a dashboard that asks for the same
+// windows every round, leaves the dashboard's windows cached; without the
+// admission rule (CLOCK alone) it pushed every one of them out.
+TEST(WindowCacheTest, AOneOffReadLargerThanTheCacheLeavesTheWindowsAskedForAgain) {
+  WindowCache cache(256 << 10);  // about 140 entries
+  constexpr uint32_t kDashboard = 60;
+  for (int round = 0; round < 3; ++round) {
+    for (uint32_t s = 0; s < kDashboard; ++s) Read(&cache, {s, 1, 0});
+  }
+  uint32_t next = 1000;
+  for (int scan = 0; scan < 3; ++scan) {
+    for (uint32_t s = 0; s < 1400; ++s) Read(&cache, {next++, 2, 0});
+    EXPECT_LE(cache.stats().bytes, 256u << 10);
+    int kept = 0;
+    for (uint32_t s = 0; s < kDashboard; ++s) kept += Read(&cache, {s, 1, 0});
+    EXPECT_EQ(kept, static_cast<int>(kDashboard)) << "after scan " << scan;
+  }
+  // The cache is not frozen: a new set asked for round after round comes in
+  // as it is asked for more often than what is kept (here, by the eighth
+  // round, the old set's counts not yet halved).
+  int kept = 0;
+  for (int round = 0; round < 8; ++round) {
+    kept = 0;
+    for (uint32_t s = 0; s < kDashboard; ++s) kept += Read(&cache, {5000 + s, 3, 0});
+  }
+  EXPECT_EQ(kept, static_cast<int>(kDashboard));
 }
 
 TEST(WindowCacheTest, ANewPartFlushedIntoACachedWindowIsSeen) {
