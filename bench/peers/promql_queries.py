@@ -44,9 +44,20 @@ PROMQL_QUERIES = "Q1,Q2,Q4,Q5,Q6"
 
 
 def answer(conn, path):
-    t0 = time.perf_counter()
-    conn.request("GET", path)
-    resp = conn.getresponse()
+    # A server may close a keep-alive connection left idle past its timeout
+    # (gpulse's read_timeout, 30 s; the other server's Q6 can take longer at
+    # 100,000 GPUs): the GET is sent again on a new connection, as Go's and
+    # browsers' clients do, and timed from there.
+    for attempt in (1, 2):
+        t0 = time.perf_counter()
+        try:
+            conn.request("GET", path)
+            resp = conn.getresponse()
+            break
+        except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
+            conn.close()
+            if attempt == 2:
+                raise
     body = resp.read()
     elapsed = time.perf_counter() - t0
     if resp.status != 200:
