@@ -10,10 +10,9 @@
 // at 15), only those at the key's smallest (the conservative update, fewer
 // overestimates); its estimate is the smallest of the four. A key's four
 // counters lie in one 64-byte block, so a lookup costs the CPU one cache
-// line, not four. After ten
-// lookups for each key it has room for, every counter is halved, so that
-// "lately" means about that many lookups, and a key asked for often last
-// hour and never since gives way.
+// line, not four. After ten lookups for each key it has room for, every
+// counter is halved, so that "lately" means about that many lookups, and a
+// key asked for often last hour and never since gives way.
 //
 // Thread safety: none; the window cache calls it under its mutex.
 #pragma once
