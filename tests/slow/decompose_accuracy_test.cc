@@ -34,20 +34,23 @@ namespace {
 
 constexpr int kNodes = 48;
 
+uint64_t FreshSeed() {
+  std::random_device device;
+  return 1000 + device() % 1'000'000;
+}
+
 // The first draw's seed: GPULSE_ACCURACY_SEED, or a fresh one.
 uint64_t FirstSeed() {
   if (const char* given = std::getenv("GPULSE_ACCURACY_SEED"))
     return std::strtoull(given, nullptr, 10);
-  std::random_device device;
-  return 1000 + device() % 1'000'000;
+  return FreshSeed();
 }
 
 // The second draw's: the next when replaying, else another fresh one.
 uint64_t SecondSeed(uint64_t first) {
   if (std::getenv("GPULSE_ACCURACY_SEED") != nullptr) return first + 1;
-  std::random_device device;
   uint64_t seed = first;
-  while (seed == first) seed = 1000 + device() % 1'000'000;
+  while (seed == first) seed = FreshSeed();
   return seed;
 }
 
