@@ -15,6 +15,7 @@
 #include "query/fleet/kpis.h"
 #include "query/fleet/ledger_days.h"
 #include "query/fleet/northstar.h"
+#include "query/fleet/rollouts.h"
 #include "query/fleet/stale.h"
 #include "query/plan/condition.h"
 #include "query/plan/plan_cache.h"
@@ -616,6 +617,10 @@ void Execute(Db* db, const StatementList& statements, const QueryOptions& option
         break;
       case StatementKind::kCreateSeason:
         result.status = CreateSeason(db, static_cast<const CreateSeasonStatement&>(*stmt), now);
+        break;
+      case StatementKind::kRollouts:
+        result.status = RunRollouts(db, static_cast<const RolloutsStatement&>(*stmt), in_rows, now,
+                                    &result.series, &result.notes);
         break;
       case StatementKind::kAnomalies:
         result.status = RunAnomalies(db, static_cast<const AnomaliesStatement&>(*stmt), in_rows,

@@ -78,6 +78,7 @@ set(GPULSE_QUERY_FLEET_SOURCES
   query/fleet/ledger_row.cc
   query/fleet/nodes.cc
   query/fleet/northstar.cc
+  query/fleet/rollouts.cc
   query/fleet/stale.cc
 )
 set(GPULSE_QUERY_TOP_SOURCES

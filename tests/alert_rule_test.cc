@@ -78,7 +78,7 @@ TEST(AlertRuleSyntaxTest, ErrorsSayWhatWasExpectedAndWhere) {
   EXPECT_EQ(Canonical("CREATE ALERT a ON NORTHSTAR WHEN value < 0.5 SEVERITY urgent OWNER x"),
             "ERROR: line 1, column 55: expected page, ticket or info, found urgent");
   EXPECT_EQ(Canonical("CREATE ALERT a ON gpu WHEN value < 0.5 SEVERITY page OWNER x"),
-            "ERROR: line 1, column 19: expected NORTHSTAR, SELECT or KPI, found gpu");
+            "ERROR: line 1, column 19: expected NORTHSTAR, ROLLOUTS, SELECT or KPI, found gpu");
   EXPECT_EQ(Canonical("CREATE ALERT a ON KPI k WHEN v > 1 SEVERITY page OWNER x WEBHOOK url"),
             "ERROR: line 1, column 66: expected the webhook's URL as a 'string', found url");
   EXPECT_EQ(Canonical("CREATE ALERT a ON NORTHSTAR WHEN value < 0.5 FOR soon SEVERITY page "
@@ -111,6 +111,18 @@ TEST(AlertRuleCompileTest, DefaultsAreWrittenIntoTheStoredText) {
             "ticket OWNER ml");
   EXPECT_FALSE(r->uses_baseline);
   EXPECT_EQ(r->for_ns, 20 * kMinute);
+
+  // A rollout is watched over the last six hours unless the rule says.
+  r = query::CompileAlertRule(
+      "create alert bad_rollout on rollouts when evidence >= 3 severity page owner infra");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->text,
+            "CREATE ALERT bad_rollout ON ROLLOUTS OVER 6h WHEN evidence >= 3 SEVERITY page OWNER "
+            "infra");
+  EXPECT_EQ(Canonical("CREATE ALERT r ON ROLLOUTS WHERE region = 'us-east' OVER 12h WHEN "
+                      "evidence >= 4 SEVERITY ticket OWNER ml"),
+            "CREATE ALERT r ON ROLLOUTS WHERE region = 'us-east' OVER 12h WHEN evidence >= 4 "
+            "SEVERITY ticket OWNER ml");
 }
 
 TEST(AlertRuleCompileTest, RulesThatCannotRunAreRefused) {

@@ -219,7 +219,7 @@ TEST(QueryParserTest, DocumentedExamplesRoundTrip) {
     EXPECT_EQ(RoundTrip(line).rfind("ERROR", 0), std::string::npos)
         << line << ": " << RoundTrip(line);
   }
-  EXPECT_EQ(examples, 56);
+  EXPECT_EQ(examples, 58);
 }
 
 // The tree with every binary and unary node in parentheses.
@@ -341,7 +341,8 @@ TEST(QueryParserTest, ErrorTable) {
       {"CREATE DATABASE fleet WITH DURATION 30d", 1, 23, "CREATE DATABASE takes a name only"},
       {"CREATE DATABASE", 1, 16, "found end of input"},
       {"", 1, 1,
-       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE or ANOMALIES, "
+       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE, ANOMALIES or "
+       "ROLLOUTS, "
        "found end of "
        "input"},
       {"SELECT mean(x) WHERE a = 1", 1, 16, "expected FROM, found WHERE"},
@@ -383,7 +384,8 @@ TEST(QueryParserTest, ErrorTable) {
       {"SELECT a FROM m WHERE (a = 1", 1, 29, "expected ), found end of input"},
       {"SELECT a FROM m extra", 1, 17, "expected ; or end of input, found extra"},
       {"SELECT a FROM m;;", 1, 17,
-       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE or ANOMALIES, "
+       "expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE, ANOMALIES or "
+       "ROLLOUTS, "
        "found ;"},
       {"SELECT a AS FROM m", 1, 13, "expected identifier, found FROM"},
       {"DELETE", 1, 7, "expected WHERE, found end of input"},

@@ -231,6 +231,7 @@ TEST_F(ServerAuthTest, ScopeMatrix) {
       // Fleet statements.
       {"northstar dbB", get, "NORTHSTAR OVER 1h", "db=dbB", 200, 403, 403, 200, 401},
       {"anomalies dbA", get, "ANOMALIES OVER 1h", "db=dbA", 200, 200, 403, 403, 401},
+      {"rollouts dbB", get, "ROLLOUTS OVER 6h", "db=dbB", 200, 403, 403, 200, 401},
       // Statements that change data: read and write on their database.
       {"delete dbB", post, "DELETE FROM scratch", "db=dbB", 200, 403, 403, 200, 401},
       {"delete FROM dbB", post, "DELETE FROM \"dbB\"..scratch", "db=dbA", 200, 403, 403, 200, 401},

@@ -69,6 +69,7 @@ TEST(StatementReachTest, EachStatementKind) {
       {"DECOMPOSE NORTHSTAR BETWEEN now() - 2h AND now() - 1h VERSUS now() - 1h AND now()", "a",
        "db:a"},
       {"ANOMALIES OVER 1h", "", "db:"},
+      {"ROLLOUTS OVER 6h", "a", "db:a"},
       {"DELETE FROM m", "a", "db:a+write"},
       {"DELETE FROM b..m", "a", "db:b+write"},
       {"DROP SERIES FROM m", "", "db:+write"},
@@ -76,6 +77,8 @@ TEST(StatementReachTest, EachStatementKind) {
       {"CREATE SEASON s FROM '2026-01-01' TO '2026-01-02'", "a", "every+write"},
       {"DROP ALERT x", "a", "every+write"},
       {"CREATE ALERT x ON NORTHSTAR WHEN value < 0.5 SEVERITY page OWNER infra", "a",
+       "every+write"},
+      {"CREATE ALERT x ON ROLLOUTS WHEN evidence >= 3 SEVERITY page OWNER infra", "a",
        "every+write"},
   };
   for (const Case& c : cases) {

@@ -249,6 +249,8 @@ class RuleEvaluator {
       return rule_.select_span_ns;
     } else if (rule_.statement->source->kind == StatementKind::kNorthstar) {
       over = static_cast<const NorthstarStatement&>(*rule_.statement->source).over.get();
+    } else if (rule_.statement->source->kind == StatementKind::kRollouts) {
+      over = static_cast<const RolloutsStatement&>(*rule_.statement->source).over.get();
     }
     if (over == nullptr) return 0;
     const Result<int64_t> v = DurationNanos(*over);
@@ -391,6 +393,11 @@ Result<AlertRule> CompileAlertRule(std::unique_ptr<CreateAlertStatement> s) {
                      "a rule's NORTHSTAR has one value per group at each evaluation: leave out "
                      "EVERY");
     }
+  } else if (s->source->kind == StatementKind::kRollouts) {
+    auto& r = static_cast<RolloutsStatement&>(*s->source);
+    if (r.over == nullptr && !HasTimeCondition(r.condition.get())) {
+      r.over = DurationLiteral(kDefaultRolloutsOver);
+    }
   } else if (s->source->kind == StatementKind::kSelect) {
     const auto& select = static_cast<const SelectStatement&>(*s->source);
     // The lower bound must move with now(): a fixed date would make each
@@ -428,6 +435,8 @@ Result<AlertRule> CompileAlertRule(std::unique_ptr<CreateAlertStatement> s) {
       select->condition =
           MakeBinary(BinaryOp::kAnd, std::move(select->condition), std::move(before_now));
       list->push_back(std::move(select));
+    } else if (statement->source->kind == StatementKind::kRollouts) {
+      list->push_back(CloneRollouts(static_cast<const RolloutsStatement&>(*statement->source)));
     } else {
       list->push_back(CloneNorthstar(static_cast<const NorthstarStatement&>(*statement->source)));
     }

@@ -1,5 +1,5 @@
 // Alert rules: what a CREATE ALERT statement means. A rule names a source
-// (NORTHSTAR, a KPI or a SELECT), evaluated at an instant into one sample
+// (NORTHSTAR, ROLLOUTS, a KPI or a SELECT), evaluated at an instant into one sample
 // per group, and a WHEN condition over each sample's columns; the condition
 // may compare an expression of them with its own history: baseline(x),
 // mad(x), sigma(x) and deviation(x) are the median, median absolute
@@ -33,11 +33,13 @@ inline constexpr std::string_view kAlertDefinitionKind = "alert";
 // stored, and no stored rule may take its name.
 inline constexpr std::string_view kFreshnessRuleName = "collection_contract";
 
-// What a rule reads when its statement does not say: NORTHSTAR and KPI
-// sources look back this far from the evaluation instant, and a rule that
+// What a rule reads when its statement does not say: NORTHSTAR, KPI and
+// ROLLOUTS sources look back this far from the evaluation instant (a
+// rollout is watched for its first hours), and a rule that
 // uses the baseline compares with this much history.
 inline constexpr std::string_view kDefaultNorthstarOver = "30m";
 inline constexpr std::string_view kDefaultKpiOver = "1h";
+inline constexpr std::string_view kDefaultRolloutsOver = "6h";
 inline constexpr int64_t kDefaultBaselineHistoryNs = 7 * 86400LL * 1'000'000'000;
 
 struct AlertRule {

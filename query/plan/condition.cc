@@ -74,14 +74,24 @@ std::unique_ptr<NorthstarStatement> CloneNorthstar(const NorthstarStatement& s) 
   return c;
 }
 
+std::unique_ptr<RolloutsStatement> CloneRollouts(const RolloutsStatement& s) {
+  auto c = std::make_unique<RolloutsStatement>();
+  c->pos = s.pos;
+  c->condition = CloneOrNull(s.condition);
+  c->over = CloneOrNull(s.over);
+  return c;
+}
+
 std::unique_ptr<CreateAlertStatement> CloneCreateAlert(const CreateAlertStatement& s) {
   auto c = std::make_unique<CreateAlertStatement>();
   c->pos = s.pos;
   c->name = s.name;
   if (s.source != nullptr && s.source->kind == StatementKind::kSelect) {
     c->source = CloneSelect(static_cast<const SelectStatement&>(*s.source));
+  } else if (s.source != nullptr && s.source->kind == StatementKind::kRollouts) {
+    c->source = CloneRollouts(static_cast<const RolloutsStatement&>(*s.source));
   } else if (s.source != nullptr) {
-    // The parser gives CREATE ALERT a NORTHSTAR or a SELECT, nothing else.
+    // The parser gives CREATE ALERT a NORTHSTAR, ROLLOUTS or SELECT, nothing else.
     c->source = CloneNorthstar(static_cast<const NorthstarStatement&>(*s.source));
   }
   c->kpi = s.kpi;

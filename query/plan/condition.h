@@ -55,6 +55,7 @@ Source CloneSource(const Source& s);
 // A copy of a SELECT's tree (its subqueries too), without kept plans.
 std::unique_ptr<SelectStatement> CloneSelect(const SelectStatement& s);
 std::unique_ptr<NorthstarStatement> CloneNorthstar(const NorthstarStatement& s);
+std::unique_ptr<RolloutsStatement> CloneRollouts(const RolloutsStatement& s);
 // A copy of a CREATE ALERT (its NORTHSTAR or SELECT source too): a compiled
 // rule owns its tree while the parsed list stays the caller's.
 std::unique_ptr<CreateAlertStatement> CloneCreateAlert(const CreateAlertStatement& s);

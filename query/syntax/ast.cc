@@ -470,6 +470,13 @@ std::string AnomaliesStatement::ToString() const {
   return out;
 }
 
+std::string RolloutsStatement::ToString() const {
+  std::string out = "ROLLOUTS";
+  AppendCondition(condition, &out);
+  if (over != nullptr) out += " OVER " + over->ToString();
+  return out;
+}
+
 std::string DecomposeStatement::ToString() const {
   std::string out = "DECOMPOSE NORTHSTAR BETWEEN ";
   // The bounds are parsed above AND's precedence, so comparisons need parens.

@@ -102,6 +102,7 @@ enum class StatementKind : unsigned char {
   kDropDefinition,  // DROP ALERT, DROP SEASON
   kAnomalies,
   kCreateDatabase,
+  kRollouts,
 };
 
 // A number no other statement of the process has had: what the executor's
@@ -260,6 +261,15 @@ struct AnomaliesStatement : Statement {
   std::unique_ptr<Expr> over;
 };
 
+// ROLLOUTS [WHERE cond] [OVER span]: syntax only (query/fleet/rollouts.h).
+struct RolloutsStatement : Statement {
+  RolloutsStatement() : Statement(StatementKind::kRollouts) {}
+  std::string ToString() const override;
+
+  std::unique_ptr<Expr> condition;
+  std::unique_ptr<Expr> over;
+};
+
 enum class Severity : unsigned char { kPage, kTicket, kInfo };
 std::string_view SeverityName(Severity severity);  // "page", "ticket", "info"
 
@@ -270,14 +280,14 @@ enum class AlertAction : unsigned char { kNone, kDegrade };
 
 // CREATE ALERT name ON source WHEN condition [BASELINE history] [FOR duration]
 //   SEVERITY page|ticket|info OWNER team [WEBHOOK 'url'] [ACTION degrade]
-// where source is NORTHSTAR ..., KPI name [OVER duration], or a SELECT.
+// where source is NORTHSTAR ..., ROLLOUTS ..., KPI name [OVER duration], or a SELECT.
 // Syntax only; query/fleet/alert_rule.h gives it meaning.
 struct CreateAlertStatement : Statement {
   CreateAlertStatement() : Statement(StatementKind::kCreateAlert) {}
   std::string ToString() const override;
 
   std::string name;
-  std::unique_ptr<Statement> source;  // a NorthstarStatement or SelectStatement; null for KPI
+  std::unique_ptr<Statement> source;  // a Northstar, Rollouts or Select statement; null for KPI
   std::string kpi;                    // ON KPI <kpi>
   std::unique_ptr<Expr> kpi_over;     // ON KPI k OVER <duration>; null for the default
   std::unique_ptr<Expr> when;

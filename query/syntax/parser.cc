@@ -167,6 +167,7 @@ class Parser {
   bool ParseCreateSeason(std::unique_ptr<Statement>* out);
   bool ParseCreateDatabase(std::unique_ptr<Statement>* out);
   bool ParseAnomalies(std::unique_ptr<Statement>* out);
+  bool ParseRollouts(std::unique_ptr<Statement>* out);
   bool ExpectWord(std::string_view upper_word);
   bool ParseTimeBound(std::unique_ptr<Expr>* out);
 
@@ -247,6 +248,10 @@ bool Parser::ParseStatement(std::unique_ptr<Statement>* out) {
         ok = ParseAnomalies(out);
         break;
       }
+      if (PeekWord("rollouts")) {
+        ok = ParseRollouts(out);
+        break;
+      }
       if (PeekWord("create") && PeekWord("season", 1)) {
         ok = ParseCreateSeason(out);
         break;
@@ -259,7 +264,9 @@ bool Parser::ParseStatement(std::unique_ptr<Statement>* out) {
         ok = ParseCreateAlert(out);
         break;
       }
-      return Fail("SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE or ANOMALIES");
+      return Fail(
+          "SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE, ANOMALIES or "
+          "ROLLOUTS");
   }
   if (ok) (*out)->pos = start;
   return ok;
@@ -669,6 +676,16 @@ bool Parser::ParseAnomalies(std::unique_ptr<Statement>* out) {
   return true;
 }
 
+// rollouts = "ROLLOUTS" [where] ["OVER" duration]
+bool Parser::ParseRollouts(std::unique_ptr<Statement>* out) {
+  Consume();
+  auto s = std::make_unique<RolloutsStatement>();
+  if (Accept(TokenKind::kWhere) && !ParseCondition(&s->condition)) return false;
+  if (Accept(TokenKind::kOver) && !ParseDuration(&s->over)) return false;
+  *out = std::move(s);
+  return true;
+}
+
 // decompose = "DECOMPOSE" "NORTHSTAR" "BETWEEN" time "AND" time "VERSUS" time "AND" time
 //             ["BY" ident {"," ident}]
 bool Parser::ParseDecompose(std::unique_ptr<Statement>* out) {
@@ -699,7 +716,7 @@ bool Parser::ExpectWord(std::string_view upper_word) {
 // create_alert = "CREATE" "ALERT" ident "ON" source "WHEN" expr ["BASELINE" duration]
 //                ["FOR" duration] "SEVERITY" ("page" | "ticket" | "info") "OWNER" ident
 //                ["WEBHOOK" string] ["ACTION" "degrade"]
-// source = northstar | select | "KPI" ident ["OVER" duration]
+// source = northstar | rollouts | select | "KPI" ident ["OVER" duration]
 bool Parser::ParseCreateAlert(std::unique_ptr<Statement>* out) {
   Consume();
   auto s = std::make_unique<CreateAlertStatement>();
@@ -712,12 +729,14 @@ bool Parser::ParseCreateAlert(std::unique_ptr<Statement>* out) {
     std::unique_ptr<SelectStatement> select;
     if (!ParseSelect(&select)) return false;
     s->source = std::move(select);
+  } else if (PeekWord("rollouts")) {
+    if (!ParseRollouts(&s->source)) return false;
   } else if (PeekWord("kpi")) {
     Consume();
     if (!ParseIdent(&s->kpi)) return false;
     if (Accept(TokenKind::kOver) && !ParseDuration(&s->kpi_over)) return false;
   } else {
-    return Fail("NORTHSTAR, SELECT or KPI");
+    return Fail("NORTHSTAR, ROLLOUTS, SELECT or KPI");
   }
   if (!ExpectWord("WHEN")) return false;
   in_when_ = true;

@@ -90,6 +90,7 @@ Result<Reach> StatementReach(const Statement& statement, std::string_view query_
     case StatementKind::kNorthstar:
     case StatementKind::kDecompose:
     case StatementKind::kAnomalies:
+    case StatementKind::kRollouts:
       return OnDatabase(named, query_database, false);
     case StatementKind::kCreateDatabase:
       return Reach{Reach::Kind::kDatabase,

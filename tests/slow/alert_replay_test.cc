@@ -2,10 +2,12 @@
 // is stored, then the incident day arrives minute by minute over HTTP while
 // the alert rules are evaluated each minute, as gpulse serve does. The
 // page-level rules of docs/metric-framework.md must fire within 15 minutes
-// of an incident's start (a thermal event on one node; the goodput drop of a
-// bad driver upgrade), and not before it.
+// of an incident's start (a thermal event on one node; a bad driver upgrade,
+// by its goodput drop or its failures as a rollout), and not before it.
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "tests/support/alert_replay.h"
 #include "tests/support/scratch_dir.h"
@@ -88,12 +90,22 @@ TEST_F(AlertReplayTest, PageRulesFireWithinFifteenMinutesOfTheIncident) {
   // the upgrade is watched.
   play(thermal.start_ns + 30 * kMinute, upgrade.start_ns - kHour, false);
   fired = play(upgrade.start_ns - kHour, upgrade.start_ns);
-  for (const test::Firing& f : fired) EXPECT_NE(f.rule, "goodput_drop") << report(fired);
+  for (const test::Firing& f : fired) {
+    EXPECT_NE(f.rule, "goodput_drop") << report(fired);
+    EXPECT_NE(f.rule, "bad_rollout") << report(fired);
+  }
   fired = play(upgrade.start_ns, upgrade.start_ns + 30 * kMinute);
-  std::erase_if(fired, [](const test::Firing& f) { return f.rule != "goodput_drop"; });
-  ASSERT_FALSE(fired.empty()) << "the driver upgrade's goodput drop was not detected";
+  std::erase_if(fired, [](const test::Firing& f) {
+    return f.rule != "goodput_drop" && f.rule != "bad_rollout";
+  });
+  ASSERT_FALSE(fired.empty()) << "the driver upgrade was not detected";
   const int64_t upgrade_ttd = fired[0].fired_ns - upgrade.start_ns;
   EXPECT_LE(upgrade_ttd, 15 * kMinute) << report(fired);
+  // The rollout rule names the driver that fails.
+  const auto rollout = std::find_if(fired.begin(), fired.end(),
+                                    [](const test::Firing& f) { return f.rule == "bad_rollout"; });
+  ASSERT_NE(rollout, fired.end()) << report(fired);
+  EXPECT_EQ(rollout->group, "driver_version=" + upgrade.driver_version) << report(fired);
   std::printf("time to detect, driver upgrade: %lld min (%s)\n",
               static_cast<long long>(upgrade_ttd / kMinute), report(fired).c_str());
 }

@@ -26,12 +26,16 @@ namespace gpulse::test {
 // (capacity idle for want of demand is not an outage), and asks that the
 // loss be spread over three failed jobs or more: one large job failing
 // moves a cluster's goodput as much as a regression's first minutes do.
+// The rollout rule watches each driver and image new to the last six hours
+// and pages when its software failures are beyond chance at the rest's
+// rate (query/fleet/rollouts.h): a bad deploy, from its first failures.
 inline constexpr const char* kRecommendedPageRules[] = {
     "CREATE ALERT goodput_drop ON NORTHSTAR BY cluster OVER 15m WHEN 1 - value - slack > "
     "baseline(1 - value - slack) + 0.05 AND failed_jobs >= 3 FOR 1m SEVERITY page OWNER infra",
     "CREATE ALERT thermal_node ON SELECT count(throttle_reasons) FROM gpu WHERE throttle_reasons "
     ">= 32 AND throttle_reasons < 128 AND time > now() - 5m GROUP BY node WHEN value >= 20 FOR "
     "5m SEVERITY page OWNER infra",
+    "CREATE ALERT bad_rollout ON ROLLOUTS WHEN evidence >= 3 SEVERITY page OWNER infra",
 };
 
 struct Firing {

@@ -1,0 +1,198 @@
+// ROLLOUTS [WHERE tags and time] [OVER span] (rollouts.h).
+
+#include "query/fleet/rollouts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <unordered_set>
+#include <utility>
+
+#include "query/fleet/fleet_ledger.h"
+#include "query/plan/condition.h"
+#include "query/runtime/eval.h"
+
+namespace gpulse::query {
+
+namespace {
+
+constexpr int64_t kHourNs = 3600LL * 1'000'000'000;
+// A cohort's first minutes are told to this step.
+constexpr int64_t kStepNs = 600LL * 1'000'000'000;
+constexpr int64_t kDefaultOverNs = 6 * kHourNs;
+// The multipliers the evidence averages over: 2^1 .. 2^10.
+constexpr int kMultipliers = 10;
+
+// One driver or image over the window, by step: the GPU-minutes it ran
+// (its exposure) and the attempts that failed there for software reasons.
+struct Cohort {
+  struct Step {
+    double minutes = 0;
+    std::vector<uint64_t> failed;
+  };
+  std::map<int64_t, Step> steps;
+  double minutes = 0;
+  std::unordered_set<uint64_t> failed;
+  int64_t first_ns = INT64_MAX;
+};
+
+// The evidence at the end of each step from the cohort's first, at `rate`
+// failures a GPU-minute, and the largest: a sequential test stops at the
+// first crossing, and the evidence it reached stays reached while later
+// steps without failures dilute the running figure.
+double PeakEvidence(const Cohort& c, double rate) {
+  std::unordered_set<uint64_t> seen;
+  double minutes = 0, peak = -INFINITY;
+  for (const auto& [t, step] : c.steps) {
+    minutes += step.minutes;
+    seen.insert(step.failed.begin(), step.failed.end());
+    peak = std::max(peak, RolloutEvidence(static_cast<double>(seen.size()), rate * minutes));
+  }
+  return peak;
+}
+
+std::string FormatRate(double per_hour) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3g", per_hour);
+  return text;
+}
+
+}  // namespace
+
+double RolloutEvidence(double failures, double expected) {
+  // log of the average of exp(k ln θ - (θ - 1) μ), summed stably.
+  double terms[kMultipliers];
+  double top = -INFINITY;
+  for (int j = 0; j < kMultipliers; ++j) {
+    const double theta = std::ldexp(1.0, j + 1);
+    terms[j] = failures * std::log(theta) - (theta - 1) * expected;
+    top = std::max(top, terms[j]);
+  }
+  double sum = 0;
+  for (const double t : terms) sum += std::exp(t - top);
+  return (top + std::log(sum / kMultipliers)) / std::log(10.0);
+}
+
+Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& options, int64_t now_ns,
+                   std::vector<ResultSeries>* out, std::vector<std::string>* notes) {
+  int64_t over = kDefaultOverNs;
+  if (s.over != nullptr) {
+    const Result<int64_t> v = DurationNanos(*s.over);
+    if (!v.ok()) return v.status();
+    if (*v < 2 * kHourNs) {
+      return ErrorAt(*s.over,
+                     "OVER must be 2h or more: a rollout is what did not run in the window's "
+                     "first hour");
+    }
+    over = *v;
+  }
+  TimeRange range;
+  std::unique_ptr<Expr> rest;
+  if (s.condition) GPULSE_RETURN_IF_ERROR(ExtractTime(*s.condition, now_ns, &range, &rest));
+  if ((range.has_lo || range.has_hi) && s.over) {
+    return ErrorAt(*s.over, "give the range either in WHERE time or with OVER, not both");
+  }
+  constexpr int64_t kMinuteNs = 60'000'000'000;
+  const auto minute = [](int64_t t) { return t - ((t % kMinuteNs) + kMinuteNs) % kMinuteNs; };
+  LedgerOptions lo;
+  lo.end_ns = minute(range.has_hi ? range.hi : now_ns);
+  lo.start_ns = minute(range.has_lo ? range.lo : lo.end_ns - over);
+  if (lo.end_ns - lo.start_ns < 2 * kHourNs) {
+    return Status::InvalidArgument(
+        "ROLLOUTS reads 2h or more: a rollout is what did not run in the range's first hour");
+  }
+  TagCondition where;
+  GPULSE_RETURN_IF_ERROR(where.CompileTagsOnly(rest.get(), "ROLLOUTS"));
+  if (rest != nullptr) lo.where = &where;
+  // Steps from the range's start: a cohort seen in its first hour is not new.
+  lo.every_ns = kStepNs;
+  lo.contributors = true;
+  lo.keep_days = false;
+  lo.database = options.database;
+  lo.cancelled = options.cancelled;
+  lo.known_until_ns = now_ns;
+  lo.max_gpu_minutes = options.limits.max_points;
+  Ledger ledger;
+  GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
+
+  std::map<std::pair<std::string, std::string>, Cohort> cohorts;
+  for (const LedgerRow& row : ledger.rows) {
+    for (const auto& [id, minutes] : row.contributors[0]) {
+      const auto& name = ledger.contributor_names[id];
+      if (name.first != "driver_version" && name.first != "image") continue;
+      Cohort& c = cohorts[name];
+      c.minutes += minutes;
+      c.steps[row.bucket_ns].minutes += minutes;
+      c.first_ns = std::min(c.first_ns, row.bucket_ns);
+    }
+    for (const auto& [id, attempts] : row.software_failures) {
+      Cohort& c = cohorts[ledger.contributor_names[id]];
+      c.failed.insert(attempts.begin(), attempts.end());
+      auto& failed = c.steps[row.bucket_ns].failed;
+      failed.insert(failed.end(), attempts.begin(), attempts.end());
+    }
+  }
+  // Each dimension's totals, from which the rest of a cohort's is taken.
+  std::map<std::string, std::pair<double, double>> totals;  // dimension -> (failures, minutes)
+  for (const auto& [name, c] : cohorts) {
+    totals[name.first].first += static_cast<double>(c.failed.size());
+    totals[name.first].second += c.minutes;
+  }
+  const int64_t new_from = lo.start_ns + kHourNs;
+  std::vector<std::pair<double, ResultSeries>> found;  // (evidence, series)
+  for (const auto& [name, c] : cohorts) {
+    if (c.first_ns < new_from || c.minutes <= 0) continue;  // not new to the range
+    const double failures = static_cast<double>(c.failed.size());
+    const double rest_failures = totals[name.first].first - failures;
+    const double rest_minutes = totals[name.first].second - c.minutes;
+    ResultSeries rs;
+    rs.name = "rollouts";
+    rs.tags = {{name.first, name.second}};
+    rs.columns = {"time",      "evidence",   "failures",          "expected",
+                  "gpu_hours", "rate_ratio", "rest_per_gpu_hour", "verdict"};
+    std::vector<QueryValue> row = {QueryValue(c.first_ns)};
+    double evidence = -INFINITY;
+    if (rest_minutes <= 0) {
+      // Nothing else of its kind ran: nothing to compare with.
+      row.insert(row.end(),
+                 {QueryValue(), QueryValue(failures), QueryValue(), QueryValue(c.minutes / 60),
+                  QueryValue(), QueryValue(),
+                  QueryValue(std::string("no other ") + name.first + " ran to compare with")});
+    } else {
+      // The rest's rate, counting one failure more than it had: a fleet
+      // whose other cohorts never failed does not make one failure of the
+      // new one infinitely surprising.
+      const double rate = (rest_failures + 1) / rest_minutes;
+      const double expected = rate * c.minutes;
+      evidence = PeakEvidence(c, rate);
+      row.insert(
+          row.end(),
+          {QueryValue(evidence), QueryValue(failures), QueryValue(expected),
+           QueryValue(c.minutes / 60), QueryValue(failures / expected), QueryValue(60 * rate),
+           QueryValue(std::string(evidence >= kRolloutEvidenceCalled ? "fails beyond chance"
+                                                                     : "within chance"))});
+    }
+    rs.values.push_back(std::move(row));
+    found.push_back({evidence, std::move(rs)});
+  }
+  if (found.empty()) {
+    notes->push_back("no driver_version or image began running in the range");
+    return Status::Ok();
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (auto& [evidence, rs] : found) {
+    if (evidence >= kRolloutEvidenceCalled) {
+      const auto& values = rs.values.front();
+      notes->push_back(rs.tags.front().key + " " + rs.tags.front().value + ": " +
+                       FormatRate(std::get<double>(values[2])) + " software failures where " +
+                       FormatRate(std::get<double>(values[3])) +
+                       " were expected at the rest's rate: fails beyond chance");
+    }
+    out->push_back(std::move(rs));
+  }
+  return Status::Ok();
+}
+
+}  // namespace gpulse::query

@@ -1,0 +1,146 @@
+// ROLLOUTS (query/fleet/rollouts.h): the evidence of a sequential test a
+// rule may read every minute without its false pages growing with the
+// looks; the drivers and images new to a window, a bad driver called from
+// its first failures and a healthy fleet's rollouts left alone; errors.
+
+#include "query/fleet/rollouts.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "query/query.h"
+#include "tests/support/fleet_db.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/time_units.h"
+
+namespace gpulse {
+namespace {
+
+using gpulse::test::kDay;
+using gpulse::test::kHour;
+using gpulse::test::kMinute;
+constexpr int64_t kT0 = 1793577600LL * 1'000'000'000;  // 2026-11-02T00:00:00Z
+
+TEST(RolloutEvidenceTest, GrowsWithFailuresAndShrinksWithWhatWasExpected) {
+  EXPECT_LT(query::RolloutEvidence(0, 0.1), 0);
+  EXPECT_LT(query::RolloutEvidence(1, 0.1), query::RolloutEvidence(2, 0.1));
+  EXPECT_LT(query::RolloutEvidence(3, 0.5), query::RolloutEvidence(3, 0.05));
+  // One failure where 0.02 were expected is not enough to wake anyone; three
+  // where 0.04 were are (the simulated bad driver's first ten minutes).
+  EXPECT_LT(query::RolloutEvidence(1, 0.02), query::kRolloutEvidenceCalled);
+  EXPECT_GE(query::RolloutEvidence(3, 0.04), query::kRolloutEvidenceCalled);
+  // As many failures as expected is no evidence, however many.
+  EXPECT_LT(query::RolloutEvidence(50, 50), 0);
+}
+
+// A cohort that fails at the rate expected, watched after every step: the
+// share of watches in which the evidence ever reaches the called level must
+// stay near the 1 in 1,000 it stands for (Ville's inequality), where a
+// fixed-sample test checked at every step would cross far more often. A
+// cohort failing 30 times as often is called in nearly every watch.
+TEST(RolloutEvidenceTest, WatchedAfterEveryStepAHealthyCohortIsCalledOnceInAThousand) {
+  std::mt19937_64 rng(20261128);
+  constexpr int kWatches = 20000, kSteps = 200;
+  constexpr double kExpectedPerStep = 0.02;  // 4 failures over the watch
+  const auto called_share = [&](double multiplier) {
+    std::poisson_distribution<int> failures(kExpectedPerStep * multiplier);
+    int called = 0;
+    for (int w = 0; w < kWatches; ++w) {
+      int k = 0;
+      for (int step = 1; step <= kSteps; ++step) {
+        k += failures(rng);
+        if (query::RolloutEvidence(k, kExpectedPerStep * step) >= query::kRolloutEvidenceCalled) {
+          ++called;
+          break;
+        }
+      }
+    }
+    return static_cast<double>(called) / kWatches;
+  };
+  EXPECT_LE(called_share(1), 0.001);
+  EXPECT_GE(called_share(30), 0.99);
+}
+
+class RolloutsTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<Db> Simulate(const std::string& name, const std::vector<std::string>& incidents) {
+    std::unique_ptr<Db> db = test::OpenQuietDb(dir_.path() + "/" + name);
+    if (db != nullptr) test::SimulateInto(db.get(), test::SmallFleet(8, 2, 11, kT0, incidents));
+    return db;
+  }
+
+  // ROLLOUTS as a live server would answer it at `now_ns`.
+  static StatementResult At(Db* db, int64_t now_ns, const std::string& q = "ROLLOUTS") {
+    QueryOptions options;
+    options.now_ns = now_ns;
+    QueryResult r;
+    EXPECT_TRUE(gpulse::Query(db, q, options, &r).ok());
+    return r.statements.at(0);
+  }
+
+  static std::string Column(const ResultSeries& s, const std::string& name) {
+    const size_t c = std::find(s.columns.begin(), s.columns.end(), name) - s.columns.begin();
+    EXPECT_LT(c, s.columns.size()) << name;
+    const QueryValue& v = s.values.at(0).at(c);
+    if (std::holds_alternative<std::string>(v)) return std::get<std::string>(v);
+    if (std::holds_alternative<double>(v)) return std::to_string(std::get<double>(v));
+    return std::to_string(std::get<int64_t>(v));
+  }
+
+  storage::ScratchDir dir_;
+};
+
+TEST_F(RolloutsTest, ABadDriverIsCalledFromItsFirstFailuresAndAHealthyFleetIsLeftAlone) {
+  auto bad = Simulate("bad", {"driver-upgrade@1d10h/6h"});
+  auto clean = Simulate("clean", {});
+  const int64_t upgrade = kT0 + kDay + 10 * kHour;
+  // Before the upgrade, no driver is new.
+  StatementResult r = At(bad.get(), upgrade - 10 * kMinute);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  for (const ResultSeries& s : r.series) EXPECT_NE(s.tags.at(0).key, "driver_version");
+  // Two hours after it, the new driver leads, called, with its first ten
+  // minutes as the time it came.
+  r = At(bad.get(), upgrade + 2 * kHour);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_FALSE(r.series.empty());
+  const ResultSeries& first = r.series[0];
+  EXPECT_EQ(first.tags.at(0).key, "driver_version");
+  EXPECT_EQ(first.tags.at(0).value, "550.90.07");
+  EXPECT_EQ(std::get<int64_t>(first.values.at(0).at(0)), upgrade);
+  EXPECT_EQ(Column(first, "verdict"), "fails beyond chance");
+  EXPECT_GT(std::stod(Column(first, "failures")), 5 * std::stod(Column(first, "expected")));
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes[0].find("driver_version 550.90.07"), std::string::npos) << r.notes[0];
+  // The same fleet without the bad driver: whatever is new in any six
+  // hours of the second day, nothing is called.
+  for (int64_t t = kT0 + kDay + kHour; t <= kT0 + 2 * kDay; t += 2 * kHour) {
+    r = At(clean.get(), t);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    for (const ResultSeries& s : r.series) {
+      EXPECT_EQ(Column(s, "verdict"), "within chance")
+          << s.tags.at(0).key << "=" << s.tags.at(0).value << " at " << t;
+      EXPECT_NE(s.tags.at(0).key, "driver_version");
+    }
+  }
+}
+
+TEST_F(RolloutsTest, StatementErrorsNameTheFault) {
+  auto db = Simulate("fleet", {});
+  const int64_t now = kT0 + kDay + 12 * kHour;
+  StatementResult r = At(db.get(), now, "ROLLOUTS OVER 30m");
+  EXPECT_EQ(r.status.message(),
+            "line 1, column 15: OVER must be 2h or more: a rollout is what did not run in the "
+            "window's first hour");
+  r = At(db.get(), now, "ROLLOUTS WHERE time > now() - 6h OVER 6h");
+  EXPECT_EQ(r.status.message(),
+            "line 1, column 39: give the range either in WHERE time or with OVER, not both");
+  r = At(db.get(), now, "ROLLOUTS WHERE time > now() - 1h");
+  EXPECT_EQ(r.status.message(),
+            "ROLLOUTS reads 2h or more: a rollout is what did not run in the range's first hour");
+  r = At(db.get(), now, "ROLLOUTS WHERE util > 3");
+  EXPECT_TRUE(r.status.IsInvalidArgument()) << r.status.ToString();
+}
+
+}  // namespace
+}  // namespace gpulse
