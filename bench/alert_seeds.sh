@@ -9,6 +9,7 @@
 #
 # Usage: bench/alert_seeds.sh [N (default 20)] [SEED...]
 #   BIN=build/bench/alert_replay  NODES=16
+#   INCIDENTS="thermal@2h/4h driver-upgrade@10h/6h" (offsets from the played day's start)
 set -euo pipefail
 bin=${BIN:-build/bench/alert_replay}
 n=${1:-20}
@@ -19,8 +20,9 @@ echo "seeds: ${seeds[*]}"
 out=$(mktemp /tmp/gpulse-alert-seeds.XXXXXX)
 trap 'rm -f "$out"' EXIT
 for seed in "${seeds[@]}"; do
-  "$bin" --nodes "${NODES:-16}" --seed "$seed" --live-days 1 --watch 60 \
-    --incident thermal@2h/4h --incident driver-upgrade@10h/6h 2>/dev/null |
+  incidents=()
+  for spec in ${INCIDENTS:-thermal@2h/4h driver-upgrade@10h/6h}; do incidents+=(--incident "$spec"); done
+  "$bin" --nodes "${NODES:-16}" --seed "$seed" --live-days 1 --watch 60 "${incidents[@]}" 2>/dev/null |
     sed -n "s/^incident \([a-z-]*\)-1 .*: \(.*\)$/$seed \1 \2/p; s/^firings no incident explains: \(.*\)/$seed unexplained \1/p" |
     tee -a "$out"
 done

@@ -7,8 +7,13 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
+#include <set>
+#include <string>
+#include <utility>
 
+#include "query/fleet/fleet_ledger.h"
 #include "query/query.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
@@ -95,13 +100,19 @@ TEST_F(RolloutsTest, ABadDriverIsCalledFromItsFirstFailuresAndAHealthyFleetIsLef
   auto bad = Simulate("bad", {"driver-upgrade@1d10h/6h"});
   auto clean = Simulate("clean", {});
   const int64_t upgrade = kT0 + kDay + 10 * kHour;
+  // In the data's first hours nothing is new: there is nothing before to be new to.
+  StatementResult r = At(bad.get(), kT0 + 3 * kHour);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  EXPECT_TRUE(r.series.empty());
+  ASSERT_FALSE(r.notes.empty());
+  EXPECT_NE(r.notes[0].find("ran in the range's first hour"), std::string::npos) << r.notes[0];
   // Before the upgrade, no driver is new.
-  StatementResult r = At(bad.get(), upgrade - 10 * kMinute);
+  r = At(bad.get(), upgrade - 10 * kMinute);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   for (const ResultSeries& s : r.series) EXPECT_NE(s.tags.at(0).key, "driver_version");
   // Two hours after it, the new driver leads, called, with its first ten
-  // minutes as the time it came.
-  r = At(bad.get(), upgrade + 2 * kHour);
+  // minutes (on the clock's grid, whenever it is asked) as the time it came.
+  r = At(bad.get(), upgrade + 2 * kHour + 7 * kMinute);
   ASSERT_TRUE(r.status.ok()) << r.status.ToString();
   ASSERT_FALSE(r.series.empty());
   const ResultSeries& first = r.series[0];
@@ -123,6 +134,44 @@ TEST_F(RolloutsTest, ABadDriverIsCalledFromItsFirstFailuresAndAHealthyFleetIsLef
       EXPECT_NE(s.tags.at(0).key, "driver_version");
     }
   }
+}
+
+// ROLLOUTS reads the ledger counting drivers and images alone, from the
+// range's start; DECOMPOSE's full trace (from the day's start) must give the
+// same minutes and failures per driver and image.
+TEST_F(RolloutsTest, CountingCohortsAloneGivesWhatTheFullTraceGives) {
+  auto db = Simulate("bad", {"driver-upgrade@1d10h/6h", "framework-regression@1d8h/8h"});
+  using Counts = std::map<std::pair<std::string, std::string>, std::pair<double, size_t>>;
+  const auto counts = [&](bool contributors) {
+    query::LedgerOptions lo;
+    lo.start_ns = kT0 + kDay + 9 * kHour + 17 * kMinute;
+    lo.end_ns = kT0 + kDay + 14 * kHour;
+    lo.every_ns = 10 * kMinute;
+    lo.known_until_ns = lo.end_ns;
+    (contributors ? lo.contributors : lo.cohorts) = true;
+    query::Ledger ledger;
+    const Status s = query::BuildLedger(db.get(), lo, &ledger);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    Counts out;
+    std::map<std::pair<std::string, std::string>, std::set<uint64_t>> failed;
+    for (const query::LedgerRow& row : ledger.rows) {
+      for (const auto& [id, minutes] : row.contributors[0]) {
+        const auto& name = ledger.contributor_names[id];
+        if (name.first == "driver_version" || name.first == "image") out[name].first += minutes;
+      }
+      for (const auto& [id, attempts] : row.software_failures)
+        failed[ledger.contributor_names[id]].insert(attempts.begin(), attempts.end());
+    }
+    for (const auto& [name, attempts] : failed) out[name].second = attempts.size();
+    return out;
+  };
+  const Counts full = counts(true), alone = counts(false);
+  EXPECT_EQ(alone, full);
+  ASSERT_TRUE(full.contains({"driver_version", "550.90.07"}));
+  EXPECT_GT(full.at({"driver_version", "550.90.07"}).second, 3u);
+  size_t images = 0;
+  for (const auto& [name, c] : full) images += name.first == "image";
+  EXPECT_GE(images, 3u);
 }
 
 TEST_F(RolloutsTest, StatementErrorsNameTheFault) {

@@ -55,6 +55,12 @@ struct LedgerOptions {
   bool keep_days = true;
   // Trace each loss's minutes to the contributors below (DECOMPOSE).
   bool contributors = false;
+  // Count only each driver_version's and image's GPU-minutes (their
+  // presence, in contributors[0]) and software failures (software_failures),
+  // without the other contributors and evidence: what ROLLOUTS reads. Its
+  // minutes are classified from the range's start, not the day's, so it
+  // reads less than contributors does. (Implied by contributors.)
+  bool cohorts = false;
   // The baselines to judge the range's steps by instead of each day's
   // yardstick, the medians of the day before (a class and width missing
   // from them still gets the day's own). DECOMPOSE passes the earlier

@@ -226,8 +226,8 @@ class LedgerBuilder {
     }
     // Whole hours are kept for reuse (ledger_days.h) when nothing but the
     // shape (database, WHERE, BY) and the day decides them.
-    may_keep_ = o_.keep_days && !o_.contributors && o_.baselines == nullptr &&
-                !o_.range_yardstick && (o_.where == nullptr || !o_.where_text.empty()) &&
+    may_keep_ = o_.keep_days && !Cohorts() && o_.baselines == nullptr && !o_.range_yardstick &&
+                (o_.where == nullptr || !o_.where_text.empty()) &&
                 o_.known_until_ns < INT64_MAX / 2;
     if (may_keep_) {
       shape_ = o_.database + '\0' + o_.where_text;
@@ -365,6 +365,10 @@ class LedgerBuilder {
                         std::array<double, kLossCount>* add, const Ended** failed);
   void CountMinute(GpuWalk* w, int32_t m, int64_t t, const std::array<double, kLossCount>& add,
                    const Ended* failed);
+  void CountCohorts(GpuWalk* w, int32_t m, const std::array<double, kLossCount>& add,
+                    const Ended* failed, uint64_t attempt_hash, LedgerRow* row);
+  // Whether drivers and images are traced (contributors, or cohorts alone).
+  bool Cohorts() const { return o_.contributors || o_.cohorts; }
   // The last job a GPU held in the day before start_, and the minute:
   // false when it held none.
   Status LastJobBefore(const Series& gpu, std::string* job, int64_t* t, bool* found);

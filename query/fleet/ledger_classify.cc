@@ -237,6 +237,8 @@ void LedgerBuilder::StartWalk(const Series& gpu, const std::vector<Column>& cols
               kNone,
               kNone,
               kNone};
+  } else if (o_.cohorts) {
+    w->ids.assign(9, kNone);  // the driver (5) and image (6) only
   }
 }
 
@@ -265,6 +267,7 @@ Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column
     w->last_record = record;
     w->last_t = t;
     if (o_.contributors && !healthy) unhealthy_[*w->last_job].push_back({t, w->ids[2], w->ids[3]});
+    if (o_.cohorts && !o_.contributors) w->ids[6] = record != nullptr ? record->image : kNone;
     if (o_.contributors) {
       w->ids[6] = record != nullptr ? record->image : kNone;
       w->ids[7] = record != nullptr ? record->framework : kNone;
@@ -297,6 +300,7 @@ Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column
       (*failed = RestartGap(*w->last_record, w->last_t, t)) != nullptr) {
     // Idle while its failed job comes back: the failure's cost.
     (*add)[static_cast<size_t>((*failed)->cause)] = 1;
+    if (Cohorts()) w->ids[6] = w->last_record->image;
     if (o_.contributors) {
       w->ids[6] = w->last_record->image;
       w->ids[7] = w->last_record->framework;
@@ -331,7 +335,10 @@ void LedgerBuilder::CountMinute(GpuWalk* w, int32_t m, int64_t t,
     attempt.loss = failed->cause;
     attempt.minutes += add[static_cast<size_t>(failed->cause)];
   }
-  if (!o_.contributors) return;
+  if (!o_.contributors) {
+    if (o_.cohorts) CountCohorts(w, m, add, failed, attempt_hash, &row);
+    return;
+  }
   w->ids[5] = w->n != nullptr && !w->n->driver.empty() ? w->n->driver[m] : kNone;
   // The evidence: XIDs by GPU, troubled links, software failures by driver and image.
   if (w->hardware_xid) row.xid_minutes[w->ids[3]] += 1;
@@ -354,6 +361,22 @@ void LedgerBuilder::CountMinute(GpuWalk* w, int32_t m, int64_t t,
         add[static_cast<size_t>(Loss::kHardware)];
   }
   w->ids[6] = w->ids[7] = w->ids[8] = kNone;
+}
+
+// The minute's driver and image (LedgerOptions::cohorts without contributors):
+// their presence, and the software failure that threw the minute away.
+void LedgerBuilder::CountCohorts(GpuWalk* w, int32_t m, const std::array<double, kLossCount>& add,
+                                 const Ended* failed, uint64_t attempt_hash, LedgerRow* row) {
+  w->ids[5] = w->n != nullptr && !w->n->driver.empty() ? w->n->driver[m] : kNone;
+  double capacity = 0;
+  for (const double v : add) capacity += v;
+  for (const size_t k : {size_t{5}, size_t{6}}) {
+    if (w->ids[k] == kNone) continue;
+    row->contributors[0][w->ids[k]] += capacity;
+    if (failed != nullptr && failed->cause == Loss::kSoftware)
+      row->software_failures[w->ids[k]].insert(attempt_hash);
+  }
+  w->ids[6] = kNone;
 }
 
 Status LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols) {
@@ -386,7 +409,7 @@ Status LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& col
       GPULSE_RETURN_IF_ERROR(ReportedMinute(gpu, cols, &w, t, &add, &failed));
     }
     if (t < range_start_ && !keeping_) {  // read for the GPU's state only
-      if (o_.contributors) w.ids[6] = w.ids[7] = w.ids[8] = kNone;
+      if (Cohorts()) w.ids[6] = w.ids[7] = w.ids[8] = kNone;
       continue;
     }
     CountMinute(&w, m, t, add, failed);

@@ -156,10 +156,10 @@ Status LedgerBuilder::ReadSteps() {
   GPULSE_RETURN_IF_ERROR(SeriesOf("job_step", &listed));
   const std::vector<Series>& series = *listed;
   // The image and framework (strings of every step minute) are read only
-  // for contributors.
+  // for contributors or cohorts.
   std::vector<std::string> fields = {
       "job", "step", "step_time_ms", "data_loader_ms", "grad_sync_ms", "workload_class"};
-  if (o_.contributors) fields.insert(fields.end(), {"image", "framework"});
+  if (Cohorts()) fields.insert(fields.end(), {"image", "framework"});
   for (const Series& s : series) {
     GPULSE_RETURN_IF_ERROR(Check());
     std::vector<Column> cols;
@@ -187,7 +187,7 @@ Status LedgerBuilder::ReadSteps() {
       if (record.workload_class.empty() && cls.At(ts) && cols[5].type == FieldType::kString) {
         record.workload_class = cols[5].strings[cls.index()];
       }
-      if (o_.contributors && record.image == kNone) {
+      if (Cohorts() && record.image == kNone) {
         if (cols[6].type == FieldType::kString && image.At(ts))
           record.image = Intern(6, cols[6].strings[image.index()]);
         if (cols[7].type == FieldType::kString && framework.At(ts)) {
@@ -305,7 +305,7 @@ Status LedgerBuilder::ReadNodes() {
     NodeMinutes& n = nodes_[TagOf(s, "node")];
     n.reported.assign(minutes_, 0);
     n.maintenance.assign(minutes_, 0);
-    if (o_.contributors) {
+    if (Cohorts()) {
       n.driver.assign(minutes_, kNone);
       if (cols[2].type == FieldType::kString) {
         for (size_t i = 0; i < cols[2].size(); ++i)

@@ -6,8 +6,11 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <set>
+#include <string>
 #include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "query/fleet/fleet_ledger.h"
 #include "query/plan/condition.h"
@@ -52,9 +55,9 @@ double PeakEvidence(const Cohort& c, double rate) {
   return peak;
 }
 
-std::string FormatRate(double per_hour) {
+std::string FormatFigure(double x) {
   char text[32];
-  std::snprintf(text, sizeof text, "%.3g", per_hour);
+  std::snprintf(text, sizeof text, "%.3g", x);
   return text;
 }
 
@@ -105,10 +108,10 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
   TagCondition where;
   GPULSE_RETURN_IF_ERROR(where.CompileTagsOnly(rest.get(), "ROLLOUTS"));
   if (rest != nullptr) lo.where = &where;
-  // Steps from the range's start: a cohort seen in its first hour is not new.
-  lo.every_ns = kStepNs;
-  lo.contributors = true;
-  lo.keep_days = false;
+  // Ten-minute steps on the epoch's grid, so that a rollout's first is the
+  // same whenever it is asked.
+  lo.bucket_of = [](int64_t t) { return t - ((t % kStepNs) + kStepNs) % kStepNs; };
+  lo.cohorts = true;
   lo.database = options.database;
   lo.cancelled = options.cancelled;
   lo.known_until_ns = now_ns;
@@ -139,10 +142,24 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
     totals[name.first].first += static_cast<double>(c.failed.size());
     totals[name.first].second += c.minutes;
   }
-  const int64_t new_from = lo.start_ns + kHourNs;
+  // New: seen in no step that began within the range's first hour.
+  const int64_t hour_on = lo.start_ns + kHourNs;
+  const int64_t new_from =
+      hour_on + (kStepNs - ((hour_on % kStepNs) + kStepNs) % kStepNs) % kStepNs;
+  // A dimension nothing of which ran in the first hour (the data's first
+  // hours, or a WHERE that matched nothing then) has nothing to be new to.
+  std::set<std::string> ran_first;
+  for (const auto& [name, c] : cohorts) {
+    if (c.first_ns < new_from && c.minutes > 0) ran_first.insert(name.first);
+  }
+  std::set<std::string> unknown;
   std::vector<std::pair<double, ResultSeries>> found;  // (evidence, series)
   for (const auto& [name, c] : cohorts) {
     if (c.first_ns < new_from || c.minutes <= 0) continue;  // not new to the range
+    if (!ran_first.contains(name.first)) {
+      unknown.insert(name.first);
+      continue;
+    }
     const double failures = static_cast<double>(c.failed.size());
     const double rest_failures = totals[name.first].first - failures;
     const double rest_minutes = totals[name.first].second - c.minutes;
@@ -176,6 +193,11 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
     rs.values.push_back(std::move(row));
     found.push_back({evidence, std::move(rs)});
   }
+  for (const std::string& dimension : unknown) {
+    notes->push_back(
+        "no " + dimension +
+        " ran in the range's first hour (the data's first hours?): none is called new");
+  }
   if (found.empty()) {
     notes->push_back("no driver_version or image began running in the range");
     return Status::Ok();
@@ -186,8 +208,8 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
     if (evidence >= kRolloutEvidenceCalled) {
       const auto& values = rs.values.front();
       notes->push_back(rs.tags.front().key + " " + rs.tags.front().value + ": " +
-                       FormatRate(std::get<double>(values[2])) + " software failures where " +
-                       FormatRate(std::get<double>(values[3])) +
+                       FormatFigure(std::get<double>(values[2])) + " software failures where " +
+                       FormatFigure(std::get<double>(values[3])) +
                        " were expected at the rest's rate: fails beyond chance");
     }
     out->push_back(std::move(rs));
