@@ -67,10 +67,7 @@ LedgerOptions LedgerFor(const QueryOptions& options, int64_t now_ns,
   lo.start_ns = start;
   lo.end_ns = end;
   lo.by = by;
-  lo.database = options.database;
-  lo.cancelled = options.cancelled;
-  lo.known_until_ns = now_ns;
-  lo.max_gpu_minutes = options.limits.max_points;
+  lo.AskedBy(options, now_ns);
   return lo;
 }
 

@@ -24,6 +24,7 @@
 #include "engine/gpulse.h"
 #include "query/fleet/ledger_row.h"
 #include "query/plan/condition.h"
+#include "query/runtime/result.h"
 
 namespace gpulse::query {
 
@@ -69,6 +70,15 @@ struct LedgerOptions {
   // Without `baselines`: judge the steps by the medians over the whole range
   // (DECOMPOSE's earlier window), returned in Ledger::baselines.
   bool range_yardstick = false;
+
+  // What a statement's options and clock decide: its database, its
+  // cancellation, what was known at `now_ns`, and its points limit.
+  void AskedBy(const QueryOptions& options, int64_t now_ns) {
+    database = options.database;
+    cancelled = options.cancelled;
+    known_until_ns = now_ns;
+    max_gpu_minutes = options.limits.max_points;
+  }
 };
 
 struct Ledger {

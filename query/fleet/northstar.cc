@@ -114,10 +114,7 @@ Status RunNorthstar(Db* db, const NorthstarStatement& s, const QueryOptions& opt
     lo.where = &where;
     lo.where_text = rest->ToString();  // the shape of the days kept (ledger_days.h)
   }
-  lo.database = options.database;
-  lo.cancelled = options.cancelled;
-  lo.known_until_ns = now_ns;
-  lo.max_gpu_minutes = options.limits.max_points;
+  lo.AskedBy(options, now_ns);
   Ledger ledger;
   GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
   const std::vector<LedgerRow>& rows = ledger.rows;

@@ -112,10 +112,7 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
   // same whenever it is asked.
   lo.bucket_of = [](int64_t t) { return t - ((t % kStepNs) + kStepNs) % kStepNs; };
   lo.cohorts = true;
-  lo.database = options.database;
-  lo.cancelled = options.cancelled;
-  lo.known_until_ns = now_ns;
-  lo.max_gpu_minutes = options.limits.max_points;
+  lo.AskedBy(options, now_ns);
   Ledger ledger;
   GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
 
