@@ -201,7 +201,7 @@ EOF
 
 # A query that does not parse: HTTP 400; the CLI prints the server's message.
 check parse_error 1 -execute 'SELEC util FROM gpu' <<'EOF'
-ERR: error parsing query: line 1, column 1: expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE or ANOMALIES, found SELEC
+ERR: error parsing query: line 1, column 1: expected SELECT, SHOW, EXPLAIN, DELETE, DROP, CREATE, NORTHSTAR, DECOMPOSE, ANOMALIES or ROLLOUTS, found SELEC
 EOF
 
 # One failing statement among three: the others answer, the CLI exits 1.
