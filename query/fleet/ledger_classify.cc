@@ -267,9 +267,8 @@ Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column
     w->last_record = record;
     w->last_t = t;
     if (o_.contributors && !healthy) unhealthy_[*w->last_job].push_back({t, w->ids[2], w->ids[3]});
-    if (o_.cohorts && !o_.contributors) w->ids[6] = record != nullptr ? record->image : kNone;
+    if (Cohorts()) w->ids[6] = record != nullptr ? record->image : kNone;
     if (o_.contributors) {
-      w->ids[6] = record != nullptr ? record->image : kNone;
       w->ids[7] = record != nullptr ? record->framework : kNone;
       w->ids[8] = w->last_team =
           w->team != nullptr && w->team->type == FieldType::kString && w->team_at.At(t)
@@ -302,7 +301,6 @@ Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column
     (*add)[static_cast<size_t>((*failed)->cause)] = 1;
     if (Cohorts()) w->ids[6] = w->last_record->image;
     if (o_.contributors) {
-      w->ids[6] = w->last_record->image;
       w->ids[7] = w->last_record->framework;
       w->ids[8] = w->last_team;
     }

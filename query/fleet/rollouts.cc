@@ -27,12 +27,14 @@ constexpr int64_t kDefaultOverNs = 6 * kHourNs;
 // The multipliers the evidence averages over: 2^1 .. 2^10.
 constexpr int kMultipliers = 10;
 
-// One driver or image over the window, by step: the GPU-minutes it ran
-// (its exposure) and the attempts that failed there for software reasons.
+// One driver or image over the window: the GPU-minutes it ran (its
+// exposure) and the attempts that failed there for software reasons, in all
+// and by step (a failure in the step it is first counted in: its lost
+// minutes may span several).
 struct Cohort {
   struct Step {
     double minutes = 0;
-    std::vector<uint64_t> failed;
+    int failures = 0;
   };
   std::map<int64_t, Step> steps;
   double minutes = 0;
@@ -45,12 +47,11 @@ struct Cohort {
 // first crossing, and the evidence it reached stays reached while later
 // steps without failures dilute the running figure.
 double PeakEvidence(const Cohort& c, double rate) {
-  std::unordered_set<uint64_t> seen;
-  double minutes = 0, peak = -INFINITY;
+  double minutes = 0, failures = 0, peak = -INFINITY;
   for (const auto& [t, step] : c.steps) {
     minutes += step.minutes;
-    seen.insert(step.failed.begin(), step.failed.end());
-    peak = std::max(peak, RolloutEvidence(static_cast<double>(seen.size()), rate * minutes));
+    failures += step.failures;
+    peak = std::max(peak, RolloutEvidence(failures, rate * minutes));
   }
   return peak;
 }
@@ -117,7 +118,7 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
   GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
 
   std::map<std::pair<std::string, std::string>, Cohort> cohorts;
-  for (const LedgerRow& row : ledger.rows) {
+  for (const LedgerRow& row : ledger.rows) {  // one group, by step
     for (const auto& [id, minutes] : row.contributors[0]) {
       const auto& name = ledger.contributor_names[id];
       if (name.first != "driver_version" && name.first != "image") continue;
@@ -128,9 +129,8 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
     }
     for (const auto& [id, attempts] : row.software_failures) {
       Cohort& c = cohorts[ledger.contributor_names[id]];
-      c.failed.insert(attempts.begin(), attempts.end());
-      auto& failed = c.steps[row.bucket_ns].failed;
-      failed.insert(failed.end(), attempts.begin(), attempts.end());
+      for (const uint64_t attempt : attempts)
+        c.steps[row.bucket_ns].failures += c.failed.insert(attempt).second;
     }
   }
   // Each dimension's totals, from which the rest of a cohort's is taken.
@@ -165,28 +165,23 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
     rs.tags = {{name.first, name.second}};
     rs.columns = {"time",      "evidence",   "failures",          "expected",
                   "gpu_hours", "rate_ratio", "rest_per_gpu_hour", "verdict"};
-    std::vector<QueryValue> row = {QueryValue(c.first_ns)};
-    double evidence = -INFINITY;
-    if (rest_minutes <= 0) {
-      // Nothing else of its kind ran: nothing to compare with.
-      row.insert(row.end(),
-                 {QueryValue(), QueryValue(failures), QueryValue(), QueryValue(c.minutes / 60),
-                  QueryValue(), QueryValue(),
-                  QueryValue(std::string("no other ") + name.first + " ran to compare with")});
-    } else {
-      // The rest's rate, counting one failure more than it had: a fleet
-      // whose other cohorts never failed does not make one failure of the
-      // new one infinitely surprising.
-      const double rate = (rest_failures + 1) / rest_minutes;
-      const double expected = rate * c.minutes;
-      evidence = PeakEvidence(c, rate);
-      row.insert(
-          row.end(),
-          {QueryValue(evidence), QueryValue(failures), QueryValue(expected),
-           QueryValue(c.minutes / 60), QueryValue(failures / expected), QueryValue(60 * rate),
-           QueryValue(std::string(evidence >= kRolloutEvidenceCalled ? "fails beyond chance"
-                                                                     : "within chance"))});
-    }
+    // The rest's rate, counting one failure more than it had: a fleet whose
+    // other cohorts never failed does not make one failure of the new one
+    // infinitely surprising. (The rest ran: something of the dimension ran in
+    // the first hour, and this cohort did not.)
+    const double rate = (rest_failures + 1) / rest_minutes;
+    const double expected = rate * c.minutes;
+    const double evidence = PeakEvidence(c, rate);
+    std::vector<QueryValue> row = {
+        QueryValue(c.first_ns),
+        QueryValue(evidence),
+        QueryValue(failures),
+        QueryValue(expected),
+        QueryValue(c.minutes / 60),
+        QueryValue(failures / expected),
+        QueryValue(60 * rate),
+        QueryValue(std::string(evidence >= kRolloutEvidenceCalled ? "fails beyond chance"
+                                                                  : "within chance"))};
     rs.values.push_back(std::move(row));
     found.push_back({evidence, std::move(rs)});
   }
