@@ -27,6 +27,9 @@ constexpr int64_t kDefaultOverNs = 6 * kHourNs;
 // The multipliers the evidence averages over: 2^1 .. 2^10.
 constexpr int kMultipliers = 10;
 
+// `t` rounded down to a multiple of `step` (times before 1970 too).
+int64_t Floor(int64_t t, int64_t step) { return t - ((t % step) + step) % step; }
+
 // One driver or image over the window: the GPU-minutes it ran (its
 // exposure) and the attempts that failed there for software reasons, in all
 // and by step (a failure in the step it is first counted in: its lost
@@ -98,10 +101,9 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
     return ErrorAt(*s.over, "give the range either in WHERE time or with OVER, not both");
   }
   constexpr int64_t kMinuteNs = 60'000'000'000;
-  const auto minute = [](int64_t t) { return t - ((t % kMinuteNs) + kMinuteNs) % kMinuteNs; };
   LedgerOptions lo;
-  lo.end_ns = minute(range.has_hi ? range.hi : now_ns);
-  lo.start_ns = minute(range.has_lo ? range.lo : lo.end_ns - over);
+  lo.end_ns = Floor(range.has_hi ? range.hi : now_ns, kMinuteNs);
+  lo.start_ns = Floor(range.has_lo ? range.lo : lo.end_ns - over, kMinuteNs);
   if (lo.end_ns - lo.start_ns < 2 * kHourNs) {
     return Status::InvalidArgument(
         "ROLLOUTS reads 2h or more: a rollout is what did not run in the range's first hour");
@@ -111,7 +113,7 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
   if (rest != nullptr) lo.where = &where;
   // Ten-minute steps on the epoch's grid, so that a rollout's first is the
   // same whenever it is asked.
-  lo.bucket_of = [](int64_t t) { return t - ((t % kStepNs) + kStepNs) % kStepNs; };
+  lo.bucket_of = [](int64_t t) { return Floor(t, kStepNs); };
   lo.cohorts = true;
   lo.AskedBy(options, now_ns);
   Ledger ledger;
@@ -140,9 +142,7 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
     totals[name.first].second += c.minutes;
   }
   // New: seen in no step that began within the range's first hour.
-  const int64_t hour_on = lo.start_ns + kHourNs;
-  const int64_t new_from =
-      hour_on + (kStepNs - ((hour_on % kStepNs) + kStepNs) % kStepNs) % kStepNs;
+  const int64_t new_from = Floor(lo.start_ns + kHourNs + kStepNs - 1, kStepNs);
   // A dimension nothing of which ran in the first hour (the data's first
   // hours, or a WHERE that matched nothing then) has nothing to be new to.
   std::set<std::string> ran_first;
