@@ -839,6 +839,90 @@ TEST_F(NorthstarTest, DecomposeTracesAHardwareFailureToTheGpuThatFailed) {
   EXPECT_EQ(share.count("node=n1"), 0u);
 }
 
+// Twelve jobs an hour, each run for two minutes on two GPUs of node n1, on
+// a fleet of two nodes; in the first hour each waits `wait_before` minutes
+// after it is submitted, in the second `wait_after`, asking for `asked`
+// GPUs, while node n2 stays idle. Returns the DECOMPOSE of the first hour
+// against the second.
+class QueueWaitsTest : public NorthstarTest {
+ protected:
+  StatementResult Run(int wait_before, int wait_after, int64_t asked) {
+    std::map<int, std::string> running;  // minute -> job on n1's GPUs 0-1
+    for (int hour = 0; hour < 2; ++hour) {
+      const int wait = hour == 0 ? wait_before : wait_after;
+      for (int k = 0; k < 12; ++k) {
+        const std::string job = "j" + std::to_string(hour) + "-" + std::to_string(k);
+        const int submitted = 60 * hour + 5 * k, started = submitted + wait;
+        Sched("submitted", kT0 + submitted * kMinute, job, {{"requested_gpus", asked}});
+        Sched("started", kT0 + started * kMinute, job, {{"nodes", std::string("n1")}});
+        Sched("ended", kT0 + (started + 2) * kMinute, job, {{"status", std::string("succeeded")}});
+        running[started] = running[started + 1] = job;
+      }
+    }
+    for (int m = 0; m < 120; ++m) {
+      const int64_t t = kT0 + m * kMinute;
+      const auto it = running.find(m);
+      for (const std::string node : {"n1", "n2"}) {
+        Node(t, false, 8, node);
+        for (int g = 0; g < 8; ++g) {
+          Gpu(g, t, node == "n1" && g < 2 && it != running.end() ? it->second : "", 0, node);
+        }
+      }
+      if (it != running.end()) Step(t, it->second, m + 1, "n1");
+    }
+    Flush();
+    return DecomposeFirstTwoHours(db_.get());
+  }
+
+  // The scheduling loss's verdict and its evidence table, if any.
+  static std::pair<std::string, const ResultSeries*> Scheduling(const StatementResult& r) {
+    std::string verdict;
+    for (const auto& row : r.series.at(0).values) {
+      if (std::get<std::string>(row[1]) == "scheduling") verdict = std::get<std::string>(row[9]);
+    }
+    for (const ResultSeries& s : r.series) {
+      if (s.name == "evidence" && s.tags.at(0).value == "scheduling") return {verdict, &s};
+    }
+    return {verdict, nullptr};
+  }
+};
+
+// A scheduler that stops placing what fits (no backfill, a wrong order)
+// leaves jobs waiting beside idle GPUs: DECOMPOSE shows the region as the
+// scheduling loss's evidence and ranks the loss first, whatever its size.
+TEST_F(QueueWaitsTest, JobsWaitingBesideRoomForThemAreTheSchedulersEvidence) {
+  const StatementResult r = Run(/*wait_before=*/0, /*wait_after=*/4, /*asked=*/2);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const auto [verdict, evidence] = Scheduling(r);
+  EXPECT_EQ(std::get<std::string>(r.series.at(0).values.at(1)[1]), "scheduling");
+  EXPECT_NE(verdict.find("evidence"), std::string::npos) << verdict;
+  ASSERT_NE(evidence, nullptr);
+  const auto& item = evidence->values.at(0);
+  EXPECT_EQ(std::get<std::string>(item[1]), "region");
+  EXPECT_EQ(std::get<std::string>(item[2]), "r1");
+  // Minutes in which a job waited beside room: none of 60 before, three
+  // whole minutes of each of the 12 jobs after.
+  EXPECT_DOUBLE_EQ(std::get<double>(item[3]), 0.0);
+  EXPECT_DOUBLE_EQ(std::get<double>(item[4]), 36.0 / 60);
+}
+
+// Waits are evidence only beyond the region's own habit: a scheduler as
+// slow in both windows is not.
+TEST_F(QueueWaitsTest, WaitsAsSlowAsBeforeAreNotEvidence) {
+  const StatementResult same = Run(/*wait_before=*/4, /*wait_after=*/4, /*asked=*/2);
+  ASSERT_TRUE(same.status.ok()) << same.status.ToString();
+  EXPECT_EQ(Scheduling(same).first, "within its usual range");
+  EXPECT_EQ(Scheduling(same).second, nullptr);
+}
+
+// A job wider than any node's room (it needs whole nodes) waiting beside
+// idle GPUs is not waiting beside room for it.
+TEST_F(QueueWaitsTest, AJobWiderThanEveryNodesRoomIsNotWaitingBesideRoom) {
+  const StatementResult wide = Run(/*wait_before=*/0, /*wait_after=*/4, /*asked=*/16);
+  ASSERT_TRUE(wide.status.ok()) << wide.status.ToString();
+  EXPECT_EQ(Scheduling(wide).second, nullptr);
+}
+
 // A job across nodes syncs gradients over the fabric and spends more of its
 // step on it than one-node jobs of its class; steady, that is not a loss.
 TEST_F(NorthstarTest, AMultiNodeJobIsComparedWithMultiNodeJobs) {

@@ -58,6 +58,10 @@ void Merge(LedgerRow&& from, LedgerRow* into) {
   for (const auto& [id, minutes] : from.xid_minutes) into->xid_minutes[id] += minutes;
   for (const auto& [id, minutes] : from.troubled_minutes) into->troubled_minutes[id] += minutes;
   for (auto& [id, attempts] : from.software_failures) into->software_failures[id].merge(attempts);
+  for (const auto& [id, waits] : from.queue_waits) {
+    into->queue_waits[id].minutes += waits.minutes;
+    into->queue_waits[id].beside_room += waits.beside_room;
+  }
 }
 
 // The ledger of [start, end) grouped by `by`, as the query may read it.
@@ -377,6 +381,8 @@ Status RunDecompose(Db* db, const DecomposeStatement& s, const QueryOptions& opt
         SoftwareEvidence(before.names, ra, after.names, rb);
     evidence[static_cast<size_t>(Loss::kNetwork)] =
         NetworkEvidence(before.names, ra, after.names, rb);
+    evidence[static_cast<size_t>(Loss::kScheduling)] =
+        SchedulingEvidence(before.names, ra, after.names, rb);
     for (size_t l = 1; l < kLossCount; ++l) {
       systematic[l] = SystematicChange(ra, rb, l);
       noise[l] = Noise(before, after, history, group, l);

@@ -169,4 +169,53 @@ Evidence SoftwareEvidence(const ContributorNames& a, const LedgerRow* ra, const 
   return e;
 }
 
+// Scheduling: a region in which jobs waited beside a node with room for
+// them (LedgerRow::queue_waits) in far more of its minutes than chance
+// allows: given the minutes beside room of both windows, each falls to a
+// window with its share of the region's minutes (a binomial, as for the
+// cohorts), Bonferroni-corrected over the regions tested. A scheduler that
+// places what fits makes no such wait however full the region is, so the
+// test sees its order or placement change.
+Evidence SchedulingEvidence(const ContributorNames& a, const LedgerRow* ra,
+                            const ContributorNames& b, const LedgerRow* rb) {
+  if (rb == nullptr) return {};
+  struct Region {
+    double minutes_before = 0, room_before = 0, minutes = 0, room = 0;
+  };
+  std::map<std::string, Region> regions;
+  const auto add = [&](const ContributorNames& w, const LedgerRow* row, bool later) {
+    if (row == nullptr) return;
+    for (const auto& [id, waits] : row->queue_waits) {
+      Region& r = regions[w[id].second];
+      (later ? r.minutes : r.minutes_before) += waits.minutes;
+      (later ? r.room : r.room_before) += waits.beside_room;
+    }
+  };
+  add(a, ra, false);
+  add(b, rb, true);
+  double tested = 0;
+  for (const auto& [name, r] : regions) tested += r.room > 0;
+  std::vector<std::pair<double, EvidenceItem>> found;  // (tail, item)
+  for (const auto& [name, r] : regions) {
+    if (r.room <= 0) continue;
+    EvidenceItem item{"region", name, r.minutes_before > 0 ? r.room_before / r.minutes_before : 0,
+                      r.room / r.minutes, ""};
+    item.text = "region " + name + ": jobs waited beside a node with room for them in " +
+                FormatCount(r.room) + " of " + FormatCount(r.minutes) +
+                " minutes (before: " + FormatCount(r.room_before) + " of " +
+                FormatCount(r.minutes_before) + ")";
+    const double tail =
+        UpperTail(r.room_before + r.room, r.room, r.minutes / (r.minutes + r.minutes_before));
+    if (tail * tested < kCohortAlpha) found.push_back({tail, std::move(item)});
+  }
+  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first < y.first : x.second.value < y.second.value;
+  });
+  Evidence e;
+  e.unit = "share of minutes in which a job waited beside room";
+  for (auto& [tail, item] : found) e.items.push_back(std::move(item));
+  Summarize("", "; ", &e);
+  return e;
+}
+
 }  // namespace gpulse::query

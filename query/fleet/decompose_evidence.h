@@ -1,7 +1,8 @@
 // The direct evidence DECOMPOSE shows beside a loss (decompose.h): what
 // is new in the later window and a person checks first. GPUs that raised
 // hardware XIDs, fabric links that were troubled, drivers and images whose
-// jobs failed for software reasons beyond chance. docs/metric-framework.md,
+// jobs failed for software reasons beyond chance, regions whose scheduler
+// left jobs waiting beside room for them beyond chance. docs/metric-framework.md,
 // "Ranking the losses", gives the rules.
 #pragma once
 
@@ -42,5 +43,7 @@ Evidence NetworkEvidence(const ContributorNames& a, const LedgerRow* ra, const C
                          const LedgerRow* rb);
 Evidence SoftwareEvidence(const ContributorNames& a, const LedgerRow* ra, const ContributorNames& b,
                           const LedgerRow* rb);
+Evidence SchedulingEvidence(const ContributorNames& a, const LedgerRow* ra,
+                            const ContributorNames& b, const LedgerRow* rb);
 
 }  // namespace gpulse::query

@@ -283,6 +283,8 @@ class LedgerBuilder {
     prices_.clear();
     baseline_.clear();
     demand_.clear();
+    stays_.clear();
+    room_.clear();
     unhealthy_.clear();
     deferred_.clear();
     last_ = nullptr;
@@ -387,6 +389,10 @@ class LedgerBuilder {
              LedgerRow* row);
   // Traces the minutes hardware failures threw away to the GPUs that failed.
   void TraceHardwareFailures();
+  // Counts each region's minutes, and those in which a job waited while one
+  // node of the region had room for it, into the rows of the fleet or of
+  // the region (LedgerRow::queue_waits).
+  void TraceQueueWaits();
 
   Db* db_;
   const LedgerOptions& o_;
@@ -433,6 +439,20 @@ class LedgerBuilder {
   std::vector<std::pair<std::string, std::string>> names_;
   // By region and queue: GPUs asked for by the jobs waiting, by minute.
   std::map<std::string, std::map<std::string, std::vector<int32_t>>> demand_;
+  // With contributors, for TraceQueueWaits: each stay of a job in its
+  // region's queue, in minutes of the day being built ([from, to), to =
+  // minutes_ while it still waits), and each node's idle GPUs by minute.
+  struct QueueStay {
+    uint32_t region;  // contributor id
+    int gpus;
+    int32_t from, to;
+  };
+  std::vector<QueueStay> stays_;
+  struct NodeRoom {
+    uint32_t region;             // contributor id
+    std::vector<uint16_t> idle;  // by minute
+  };
+  std::unordered_map<uint32_t, NodeRoom> room_;  // by the node's contributor id
   // By job: the minutes a GPU it held was unhealthy (contributor ids of
   // that GPU and its node), the culprits of its hardware failures.
   struct Unhealthy {

@@ -153,6 +153,60 @@ void LedgerBuilder::TraceHardwareFailures() {
   }
 }
 
+// A scheduler that places what fits starts a waiting job within the minute
+// a node has room for it; one whose order or placement went wrong (no
+// backfill, jobs spread so that no node keeps room for a wide one) leaves
+// jobs waiting beside idle GPUs. Counted by minute, not by job, since one
+// stall holds many jobs at once: each region's minutes, and those in which a
+// job waited a whole minute (not the one it came in or the one it left)
+// beside a node of its region with at least the GPUs it asked for. The
+// minutes before the range are not looked at.
+void LedgerBuilder::TraceQueueWaits() {
+  const bool by_region = o_.by.size() == 1 && o_.by[0] == "region";
+  if (!o_.by.empty() && !by_region) return;
+  // A node whose planned maintenance begins within this long may be held
+  // back from jobs that would run into it (Slurm's reservations do that,
+  // and the simulator drains a node for up to 12 hours): its idle GPUs are
+  // not room.
+  constexpr int32_t kDrainMinutes = 12 * 60;
+  // By region: the most idle GPUs one node had, by minute.
+  std::unordered_map<uint32_t, std::vector<uint16_t>> most;
+  for (const auto& [node, room] : room_) {
+    std::vector<uint16_t>& top = most[room.region];
+    if (top.empty()) top.assign(static_cast<size_t>(minutes_), 0);
+    const auto n = nodes_.find(names_[node].second);
+    int32_t next_window = INT32_MAX;  // the node's first maintenance minute from m on
+    for (int32_t m = minutes_ - 1; m >= 0; --m) {
+      const size_t at = static_cast<size_t>(m);
+      if (n != nodes_.end() && n->second.maintenance[at]) next_window = m;
+      if (next_window - m > kDrainMinutes) top[at] = std::max(top[at], room.idle[at]);
+    }
+  }
+  // By region (each with GPUs or a queue): the minutes a job waited beside room.
+  std::map<uint32_t, std::vector<uint8_t>> beside_room;
+  for (const auto& [region, top] : most) beside_room[region];
+  const int32_t first = range_start_ > start_ ? MinuteOf(range_start_) : 0;
+  for (const QueueStay& stay : stays_) {
+    std::vector<uint8_t>& minutes = beside_room[stay.region];
+    const auto top = most.find(stay.region);
+    if (top == most.end() || stay.gpus <= 0) continue;
+    for (int32_t m = std::max(stay.from + 1, first); m < stay.to; ++m) {
+      if (stay.gpus > top->second[static_cast<size_t>(m)]) continue;
+      if (minutes.empty()) minutes.assign(static_cast<size_t>(minutes_), 0);
+      minutes[static_cast<size_t>(m)] = 1;
+    }
+  }
+  for (const auto& [region, minutes] : beside_room) {
+    const std::vector<std::string> group =
+        by_region ? std::vector<std::string>{names_[region].second} : std::vector<std::string>{};
+    for (int32_t m = first; m < minutes_; ++m) {
+      LedgerRow::QueueWaits& waits = Cell(group, start_ + m * kMinuteNs).queue_waits[region];
+      waits.minutes += 1;
+      waits.beside_room += !minutes.empty() && minutes[static_cast<size_t>(m)] != 0;
+    }
+  }
+}
+
 Status LedgerBuilder::LastJobBefore(const Series& gpu, std::string* job, int64_t* t, bool* found) {
   *found = false;
   std::vector<Column> cols;
@@ -338,6 +392,16 @@ void LedgerBuilder::CountMinute(GpuWalk* w, int32_t m, int64_t t,
     return;
   }
   w->ids[5] = w->n != nullptr && !w->n->driver.empty() ? w->n->driver[m] : kNone;
+  // An idle GPU is room for a waiting job (TraceQueueWaits).
+  if (add[static_cast<size_t>(Loss::kScheduling)] > 0 ||
+      add[static_cast<size_t>(Loss::kSlack)] > 0) {
+    NodeRoom& room = room_[w->ids[2]];
+    if (room.idle.empty()) {
+      room.region = w->ids[0];
+      room.idle.assign(static_cast<size_t>(minutes_), 0);
+    }
+    ++room.idle[static_cast<size_t>(m)];
+  }
   // The evidence: XIDs by GPU, troubled links, software failures by driver and image.
   if (w->hardware_xid) row.xid_minutes[w->ids[3]] += 1;
   if (w->n != nullptr && !w->n->troubled.empty() && w->n->troubled[m] != 0 && w->n->link != kNone)

@@ -111,6 +111,7 @@ void LedgerBuilder::ReplayQueue(std::vector<QueueEvent>* events,
     int count = 0;
     int gpus = 0;
     const std::string* queue = nullptr;
+    size_t stay = 0;  // in stays_, while it waits
   };
   std::unordered_map<uint64_t, Waiting> waiting;
   waiting.reserve(queue.size() / 2);
@@ -127,8 +128,16 @@ void LedgerBuilder::ReplayQueue(std::vector<QueueEvent>* events,
       w.gpus = e.gpus;
       w.queue = e.queue;
     }
-    w.count += e.delta;
     const int32_t m = e.ts < start_ ? 0 : MinuteOf(e.ts);
+    if (o_.contributors) {
+      if (w.count == 0) {
+        w.stay = stays_.size();
+        stays_.push_back({Intern(0, *e.region), w.gpus, m, minutes_});
+      } else if (w.count + e.delta == 0) {
+        stays_[w.stay].to = m;
+      }
+    }
+    w.count += e.delta;
     pending_[*e.region][m] += e.delta;
     if (o_.contributors) {
       auto& demand = demand_[*e.region][*w.queue];
@@ -478,7 +487,10 @@ Status LedgerBuilder::ReadGpus() {
     if (chunk.size() == kChunk) GPULSE_RETURN_IF_ERROR(read_chunk());
   }
   if (!chunk.empty()) GPULSE_RETURN_IF_ERROR(read_chunk());
-  if (o_.contributors) TraceHardwareFailures();
+  if (o_.contributors) {
+    TraceHardwareFailures();
+    TraceQueueWaits();
+  }
   return Status::Ok();
 }
 

@@ -74,6 +74,15 @@ struct LedgerRow {
   std::unordered_map<uint32_t, double> xid_minutes;
   std::unordered_map<uint32_t, double> troubled_minutes;
   std::unordered_map<uint32_t, std::unordered_set<uint64_t>> software_failures;
+  // With contributors, by region (its contributor id; only in the rows of
+  // the whole fleet or, BY region, of that region): its minutes, and those
+  // in which a job waited in its queue beside a node of the region with
+  // enough idle GPUs for it, a wait that a scheduler placing what fits does
+  // not make.
+  struct QueueWaits {
+    double minutes = 0, beside_room = 0;
+  };
+  std::unordered_map<uint32_t, QueueWaits> queue_waits;
   // What the row's capacity minutes cost: each GPU-minute at the price of
   // its region's and SKU's GPU-hours then (the `cost` measurement: every
   // pricing's usd_per_hour over the GPUs it pays for), over 60. Minutes

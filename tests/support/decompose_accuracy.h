@@ -3,7 +3,7 @@
 // on a Wednesday, decomposed against the same hours of the Tuesday before. Does the loss of the
 // incident's cause class grow most, and do its top three contributors name the incident's scope
 // (its nodes, GPUs or links, driver version, image, cluster or a node of it, and for a scheduling
-// incident its region, a node of it, or the queue it starves)?
+// incident its region, a cluster or node of it, or the queue it starves)?
 //
 // Used by tests/slow/decompose_accuracy_test.cc and bench/decompose_accuracy.
 #pragma once
@@ -71,7 +71,12 @@ inline bool InScope(const fleet::Incident& i, const Contribution& c) {
   if (c.dimension == "link") return slash != std::string::npos && node_in(c.value.substr(0, slash));
   if (c.dimension == "driver_version") return c.value == i.driver_version;
   if (c.dimension == "image") return c.value == i.image;
-  if (c.dimension == "cluster") return !i.cluster.empty() && c.value == i.cluster;
+  // A cluster of the incident's region is where a region-wide incident was,
+  // as its nodes are (cluster names are "<region>-c<k>").
+  if (c.dimension == "cluster") {
+    return (!i.cluster.empty() && c.value == i.cluster) ||
+           (!i.region.empty() && c.value.rfind(i.region + "-c", 0) == 0);
+  }
   if (c.dimension == "region") return !i.region.empty() && c.value == i.region;
   if (c.dimension == "queue") return !i.queue.empty() && c.value == i.queue;
   return false;
