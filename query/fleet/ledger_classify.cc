@@ -182,14 +182,14 @@ void LedgerBuilder::TraceQueueWaits() {
       if (next_window - m > kDrainMinutes) top[at] = std::max(top[at], room.idle[at]);
     }
   }
-  // By region (each with GPUs or a queue): the minutes a job waited beside room.
+  // By region with GPUs: the minutes a job waited beside room.
   std::map<uint32_t, std::vector<uint8_t>> beside_room;
   for (const auto& [region, top] : most) beside_room[region];
   const int32_t first = range_start_ > start_ ? MinuteOf(range_start_) : 0;
   for (const QueueStay& stay : stays_) {
-    std::vector<uint8_t>& minutes = beside_room[stay.region];
     const auto top = most.find(stay.region);
     if (top == most.end() || stay.gpus <= 0) continue;
+    std::vector<uint8_t>& minutes = beside_room[stay.region];
     for (int32_t m = std::max(stay.from + 1, first); m < stay.to; ++m) {
       if (stay.gpus > top->second[static_cast<size_t>(m)]) continue;
       if (minutes.empty()) minutes.assign(static_cast<size_t>(minutes_), 0);
@@ -259,6 +259,7 @@ struct GpuWalk {
   std::string job_before;  // the last job before start_, looked up once
   bool looked_back = false;
   uint32_t last_team = kNone;
+  std::vector<uint16_t>* idle = nullptr;  // its node's idle GPUs by minute, with contributors
 };
 
 void LedgerBuilder::StartWalk(const Series& gpu, const std::vector<Column>& cols, GpuWalk* w) {
@@ -291,6 +292,12 @@ void LedgerBuilder::StartWalk(const Series& gpu, const std::vector<Column>& cols
               kNone,
               kNone,
               kNone};
+    NodeRoom& room = room_[w->ids[2]];
+    if (room.idle.empty()) {
+      room.region = w->ids[0];
+      room.idle.assign(static_cast<size_t>(minutes_), 0);
+    }
+    w->idle = &room.idle;
   } else if (o_.cohorts) {
     w->ids.assign(9, kNone);  // the driver (5) and image (6) only
   }
@@ -395,12 +402,7 @@ void LedgerBuilder::CountMinute(GpuWalk* w, int32_t m, int64_t t,
   // An idle GPU is room for a waiting job (TraceQueueWaits).
   if (add[static_cast<size_t>(Loss::kScheduling)] > 0 ||
       add[static_cast<size_t>(Loss::kSlack)] > 0) {
-    NodeRoom& room = room_[w->ids[2]];
-    if (room.idle.empty()) {
-      room.region = w->ids[0];
-      room.idle.assign(static_cast<size_t>(minutes_), 0);
-    }
-    ++room.idle[static_cast<size_t>(m)];
+    ++(*w->idle)[static_cast<size_t>(m)];
   }
   // The evidence: XIDs by GPU, troubled links, software failures by driver and image.
   if (w->hardware_xid) row.xid_minutes[w->ids[3]] += 1;
