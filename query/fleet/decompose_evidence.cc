@@ -71,6 +71,20 @@ double UpperTail(double n, double k, double p) {
   return std::min(1.0, sum);
 }
 
+// The items a test found beyond chance, by their tail probability, the
+// least likely first, in an Evidence of `unit`.
+Evidence LeastLikelyFirst(std::vector<std::pair<double, EvidenceItem>> found,
+                          const std::string& unit) {
+  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
+    return x.first != y.first ? x.first < y.first : x.second.value < y.second.value;
+  });
+  Evidence e;
+  e.unit = unit;
+  for (auto& [tail, item] : found) e.items.push_back(std::move(item));
+  Summarize("", "; ", &e);
+  return e;
+}
+
 }  // namespace
 
 // Hardware: GPUs that raised a hardware XID in the later window and none in
@@ -159,14 +173,7 @@ Evidence SoftwareEvidence(const ContributorNames& a, const LedgerRow* ra, const 
     }
     if (tail * tested < kCohortAlpha) found.push_back({tail, std::move(item)});
   }
-  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
-    return x.first != y.first ? x.first < y.first : x.second.value < y.second.value;
-  });
-  Evidence e;
-  e.unit = "software failures a GPU-hour";
-  for (auto& [tail, item] : found) e.items.push_back(std::move(item));
-  Summarize("", "; ", &e);
-  return e;
+  return LeastLikelyFirst(std::move(found), "software failures a GPU-hour");
 }
 
 // Scheduling: a region in which jobs waited beside a node with room for
@@ -208,14 +215,7 @@ Evidence SchedulingEvidence(const ContributorNames& a, const LedgerRow* ra,
         UpperTail(r.room_before + r.room, r.room, r.minutes / (r.minutes + r.minutes_before));
     if (tail * tested < kCohortAlpha) found.push_back({tail, std::move(item)});
   }
-  std::sort(found.begin(), found.end(), [](const auto& x, const auto& y) {
-    return x.first != y.first ? x.first < y.first : x.second.value < y.second.value;
-  });
-  Evidence e;
-  e.unit = "share of minutes in which a job waited beside room";
-  for (auto& [tail, item] : found) e.items.push_back(std::move(item));
-  Summarize("", "; ", &e);
-  return e;
+  return LeastLikelyFirst(std::move(found), "share of minutes in which a job waited beside room");
 }
 
 }  // namespace gpulse::query
