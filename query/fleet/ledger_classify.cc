@@ -184,16 +184,15 @@ void LedgerBuilder::TraceQueueWaits() {
   }
   // By region with GPUs: the minutes a job waited beside room.
   std::map<uint32_t, std::vector<uint8_t>> beside_room;
-  for (const auto& [region, top] : most) beside_room[region];
+  for (const auto& [region, top] : most) beside_room[region].assign(top.size(), 0);
   const int32_t first = range_start_ > start_ ? MinuteOf(range_start_) : 0;
   for (const QueueStay& stay : stays_) {
     const auto top = most.find(stay.region);
     if (top == most.end() || stay.gpus <= 0) continue;
     std::vector<uint8_t>& minutes = beside_room[stay.region];
     for (int32_t m = std::max(stay.from + 1, first); m < stay.to; ++m) {
-      if (stay.gpus > top->second[static_cast<size_t>(m)]) continue;
-      if (minutes.empty()) minutes.assign(static_cast<size_t>(minutes_), 0);
-      minutes[static_cast<size_t>(m)] = 1;
+      const size_t at = static_cast<size_t>(m);
+      if (stay.gpus <= top->second[at]) minutes[at] = 1;
     }
   }
   for (const auto& [region, minutes] : beside_room) {
@@ -202,7 +201,7 @@ void LedgerBuilder::TraceQueueWaits() {
     for (int32_t m = first; m < minutes_; ++m) {
       LedgerRow::QueueWaits& waits = Cell(group, start_ + m * kMinuteNs).queue_waits[region];
       waits.minutes += 1;
-      waits.beside_room += !minutes.empty() && minutes[static_cast<size_t>(m)] != 0;
+      waits.beside_room += minutes[static_cast<size_t>(m)];
     }
   }
 }
