@@ -13,13 +13,15 @@
 // that a run can be replayed with --seeds.
 //
 //   build/bench/decompose_accuracy [--nodes 48[,150]] [--seeds N | A-B | a,b,c]
-//       [--incident KIND]... [--compound KIND+KIND]... [--controls] [--warmup DAYS]
+//       [--incident KIND]... [--compound KIND+KIND]... [--controls | --controls-only]
+//       [--warmup DAYS]
 //
 //   --nodes      fleet sizes, comma-separated (default 48)
 //   --seeds      a count of fresh seeds (default 20), a range, or a list
 //   --incident   a class run alone (default: the six of the accuracy target)
 //   --compound   two classes at once, KIND+KIND (default: none)
 //   --controls   also a clean fleet for each seed
+//   --controls-only  only the clean fleets
 //   --warmup     days simulated before the Monday (default 0)
 
 #include <unistd.h>
@@ -84,7 +86,7 @@ struct Tally {
 int main(int argc, char** argv) {
   std::vector<int> sizes = {48};
   int warmup = 0;
-  bool controls = false;
+  bool controls = false, controls_only = false;
   std::vector<uint64_t> seeds;
   ParseSeeds("20", &seeds);
   std::vector<std::vector<std::string>> runs;  // the incident sets to run
@@ -92,8 +94,9 @@ int main(int argc, char** argv) {
     const std::string arg = argv[i];
     const char* value = i + 1 < argc ? argv[i + 1] : nullptr;
     bool ok = true;
-    if (arg == "--controls") {
+    if (arg == "--controls" || arg == "--controls-only") {
       controls = true;
+      controls_only = controls_only || arg == "--controls-only";
       continue;
     } else if (arg == "--nodes" && value != nullptr) {
       sizes.clear();
@@ -113,7 +116,8 @@ int main(int argc, char** argv) {
     if (!ok) {
       std::fprintf(stderr,
                    "usage: decompose_accuracy [--nodes 48[,150]] [--seeds N | A-B | a,b,c] "
-                   "[--incident KIND]... [--compound KIND+KIND]... [--controls] [--warmup DAYS]\n");
+                   "[--incident KIND]... [--compound KIND+KIND]... [--controls | --controls-only] "
+                   "[--warmup DAYS]\n");
       return 2;
     }
     ++i;
@@ -121,7 +125,7 @@ int main(int argc, char** argv) {
   const bool only_compound =
       !runs.empty() &&
       std::all_of(runs.begin(), runs.end(), [](const auto& r) { return r.size() == 2; });
-  if (runs.empty() || only_compound) {
+  if ((runs.empty() && !controls_only) || only_compound) {
     for (const char* kind : gpulse::test::kAccuracyIncidents) {
       if (!only_compound) runs.push_back({kind});
     }

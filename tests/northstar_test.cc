@@ -333,6 +333,25 @@ TEST_F(NorthstarTest, MaintenanceIsNotCapacityAndMissingOrSilentGpusAreLosses) {
   EXPECT_NEAR(row.at("slack") * 640, 640 - 31 - 80, 1e-9);
 }
 
+// A GPU is capacity from its first report on: node n2, added at minute 90,
+// is nobody's loss before (nor is anything the day before, when no agent
+// reported); once it has reported, its agent's silence is unobserved.
+TEST_F(NorthstarTest, AGpuIsCapacityFromItsFirstReportOn) {
+  for (int m = 0; m < 120; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    for (const std::string node : {"n1", "n2"}) {
+      if (node == "n2" && (m < 90 || m >= 110)) continue;  // added at 90, silent from 110
+      Node(t, false, 8, node);
+      for (int g = 0; g < 8; ++g) Gpu(g, t, "", 0, node);
+    }
+  }
+  Flush();
+  const auto row = Northstar(kT0 - kDay, kT0 + 120 * kMinute);
+  EXPECT_DOUBLE_EQ(row.at("capacity_gpu_minutes"), 8.0 * 120 + 8.0 * 30);
+  EXPECT_NEAR(row.at("unobserved") * (8.0 * 150), 8.0 * 10, 1e-9);
+  EXPECT_NEAR(row.at("slack") * (8.0 * 150), 8.0 * 140, 1e-9);
+}
+
 // Maintenance a person sets (PUT /api/v1/nodes/{id}/status: a window in
 // the `maintenance` measurement) is not capacity either, though the agent
 // reports maintenance = 0; a kept ledger span learns of the window when it
@@ -921,6 +940,107 @@ TEST_F(QueueWaitsTest, AJobWiderThanEveryNodesRoomIsNotWaitingBesideRoom) {
   const StatementResult wide = Run(/*wait_before=*/0, /*wait_after=*/4, /*asked=*/16);
   ASSERT_TRUE(wide.status.ok()) << wide.status.ToString();
   EXPECT_EQ(Scheduling(wide).second, nullptr);
+}
+
+// A fleet of nodes n1-n3 over two hours, each node running one image's work
+// of one workload class in each hour. Interactive work is 96 one-GPU jobs
+// of five minutes an hour, a given number of which fail for a software
+// reason; pretrain work is one 8-GPU job through the hour. Returns the
+// DECOMPOSE of the first hour against the second.
+class SoftwareCohortTest : public NorthstarTest {
+ protected:
+  struct Work {
+    std::string node, image, workload_class;
+    int failing = 0;  // interactive jobs that fail
+  };
+
+  StatementResult Run(const std::vector<Work>& first_hour, const std::vector<Work>& second_hour) {
+    for (int hour = 0; hour < 2; ++hour) {
+      for (const Work& w : hour == 0 ? first_hour : second_hour) Write(hour, w);
+    }
+    for (int m = 0; m < 120; ++m) {
+      for (const std::string node : {"n1", "n2", "n3"}) Node(kT0 + m * kMinute, false, 8, node);
+    }
+    Flush();
+    return DecomposeFirstTwoHours(db_.get());
+  }
+
+  void Write(int hour, const Work& w) {
+    const bool interactive = w.workload_class == "interactive";
+    for (int k = 0; k < (interactive ? 96 : 1); ++k) {
+      const std::string job = w.node + "-" + std::to_string(hour) + "-" + std::to_string(k);
+      const int first = 60 * hour + (interactive ? 5 * (k / 8) : 0), length = interactive ? 5 : 60;
+      // Events of one minute are told apart by nanoseconds (docs/fleet-schema.md).
+      const int64_t start = kT0 + first * kMinute + ++jobs_, end = start + length * kMinute;
+      Sched("submitted", start, job, {{"requested_gpus", int64_t{1}}});
+      Sched("started", start, job, {{"nodes", w.node}});
+      if (k < w.failing) {
+        Sched("ended", end, job,
+              {{"status", std::string("failed")}, {"reason", std::string("software")}});
+      } else {
+        Sched("ended", end, job, {{"status", std::string("succeeded")}});
+      }
+      for (int m = first; m < first + length; ++m) {
+        const int64_t t = kT0 + m * kMinute;
+        for (int g = interactive ? k % 8 : 0; g < (interactive ? k % 8 + 1 : 8); ++g) {
+          Gpu(g, t, job, 0, w.node);
+          Put({"job_step",
+               {{"region", "r1"}, {"cluster", "c1"}, {"node", w.node}, {"gpu", std::to_string(g)}},
+               {{"job", job},
+                {"step", int64_t{m - first + 1}},
+                {"step_time_ms", 1000.0},
+                {"data_loader_ms", 100.0},
+                {"grad_sync_ms", 100.0},
+                {"workload_class", w.workload_class},
+                {"image", w.image}},
+               t});
+        }
+      }
+    }
+  }
+
+  int64_t jobs_ = 0;
+
+  // The software loss's evidence table, if any.
+  static const ResultSeries* SoftwareEvidence(const StatementResult& r) {
+    for (const ResultSeries& s : r.series) {
+      if (s.name == "evidence" && s.tags.at(0).value == "software") return &s;
+    }
+    return nullptr;
+  }
+};
+
+// An image whose work turned from one wide training job to notebooks fails
+// far more often a GPU-hour, at just the rate the fleet's notebooks fail:
+// judged against what its own work fails at, that is no evidence (judged by
+// GPU-hours alone, 16 failures against none before on as many GPU-hours
+// were).
+TEST_F(SoftwareCohortTest, AnImageWhoseWorkTurnedToNotebooksIsJudgedByWhatNotebooksFailAt) {
+  const Work notebooks{"n1", "img-b", "interactive", 16}, training{"n2", "img-b", "pretrain"};
+  const StatementResult r = Run({notebooks, training, {"n3", "img-a", "pretrain"}},
+                                {notebooks, training, {"n3", "img-a", "interactive", 16}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const ResultSeries* evidence = SoftwareEvidence(r);
+  EXPECT_EQ(evidence, nullptr) << (evidence == nullptr
+                                       ? ""
+                                       : std::get<std::string>(evidence->values.at(0)[2]));
+}
+
+// The same notebooks on one image failing twelve times as often as they did
+// the hour before, while the rest of the fleet's fail as before: the image
+// is the software loss's evidence, named first, at its failures a GPU-hour.
+TEST_F(SoftwareCohortTest, NotebooksOfOneImageFailingMoreThanBeforeAreEvidence) {
+  const Work notebooks{"n1", "img-b", "interactive", 2}, training{"n2", "img-b", "pretrain"};
+  const StatementResult r = Run({notebooks, training, {"n3", "img-a", "interactive", 2}},
+                                {notebooks, training, {"n3", "img-a", "interactive", 24}});
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  const ResultSeries* evidence = SoftwareEvidence(r);
+  ASSERT_NE(evidence, nullptr);
+  const auto& item = evidence->values.at(0);
+  EXPECT_EQ(std::get<std::string>(item[1]), "image");
+  EXPECT_EQ(std::get<std::string>(item[2]), "img-a");
+  EXPECT_DOUBLE_EQ(std::get<double>(item[3]), 60.0 * 2 / 480);
+  EXPECT_DOUBLE_EQ(std::get<double>(item[4]), 60.0 * 24 / 480);
 }
 
 // A job across nodes syncs gradients over the fabric and spends more of its

@@ -58,6 +58,10 @@ void Merge(LedgerRow&& from, LedgerRow* into) {
   for (const auto& [id, minutes] : from.xid_minutes) into->xid_minutes[id] += minutes;
   for (const auto& [id, minutes] : from.troubled_minutes) into->troubled_minutes[id] += minutes;
   for (auto& [id, attempts] : from.software_failures) into->software_failures[id].merge(attempts);
+  for (const auto& [id, minutes] : from.class_minutes) into->class_minutes[id] += minutes;
+  for (const auto& [key, minutes] : from.cohort_class_minutes)
+    into->cohort_class_minutes[key] += minutes;
+  into->software_failure_class.merge(from.software_failure_class);
   for (const auto& [id, waits] : from.queue_waits) {
     into->queue_waits[id].minutes += waits.minutes;
     into->queue_waits[id].beside_room += waits.beside_room;

@@ -116,15 +116,43 @@ Evidence NetworkEvidence(const ContributorNames& a, const LedgerRow* ra, const C
 // Software: a driver or image whose jobs failed for software reasons far
 // more often in the later window than chance allows, against its own rate
 // in the earlier window, or, new to the later window, against the rest of
-// it. Its GPU-minutes are its exposure: given the failures of both, each
-// falls to the cohort with the share of the exposure it had (a binomial).
-// The least likely first: a driver that fails every image's jobs raises
-// each image's rate too, and is named before them.
+// it. Its exposure is its GPU-minutes, each weighted by what its work fails
+// at: the software failures a GPU-minute of the job's workload class over
+// both windows (one failure added, so that a class that failed in neither
+// window still counts). A notebook fails far more often a GPU-hour than a
+// 64-GPU training run, so an image whose work turned from training to
+// notebooks fails more a GPU-hour with nothing wrong; weighted, it does not
+// (two clean controls called such an image before). Given the failures of
+// both, each falls to the cohort with its share of the exposure (a
+// binomial). The least likely first: a driver that fails every image's jobs
+// raises each image's rate too, and is named before them.
 Evidence SoftwareEvidence(const ContributorNames& a, const LedgerRow* ra, const ContributorNames& b,
                           const LedgerRow* rb) {
   if (rb == nullptr) return {};
+  // Minutes no job held (UINT32_MAX) are a class of their own, that of no
+  // failure; a job without a workload class is of the class "".
+  const auto class_of = [](const ContributorNames& w, uint32_t id) {
+    return id < w.size() ? w[id].second : std::string("\x01idle");
+  };
+  std::map<std::string, std::pair<double, double>> classes;  // (failures, minutes)
+  for (const auto& [w, row] : {std::pair{&a, ra}, std::pair{&b, rb}}) {
+    if (row == nullptr) continue;
+    for (const auto& [id, minutes] : row->class_minutes)
+      classes[class_of(*w, id)].second += minutes;
+    for (const auto& [hash, attempt] : row->failed_attempts) {
+      if (attempt.loss != Loss::kSoftware) continue;
+      const auto it = row->software_failure_class.find(hash);
+      classes[class_of(*w, it == row->software_failure_class.end() ? UINT32_MAX : it->second)]
+          .first += 1;
+    }
+  }
+  const auto weight = [&](const ContributorNames& w, uint32_t id) {
+    const auto& [failures, minutes] = classes[class_of(w, id)];
+    return minutes > 0 ? (failures + 1) / minutes : 0.0;
+  };
   struct Cohort {
-    double failed_before = 0, minutes_before = 0, failed = 0, minutes = 0;
+    double failed_before = 0, minutes_before = 0, exposure_before = 0;
+    double failed = 0, minutes = 0, exposure = 0;
   };
   std::map<std::pair<std::string, std::string>, Cohort> cohorts;
   const auto add = [&](const ContributorNames& w, const LedgerRow* row, bool later) {
@@ -133,42 +161,56 @@ Evidence SoftwareEvidence(const ContributorNames& a, const LedgerRow* ra, const 
       Cohort& c = cohorts[w[id]];
       (later ? c.failed : c.failed_before) += static_cast<double>(attempts.size());
     }
-    for (const auto& [id, minutes] : row->contributors[0]) {
-      const auto& name = w[id];
-      if (name.first != "driver_version" && name.first != "image") continue;
-      Cohort& c = cohorts[name];
+    for (const auto& [key, minutes] : row->cohort_class_minutes) {
+      Cohort& c = cohorts[w[static_cast<uint32_t>(key >> 32)]];
+      const double exposure = minutes * weight(w, static_cast<uint32_t>(key));
       (later ? c.minutes : c.minutes_before) += minutes;
+      (later ? c.exposure : c.exposure_before) += exposure;
     }
   };
   add(a, ra, false);
   add(b, rb, true);
-  double failed_all = 0;
+  double failed_all = 0, exposure_all = 0;
   for (const auto& [hash, attempt] : rb->failed_attempts)
     failed_all += attempt.loss == Loss::kSoftware;
+  for (const auto& [id, minutes] : rb->class_minutes) exposure_all += minutes * weight(b, id);
   double tested = 0;
-  for (const auto& [name, c] : cohorts) tested += c.failed > 0 && c.minutes > 0;
+  for (const auto& [name, c] : cohorts) tested += c.failed > 0 && c.exposure > 0;
   std::vector<std::pair<double, EvidenceItem>> found;  // (tail, item)
   for (const auto& [name, c] : cohorts) {
-    if (c.failed <= 0 || c.minutes <= 0) continue;
+    if (c.failed <= 0 || c.exposure <= 0 || c.minutes <= 0) continue;
     EvidenceItem item{name.first, name.second, 0, 60 * c.failed / c.minutes, ""};
     item.text = name.first + " " + name.second + ": " + FormatCount(c.failed) +
                 " software failures in " + FormatCount(c.minutes / 60) + " GPU-hours";
-    char detail[96];
+    char detail[128];
     double tail = 1;
-    if (c.minutes_before > 0) {
-      tail = UpperTail(c.failed_before + c.failed, c.failed,
-                       c.minutes / (c.minutes + c.minutes_before));
-      item.before = 60 * c.failed_before / c.minutes_before;
-      std::snprintf(detail, sizeof detail, ", %.1f times its rate before",
-                    item.after / item.before);
-      item.text += c.failed_before > 0 ? detail : ", none before";
+    if (c.exposure_before > 0) {
+      const double n = c.failed_before + c.failed,
+                   p = c.exposure / (c.exposure + c.exposure_before);
+      tail = UpperTail(n, c.failed, p);
+      item.before = c.minutes_before > 0 ? 60 * c.failed_before / c.minutes_before : 0;
+      // What its rate before would have given its later work (the mix
+      // weighed in): how far beyond its own habit it went.
+      const double expected = c.failed_before * c.exposure / c.exposure_before;
+      if (c.failed_before > 0) {
+        std::snprintf(detail, sizeof detail,
+                      ", %.1f times its rate before (%.1f expected of its work at that rate)",
+                      item.after / item.before, expected);
+      } else {
+        std::snprintf(detail, sizeof detail, ", none before");
+      }
+      item.text += detail;
     } else {
       const double failed = std::max(failed_all, c.failed);
-      tail = UpperTail(failed, c.failed, c.minutes / rb->Capacity());
+      const double p = exposure_all > c.exposure ? c.exposure / exposure_all : 1;
+      tail = UpperTail(failed, c.failed, p);
       item.before =
           rb->Capacity() > c.minutes ? 60 * (failed - c.failed) / (rb->Capacity() - c.minutes) : 0;
-      std::snprintf(detail, sizeof detail, " (new): %.0f%% of the window's on %.0f%% of it",
-                    100 * c.failed / failed, 100 * c.minutes / rb->Capacity());
+      const double expected = p < 1 ? (failed - c.failed) * p / (1 - p) : 0;
+      std::snprintf(detail, sizeof detail,
+                    " (new): %.0f%% of the window's on %.0f%% of it (%.1f expected of its work at "
+                    "the rest's rate)",
+                    100 * c.failed / failed, 100 * c.minutes / rb->Capacity(), expected);
       item.text += detail;
     }
     if (tail * tested < kCohortAlpha) found.push_back({tail, std::move(item)});

@@ -361,7 +361,10 @@ class LedgerBuilder {
   Status ReadGpus();
   // Each of the day's minutes of one GPU (its columns: job, xid,
   // throttle_reasons, then the attribution fields), classified and counted.
-  Status Classify(const Series& gpu, const std::vector<Column>& cols);
+  Status Classify(const Series& gpu, SeriesId id, const std::vector<Column>& cols);
+  // *from: the first minute of the day the GPU is capacity in, its first
+  // report when it never reported before (INT64_MAX: not in this day).
+  Status FirstReport(SeriesId id, const std::vector<Column>& cols, int64_t* from);
   void StartWalk(const Series& gpu, const std::vector<Column>& cols, GpuWalk* w);
   Status ReportedMinute(const Series& gpu, const std::vector<Column>& cols, GpuWalk* w, int64_t t,
                         std::array<double, kLossCount>* add, const Ended** failed);
@@ -369,6 +372,8 @@ class LedgerBuilder {
                    const Ended* failed);
   void CountCohorts(GpuWalk* w, int32_t m, const std::array<double, kLossCount>& add,
                     const Ended* failed, uint64_t attempt_hash, LedgerRow* row);
+  void CountClass(GpuWalk* w, const std::array<double, kLossCount>& add, const Ended* failed,
+                  uint64_t attempt_hash, LedgerRow* row);
   // Whether drivers and images are traced (contributors, or cohorts alone).
   bool Cohorts() const { return o_.contributors || o_.cohorts; }
   // The last job a GPU held in the day before start_, and the minute:
@@ -381,6 +386,9 @@ class LedgerBuilder {
                                            const JobRecord** record, const Ended** failed);
   // The failure that keeps a GPU idle at `t` while its job comes back, or null.
   static const Ended* RestartGap(const JobRecord& r, int64_t last_t, int64_t t);
+  // A contributor's id: `dimension` indexes kContributorDimensions, or is
+  // kClassDimension (a workload class, LedgerRow::class_minutes).
+  static constexpr size_t kClassDimension = std::size(kContributorDimensions);
   uint32_t Intern(size_t dimension, std::string_view value);
   // `placed`: trace the minute's hardware loss to the GPU and node it was
   // on (false: a hardware failure's, traced later to its culprit).

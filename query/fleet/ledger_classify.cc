@@ -11,7 +11,9 @@ uint32_t LedgerBuilder::Intern(size_t dimension, std::string_view value) {
   key += value;
   const auto [it, added] = ids_.try_emplace(std::move(key), static_cast<uint32_t>(names_.size()));
   if (added)
-    names_.emplace_back(std::string(kContributorDimensions[dimension]), std::string(value));
+    names_.emplace_back(
+        dimension == kClassDimension ? "workload_class" : kContributorDimensions[dimension],
+        std::string(value));
   return it->second;
 }
 
@@ -259,6 +261,11 @@ struct GpuWalk {
   bool looked_back = false;
   uint32_t last_team = kNone;
   std::vector<uint16_t>* idle = nullptr;  // its node's idle GPUs by minute, with contributors
+  // With contributors: the job that held the minute (running, or waiting to
+  // come back after it failed), and the id of the last one's workload class.
+  const JobRecord* held = nullptr;
+  const JobRecord* class_of = nullptr;
+  uint32_t class_id = kNone;
 };
 
 void LedgerBuilder::StartWalk(const Series& gpu, const std::vector<Column>& cols, GpuWalk* w) {
@@ -327,6 +334,7 @@ Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column
     w->last_record = record;
     w->last_t = t;
     if (o_.contributors && !healthy) unhealthy_[*w->last_job].push_back({t, w->ids[2], w->ids[3]});
+    w->held = record;
     if (Cohorts()) w->ids[6] = record != nullptr ? record->image : kNone;
     if (o_.contributors) {
       w->ids[7] = record != nullptr ? record->framework : kNone;
@@ -359,6 +367,7 @@ Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column
       (*failed = RestartGap(*w->last_record, w->last_t, t)) != nullptr) {
     // Idle while its failed job comes back: the failure's cost.
     (*add)[static_cast<size_t>((*failed)->cause)] = 1;
+    w->held = w->last_record;
     if (Cohorts()) w->ids[6] = w->last_record->image;
     if (o_.contributors) {
       w->ids[7] = w->last_record->framework;
@@ -407,11 +416,7 @@ void LedgerBuilder::CountMinute(GpuWalk* w, int32_t m, int64_t t,
   if (w->hardware_xid) row.xid_minutes[w->ids[3]] += 1;
   if (w->n != nullptr && !w->n->troubled.empty() && w->n->troubled[m] != 0 && w->n->link != kNone)
     row.troubled_minutes[w->n->link] += 1;
-  if (failed != nullptr && failed->cause == Loss::kSoftware) {
-    for (const size_t k : {size_t{5}, size_t{6}}) {
-      if (w->ids[k] != kNone) row.software_failures[w->ids[k]].insert(attempt_hash);
-    }
-  }
+  CountClass(w, add, failed, attempt_hash, &row);
   w->links.clear();
   // A network loss is the job's that held the GPU (running, or waiting to come back).
   if (add[static_cast<size_t>(Loss::kNetwork)] > 0 && w->last_record != nullptr)
@@ -424,6 +429,28 @@ void LedgerBuilder::CountMinute(GpuWalk* w, int32_t m, int64_t t,
         add[static_cast<size_t>(Loss::kHardware)];
   }
   w->ids[6] = w->ids[7] = w->ids[8] = kNone;
+  w->held = nullptr;
+}
+
+// The minute's work by workload class (LedgerRow::class_minutes), for the
+// fleet and for its driver and image, and the software failure that threw
+// it away, by cohort and by class.
+void LedgerBuilder::CountClass(GpuWalk* w, const std::array<double, kLossCount>& add,
+                               const Ended* failed, uint64_t attempt_hash, LedgerRow* row) {
+  if (w->held != w->class_of) {
+    w->class_of = w->held;
+    w->class_id = w->held == nullptr ? kNone : Intern(kClassDimension, w->held->workload_class);
+  }
+  double capacity = 0;
+  for (const double v : add) capacity += v;
+  row->class_minutes[w->class_id] += capacity;
+  const bool software = failed != nullptr && failed->cause == Loss::kSoftware;
+  if (software) row->software_failure_class[attempt_hash] = w->class_id;
+  for (const size_t k : {size_t{5}, size_t{6}}) {
+    if (w->ids[k] == kNone) continue;
+    row->cohort_class_minutes[CohortClassKey(w->ids[k], w->class_id)] += capacity;
+    if (software) row->software_failures[w->ids[k]].insert(attempt_hash);
+  }
 }
 
 // The minute's driver and image (LedgerOptions::cohorts without contributors):
@@ -442,7 +469,30 @@ void LedgerBuilder::CountCohorts(GpuWalk* w, int32_t m, const std::array<double,
   w->ids[6] = kNone;
 }
 
-Status LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& cols) {
+// A GPU is capacity from its first report on: the days before its agent
+// was installed, or before the GPU was added, are nobody's loss (counted
+// unobserved, a fleet's history before it was watched read as a fleet whose
+// agents were all down). A GPU that reported before and is silent now is
+// unobserved or missing, as before.
+Status LedgerBuilder::FirstReport(SeriesId id, const std::vector<Column>& cols, int64_t* from) {
+  *from = start_;
+  int64_t first = INT64_MAX;
+  for (const size_t f : {size_t{0}, size_t{1}}) {  // job, xid: what makes a minute reported
+    if (cols[f].size() > 0) first = std::min(first, cols[f].ts.front());
+  }
+  if (first <= start_) return Status::Ok();
+  static const std::string kReported[] = {"job", "xid"};
+  int64_t before_first = 0, before_last = 0;
+  GPULSE_RETURN_IF_ERROR(
+      db_->TimeExtent({&id, 1}, kReported, INT64_MIN, start_, &before_first, &before_last));
+  if (before_first > before_last) *from = first;
+  return Status::Ok();
+}
+
+Status LedgerBuilder::Classify(const Series& gpu, SeriesId id, const std::vector<Column>& cols) {
+  int64_t from = 0;
+  GPULSE_RETURN_IF_ERROR(FirstReport(id, cols, &from));
+  if (from == INT64_MAX) return Status::Ok();
   const Column* team = nullptr;
   if (o_.contributors) {
     const auto f = std::find(fields_.begin(), fields_.end(), "team");
@@ -452,6 +502,7 @@ Status LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& col
   StartWalk(gpu, cols, &w);
   for (int32_t m = 0; m < minutes_; ++m) {
     const int64_t t = start_ + m * kMinuteNs;
+    if (t < from) continue;                               // not yet in the fleet
     if (w.n != nullptr && w.n->maintenance[m]) continue;  // not capacity
     std::array<double, kLossCount> add{};
     const Ended* failed = nullptr;  // the attempt of *last_job whose failure lost the minute
@@ -473,6 +524,7 @@ Status LedgerBuilder::Classify(const Series& gpu, const std::vector<Column>& col
     }
     if (t < range_start_ && !keeping_) {  // read for the GPU's state only
       if (Cohorts()) w.ids[6] = w.ids[7] = w.ids[8] = kNone;
+      w.held = nullptr;
       continue;
     }
     CountMinute(&w, m, t, add, failed);

@@ -468,7 +468,7 @@ Status LedgerBuilder::ReadGpus() {
         },
         nullptr));
     for (size_t c = 0; c < chunk.size(); ++c)
-      GPULSE_RETURN_IF_ERROR(Classify(series[chunk[c]], cols[c]));
+      GPULSE_RETURN_IF_ERROR(Classify(series[chunk[c]], ids[c], cols[c]));
     chunk.clear();
     ids.clear();
     return Status::Ok();

@@ -74,6 +74,17 @@ struct LedgerRow {
   std::unordered_map<uint32_t, double> xid_minutes;
   std::unordered_map<uint32_t, double> troubled_minutes;
   std::unordered_map<uint32_t, std::unordered_set<uint64_t>> software_failures;
+  // With contributors, the work behind those failures, by workload class
+  // (the class of the job that held the minute, interned as a contributor
+  // name of dimension "workload_class"; UINT32_MAX for minutes no job held):
+  // capacity minutes by class, each driver's and image's by class (keyed
+  // CohortClassKey), and each software failure's class (by attempt hash).
+  // Jobs of one class fail at a rate of their own (a notebook far more often
+  // a GPU-hour than a 64-GPU training run), so a cohort is judged against
+  // what its own mix of work fails at.
+  std::unordered_map<uint32_t, double> class_minutes;
+  std::unordered_map<uint64_t, double> cohort_class_minutes;
+  std::unordered_map<uint64_t, uint32_t> software_failure_class;
   // With contributors, by region (its contributor id; only in the rows of
   // the whole fleet or, BY region, of that region): its minutes, and those
   // in which a job waited in its queue beside a node of the region with
@@ -91,5 +102,9 @@ struct LedgerRow {
   double priced_minutes = 0;
   double Capacity() const;
 };
+
+inline uint64_t CohortClassKey(uint32_t cohort, uint32_t workload_class) {
+  return static_cast<uint64_t>(cohort) << 32 | workload_class;
+}
 
 }  // namespace gpulse::query
