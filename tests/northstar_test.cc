@@ -19,6 +19,7 @@
 #include "query/fleet/ledger_days.h"
 #include "query/fleet/nodes.h"
 #include "query/query.h"
+#include "tests/support/cohort_work.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
@@ -943,63 +944,26 @@ TEST_F(QueueWaitsTest, AJobWiderThanEveryNodesRoomIsNotWaitingBesideRoom) {
 }
 
 // A fleet of nodes n1-n3 over two hours, each node running one image's work
-// of one workload class in each hour. Interactive work is 96 one-GPU jobs
-// of five minutes an hour, a given number of which fail for a software
-// reason; pretrain work is one 8-GPU job through the hour. Returns the
+// of one workload class in each hour (test::CohortWork). Returns the
 // DECOMPOSE of the first hour against the second.
 class SoftwareCohortTest : public NorthstarTest {
  protected:
-  struct Work {
-    std::string node, image, workload_class;
-    int failing = 0;  // interactive jobs that fail
-  };
+  using Work = test::CohortWork;
 
   StatementResult Run(const std::vector<Work>& first_hour, const std::vector<Work>& second_hour) {
+    int64_t jobs = 0;
     for (int hour = 0; hour < 2; ++hour) {
-      for (const Work& w : hour == 0 ? first_hour : second_hour) Write(hour, w);
+      for (const Work& w : hour == 0 ? first_hour : second_hour) {
+        for (Point& p : test::CohortWorkPoints(kT0 + hour * 60 * kMinute, w, &jobs))
+          Put(std::move(p));
+      }
     }
-    for (int m = 0; m < 120; ++m) {
-      for (const std::string node : {"n1", "n2", "n3"}) Node(kT0 + m * kMinute, false, 8, node);
+    for (const std::string node : {"n1", "n2", "n3"}) {
+      for (Point& p : test::CohortNodePoints(node, kT0, kT0 + 120 * kMinute)) Put(std::move(p));
     }
     Flush();
     return DecomposeFirstTwoHours(db_.get());
   }
-
-  void Write(int hour, const Work& w) {
-    const bool interactive = w.workload_class == "interactive";
-    for (int k = 0; k < (interactive ? 96 : 1); ++k) {
-      const std::string job = w.node + "-" + std::to_string(hour) + "-" + std::to_string(k);
-      const int first = 60 * hour + (interactive ? 5 * (k / 8) : 0), length = interactive ? 5 : 60;
-      // Events of one minute are told apart by nanoseconds (docs/fleet-schema.md).
-      const int64_t start = kT0 + first * kMinute + ++jobs_, end = start + length * kMinute;
-      Sched("submitted", start, job, {{"requested_gpus", int64_t{1}}});
-      Sched("started", start, job, {{"nodes", w.node}});
-      if (k < w.failing) {
-        Sched("ended", end, job,
-              {{"status", std::string("failed")}, {"reason", std::string("software")}});
-      } else {
-        Sched("ended", end, job, {{"status", std::string("succeeded")}});
-      }
-      for (int m = first; m < first + length; ++m) {
-        const int64_t t = kT0 + m * kMinute;
-        for (int g = interactive ? k % 8 : 0; g < (interactive ? k % 8 + 1 : 8); ++g) {
-          Gpu(g, t, job, 0, w.node);
-          Put({"job_step",
-               {{"region", "r1"}, {"cluster", "c1"}, {"node", w.node}, {"gpu", std::to_string(g)}},
-               {{"job", job},
-                {"step", int64_t{m - first + 1}},
-                {"step_time_ms", 1000.0},
-                {"data_loader_ms", 100.0},
-                {"grad_sync_ms", 100.0},
-                {"workload_class", w.workload_class},
-                {"image", w.image}},
-               t});
-        }
-      }
-    }
-  }
-
-  int64_t jobs_ = 0;
 
   // The software loss's evidence table, if any.
   static const ResultSeries* SoftwareEvidence(const StatementResult& r) {

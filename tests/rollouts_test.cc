@@ -15,6 +15,7 @@
 
 #include "query/fleet/fleet_ledger.h"
 #include "query/query.h"
+#include "tests/support/cohort_work.h"
 #include "tests/support/fleet_db.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
@@ -138,7 +139,8 @@ TEST_F(RolloutsTest, ABadDriverIsCalledFromItsFirstFailuresAndAHealthyFleetIsLef
 
 // ROLLOUTS reads the ledger counting drivers and images alone, from the
 // range's start; DECOMPOSE's full trace (from the day's start) must give the
-// same minutes and failures per driver and image.
+// same minutes and failures per driver and image, and the same minutes of
+// each by workload class.
 TEST_F(RolloutsTest, CountingCohortsAloneGivesWhatTheFullTraceGives) {
   auto db = Simulate("bad", {"driver-upgrade@1d10h/6h", "framework-regression@1d8h/8h"});
   using Counts = std::map<std::pair<std::string, std::string>, std::pair<double, size_t>>;
@@ -163,15 +165,77 @@ TEST_F(RolloutsTest, CountingCohortsAloneGivesWhatTheFullTraceGives) {
         failed[ledger.contributor_names[id]].insert(attempts.begin(), attempts.end());
     }
     for (const auto& [name, attempts] : failed) out[name].second = attempts.size();
+    for (const query::LedgerRow& row : ledger.rows) {
+      for (const auto& [key, minutes] : row.cohort_class_minutes) {
+        const auto cls = static_cast<uint32_t>(key);
+        const auto& name = ledger.contributor_names[static_cast<uint32_t>(key >> 32)];
+        out[{name.first + " " + name.second, cls < ledger.contributor_names.size()
+                                                 ? ledger.contributor_names[cls].second
+                                                 : "(no job)"}]
+            .first += minutes;
+      }
+    }
     return out;
   };
   const Counts full = counts(true), alone = counts(false);
   EXPECT_EQ(alone, full);
+  EXPECT_TRUE(full.contains({"driver_version 550.90.07", "interactive"}));
   ASSERT_TRUE(full.contains({"driver_version", "550.90.07"}));
   EXPECT_GT(full.at({"driver_version", "550.90.07"}).second, 3u);
   size_t images = 0;
   for (const auto& [name, c] : full) images += name.first == "image";
   EXPECT_GE(images, 3u);
+}
+
+// A new image for notebooks (interactive one-GPU jobs), in a fleet whose
+// other image runs notebooks on one node and training on five: three hours,
+// the new image from the second on. Returns ROLLOUTS over the three hours.
+StatementResult NewNotebookImage(Db* db, int old_failing_an_hour, int new_failing_an_hour) {
+  std::vector<Point> points;
+  int64_t jobs = 0;
+  const auto add = [&](std::vector<Point> more) {
+    for (Point& p : more) points.push_back(std::move(p));
+  };
+  for (int hour = 0; hour < 3; ++hour) {
+    const int64_t from = kT0 + hour * kHour;
+    add(test::CohortWorkPoints(from, {"n1", "img-old", "interactive", old_failing_an_hour}, &jobs));
+    for (const std::string node : {"n2", "n3", "n4", "n5", "n6"})
+      add(test::CohortWorkPoints(from, {node, "img-old", "pretrain"}, &jobs));
+    if (hour > 0) {
+      add(test::CohortWorkPoints(from, {"n7", "img-new", "interactive", new_failing_an_hour},
+                                 &jobs));
+    }
+  }
+  for (const std::string node : {"n1", "n2", "n3", "n4", "n5", "n6", "n7"})
+    add(test::CohortNodePoints(node, kT0, kT0 + 3 * kHour));
+  WriteResult written;
+  EXPECT_TRUE(db->Write(points, &written).ok());
+  return test::RunFirst(db,
+                        "ROLLOUTS WHERE time >= " + std::to_string(kT0) + "ns AND time < " +
+                            std::to_string(kT0 + 3 * kHour) + "ns",
+                        kT0 + 3 * kHour);
+}
+
+// Notebooks fail far more often a GPU-hour than training jobs. A new image
+// for notebooks failing as the old image's notebooks do is within chance
+// (by GPU-hours alone, against the rest's mostly training work, it was
+// called: 16 failures where 2.8 were expected); failing four times as
+// often, it is called.
+TEST_F(RolloutsTest, ANewNotebookImageIsJudgedByWhatNotebooksFailAt) {
+  {
+    std::unique_ptr<Db> db = test::OpenQuietDb(dir_.path() + "/as-usual");
+    const StatementResult r = NewNotebookImage(db.get(), 8, 8);
+    ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+    ASSERT_EQ(r.series.size(), 1u);
+    EXPECT_EQ(r.series[0].tags.at(0).value, "img-new");
+    EXPECT_EQ(Column(r.series[0], "failures"), std::to_string(16.0));
+    EXPECT_EQ(Column(r.series[0], "verdict"), "within chance");
+  }
+  std::unique_ptr<Db> db = test::OpenQuietDb(dir_.path() + "/failing");
+  const StatementResult r = NewNotebookImage(db.get(), 8, 32);
+  ASSERT_TRUE(r.status.ok()) << r.status.ToString();
+  ASSERT_EQ(r.series.size(), 1u);
+  EXPECT_EQ(Column(r.series[0], "verdict"), "fails beyond chance");
 }
 
 TEST_F(RolloutsTest, StatementErrorsNameTheFault) {

@@ -117,39 +117,18 @@ Evidence NetworkEvidence(const ContributorNames& a, const LedgerRow* ra, const C
 // more often in the later window than chance allows, against its own rate
 // in the earlier window, or, new to the later window, against the rest of
 // it. Its exposure is its GPU-minutes, each weighted by what its work fails
-// at: the software failures a GPU-minute of the job's workload class over
-// both windows (one failure added, so that a class that failed in neither
-// window still counts). A notebook fails far more often a GPU-hour than a
-// 64-GPU training run, so an image whose work turned from training to
-// notebooks fails more a GPU-hour with nothing wrong; weighted, it does not
-// (two clean controls called such an image before). Given the failures of
+// at (WorkloadWeights over both windows): by GPU-minutes alone, an image
+// whose work turned from training to notebooks failed more with nothing
+// wrong with it (two clean controls called one). Given the failures of
 // both, each falls to the cohort with its share of the exposure (a
 // binomial). The least likely first: a driver that fails every image's jobs
 // raises each image's rate too, and is named before them.
 Evidence SoftwareEvidence(const ContributorNames& a, const LedgerRow* ra, const ContributorNames& b,
                           const LedgerRow* rb) {
   if (rb == nullptr) return {};
-  // Minutes no job held (UINT32_MAX) are a class of their own, that of no
-  // failure; a job without a workload class is of the class "".
-  const auto class_of = [](const ContributorNames& w, uint32_t id) {
-    return id < w.size() ? w[id].second : std::string("\x01idle");
-  };
-  std::map<std::string, std::pair<double, double>> classes;  // (failures, minutes)
-  for (const auto& [w, row] : {std::pair{&a, ra}, std::pair{&b, rb}}) {
-    if (row == nullptr) continue;
-    for (const auto& [id, minutes] : row->class_minutes)
-      classes[class_of(*w, id)].second += minutes;
-    for (const auto& [hash, attempt] : row->failed_attempts) {
-      if (attempt.loss != Loss::kSoftware) continue;
-      const auto it = row->software_failure_class.find(hash);
-      classes[class_of(*w, it == row->software_failure_class.end() ? UINT32_MAX : it->second)]
-          .first += 1;
-    }
-  }
-  const auto weight = [&](const ContributorNames& w, uint32_t id) {
-    const auto& [failures, minutes] = classes[class_of(w, id)];
-    return minutes > 0 ? (failures + 1) / minutes : 0.0;
-  };
+  WorkloadWeights weights;
+  if (ra != nullptr) weights.Add(a, *ra);
+  weights.Add(b, *rb);
   struct Cohort {
     double failed_before = 0, minutes_before = 0, exposure_before = 0;
     double failed = 0, minutes = 0, exposure = 0;
@@ -163,17 +142,17 @@ Evidence SoftwareEvidence(const ContributorNames& a, const LedgerRow* ra, const 
     }
     for (const auto& [key, minutes] : row->cohort_class_minutes) {
       Cohort& c = cohorts[w[static_cast<uint32_t>(key >> 32)]];
-      const double exposure = minutes * weight(w, static_cast<uint32_t>(key));
+      const double exposure = minutes * weights.Of(w, static_cast<uint32_t>(key));
       (later ? c.minutes : c.minutes_before) += minutes;
       (later ? c.exposure : c.exposure_before) += exposure;
     }
   };
   add(a, ra, false);
   add(b, rb, true);
-  double failed_all = 0, exposure_all = 0;
+  double failed_all = 0;
   for (const auto& [hash, attempt] : rb->failed_attempts)
     failed_all += attempt.loss == Loss::kSoftware;
-  for (const auto& [id, minutes] : rb->class_minutes) exposure_all += minutes * weight(b, id);
+  const double exposure_all = weights.Exposure(b, *rb);
   double tested = 0;
   for (const auto& [name, c] : cohorts) tested += c.failed > 0 && c.exposure > 0;
   std::vector<std::pair<double, EvidenceItem>> found;  // (tail, item)

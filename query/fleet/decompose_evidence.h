@@ -32,9 +32,6 @@ struct Evidence {
   bool found() const { return !items.empty(); }
 };
 
-// A window's contributor names (LedgerRow's contributor ids index them).
-using ContributorNames = std::vector<std::pair<std::string, std::string>>;
-
 // Each compares the later window's row (rb) with the earlier's (ra; either
 // may be null), as built with LedgerOptions::contributors.
 Evidence HardwareEvidence(const ContributorNames& a, const LedgerRow* ra, const ContributorNames& b,

@@ -58,7 +58,9 @@ struct LedgerOptions {
   bool contributors = false;
   // Count only each driver_version's and image's GPU-minutes (their
   // presence, in contributors[0]) and software failures (software_failures),
-  // without the other contributors and evidence: what ROLLOUTS reads. Its
+  // with the work of each workload class (class_minutes and the rest of
+  // LedgerRow's class fields), without the other contributors and evidence:
+  // what ROLLOUTS reads. Its
   // minutes are classified from the range's start, not the day's, so it
   // reads less than contributors does. (Implied by contributors.)
   bool cohorts = false;

@@ -454,19 +454,18 @@ void LedgerBuilder::CountClass(GpuWalk* w, const std::array<double, kLossCount>&
 }
 
 // The minute's driver and image (LedgerOptions::cohorts without contributors):
-// their presence, and the software failure that threw the minute away.
+// their presence, and their work and software failures by class (CountClass).
 void LedgerBuilder::CountCohorts(GpuWalk* w, int32_t m, const std::array<double, kLossCount>& add,
                                  const Ended* failed, uint64_t attempt_hash, LedgerRow* row) {
   w->ids[5] = w->n != nullptr && !w->n->driver.empty() ? w->n->driver[m] : kNone;
   double capacity = 0;
   for (const double v : add) capacity += v;
   for (const size_t k : {size_t{5}, size_t{6}}) {
-    if (w->ids[k] == kNone) continue;
-    row->contributors[0][w->ids[k]] += capacity;
-    if (failed != nullptr && failed->cause == Loss::kSoftware)
-      row->software_failures[w->ids[k]].insert(attempt_hash);
+    if (w->ids[k] != kNone) row->contributors[0][w->ids[k]] += capacity;
   }
+  CountClass(w, add, failed, attempt_hash, row);
   w->ids[6] = kNone;
+  w->held = nullptr;
 }
 
 // A GPU is capacity from its first report on: the days before its agent

@@ -107,4 +107,34 @@ inline uint64_t CohortClassKey(uint32_t cohort, uint32_t workload_class) {
   return static_cast<uint64_t>(cohort) << 32 | workload_class;
 }
 
+// A ledger's contributor names (LedgerRow's contributor ids index them).
+using ContributorNames = std::vector<std::pair<std::string, std::string>>;
+
+// The name of workload class `id` (as interned in `names`): UINT32_MAX, the
+// minutes no job held, is a class of its own; a job without a class is "".
+std::string WorkloadClassOf(const ContributorNames& names, uint32_t id);
+
+// What a GPU-minute of each workload class fails at: the software failures
+// a GPU-minute of the class over the rows added (each attempt once, though
+// its lost minutes span rows), one failure added so that a class that never
+// failed still counts. A driver's or image's GPU-minutes, each times its
+// class's weight, are its exposure to software failures
+// (docs/metric-framework.md, "Direct evidence"): a one-GPU notebook fails
+// far more often a GPU-hour than a 64-GPU training run, and a cohort whose
+// work turned from one to the other is no different for it.
+class WorkloadWeights {
+ public:
+  // The row's classes (LedgerRow::class_minutes, software_failure_class).
+  void Add(const ContributorNames& names, const LedgerRow& row);
+  // The weight of a GPU-minute of class `id` (as interned in `names`;
+  // UINT32_MAX: minutes no job held, which no software failure can end).
+  double Of(const ContributorNames& names, uint32_t id) const;
+  // A row's GPU-minutes, each times its class's weight.
+  double Exposure(const ContributorNames& names, const LedgerRow& row) const;
+
+ private:
+  std::map<std::string, std::pair<double, double>> classes_;  // (failures, minutes)
+  std::unordered_set<uint64_t> counted_;                      // attempts counted
+};
+
 }  // namespace gpulse::query

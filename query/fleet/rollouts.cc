@@ -30,31 +30,46 @@ constexpr int kMultipliers = 10;
 // `t` rounded down to a multiple of `step` (times before 1970 too).
 int64_t Floor(int64_t t, int64_t step) { return t - ((t % step) + step) % step; }
 
-// One driver or image over the window: the GPU-minutes it ran (its
-// exposure) and the attempts that failed there for software reasons, in all
-// and by step (a failure in the step it is first counted in: its lost
-// minutes may span several).
+// GPU-minutes (or failures) by workload class (WorkloadClassOf).
+using ByClass = std::map<std::string, double>;
+
+// One driver or image over the window: its GPU-minutes and the attempts
+// that failed there for software reasons, by workload class, in all and by
+// step (a failure in the step it is first counted in: its lost minutes may
+// span several).
 struct Cohort {
   struct Step {
-    double minutes = 0;
+    ByClass minutes;
     int failures = 0;
   };
   std::map<int64_t, Step> steps;
-  double minutes = 0;
+  ByClass minutes, failures;
+  double all_minutes = 0;
   std::unordered_set<uint64_t> failed;
   int64_t first_ns = INT64_MAX;
 };
 
-// The evidence at the end of each step from the cohort's first, at `rate`
-// failures a GPU-minute, and the largest: a sequential test stops at the
-// first crossing, and the evidence it reached stays reached while later
-// steps without failures dilute the running figure.
-double PeakEvidence(const Cohort& c, double rate) {
-  double minutes = 0, failures = 0, peak = -INFINITY;
+// The failures expected of `minutes` at `rates` (by class; `other` for a
+// class the rates lack).
+double Expected(const ByClass& minutes, const ByClass& rates, double other) {
+  double expected = 0;
+  for (const auto& [cls, m] : minutes) {
+    const auto it = rates.find(cls);
+    expected += m * (it == rates.end() ? other : it->second);
+  }
+  return expected;
+}
+
+// The evidence at the end of each step from the cohort's first, at `rates`
+// failures a GPU-minute by class, and the largest: a sequential test stops
+// at the first crossing, and the evidence it reached stays reached while
+// later steps without failures dilute the running figure.
+double PeakEvidence(const Cohort& c, const ByClass& rates, double other) {
+  double expected = 0, failures = 0, peak = -INFINITY;
   for (const auto& [t, step] : c.steps) {
-    minutes += step.minutes;
+    expected += Expected(step.minutes, rates, other);
     failures += step.failures;
-    peak = std::max(peak, RolloutEvidence(failures, rate * minutes));
+    peak = std::max(peak, RolloutEvidence(failures, expected));
   }
   return peak;
 }
@@ -119,27 +134,33 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
   Ledger ledger;
   GPULSE_RETURN_IF_ERROR(BuildLedger(db, lo, &ledger));
 
+  const ContributorNames& names = ledger.contributor_names;
   std::map<std::pair<std::string, std::string>, Cohort> cohorts;
   for (const LedgerRow& row : ledger.rows) {  // one group, by step
-    for (const auto& [id, minutes] : row.contributors[0]) {
-      const auto& name = ledger.contributor_names[id];
-      if (name.first != "driver_version" && name.first != "image") continue;
-      Cohort& c = cohorts[name];
-      c.minutes += minutes;
-      c.steps[row.bucket_ns].minutes += minutes;
+    for (const auto& [key, minutes] : row.cohort_class_minutes) {
+      Cohort& c = cohorts[names[static_cast<uint32_t>(key >> 32)]];
+      const std::string cls = WorkloadClassOf(names, static_cast<uint32_t>(key));
+      c.minutes[cls] += minutes;
+      c.all_minutes += minutes;
+      c.steps[row.bucket_ns].minutes[cls] += minutes;
       c.first_ns = std::min(c.first_ns, row.bucket_ns);
     }
     for (const auto& [id, attempts] : row.software_failures) {
-      Cohort& c = cohorts[ledger.contributor_names[id]];
-      for (const uint64_t attempt : attempts)
-        c.steps[row.bucket_ns].failures += c.failed.insert(attempt).second;
+      Cohort& c = cohorts[names[id]];
+      for (const uint64_t attempt : attempts) {
+        if (!c.failed.insert(attempt).second) continue;
+        ++c.steps[row.bucket_ns].failures;
+        const auto it = row.software_failure_class.find(attempt);
+        c.failures[WorkloadClassOf(
+            names, it == row.software_failure_class.end() ? UINT32_MAX : it->second)] += 1;
+      }
     }
   }
-  // Each dimension's totals, from which the rest of a cohort's is taken.
-  std::map<std::string, std::pair<double, double>> totals;  // dimension -> (failures, minutes)
+  // Each dimension's totals by class, from which the rest of a cohort's is taken.
+  std::map<std::string, std::pair<ByClass, ByClass>> totals;  // (minutes, failures)
   for (const auto& [name, c] : cohorts) {
-    totals[name.first].first += static_cast<double>(c.failed.size());
-    totals[name.first].second += c.minutes;
+    for (const auto& [cls, m] : c.minutes) totals[name.first].first[cls] += m;
+    for (const auto& [cls, f] : c.failures) totals[name.first].second[cls] += f;
   }
   // New: seen in no step that began within the range's first hour.
   const int64_t new_from = Floor(lo.start_ns + kHourNs + kStepNs - 1, kStepNs);
@@ -147,39 +168,58 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
   // hours, or a WHERE that matched nothing then) has nothing to be new to.
   std::set<std::string> ran_first;
   for (const auto& [name, c] : cohorts) {
-    if (c.first_ns < new_from && c.minutes > 0) ran_first.insert(name.first);
+    if (c.first_ns < new_from && c.all_minutes > 0) ran_first.insert(name.first);
   }
   std::set<std::string> unknown;
   std::vector<std::pair<double, ResultSeries>> found;  // (evidence, series)
   for (const auto& [name, c] : cohorts) {
-    if (c.first_ns < new_from || c.minutes <= 0) continue;  // not new to the range
+    if (c.first_ns < new_from || c.all_minutes <= 0) continue;  // not new to the range
     if (!ran_first.contains(name.first)) {
       unknown.insert(name.first);
       continue;
     }
+    // The rest's rate by workload class: what the rest of the dimension's
+    // work of each class failed at, applied to this cohort's work of that
+    // class (indirect standardization), so that a new image for notebooks is
+    // judged by what notebooks fail at, not by the rest's mostly training
+    // work. One failure more than the rest had, spread over its classes by
+    // their minutes: a fleet whose other cohorts never failed does not make
+    // one failure of the new one infinitely surprising. (The rest ran:
+    // something of the dimension ran in the first hour, and this cohort did
+    // not.) A class the rest never ran is taken at the rest's overall rate.
+    const auto& [all_minutes, all_failures] = totals[name.first];
+    const auto less_mine = [](const ByClass& all, const ByClass& mine) {
+      ByClass rest = all;
+      for (const auto& [cls, x] : mine) rest[cls] -= x;
+      return rest;
+    };
+    const ByClass rest_by_class = less_mine(all_minutes, c.minutes),
+                  rest_failed = less_mine(all_failures, c.failures);
+    double rest_minutes = 0, rest_failures = 0;
+    for (const auto& [cls, m] : rest_by_class) rest_minutes += m;
+    for (const auto& [cls, f] : rest_failed) rest_failures += f;
+    ByClass rates;
+    for (const auto& [cls, m] : rest_by_class) {
+      const auto f = rest_failed.find(cls);
+      if (m >= 1) rates[cls] = (f == rest_failed.end() ? 0 : f->second) / m + 1 / rest_minutes;
+    }
+    const double other = (rest_failures + 1) / rest_minutes;
     const double failures = static_cast<double>(c.failed.size());
-    const double rest_failures = totals[name.first].first - failures;
-    const double rest_minutes = totals[name.first].second - c.minutes;
+    const double expected = Expected(c.minutes, rates, other);
+    const double evidence = PeakEvidence(c, rates, other);
     ResultSeries rs;
     rs.name = "rollouts";
     rs.tags = {{name.first, name.second}};
     rs.columns = {"time",      "evidence",   "failures",          "expected",
                   "gpu_hours", "rate_ratio", "rest_per_gpu_hour", "verdict"};
-    // The rest's rate, counting one failure more than it had: a fleet whose
-    // other cohorts never failed does not make one failure of the new one
-    // infinitely surprising. (The rest ran: something of the dimension ran in
-    // the first hour, and this cohort did not.)
-    const double rate = (rest_failures + 1) / rest_minutes;
-    const double expected = rate * c.minutes;
-    const double evidence = PeakEvidence(c, rate);
     std::vector<QueryValue> row = {
         QueryValue(c.first_ns),
         QueryValue(evidence),
         QueryValue(failures),
         QueryValue(expected),
-        QueryValue(c.minutes / 60),
+        QueryValue(c.all_minutes / 60),
         QueryValue(failures / expected),
-        QueryValue(60 * rate),
+        QueryValue(60 * other),
         QueryValue(std::string(evidence >= kRolloutEvidenceCalled ? "fails beyond chance"
                                                                   : "within chance"))};
     rs.values.push_back(std::move(row));
