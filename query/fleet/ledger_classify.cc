@@ -261,7 +261,7 @@ struct GpuWalk {
   bool looked_back = false;
   uint32_t last_team = kNone;
   std::vector<uint16_t>* idle = nullptr;  // its node's idle GPUs by minute, with contributors
-  // With contributors: the job that held the minute (running, or waiting to
+  // With cohorts: the job that held the minute (running, or waiting to
   // come back after it failed), and the id of the last one's workload class.
   const JobRecord* held = nullptr;
   const JobRecord* class_of = nullptr;

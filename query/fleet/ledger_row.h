@@ -74,7 +74,7 @@ struct LedgerRow {
   std::unordered_map<uint32_t, double> xid_minutes;
   std::unordered_map<uint32_t, double> troubled_minutes;
   std::unordered_map<uint32_t, std::unordered_set<uint64_t>> software_failures;
-  // With contributors, the work behind those failures, by workload class
+  // With contributors or cohorts, the work behind those failures, by class
   // (the class of the job that held the minute, interned as a contributor
   // name of dimension "workload_class"; UINT32_MAX for minutes no job held):
   // capacity minutes by class, each driver's and image's by class (keyed
