@@ -372,8 +372,9 @@ class LedgerBuilder {
                    const Ended* failed);
   void CountCohorts(GpuWalk* w, int32_t m, const std::array<double, kLossCount>& add,
                     const Ended* failed, uint64_t attempt_hash, LedgerRow* row);
-  void CountClass(GpuWalk* w, const std::array<double, kLossCount>& add, const Ended* failed,
-                  uint64_t attempt_hash, LedgerRow* row);
+  // `capacity`: the minute's capacity (the sum of its losses and productive share).
+  void CountClass(GpuWalk* w, double capacity, const Ended* failed, uint64_t attempt_hash,
+                  LedgerRow* row);
   // Whether drivers and images are traced (contributors, or cohorts alone).
   bool Cohorts() const { return o_.contributors || o_.cohorts; }
   // The last job a GPU held in the day before start_, and the minute:

@@ -416,7 +416,9 @@ void LedgerBuilder::CountMinute(GpuWalk* w, int32_t m, int64_t t,
   if (w->hardware_xid) row.xid_minutes[w->ids[3]] += 1;
   if (w->n != nullptr && !w->n->troubled.empty() && w->n->troubled[m] != 0 && w->n->link != kNone)
     row.troubled_minutes[w->n->link] += 1;
-  CountClass(w, add, failed, attempt_hash, &row);
+  double capacity = 0;
+  for (const double v : add) capacity += v;
+  CountClass(w, capacity, failed, attempt_hash, &row);
   w->links.clear();
   // A network loss is the job's that held the GPU (running, or waiting to come back).
   if (add[static_cast<size_t>(Loss::kNetwork)] > 0 && w->last_record != nullptr)
@@ -435,14 +437,12 @@ void LedgerBuilder::CountMinute(GpuWalk* w, int32_t m, int64_t t,
 // The minute's work by workload class (LedgerRow::class_minutes), for the
 // fleet and for its driver and image, and the software failure that threw
 // it away, by cohort and by class.
-void LedgerBuilder::CountClass(GpuWalk* w, const std::array<double, kLossCount>& add,
-                               const Ended* failed, uint64_t attempt_hash, LedgerRow* row) {
+void LedgerBuilder::CountClass(GpuWalk* w, double capacity, const Ended* failed,
+                               uint64_t attempt_hash, LedgerRow* row) {
   if (w->held != w->class_of) {
     w->class_of = w->held;
     w->class_id = w->held == nullptr ? kNone : Intern(kClassDimension, w->held->workload_class);
   }
-  double capacity = 0;
-  for (const double v : add) capacity += v;
   row->class_minutes[w->class_id] += capacity;
   const bool software = failed != nullptr && failed->cause == Loss::kSoftware;
   if (software) row->software_failure_class[attempt_hash] = w->class_id;
@@ -463,7 +463,7 @@ void LedgerBuilder::CountCohorts(GpuWalk* w, int32_t m, const std::array<double,
   for (const size_t k : {size_t{5}, size_t{6}}) {
     if (w->ids[k] != kNone) row->contributors[0][w->ids[k]] += capacity;
   }
-  CountClass(w, add, failed, attempt_hash, row);
+  CountClass(w, capacity, failed, attempt_hash, row);
   w->ids[6] = kNone;
   w->held = nullptr;
 }
