@@ -70,14 +70,21 @@ size_t PromPointBuilder::AddSeries(std::string_view name, std::span<const Label>
     return std::any_of(tags_.begin() + static_cast<ptrdiff_t>(series.first_tag), tags_.end(),
                        [&](const Label& t) { return t.first == key; });
   };
+  // Labels come sorted by name (remote write's rule, and a scrape's habit):
+  // while each is past the one before and no tag was added first, none can
+  // repeat a key, and the search for one is skipped.
+  bool ascending = options_.extra_tags.empty();
+  std::string_view before;
   for (const auto& [label, value] : labels) {
+    ascending = ascending && (before.empty() || label > before);
+    before = label;
     if (value.empty()) continue;
     if (std::binary_search(attribution_.begin(), attribution_.end(), label)) {
       attrs_.emplace_back(label, value);
       continue;
     }
     std::string_view key = label;
-    if (has_key(key)) {
+    if (!ascending && has_key(key)) {
       std::string k(label);
       while (has_key(k)) k.insert(0, "exported_");
       key = renamed_.emplace_back(std::move(k));
@@ -109,6 +116,7 @@ void PromPointBuilder::AddSeriesLike(size_t like, std::string_view name) {
 
 bool PromPointBuilder::SameTags(const Series& a, const Series& b) const {
   if (a.tags != b.tags) return false;
+  if (a.first_tag == b.first_tag) return true;  // AddSeriesLike's
   return std::equal(tags_.begin() + static_cast<ptrdiff_t>(a.first_tag),
                     tags_.begin() + static_cast<ptrdiff_t>(a.first_tag + a.tags),
                     tags_.begin() + static_cast<ptrdiff_t>(b.first_tag));

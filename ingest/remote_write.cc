@@ -28,6 +28,9 @@ struct SeriesView {
   std::string_view before_name, after_name;
   size_t first_label = 0, labels = 0;    // in RequestView::labels, __name__ left out
   size_t first_sample = 0, samples = 0;  // in RequestView::samples
+  // Its labels but __name__ are the series' before it, byte for byte (read
+  // as one run, not label by label; `first_label` is that series').
+  bool labels_as_previous = false;
 };
 struct RequestView {
   std::vector<SeriesView> series;
@@ -104,6 +107,29 @@ class WireReader {
     return true;
   }
 
+  // Whether the labels after a series' __name__, which came first, are the
+  // previous series' run byte for byte: Prometheus sends a target's metrics
+  // one series each, their labels sorted (__name__ first) and alike but the
+  // name, so most series are read with one comparison, not label by label.
+  // The run must end where the series' labels end: a label after it is a
+  // different set (it is then read as usual, see ReadSeries).
+  bool SkipLabelsOfPrevious(const RequestView& request) {
+    if (request.series.empty()) return false;
+    const SeriesView& previous = request.series.back();
+    const std::string_view run = previous.after_name;
+    if (previous.name.empty() || !previous.before_name.empty() || run.empty() ||
+        static_cast<int64_t>(run.size()) > in_.BytesUntilLimit()) {
+      return false;
+    }
+    const uint8_t* at = base_ + in_.CurrentPosition();
+    if (std::memcmp(at, run.data(), run.size()) != 0) return false;
+    constexpr uint8_t kLabelTag = (1 << 3) | WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+    if (static_cast<int64_t>(run.size()) < in_.BytesUntilLimit() && at[run.size()] == kLabelTag) {
+      return false;
+    }
+    return in_.Skip(static_cast<int>(run.size()));
+  }
+
   bool ReadSeries(RequestView* out) {
     SeriesView series;
     series.first_label = out->labels.size();
@@ -118,12 +144,28 @@ class WireReader {
       if (field == 1 && IsLengthDelimited(tag)) {
         std::string_view name, value;
         ok = Within([&](int end) { return ReadLabel(end, &name, &value); });
+        if (series.labels_as_previous) {
+          // A label past the previous series' run: this set is its own, so
+          // the run's labels are copied to lie before this one.
+          const SeriesView& previous = out->series.back();
+          series.labels_as_previous = false;
+          series.first_label = out->labels.size();
+          for (size_t i = 0; i < previous.labels; ++i) {
+            const auto label = out->labels[previous.first_label + i];
+            out->labels.push_back(label);
+          }
+        }
         if (labels_begin < 0) labels_begin = at;
         labels_end = in_.CurrentPosition();
         if (name == "__name__") {
           series.name = value;
           name_begin = at;
           name_end = labels_end;
+          if (ok && labels_begin == at && !series.name.empty() && SkipLabelsOfPrevious(*out)) {
+            series.labels_as_previous = true;
+            series.first_label = out->series.back().first_label;
+            labels_end = in_.CurrentPosition();
+          }
         } else {
           out->labels.emplace_back(name, value);
         }
@@ -137,7 +179,8 @@ class WireReader {
       }
       if (!ok) return false;
     }
-    series.labels = out->labels.size() - series.first_label;
+    series.labels = series.labels_as_previous ? out->series.back().labels
+                                              : out->labels.size() - series.first_label;
     series.samples = out->samples.size() - series.first_sample;
     if (labels_begin >= 0) {
       const char* base = reinterpret_cast<const char*>(base_);
@@ -267,6 +310,17 @@ Status RemoteWriteBatch::Parse(std::string_view body, size_t max_bytes,
   builder_ = std::make_unique<PromPointBuilder>(options);
   std::unordered_map<uint64_t, const SeriesView*> label_sets;
   std::vector<size_t> series_number(request.series.size());  // in the builder
+  const auto add_samples = [&](const SeriesView& series) {
+    for (size_t k = 0; k < series.samples; ++k) {
+      const auto [value, ms] = request.samples[series.first_sample + k];
+      if (IsStaleMarker(value)) {
+        ++stats_.stale_markers;
+        builder_->AddStaleMarker(ms);
+        continue;
+      }
+      builder_->AddSample(value, ms, 0);
+    }
+  };
   for (const SeriesView& series : request.series) {
     stats_.samples += series.samples;
     if (series.name.empty()) {
@@ -278,27 +332,24 @@ Status RemoteWriteBatch::Parse(std::string_view body, size_t max_bytes,
       continue;
     }
     // A label set met before in this request is mapped once.
-    const uint64_t key = std::hash<std::string_view>()(series.before_name) * 31 +
-                         std::hash<std::string_view>()(series.after_name);
-    auto [seen, added] = label_sets.try_emplace(key, &series);
-    const SeriesView* like = seen->second;
-    if (!added && like->before_name == series.before_name &&
-        like->after_name == series.after_name) {
-      builder_->AddSeriesLike(series_number[like - request.series.data()], series.name);
+    const size_t index = &series - request.series.data();
+    if (series.labels_as_previous) {
+      builder_->AddSeriesLike(series_number[index - 1], series.name);
     } else {
-      builder_->AddSeries(series.name,
-                          std::span(request.labels).subspan(series.first_label, series.labels));
-    }
-    series_number[&series - request.series.data()] = builder_->series_count() - 1;
-    for (size_t k = 0; k < series.samples; ++k) {
-      const auto [value, ms] = request.samples[series.first_sample + k];
-      if (IsStaleMarker(value)) {
-        ++stats_.stale_markers;
-        builder_->AddStaleMarker(ms);
-        continue;
+      const uint64_t key = std::hash<std::string_view>()(series.before_name) * 31 +
+                           std::hash<std::string_view>()(series.after_name);
+      auto [seen, added] = label_sets.try_emplace(key, &series);
+      const SeriesView* like = seen->second;
+      if (!added && like->before_name == series.before_name &&
+          like->after_name == series.after_name) {
+        builder_->AddSeriesLike(series_number[like - request.series.data()], series.name);
+      } else {
+        builder_->AddSeries(series.name,
+                            std::span(request.labels).subspan(series.first_label, series.labels));
       }
-      builder_->AddSample(value, ms, 0);
     }
+    series_number[index] = builder_->series_count() - 1;
+    add_samples(series);
   }
   points_ = builder_->Finish();
   stats_.mapping = builder_->stats();

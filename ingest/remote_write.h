@@ -9,9 +9,12 @@
 // WireFormatLite) field by field, strings viewed in place, and each label
 // set met once a request is mapped once: the generated message classes
 // allocate every label, which made remote write a third of VictoriaMetrics'
-// rate (docs/performance.md, session 22). The .proto is the schema; the
-// tests build their requests with its generated classes, so the reader is
-// checked against protobuf's own encoder, and .ci/fuzz fuzzes it.
+// rate (docs/performance.md, session 22). A series whose labels after
+// __name__ are the series' before it byte for byte (a target's metrics, one
+// series each) is read as one comparison of that run (session 33). The
+// .proto is the schema; the tests build their requests with its generated
+// classes, so the reader is checked against protobuf's own encoder, and
+// .ci/fuzz fuzzes it.
 //
 // Stale markers (the NaN with bits 0x7ff0000000000002 that Prometheus sends
 // when a series ends) are counted and kept apart from the metric's values,

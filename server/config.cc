@@ -2,6 +2,7 @@
 #include "query/query.h"
 #include "storage/rollup.h"
 
+#include <algorithm>
 #include <boost/archive/iterators/base64_from_binary.hpp>
 #include <boost/archive/iterators/transform_width.hpp>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <thread>
 
 namespace gpulse::server {
 
@@ -364,6 +366,11 @@ Status LoadStorage(const Json& s, ServerConfig* config) {
 
 }  // namespace
 
+int HttpIoThreads(const ServerConfig& config) {
+  if (config.threads > 0) return config.threads;
+  return std::clamp(static_cast<int>(std::thread::hardware_concurrency()), 2, 64);
+}
+
 Status LoadConfigFile(const std::string& path, ServerConfig* config) {
   std::ifstream in(path);
   if (!in) return Status::NotFound("config file " + path + " cannot be read");
@@ -384,8 +391,8 @@ Status LoadConfigFile(const std::string& path, ServerConfig* config) {
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "data", &config->data_dir));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "listen", &config->listen));
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "threads", &config->threads));
-    if (config->threads < 1 || config->threads > 64) {
-      return Status::InvalidArgument("config.threads: must be 1 to 64");
+    if (config->threads < 0 || config->threads > 64) {
+      return Status::InvalidArgument("config.threads: must be 0 (one a core) to 64");
     }
     double mb = static_cast<double>(config->max_body_bytes) / (1 << 20);
     GPULSE_RETURN_IF_ERROR(Get(root, "config", "max_body_mb", &mb));

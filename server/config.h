@@ -94,7 +94,9 @@ struct AlertConfig {
 struct ServerConfig {
   std::string data_dir = "./gpulse-data";
   std::string listen = "127.0.0.1:8086";
-  int threads = 2;
+  // HTTP I/O threads, which run writes: 0, one a core (at least 2, at most
+  // 64), so that ingest uses the cores it is given (HttpIoThreads).
+  int threads = 0;
   uint64_t max_body_bytes = 64ull << 20;  // after gzip inflation too
   std::chrono::milliseconds read_timeout{30000};
   // Open connections at most; 0: the descriptor limit less a reserve
@@ -126,6 +128,10 @@ struct ServerConfig {
 // Reads the JSON config file at `path` into *config (keys not given keep
 // their values). Errors name the file and the key at fault.
 Status LoadConfigFile(const std::string& path, ServerConfig* config);
+
+// The I/O threads `config` asks for: its `threads`, or for 0 one a core
+// (std::thread::hardware_concurrency), at least 2 and at most 64.
+int HttpIoThreads(const ServerConfig& config);
 
 // Splits "host:port" (IPv6 as "[::1]:8086"). InvalidArgument when malformed.
 Status SplitHostPort(const std::string& listen, std::string* host, uint16_t* port);

@@ -142,7 +142,7 @@ std::map<std::string, std::string> ParseQueryString(std::string_view target) {
 }
 
 void ConfigureServer(const ServerConfig& config, HttpServerOptions* options) {
-  options->threads = config.threads;
+  options->threads = HttpIoThreads(config);
   options->max_body_bytes = config.max_body_bytes;
   options->read_timeout = config.read_timeout;
   options->max_connections = config.max_connections;

@@ -11,6 +11,9 @@
 #include <gtest/gtest.h>
 #include <snappy.h>
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <bit>
 #include <boost/crc.hpp>
 #include <cmath>
@@ -213,6 +216,66 @@ TEST(RemoteWriteDecodeTest, ASeriesWithoutAMetricNameIsLeftOutAndNamed) {
   EXPECT_EQ(stats.first_error, "series {job=\"dcgm\", gpu=\"3\"} has no metric name (__name__)");
 }
 
+// A series whose labels after __name__ are the series' before it, byte for
+// byte, is read as that run (ReadSeries' fast path); one that has a label
+// more, one less, or __name__ not first is read label by label, and each
+// keeps its own tags.
+TEST(RemoteWriteDecodeTest, ALabelSetLikeThePreviousOnesButNotEqualKeepsItsOwnTags) {
+  prompb::WriteRequest request;
+  const Labels gpu_job = {{"gpu", "0"}, {"job", "x"}};
+  const auto with = [](const char* name, Labels rest) {
+    rest.insert(rest.begin(), {"__name__", name});
+    return rest;
+  };
+  AddSeries(&request, with("a", gpu_job), {{1, 1000}});
+  AddSeries(&request, with("b", gpu_job), {{2, 1000}});  // the run: one point with a
+  AddSeries(&request, with("c", {{"gpu", "0"}, {"job", "x"}, {"zone", "z"}}), {{3, 1000}});
+  AddSeries(&request, with("h", {{"gpu", "0"}, {"job", "x"}, {"zone", "z"}}), {{4, 1000}});
+  AddSeries(&request, with("d", {{"gpu", "0"}}), {{5, 1000}});
+  AddSeries(&request, {{"job", "y"}}, {{6, 1000}});  // nameless: left out
+  AddSeries(&request, with("f", gpu_job), {{7, 1000}});
+  AddSeries(&request, {{"Zone", "1"}, {"__name__", "g"}}, {{8, 1000}});
+  AddSeries(&request, {{"Zone", "1"}, {"__name__", "i"}}, {{9, 1000}});
+  AddSeries(&request, with("k", gpu_job), {{11, 1000}});
+  // A series whose run matches and is followed by a sample, then a label
+  // more: the labels of a message may come in any order, and Prometheus'
+  // own decoder merges them (a second TimeSeries message, concatenated).
+  prompb::WriteRequest split_first, split_second;
+  AddSeries(&split_first, with("j", gpu_job), {{10, 1000}});
+  AddSeries(&split_second, {{"zone", "z"}}, {});
+  const std::string split = split_first.timeseries(0).SerializeAsString() +
+                            split_second.timeseries(0).SerializeAsString();
+  std::string raw = request.SerializeAsString();
+  {
+    google::protobuf::io::StringOutputStream stream(&raw);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    out.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
+        1, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+    out.WriteVarint32(static_cast<uint32_t>(split.size()));
+    out.WriteRaw(split.data(), static_cast<int>(split.size()));
+  }
+  std::string body;
+  snappy::Compress(raw.data(), raw.size(), &body);
+  std::vector<Point> points;
+  ingest::RemoteWriteStats stats;
+  ASSERT_TRUE(Decode(body, 1 << 20, {}, &points, &stats).ok());
+  EXPECT_EQ(stats.nameless, 1u);
+  EXPECT_EQ(stats.series, 11u);
+  std::map<std::string, std::map<std::string, double>> fields_by_tags;
+  for (const Point& p : points) {
+    std::string tags;
+    for (const Tag& t : p.tags) tags += t.key + "=" + t.value + ",";
+    for (const Field& f : p.fields) fields_by_tags[tags][f.key] = std::get<double>(f.value);
+  }
+  const std::map<std::string, std::map<std::string, double>> want = {
+      {"gpu=0,job=x,", {{"a", 1}, {"b", 2}, {"f", 7}, {"k", 11}}},
+      {"gpu=0,job=x,zone=z,", {{"c", 3}, {"h", 4}, {"j", 10}}},
+      {"gpu=0,", {{"d", 5}}},
+      {"Zone=1,", {{"g", 8}, {"i", 9}}},
+  };
+  EXPECT_EQ(fields_by_tags, want);
+  EXPECT_EQ(points.size(), 4u);
+}
 class RemoteWriteServerTest : public test::ServedTest {
  protected:
   void SetUp() override {

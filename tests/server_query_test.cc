@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/write.hpp>
 #include <cctype>
@@ -21,6 +22,7 @@
 #include "engine/gpulse.h"
 #include "server/config.h"
 #include "server/http_api.h"
+#include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/sources.h"
 #include "tests/support/http_client.h"
@@ -470,6 +472,35 @@ TEST(ServerConfigTest, RetentionDaysComeFromTheConfigFileAndBadOnesAreNamed) {
     const Status s = load(bad, &config);
     EXPECT_TRUE(s.IsInvalidArgument()) << bad << ": " << s.ToString();
     EXPECT_NE(s.message().find("storage.retention_days"), std::string::npos) << s.ToString();
+  }
+}
+
+// Writes run on the I/O threads: by default one a core, so that ingest uses
+// the machine (two, whatever the cores, held a 16-core server to two
+// writers' rate: docs/performance.md, session 33).
+TEST(ServerConfigTest, IoThreadsAreOneACoreUnlessTheConfigSaysHowMany) {
+  storage::ScratchDir dir;
+  auto load = [&](const std::string& text, server::ServerConfig* config) {
+    const std::string path = dir.path() + "/gpulse.json";
+    FILE* f = std::fopen(path.c_str(), "w");
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+    return server::LoadConfigFile(path, config);
+  };
+  server::ServerConfig config;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  EXPECT_EQ(server::HttpIoThreads(config), std::clamp(cores, 2, 64));
+  ASSERT_TRUE(load(R"({"threads": 3})", &config).ok());
+  EXPECT_EQ(server::HttpIoThreads(config), 3);
+  HttpServerOptions options;
+  server::ConfigureServer(config, &options);
+  EXPECT_EQ(options.threads, 3);
+  ASSERT_TRUE(load(R"({"threads": 0})", &config).ok());
+  EXPECT_EQ(server::HttpIoThreads(config), std::clamp(cores, 2, 64));
+  for (const char* bad : {R"({"threads": -1})", R"({"threads": 65})"}) {
+    const Status s = load(bad, &config);
+    EXPECT_TRUE(s.IsInvalidArgument()) << bad << ": " << s.ToString();
+    EXPECT_NE(s.message().find("config.threads"), std::string::npos) << s.ToString();
   }
 }
 
