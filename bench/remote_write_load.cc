@@ -14,9 +14,14 @@
 // Usage:
 //   remote_write_load --url http://127.0.0.1:8097/api/v1/write?measurement=gpu
 //                     [--writers 2] [--samples-per-request 2000] [--pid PID]
+//   remote_write_load --decode [--samples-per-request 2000]
 // Prints requests, samples, seconds, samples/s until every request was
 // answered 2xx (a 429 or 5xx is retried after Retry-After or 100 ms and
 // counted), and with --pid the server's peak RSS (VmHWM) at the end.
+// --decode sends nothing: it decodes every body into points as the server
+// does (ingest::RemoteWriteBatch, one thread, five rounds) and prints the
+// best round's nanoseconds a sample, a figure this shared machine's noise
+// hides in the HTTP rate.
 
 #include <snappy.h>
 
@@ -31,6 +36,7 @@
 #include <vector>
 
 #include "bench/fleet_lp.h"
+#include "ingest/remote_write.h"
 #include "prompb.pb.h"
 #include "server/http_client.h"
 
@@ -43,6 +49,7 @@ struct Flags {
   int writers = 2;
   size_t samples_per_request = 2000;
   std::string pid;
+  bool decode = false;
 };
 
 bool ParseFlags(int argc, char** argv, Flags* f) {
@@ -57,12 +64,15 @@ bool ParseFlags(int argc, char** argv, Flags* f) {
       f->samples_per_request = std::strtoull(v, nullptr, 10);
     } else if (a == "--pid" && v) {
       f->pid = v;
+    } else if (a == "--decode") {
+      f->decode = true;
+      continue;
     } else {
       return false;
     }
     ++i;
   }
-  return !f->url.empty() && f->writers > 0 && f->samples_per_request > 0;
+  return (f->decode || !f->url.empty()) && f->writers > 0 && f->samples_per_request > 0;
 }
 
 // The bodies, snappy-compressed, and the samples they hold.
@@ -118,6 +128,32 @@ std::vector<std::string> EncodeRequests(size_t per_request, uint64_t* samples) {
   return bodies;
 }
 
+// Decodes every body as /api/v1/write does, five times; prints the best.
+int Decode(const std::vector<std::string>& bodies, uint64_t samples) {
+  double best = 0;
+  size_t points = 0;
+  for (int round = 0; round < 5; ++round) {
+    points = 0;
+    const auto started = Clock::now();
+    for (const std::string& body : bodies) {
+      gpulse::ingest::RemoteWriteBatch batch;
+      const gpulse::Status s = batch.Parse(body, 64 << 20, gpulse::ingest::PromMappingOptions());
+      if (!s.ok()) {
+        std::fprintf(stderr, "remote_write_load: %s\n", s.ToString().c_str());
+        return 1;
+      }
+      points += batch.points().size();
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    if (round == 0 || seconds < best) best = seconds;
+  }
+  std::printf(
+      "%zu requests, %llu samples, %zu points, decoded in %.3f s (best of 5): %.1f ns a sample\n",
+      bodies.size(), static_cast<unsigned long long>(samples), points, best,
+      best * 1e9 / static_cast<double>(samples));
+  return 0;
+}
+
 std::string PeakRss(const std::string& pid) {
   std::ifstream status("/proc/" + pid + "/status");
   std::string line;
@@ -134,11 +170,13 @@ int main(int argc, char** argv) {
   if (!ParseFlags(argc, argv, &flags)) {
     std::fprintf(stderr,
                  "usage: remote_write_load --url URL [--writers N] [--samples-per-request N] "
-                 "[--pid PID]\n");
+                 "[--pid PID]\n"
+                 "       remote_write_load --decode [--samples-per-request N]\n");
     return 2;
   }
   uint64_t samples = 0;
   const std::vector<std::string> bodies = EncodeRequests(flags.samples_per_request, &samples);
+  if (flags.decode) return Decode(bodies, samples);
   gpulse::server::HttpClient::Options options;
   options.timeout = std::chrono::seconds(60);
   options.headers = {{"Content-Encoding", "snappy"},
