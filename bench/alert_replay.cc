@@ -15,7 +15,9 @@
 // evaluates the rules only from an hour before each incident's start to N
 // minutes after it (the rest is delivered unevaluated): time to detect
 // without the cost of a whole day's evaluations; its false pages are those
-// of the hours watched.
+// of the hours watched. A control (healthy-upgrade: a new driver with no
+// bug) explains no firing: each one during it is a false page, counted
+// apart.
 
 #include <algorithm>
 #include <chrono>
@@ -156,6 +158,7 @@ int main(int argc, char** argv) {
   for (const test::Firing& f : fired) {
     std::string because;
     for (const fleet::Incident& inc : replay.incidents()) {
+      if (fleet::IsControl(inc.kind)) continue;
       if (f.fired_ns >= inc.start_ns && f.fired_ns < inc.end_ns + 30 * kMinute) {
         because = inc.name + ", " + std::to_string((f.fired_ns - inc.start_ns) / kMinute) +
                   " min after its start";
@@ -170,6 +173,15 @@ int main(int argc, char** argv) {
                 f.group.c_str(), because.c_str());
   }
   for (const fleet::Incident& inc : replay.incidents()) {
+    if (fleet::IsControl(inc.kind)) {
+      size_t during = 0;
+      for (const test::Firing& f : fired) {
+        during += f.fired_ns >= inc.start_ns && f.fired_ns < inc.end_ns + 30 * kMinute;
+      }
+      std::printf("control %s (%s): %zu firings during it (false pages)\n", inc.name.c_str(),
+                  fleet::FormatUtcTime(inc.start_ns).c_str(), during);
+      continue;
+    }
     int64_t first = -1;
     std::string by;
     for (const test::Firing& f : fired) {

@@ -319,8 +319,10 @@ void ShardEmitter::EmitNode(int n, int32_t m) {
   batch_.Add("nvme_read_bps", std::round(busy * 800e6 * rng.Uniform(0.7, 1.3)));
   batch_.Add("nvme_write_bps",
              std::round((node.checkpointing ? 2.2e9 : busy * 30e6) * rng.Uniform(0.8, 1.2)));
-  batch_.Add("driver_version",
-             NodeHit(IncidentKind::kDriverUpgrade, n, m) ? kUpgradeDriver : kBaseDriver);
+  batch_.Add("driver_version", NodeHit(IncidentKind::kDriverUpgrade, n, m) ||
+                                       NodeHit(IncidentKind::kHealthyUpgrade, n, m)
+                                   ? kUpgradeDriver
+                                   : kBaseDriver);
   batch_.Add("kernel_version", std::string_view(plan_.nodes[n].kernel));
   batch_.Add("healthy", static_cast<int64_t>(!node.xid && reported == gpn));
   batch_.Add("gpu_count", static_cast<int64_t>(reported));

@@ -21,7 +21,8 @@ constexpr std::string_view kKindNames[] = {"hw-fault",
                                            "network-degradation",
                                            "dummy-kernels",
                                            "silent-agent",
-                                           "missing-gpu"};
+                                           "missing-gpu",
+                                           "healthy-upgrade"};
 
 // "36h", "2d12h", "90m", "0": a sum of integers with units d, h, m, s.
 bool ParseSpan(std::string_view text, int64_t* ns) {
@@ -66,6 +67,8 @@ bool ParseSpan(std::string_view text, int64_t* ns) {
 std::span<const std::string_view> IncidentKindNames() { return kKindNames; }
 
 std::string_view IncidentKindName(IncidentKind kind) { return kKindNames[static_cast<int>(kind)]; }
+
+bool IsControl(IncidentKind kind) { return kind == IncidentKind::kHealthyUpgrade; }
 
 bool ParseIncidentKind(std::string_view name, IncidentKind* kind) {
   for (size_t i = 0; i < std::size(kKindNames); ++i) {
@@ -123,7 +126,7 @@ namespace {
 std::string_view CauseClass(IncidentKind kind) {
   constexpr std::string_view kCause[] = {"hardware",   "hardware", "software", "software",
                                          "scheduling", "data_io",  "network",  "waste",
-                                         "collection", "hardware"};
+                                         "collection", "hardware", "none"};
   return kCause[static_cast<int>(kind)];
 }
 
@@ -249,6 +252,7 @@ void DefaultScope(const Plan& plan, size_t index, ActiveIncident* inc) {
       AddNode(plan, node, inc);
       break;
     case IncidentKind::kDriverUpgrade:
+    case IncidentKind::kHealthyUpgrade:
       // The first half of one cluster: a cohort the upgrade reached first.
       for (int i = 0; i < (size + 1) / 2; ++i) AddNode(plan, cluster.nodes[i], inc);
       break;
@@ -303,6 +307,9 @@ std::string Describe(const Plan& plan, const ActiveIncident& inc) {
     case IncidentKind::kMissingGpu:
       return t.gpus.front() +
              " falls off the bus: the node reports one GPU fewer than its inventory";
+    case IncidentKind::kHealthyUpgrade:
+      return "driver " + std::string(kBaseDriver) + " -> " + t.driver_version + " on " + nodes +
+             ", a driver as good as the old one: a control, nothing should page or be blamed";
   }
   return {};
 }
@@ -338,7 +345,9 @@ Status ResolveIncidents(Plan* plan) {
     } else {
       GPULSE_RETURN_IF_ERROR(ScopeFromRequest(*plan, request, &inc));
     }
-    if (t.kind == IncidentKind::kDriverUpgrade) t.driver_version = std::string(kUpgradeDriver);
+    if (t.kind == IncidentKind::kDriverUpgrade || t.kind == IncidentKind::kHealthyUpgrade) {
+      t.driver_version = std::string(kUpgradeDriver);
+    }
     if (inc.image >= 0) t.image = std::string(Images()[inc.image]);
     if (inc.cluster >= 0) t.cluster = plan->clusters[inc.cluster].name;
     if (inc.team >= 0) t.team = std::string(Teams()[inc.team]);
@@ -365,6 +374,7 @@ bool IncidentTouches(const Plan& plan, const ActiveIncident& inc, const Job& job
                          [&](int gpu) { return inc.gpu_in_scope[gpu]; });
     case IncidentKind::kThermal:
     case IncidentKind::kDriverUpgrade:
+    case IncidentKind::kHealthyUpgrade:
     case IncidentKind::kNetworkDegradation:
     case IncidentKind::kSilentAgent:
       return any_node([&](int node) { return inc.node_in_scope[node]; });

@@ -27,7 +27,14 @@ enum class IncidentKind : unsigned char {
   kDummyKernels,         // a team's jobs spin kernels: util high, no step progress
   kSilentAgent,          // a node's agent stops reporting
   kMissingGpu,           // a node reports one GPU fewer than its inventory
+  // A control, not a fault: a cohort of nodes gets a new driver that works
+  // as well as the old one. Nothing should page or be blamed for it.
+  kHealthyUpgrade,
 };
+
+// Whether `kind` is a control (a change that harms nothing): a page or a
+// cause called inside it is false.
+bool IsControl(IncidentKind kind);
 
 // The incident kinds by their command-line names ("hw-fault", "thermal", ...).
 std::span<const std::string_view> IncidentKindNames();

@@ -81,6 +81,8 @@ constexpr const char* kUsage =
     "  dummy-kernels         a team's jobs keep util high without progress (scope: team)\n"
     "  silent-agent          one node stops reporting (scope: node)\n"
     "  missing-gpu           one GPU of a node disappears (scope: node or node/gpu)\n"
+    "  healthy-upgrade       a control: a new driver on half a cluster that works as well\n"
+    "                        as the old (scope: nodes); not in --incidents all\n"
     "\n"
     "A progress line is shown on a terminal. Exit status: 0 when done, 1 when a\n"
     "write failed, 2 on a usage error.\n";
@@ -232,11 +234,17 @@ std::vector<fleet::IncidentRequest> AllIncidents(int days) {
   const int64_t span = days * 86400LL * 1'000'000'000;
   std::vector<fleet::IncidentRequest> all;
   const auto names = fleet::IncidentKindNames();
-  for (size_t i = 0; i < names.size(); ++i) {
+  size_t faults = 0;  // the kinds but the controls, which come last
+  while (faults < names.size()) {
+    fleet::IncidentKind kind;
+    fleet::ParseIncidentKind(names[faults], &kind);
+    if (fleet::IsControl(kind)) break;
+    ++faults;
+  }
+  for (size_t i = 0; i < faults; ++i) {
     fleet::IncidentRequest r;
     fleet::ParseIncidentKind(names[i], &r.kind);
-    r.offset_ns =
-        span / 8 + span * 3 / 4 * static_cast<int64_t>(i) / static_cast<int64_t>(names.size());
+    r.offset_ns = span / 8 + span * 3 / 4 * static_cast<int64_t>(i) / static_cast<int64_t>(faults);
     r.duration_ns = span / 14;
     all.push_back(r);
   }

@@ -282,6 +282,42 @@ TEST(FleetSimTest, ADriverUpgradeRaisesSoftwareFailuresOnItsCohortOnly) {
   EXPECT_GT(after, 2 * std::max(1, elsewhere_after));  // the cohort is a quarter of the fleet
 }
 
+// The control: its cohort's nodes report the new driver from its start, and
+// nothing else differs from the same seed without it (every job, step and
+// failure the same), so whatever a rule says of it is about the rollout, not
+// a harm.
+TEST(FleetSimTest, AHealthyUpgradeChangesTheDriverAndNothingElse) {
+  SimOptions o = Small({"healthy-upgrade@1d:us-east-c0-n000+us-east-c0-n001"});
+  o.nodes = 8;
+  auto upgraded = AllLines(*Make(o), 2);
+  // The simulator's ground truth names the control, as it does any incident.
+  const auto truth = std::find_if(upgraded.begin(), upgraded.end(), [](const std::string& line) {
+    return line.rfind("incident,cause_class=none,incident=healthy-upgrade-1,", 0) == 0;
+  });
+  ASSERT_NE(truth, upgraded.end());
+  upgraded.erase(truth);
+  const auto sim = Make(o);
+  ASSERT_EQ(sim->incidents().size(), 1u);
+  EXPECT_EQ(sim->incidents()[0].cause_class, "none");
+  EXPECT_TRUE(IsControl(sim->incidents()[0].kind));
+  o.incidents.clear();
+  const auto plain = AllLines(*Make(o), 2);
+  ASSERT_EQ(upgraded.size(), plain.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    if (upgraded[i] == plain[i]) continue;
+    ++differ;
+    // Lines sort by measurement and tags first: the same line but its driver.
+    ASSERT_EQ(upgraded[i].rfind("node,", 0), 0u) << upgraded[i];
+    std::string line = upgraded[i];
+    const size_t at = line.find("driver_version=\"550.90.07\"");
+    ASSERT_NE(at, std::string::npos) << line;
+    line.replace(at, 26, "driver_version=\"535.183.01\"");
+    EXPECT_EQ(line, plain[i]);
+  }
+  EXPECT_EQ(differ, 2u * 1440);  // two nodes, every minute of the second day
+}
+
 // Mean of a job_step field over points matching `where`, in and out of a window.
 struct StepMeans {
   double in = 0, out = 0;

@@ -3,7 +3,8 @@
 // the alert rules are evaluated each minute, as gpulse serve does. The
 // page-level rules of docs/metric-framework.md must fire within 15 minutes
 // of an incident's start (a thermal event on one node; a bad driver upgrade,
-// by its goodput drop or its failures as a rollout), and not before it.
+// by its goodput drop or its failures as a rollout), and not before it; a
+// healthy driver rollout (the simulator's control) pages nothing.
 
 #include <gtest/gtest.h>
 
@@ -108,6 +109,40 @@ TEST_F(AlertReplayTest, PageRulesFireWithinFifteenMinutesOfTheIncident) {
   EXPECT_EQ(rollout->group, "driver_version=" + upgrade.driver_version) << report(fired);
   std::printf("time to detect, driver upgrade: %lld min (%s)\n",
               static_cast<long long>(upgrade_ttd / kMinute), report(fired).c_str());
+}
+
+// The control: half a cluster moves to a new driver that works as well as
+// the old one. The rollout rule watches the new cohort from its first
+// minute and must not page on it, nor must the others.
+TEST_F(AlertReplayTest, AHealthyDriverRolloutPagesNothing) {
+  fleet::SimOptions options;
+  options.nodes = 16;
+  options.days = 8;
+  options.seed = 7;
+  options.start_ns = kMonday;
+  fleet::IncidentRequest r;
+  std::string error;
+  ASSERT_TRUE(fleet::ParseIncidentRequest("healthy-upgrade@7d10h", &r, &error)) << error;
+  options.incidents.push_back(r);
+  const int64_t day = kMonday + 7 * kDay;
+  test::AlertReplay replay(&server_, day + 9 * kHour);
+  ASSERT_TRUE(replay.Simulate(options).ok());
+  ASSERT_EQ(replay.incidents().size(), 1u);
+  const fleet::Incident& upgrade = replay.incidents()[0];
+  ASSERT_EQ(upgrade.start_ns, day + 10 * kHour);
+  ASSERT_FALSE(upgrade.nodes.empty());
+  for (const char* rule : test::kRecommendedPageRules) ASSERT_EQ(replay.Create(rule), "");
+
+  std::vector<test::Firing> fired;
+  Status s = replay.Play(day + 9 * kHour, upgrade.start_ns, false, &fired);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  s = replay.Play(upgrade.start_ns, upgrade.start_ns + 3 * kHour, true, &fired);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::string report;
+  for (const test::Firing& f : fired) {
+    report += f.rule + " {" + f.group + "} at " + fleet::FormatUtcTime(f.fired_ns) + "\n";
+  }
+  EXPECT_TRUE(fired.empty()) << report;
 }
 
 }  // namespace
