@@ -425,14 +425,20 @@ TEST_F(ServerQueryTest, AQuantileFromATierComesWithAWarningMessage) {
   EXPECT_EQ(answer["results"][0]["series"][0]["values"][0][1], 50) << answer;
 }
 
+// Loads `text` as the config file in `dir`.
+Status LoadConfigText(const storage::ScratchDir& dir, const std::string& text,
+                      server::ServerConfig* config) {
+  const std::string path = dir.path() + "/gpulse.json";
+  FILE* f = std::fopen(path.c_str(), "w");
+  std::fputs(text.c_str(), f);
+  std::fclose(f);
+  return server::LoadConfigFile(path, config);
+}
+
 TEST(ServerConfigTest, StorageTiersComeFromTheConfigFileAndBadOnesAreNamed) {
   storage::ScratchDir dir;
   auto load = [&](const std::string& text, server::ServerConfig* config) {
-    const std::string path = dir.path() + "/gpulse.json";
-    FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-    return server::LoadConfigFile(path, config);
+    return LoadConfigText(dir, text, config);
   };
   server::ServerConfig config;
   EXPECT_EQ(config.db.tiers, (std::vector<std::string>{"1h", "1d"}));
@@ -450,12 +456,8 @@ TEST(ServerConfigTest, StorageTiersComeFromTheConfigFileAndBadOnesAreNamed) {
 
 TEST(ServerConfigTest, RetentionDaysComeFromTheConfigFileAndBadOnesAreNamed) {
   storage::ScratchDir dir;
-  const std::string path = dir.path() + "/gpulse.json";
   auto load = [&](const std::string& text, server::ServerConfig* config) {
-    FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-    return server::LoadConfigFile(path, config);
+    return LoadConfigText(dir, text, config);
   };
   server::ServerConfig config;
   EXPECT_TRUE(config.db.retention.empty());  // everything is kept unless asked
@@ -481,11 +483,7 @@ TEST(ServerConfigTest, RetentionDaysComeFromTheConfigFileAndBadOnesAreNamed) {
 TEST(ServerConfigTest, IoThreadsAreOneACoreUnlessTheConfigSaysHowMany) {
   storage::ScratchDir dir;
   auto load = [&](const std::string& text, server::ServerConfig* config) {
-    const std::string path = dir.path() + "/gpulse.json";
-    FILE* f = std::fopen(path.c_str(), "w");
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-    return server::LoadConfigFile(path, config);
+    return LoadConfigText(dir, text, config);
   };
   server::ServerConfig config;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
