@@ -74,10 +74,11 @@ size_t PromPointBuilder::AddSeries(std::string_view name, std::span<const Label>
   // while each is past the one before and no tag was added first, none can
   // repeat a key, and the search for one is skipped.
   bool ascending = options_.extra_tags.empty();
-  std::string_view before;
-  for (const auto& [label, value] : labels) {
-    ascending = ascending && (before.empty() || label > before);
-    before = label;
+  const Label* before = nullptr;
+  for (const Label& entry : labels) {
+    const auto& [label, value] = entry;
+    ascending = ascending && (before == nullptr || label > before->first);
+    before = &entry;
     if (value.empty()) continue;
     if (std::binary_search(attribution_.begin(), attribution_.end(), label)) {
       attrs_.emplace_back(label, value);

@@ -31,6 +31,9 @@ struct SeriesView {
   // Its labels but __name__ are the series' before it, byte for byte (read
   // as one run, not label by label; `first_label` is that series').
   bool labels_as_previous = false;
+  // `after_name` holds labels only (no sample or other field between them),
+  // so that skipping such a run skips nothing else.
+  bool run_only_labels = true;
 };
 struct RequestView {
   std::vector<SeriesView> series;
@@ -117,8 +120,8 @@ class WireReader {
     if (request.series.empty()) return false;
     const SeriesView& previous = request.series.back();
     const std::string_view run = previous.after_name;
-    if (previous.name.empty() || !previous.before_name.empty() || run.empty() ||
-        static_cast<int64_t>(run.size()) > in_.BytesUntilLimit()) {
+    if (previous.name.empty() || !previous.before_name.empty() || !previous.run_only_labels ||
+        run.empty() || static_cast<int64_t>(run.size()) > in_.BytesUntilLimit()) {
       return false;
     }
     const uint8_t* at = base_ + in_.CurrentPosition();
@@ -135,6 +138,7 @@ class WireReader {
     series.first_label = out->labels.size();
     series.first_sample = out->samples.size();
     int labels_begin = -1, labels_end = -1, name_begin = -1, name_end = -1;
+    bool other_since_name = false;  // a field not a label read after __name__
     while (true) {
       const int at = in_.CurrentPosition();
       const uint32_t tag = in_.ReadTag();
@@ -161,6 +165,8 @@ class WireReader {
           series.name = value;
           name_begin = at;
           name_end = labels_end;
+          other_since_name = false;
+          series.run_only_labels = true;
           if (ok && labels_begin == at && !series.name.empty() && SkipLabelsOfPrevious(*out)) {
             series.labels_as_previous = true;
             series.first_label = out->series.back().first_label;
@@ -168,14 +174,17 @@ class WireReader {
           }
         } else {
           out->labels.emplace_back(name, value);
+          if (other_since_name) series.run_only_labels = false;
         }
       } else if (field == 2 && IsLengthDelimited(tag)) {
         double value = 0;
         int64_t ms = 0;
         ok = Within([&](int end) { return ReadSample(end, &value, &ms); });
         out->samples.emplace_back(value, ms);
+        other_since_name = name_begin >= 0;
       } else {
         ok = WireFormatLite::SkipField(&in_, tag);
+        other_since_name = name_begin >= 0;
       }
       if (!ok) return false;
     }

@@ -216,6 +216,29 @@ TEST(RemoteWriteDecodeTest, ASeriesWithoutAMetricNameIsLeftOutAndNamed) {
   EXPECT_EQ(stats.first_error, "series {job=\"dcgm\", gpu=\"3\"} has no metric name (__name__)");
 }
 
+// A WriteRequest of TimeSeries messages given as bytes (each may be two
+// messages concatenated, which protobuf merges: fields in any order).
+std::string RawRequest(const std::vector<std::string>& series) {
+  std::string raw;
+  google::protobuf::io::StringOutputStream stream(&raw);
+  google::protobuf::io::CodedOutputStream out(&stream);
+  for (const std::string& bytes : series) {
+    out.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
+        1, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+    out.WriteVarint32(static_cast<uint32_t>(bytes.size()));
+    out.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
+  }
+  return raw;
+}
+
+// The bytes of one TimeSeries: `first`'s labels and samples, then `then`'s.
+std::string SplitSeries(const Labels& first, const Samples& samples, const Labels& then) {
+  prompb::WriteRequest a, b;
+  AddSeries(&a, first, samples);
+  AddSeries(&b, then, {});
+  return a.timeseries(0).SerializeAsString() + b.timeseries(0).SerializeAsString();
+}
+
 // A series whose labels after __name__ are the series' before it, byte for
 // byte, is read as that run (ReadSeries' fast path); one that has a label
 // more, one less, or __name__ not first is read label by label, and each
@@ -228,7 +251,8 @@ TEST(RemoteWriteDecodeTest, ALabelSetLikeThePreviousOnesButNotEqualKeepsItsOwnTa
     return rest;
   };
   AddSeries(&request, with("a", gpu_job), {{1, 1000}});
-  AddSeries(&request, with("b", gpu_job), {{2, 1000}});  // the run: one point with a
+  AddSeries(&request, with("b", gpu_job), {{2, 1000}});     // the run: one point with a
+  AddSeries(&request, with("b2", gpu_job), {{2.5, 1000}});  // the run of a run
   AddSeries(&request, with("c", {{"gpu", "0"}, {"job", "x"}, {"zone", "z"}}), {{3, 1000}});
   AddSeries(&request, with("h", {{"gpu", "0"}, {"job", "x"}, {"zone", "z"}}), {{4, 1000}});
   AddSeries(&request, with("d", {{"gpu", "0"}}), {{5, 1000}});
@@ -240,27 +264,16 @@ TEST(RemoteWriteDecodeTest, ALabelSetLikeThePreviousOnesButNotEqualKeepsItsOwnTa
   // A series whose run matches and is followed by a sample, then a label
   // more: the labels of a message may come in any order, and Prometheus'
   // own decoder merges them (a second TimeSeries message, concatenated).
-  prompb::WriteRequest split_first, split_second;
-  AddSeries(&split_first, with("j", gpu_job), {{10, 1000}});
-  AddSeries(&split_second, {{"zone", "z"}}, {});
-  const std::string split = split_first.timeseries(0).SerializeAsString() +
-                            split_second.timeseries(0).SerializeAsString();
-  std::string raw = request.SerializeAsString();
-  {
-    google::protobuf::io::StringOutputStream stream(&raw);
-    google::protobuf::io::CodedOutputStream out(&stream);
-    out.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
-        1, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
-    out.WriteVarint32(static_cast<uint32_t>(split.size()));
-    out.WriteRaw(split.data(), static_cast<int>(split.size()));
-  }
+  const std::string raw =
+      request.SerializeAsString() +
+      RawRequest({SplitSeries(with("j", gpu_job), {{10, 1000}}, {{"zone", "z"}})});
   std::string body;
   snappy::Compress(raw.data(), raw.size(), &body);
   std::vector<Point> points;
   ingest::RemoteWriteStats stats;
   ASSERT_TRUE(Decode(body, 1 << 20, {}, &points, &stats).ok());
   EXPECT_EQ(stats.nameless, 1u);
-  EXPECT_EQ(stats.series, 11u);
+  EXPECT_EQ(stats.series, 12u);
   std::map<std::string, std::map<std::string, double>> fields_by_tags;
   for (const Point& p : points) {
     std::string tags;
@@ -268,13 +281,32 @@ TEST(RemoteWriteDecodeTest, ALabelSetLikeThePreviousOnesButNotEqualKeepsItsOwnTa
     for (const Field& f : p.fields) fields_by_tags[tags][f.key] = std::get<double>(f.value);
   }
   const std::map<std::string, std::map<std::string, double>> want = {
-      {"gpu=0,job=x,", {{"a", 1}, {"b", 2}, {"f", 7}, {"k", 11}}},
+      {"gpu=0,job=x,", {{"a", 1}, {"b", 2}, {"b2", 2.5}, {"f", 7}, {"k", 11}}},
       {"gpu=0,job=x,zone=z,", {{"c", 3}, {"h", 4}, {"j", 10}}},
       {"gpu=0,", {{"d", 5}}},
       {"Zone=1,", {{"g", 8}, {"i", 9}}},
   };
   EXPECT_EQ(fields_by_tags, want);
   EXPECT_EQ(points.size(), 4u);
+}
+
+// Two series whose bytes after __name__ are alike but hold a sample between
+// their labels: the run is not labels alone, so each series' sample is read.
+TEST(RemoteWriteDecodeTest, ASampleBetweenLabelsIsReadWhenTheBytesRepeat) {
+  const std::string raw =
+      RawRequest({SplitSeries({{"__name__", "m1"}, {"a", "1"}}, {{1, 1000}}, {{"b", "2"}}),
+                  SplitSeries({{"__name__", "m2"}, {"a", "1"}}, {{1, 1000}}, {{"b", "2"}})});
+  std::string body;
+  snappy::Compress(raw.data(), raw.size(), &body);
+  std::vector<Point> points;
+  ingest::RemoteWriteStats stats;
+  ASSERT_TRUE(Decode(body, 1 << 20, {}, &points, &stats).ok());
+  EXPECT_EQ(stats.samples, 2u);
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_EQ(*TagOf(points[0], "a"), "1");
+  EXPECT_EQ(*TagOf(points[0], "b"), "2");
+  ASSERT_NE(FieldOf(points[0], "m1"), nullptr);
+  ASSERT_NE(FieldOf(points[0], "m2"), nullptr);
 }
 class RemoteWriteServerTest : public test::ServedTest {
  protected:
