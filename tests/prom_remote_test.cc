@@ -220,13 +220,15 @@ TEST(RemoteWriteDecodeTest, ASeriesWithoutAMetricNameIsLeftOutAndNamed) {
 // messages concatenated, which protobuf merges: fields in any order).
 std::string RawRequest(const std::vector<std::string>& series) {
   std::string raw;
-  google::protobuf::io::StringOutputStream stream(&raw);
-  google::protobuf::io::CodedOutputStream out(&stream);
-  for (const std::string& bytes : series) {
-    out.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
-        1, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
-    out.WriteVarint32(static_cast<uint32_t>(bytes.size()));
-    out.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
+  {  // the streams trim `raw` to what was written as they go
+    google::protobuf::io::StringOutputStream stream(&raw);
+    google::protobuf::io::CodedOutputStream out(&stream);
+    for (const std::string& bytes : series) {
+      out.WriteTag(google::protobuf::internal::WireFormatLite::MakeTag(
+          1, google::protobuf::internal::WireFormatLite::WIRETYPE_LENGTH_DELIMITED));
+      out.WriteVarint32(static_cast<uint32_t>(bytes.size()));
+      out.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
+    }
   }
   return raw;
 }
