@@ -220,7 +220,7 @@ TEST(RemoteWriteDecodeTest, ASeriesWithoutAMetricNameIsLeftOutAndNamed) {
 // messages concatenated, which protobuf merges: fields in any order).
 std::string RawRequest(const std::vector<std::string>& series) {
   std::string raw;
-  {  // the streams trim `raw` to what was written as they go
+  {  // the streams trim `raw` to what was written when they close
     google::protobuf::io::StringOutputStream stream(&raw);
     google::protobuf::io::CodedOutputStream out(&stream);
     for (const std::string& bytes : series) {
