@@ -23,11 +23,11 @@ void DataVersions::Touch(std::span<const std::pair<std::string_view, int64_t>> t
   const uint64_t version = Next();
   std::string_view last_name;
   Measurement* m = nullptr;
-  int64_t last_hour = 0;
+  int64_t last_slice = 0;
   for (const auto& [name, ts] : touched) {
-    const int64_t hour = HourOf(ts);
+    const int64_t slice = SliceOf(ts);
     if (m != nullptr && name == last_name) {
-      if (hour == last_hour) continue;  // a batch's points mostly share both
+      if (slice == last_slice) continue;  // a batch's points mostly share both
     } else {
       auto it = measurements_.find(name);
       if (it == measurements_.end())
@@ -35,10 +35,10 @@ void DataVersions::Touch(std::span<const std::pair<std::string_view, int64_t>> t
       m = &it->second;
       last_name = name;
     }
-    last_hour = hour;
-    m->hours[hour] = version;
-    if (m->hours.size() > kMaxHours) {
-      m->hours.clear();
+    last_slice = slice;
+    m->slices[slice] = version;
+    if (m->slices.size() > kMaxSlices) {
+      m->slices.clear();
       m->all = version;
     }
   }
@@ -49,7 +49,7 @@ void DataVersions::TouchAll(std::string_view measurement) {
   auto it = measurements_.find(measurement);
   if (it == measurements_.end())
     it = measurements_.emplace(std::string(measurement), Measurement{}).first;
-  it->second.hours.clear();
+  it->second.slices.clear();
   it->second.all = Next();
 }
 
@@ -65,7 +65,7 @@ uint64_t DataVersions::Get(std::string_view measurement, int64_t start_ns, int64
   if (it == measurements_.end()) return base_;
   const Measurement& m = it->second;
   uint64_t version = std::max(base_, m.all);
-  for (auto h = m.hours.lower_bound(HourOf(start_ns)); h != m.hours.end() && h->first < end_ns;
+  for (auto h = m.slices.lower_bound(SliceOf(start_ns)); h != m.slices.end() && h->first < end_ns;
        ++h) {
     version = std::max(version, h->second);
   }

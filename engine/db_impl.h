@@ -192,8 +192,8 @@ class DbImpl final : public Db {
   // Options::cardinality.max_series_per_database is rejected.
   // `known` (may be null): each view's series id as looked up already under
   // write_mu_ (kNoId for a series not in the catalog then).
-  void TouchHours(std::span<const PointRef> points, const std::vector<size_t>& view_index,
-                  const std::vector<PointView>& views, const std::vector<size_t>& accepted);
+  void TouchSlices(std::span<const PointRef> points, const std::vector<size_t>& view_index,
+                   const std::vector<PointView>& views, const std::vector<size_t>& accepted);
   Status ResolveLocked(const std::vector<PointView>& views, ResolvedBatch* resolved,
                        std::vector<size_t>* accepted, std::vector<WriteResult::Rejected>* rejected,
                        bool limit_series = false, const std::vector<uint32_t>* known = nullptr)

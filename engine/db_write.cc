@@ -178,11 +178,11 @@ void DbImpl::MaybeScheduleFlush() {
   bg_cv_.SignalAll();
 }
 
-// The hours of the accepted points, for Db::DataVersion (a batch's points
-// mostly share measurement and hour: runs of them are noted once).
-void DbImpl::TouchHours(std::span<const PointRef> points, const std::vector<size_t>& view_index,
-                        const std::vector<PointView>& views, const std::vector<size_t>& accepted) {
-  // A batch mixes a few measurements (gpu, node, ...) in a few hours: past
+// The slices of the accepted points, for Db::DataVersion (a batch's points
+// mostly share measurement and slice: runs of them are noted once).
+void DbImpl::TouchSlices(std::span<const PointRef> points, const std::vector<size_t>& view_index,
+                         const std::vector<PointView>& views, const std::vector<size_t>& accepted) {
+  // A batch mixes a few measurements (gpu, node, ...) in a few slices: past
   // kFewPairs (a backfill over months), pairs are deduplicated by sorting
   // instead of looked up one by one (quadratic: 66,000 hours took 8 s).
   constexpr size_t kFewPairs = 64;
@@ -192,7 +192,7 @@ void DbImpl::TouchHours(std::span<const PointRef> points, const std::vector<size
   bool many = false;
   for (size_t i : accepted) {
     const std::pair<std::string_view, int64_t> pair{points[view_index[i]].measurement,
-                                                    DataVersions::HourOf(views[i].timestamp_ns)};
+                                                    DataVersions::SliceOf(views[i].timestamp_ns)};
     if (!touched.empty() && touched[last] == pair) continue;
     if (many) {
       last = touched.size();
@@ -302,7 +302,7 @@ Status DbImpl::Write(std::span<const PointRef> points, WriteResult* result) {
       ApplyLocked(resolved);
       out->values_written += resolved.values.size();
       wrote = true;
-      TouchHours(points, view_index, views, accepted);
+      TouchSlices(points, view_index, views, accepted);
     }
   }
   if (wrote && options_.sync_policy == SyncPolicy::kEveryBatch) {

@@ -466,8 +466,8 @@ class Db {
   // version before it listed.
   virtual Status CatalogVersion(std::string_view measurement, uint64_t* version) = 0;
   // The version of what `measurement` holds in [start_ns, end_ns), by
-  // whole UTC hours: it changes whenever a point of the measurement with a
-  // timestamp in an hour the range meets is written, or points of it are
+  // whole ten-minute slices of UTC time: it changes whenever a point of the
+  // measurement with a timestamp in a slice the range meets is written, or points of it are
   // deleted (Delete, DropSeries; retention and Verify's drops change every
   // version). Each value is new to the process. A caller may keep what it
   // derived from the range's points (the GPU-minute ledger keeps spans of

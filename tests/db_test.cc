@@ -155,13 +155,13 @@ TEST_F(DbTest, CatalogVersionsFollowEachMeasurementsCatalog) {
   EXPECT_FALSE(db_->CatalogVersion("gpu", &ignored).ok());
 }
 
-// A measurement's data version of a time range changes when a point in an
-// hour the range meets is written or any of its points deleted, and only
-// then; values are new to the Db (a reader may keep what it derived from a
-// range while they hold).
-TEST_F(DbTest, DataVersionsFollowEachMeasurementsHours) {
-  constexpr int64_t kHour = 60 * kMinute;
-  const int64_t h0 = 480000 * kHour, h1 = h0 + kHour;
+// A measurement's data version of a time range changes when a point in a
+// ten-minute slice the range meets is written or any of its points deleted,
+// and only then; values are new to the Db (a reader may keep what it derived
+// from a range while they hold).
+TEST_F(DbTest, DataVersionsFollowEachMeasurementsTenMinuteSlices) {
+  constexpr int64_t kSlice = 10 * kMinute, kHour = 60 * kMinute;
+  const int64_t h0 = 480000 * kHour, h1 = h0 + kSlice;
   const auto version = [&](const std::string& m, int64_t from, int64_t to) {
     return db_->DataVersion(m, from, to);
   };
@@ -169,22 +169,23 @@ TEST_F(DbTest, DataVersionsFollowEachMeasurementsHours) {
   ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, h0 + 5 * kMinute, int64_t{1})}).ok());
   const uint64_t a = version("gpu", h0, h1);
   EXPECT_NE(a, never);
-  EXPECT_EQ(version("gpu", h0 + 59 * kMinute, h0 + 59 * kMinute + 1), a);  // any part of the hour
-  EXPECT_EQ(version("gpu", h0 - 5 * kHour, h0 + 1), a);                    // a range that meets it
+  EXPECT_EQ(version("gpu", h0 + 9 * kMinute, h0 + 9 * kMinute + 1), a);  // any part of the slice
+  EXPECT_EQ(version("gpu", h0 - 5 * kHour, h0 + 1), a);                  // a range that meets it
   EXPECT_EQ(version("gpu", h0 - 5 * kHour, h0), never);  // ... and one that does not
-  const uint64_t b = version("gpu", h1, h1 + kHour);
+  EXPECT_EQ(version("gpu", h1, h0 + kHour), never);      // nor the rest of the hour
+  const uint64_t b = version("gpu", h1, h1 + kSlice);
   const uint64_t host = version("host", h0, h1);
-  // A point of the next hour, or of another measurement, leaves the hour alone.
+  // A point of the next slice, or of another measurement, leaves the slice alone.
   ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, h1 + kMinute, int64_t{2})}).ok());
   EXPECT_EQ(version("gpu", h0, h1), a);
-  EXPECT_NE(version("gpu", h1, h1 + kHour), b);
-  EXPECT_NE(version("gpu", h0, h1 + kHour), a);  // a range over both
+  EXPECT_NE(version("gpu", h1, h1 + kSlice), b);
+  EXPECT_NE(version("gpu", h0, h1 + kSlice), a);  // a range over both
   Point other = GpuPoint("n1", 0, h0, int64_t{1});
   other.measurement = "host";
   ASSERT_TRUE(db_->Write({other}).ok());
   EXPECT_EQ(version("gpu", h0, h1), a);
   EXPECT_NE(version("host", h0, h1), host);
-  // A late point of the hour, an overwrite with the same timestamp, a flush
+  // A late point of the slice, an overwrite with the same timestamp, a flush
   // that changes nothing, a delete.
   ASSERT_TRUE(db_->Write({GpuPoint("n1", 0, h0 + 5 * kMinute, int64_t{7})}).ok());
   const uint64_t c = version("gpu", h0, h1);
@@ -195,14 +196,14 @@ TEST_F(DbTest, DataVersionsFollowEachMeasurementsHours) {
   ASSERT_TRUE(db_->ListSeries("gpu", {}, &gpus).ok());
   const uint64_t far = version("gpu", h1 + 100 * kHour, h1 + 101 * kHour);
   ASSERT_TRUE(db_->Delete(gpus, h1, h1 + kMinute).ok());
-  EXPECT_NE(version("gpu", h0, h1), c);  // deletes move every hour of it
+  EXPECT_NE(version("gpu", h0, h1), c);  // deletes move every slice of it
   EXPECT_NE(version("gpu", h1 + 100 * kHour, h1 + 101 * kHour), far);
   // A Db opened again starts afresh.
   const uint64_t last = version("gpu", h0, h1);
   Reopen();
   EXPECT_NE(version("gpu", h0, h1), last);
   EXPECT_NE(version("gpu", h0, h1), a);
-  // The first and the last hours a point may be in.
+  // The first and the last slices a point may be in.
   const uint64_t first = version("gpu", INT64_MIN, INT64_MIN + 1);
   const uint64_t final_hour = version("gpu", kMaxTimestampNs, INT64_MAX);
   ASSERT_TRUE(db_->Write({GpuPoint("n4", 0, INT64_MIN, int64_t{1}),
@@ -210,14 +211,14 @@ TEST_F(DbTest, DataVersionsFollowEachMeasurementsHours) {
                   .ok());
   EXPECT_NE(version("gpu", INT64_MIN, INT64_MIN + 1), first);
   EXPECT_NE(version("gpu", kMaxTimestampNs, INT64_MAX), final_hour);
-  // Writes over more hours than it keeps apart still move each hour's version.
+  // Writes over more slices than it keeps apart still move each slice's version.
   std::vector<Point> spread;
-  for (int64_t h = 0; h < 66000; ++h) spread.push_back(GpuPoint("n3", 0, h * kHour, int64_t{1}));
+  for (int64_t h = 0; h < 132000; ++h) spread.push_back(GpuPoint("n3", 0, h * kSlice, int64_t{1}));
   const uint64_t old = version("gpu", 100 * kHour, 101 * kHour);
   ASSERT_TRUE(db_->Write(spread).ok());
   EXPECT_NE(version("gpu", 100 * kHour, 101 * kHour), old);
   const uint64_t settled = version("gpu", 100 * kHour, 101 * kHour);
-  ASSERT_TRUE(db_->Write({GpuPoint("n3", 0, 65999 * kHour + 1, int64_t{2})}).ok());
+  ASSERT_TRUE(db_->Write({GpuPoint("n3", 0, 131999 * kSlice + 1, int64_t{2})}).ok());
   EXPECT_EQ(version("gpu", 100 * kHour, 101 * kHour), settled);
 }
 

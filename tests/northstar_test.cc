@@ -124,10 +124,11 @@ class NorthstarTest : public ::testing::Test {
 };
 
 // A whole day's ledger is kept and reused while it is still true, and built
-// again when it is not: a point written on the day, an end of one of its
-// jobs written since (a failure after the day, at a checkpoint inside it),
-// an end that was already written but has come to be known (now passed it),
-// or a question that knows less. Each answer equals the one built afresh.
+// again when it is not: a point written on the day, or a question that
+// knows less. A failure of one of its jobs written since (after the day, at
+// a checkpoint inside it), or one already written that has come to be known
+// (now passed it), has the hours from its checkpoint on built again; a
+// success changes nothing. Each answer equals the one built afresh.
 TEST_F(NorthstarTest, KeptDaysAreReusedUntilTheirDataOrTheirJobsOutcomesChange) {
   Sched("submitted", kT0, "long");
   Sched("started", kT0, "long", {{"nodes", std::string("n1")}});
@@ -162,8 +163,8 @@ TEST_F(NorthstarTest, KeptDaysAreReusedUntilTheirDataOrTheirJobsOutcomesChange) 
   const auto minutes = [](const query::Ledger& l, query::Loss loss) {
     return l.rows.empty() ? -1.0 : l.rows[0].minutes[static_cast<size_t>(loss)];
   };
-  // Asked at `now`: whether the kept day was reused, and the answer is the
-  // one built afresh.
+  // Asked at `now`: (spans reused, spans built) and the ledger, whose
+  // answer is the one built afresh.
   const auto ask = [&](int64_t now) {
     const query::Ledger kept = ledger(now, true);
     const query::Ledger afresh = ledger(now, false);
@@ -171,45 +172,52 @@ TEST_F(NorthstarTest, KeptDaysAreReusedUntilTheirDataOrTheirJobsOutcomesChange) 
     for (size_t l = 0; l < query::kLossCount; ++l)
       EXPECT_NEAR(kept.rows.at(0).minutes[l], afresh.rows.at(0).minutes[l], 1e-9) << l;
     EXPECT_EQ(kept.rows[0].failed_attempts.size(), afresh.rows[0].failed_attempts.size());
-    EXPECT_EQ(kept.spans_reused + kept.spans_built, 1);
-    return std::make_pair(kept.spans_reused == 1, kept);
+    return std::make_tuple(kept.spans_reused, kept.spans_built, kept);
+  };
+  const auto built = std::make_pair(0, 1), reused = std::make_pair(1, 0);
+  // The hours before a failure's last checkpoint still hold; the rest is built again.
+  const auto cut = std::make_pair(1, 1);
+  const auto counts = [](const auto& asked) {
+    return std::make_pair(std::get<0>(asked), std::get<1>(asked));
   };
   const int64_t now = kT0 + 2 * kDay;
-  EXPECT_FALSE(ask(now).first);
+  EXPECT_EQ(counts(ask(now)), built);
   const uint64_t counted = query::LedgerDays::Process().reused();  // /metrics' counter
-  auto [reused, l] = ask(now + kMinute);
-  EXPECT_TRUE(reused);
+  auto asked = ask(now + kMinute);
+  EXPECT_EQ(counts(asked), reused);
   EXPECT_EQ(query::LedgerDays::Process().reused(), counted + 1);
-  EXPECT_EQ(minutes(l, query::Loss::kHardware), 0);
+  EXPECT_EQ(minutes(std::get<2>(asked), query::Loss::kHardware), 0);
+  // An end that is a success changes no minute: the day is kept whole.
+  Sched("ended", now + 2 * kMinute, "long", {{"status", std::string("succeeded")}});
+  Flush();
+  EXPECT_EQ(counts(ask(now + 3 * kMinute)), reused);
   // Day three comes: the failure is known, and the 12 hours after the
-  // checkpoint on 4 GPUs are hardware's.
-  std::tie(reused, l) = ask(kT0 + 3 * kDay + kMinute);
-  EXPECT_FALSE(reused);
-  EXPECT_NEAR(minutes(l, query::Loss::kHardware), 4 * 12 * 60, 1e-9);
-  std::tie(reused, l) = ask(kT0 + 3 * kDay + 2 * kMinute);
-  EXPECT_TRUE(reused);
+  // checkpoint on 4 GPUs are hardware's. The hours before it are kept.
+  asked = ask(kT0 + 3 * kDay + kMinute);
+  EXPECT_EQ(counts(asked), cut);
+  EXPECT_NEAR(minutes(std::get<2>(asked), query::Loss::kHardware), 4 * 12 * 60, 1e-9);
+  EXPECT_EQ(counts(ask(kT0 + 3 * kDay + 2 * kMinute)), reused);
   // "long" failed on day two (written late), its checkpoint at 20:00 of day one.
   Sched("ended", kT0 + 25 * 60 * kMinute, "long",
         {{"status", std::string("failed")},
          {"reason", std::string("software")},
          {"last_checkpoint", kT0 + 20 * 60 * kMinute}});
   Flush();
-  std::tie(reused, l) = ask(kT0 + 3 * kDay + 3 * kMinute);
-  EXPECT_FALSE(reused);
-  EXPECT_NEAR(minutes(l, query::Loss::kSoftware), 4 * 4 * 60, 1e-9);
-  std::tie(reused, l) = ask(kT0 + 3 * kDay + 4 * kMinute);
-  EXPECT_TRUE(reused);
+  asked = ask(kT0 + 3 * kDay + 3 * kMinute);
+  EXPECT_EQ(counts(asked), cut);
+  EXPECT_NEAR(minutes(std::get<2>(asked), query::Loss::kSoftware), 4 * 4 * 60, 1e-9);
+  EXPECT_EQ(counts(ask(kT0 + 3 * kDay + 4 * kMinute)), reused);
   // A GPU of "long" fell off the bus at 10:00 of day one (written late).
   Gpu(0, kT0 + 10 * 60 * kMinute, "long", 79);
   Flush();
-  std::tie(reused, l) = ask(kT0 + 3 * kDay + 5 * kMinute);
-  EXPECT_FALSE(reused);
-  EXPECT_NEAR(minutes(l, query::Loss::kHardware), 4 * 12 * 60 + 1, 1e-9);
+  asked = ask(kT0 + 3 * kDay + 6 * kMinute);
+  EXPECT_EQ(counts(asked), built);
+  EXPECT_NEAR(minutes(std::get<2>(asked), query::Loss::kHardware), 4 * 12 * 60 + 1, 1e-9);
   // Asked as of day two, before either failure was known.
-  std::tie(reused, l) = ask(kT0 + kDay + 30 * kMinute);
-  EXPECT_FALSE(reused);
-  EXPECT_NEAR(minutes(l, query::Loss::kHardware), 1, 1e-9);
-  EXPECT_NEAR(minutes(l, query::Loss::kSoftware), 0, 1e-9);
+  asked = ask(kT0 + kDay + 30 * kMinute);
+  EXPECT_EQ(counts(asked), built);
+  EXPECT_NEAR(minutes(std::get<2>(asked), query::Loss::kHardware), 1, 1e-9);
+  EXPECT_NEAR(minutes(std::get<2>(asked), query::Loss::kSoftware), 0, 1e-9);
 }
 
 // The day still going is kept an hour at a time as its hours pass: each

@@ -187,6 +187,96 @@ TEST_F(RolloutsTest, CountingCohortsAloneGivesWhatTheFullTraceGives) {
   EXPECT_GE(images, 3u);
 }
 
+// ROLLOUTS' page rule reads six hours every minute. Its ledger keeps
+// ten-minute rows of each driver's and image's work and failures, and each
+// question builds only what no earlier one kept: the minutes since the last
+// settled ten and the rows a late point changed. Asked minute after minute
+// across a bad rollout, the ledger read equals one built afresh, row by row.
+TEST_F(RolloutsTest, KeptTenMinuteRowsGiveWhatABuildAfreshGives) {
+  auto db = Simulate("bad", {"driver-upgrade@1d10h/6h", "framework-regression@1d8h/8h"});
+  static constexpr int64_t kStep = 10 * kMinute;
+  // By row: each loss's minutes, and each driver's and image's presence,
+  // work by class and software failures, by name.
+  using Row = std::map<std::string, double>;
+  const auto ask = [&](int64_t now, bool keep, query::Ledger* out) {
+    query::LedgerOptions lo;
+    lo.start_ns = (now - 6 * kHour) / kStep * kStep;
+    lo.end_ns = now / kMinute * kMinute;
+    lo.bucket_of = [](int64_t t) { return t / kStep * kStep; };
+    lo.cohorts = true;
+    lo.known_until_ns = now;
+    lo.keep_days = keep;
+    const Status s = query::BuildLedger(db.get(), lo, out);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    const query::ContributorNames& names = out->contributor_names;
+    const auto name = [&](uint32_t id) { return names[id].first + "=" + names[id].second; };
+    std::map<int64_t, Row> rows;
+    for (const query::LedgerRow& row : out->rows) {
+      Row& r = rows[row.bucket_ns];
+      for (size_t l = 0; l < query::kLossCount; ++l)
+        r[std::string(query::LossName(static_cast<query::Loss>(l)))] += row.minutes[l];
+      for (const auto& [id, m] : row.contributors[0]) r["presence " + name(id)] += m;
+      for (const auto& [id, m] : row.class_minutes)
+        r["class " + query::WorkloadClassOf(names, id)] += m;
+      for (const auto& [key, m] : row.cohort_class_minutes) {
+        r["work " + name(static_cast<uint32_t>(key >> 32)) + " " +
+          query::WorkloadClassOf(names, static_cast<uint32_t>(key))] += m;
+      }
+      for (const auto& [id, attempts] : row.software_failures)
+        r["failures " + name(id)] += static_cast<double>(attempts.size());
+      for (const auto& [attempt, id] : row.software_failure_class)
+        r["failed " + query::WorkloadClassOf(names, id)] += 1;
+      for (const auto& [attempt, failed] : row.failed_attempts) r["thrown away"] += failed.minutes;
+    }
+    return rows;
+  };
+  const auto same = [](const std::map<int64_t, Row>& kept, const std::map<int64_t, Row>& afresh,
+                       int64_t now) {
+    ASSERT_EQ(kept.size(), afresh.size()) << now;
+    for (const auto& [bucket, row] : afresh) {
+      ASSERT_TRUE(kept.contains(bucket)) << bucket;
+      const Row& k = kept.at(bucket);
+      EXPECT_EQ(k.size(), row.size()) << bucket;
+      for (const auto& [key, v] : row) {
+        EXPECT_NEAR(k.contains(key) ? k.at(key) : -1, v, 1e-9) << key << " at " << bucket;
+      }
+    }
+  };
+  const int64_t upgrade = kT0 + kDay + 10 * kHour;
+  int built = 0, reused = 0;
+  double failures = 0;
+  for (int64_t now = upgrade - 20 * kMinute; now <= upgrade + 2 * kHour; now += 7 * kMinute) {
+    query::Ledger kept, afresh;
+    const auto rows = ask(now, true, &kept);
+    same(rows, ask(now, false, &afresh), now);
+    EXPECT_EQ(afresh.spans_reused + afresh.spans_built, 0);
+    // After the first question, the rows kept before and at most one new ten minutes.
+    if (now > upgrade - 20 * kMinute) {
+      EXPECT_EQ(kept.spans_reused, 1) << now;
+      EXPECT_LE(kept.spans_built, 1) << now;
+    }
+    built += kept.spans_built;
+    reused += kept.spans_reused;
+    for (const auto& [bucket, row] : rows) {
+      if (row.contains("failures driver_version=550.90.07"))
+        failures = std::max(failures, row.at("failures driver_version=550.90.07"));
+    }
+  }
+  EXPECT_GT(failures, 0);  // the bad driver's failures were in the rows compared
+  EXPECT_GE(reused, 15);
+  // A late point in a kept row (a GPU fell off the bus an hour ago): the
+  // rows it changed are built again, and the answer is still the same.
+  std::vector<Series> gpus;
+  ASSERT_TRUE(db->ListSeries("gpu", {}, &gpus).ok());
+  ASSERT_FALSE(gpus.empty());
+  const int64_t now = upgrade + 2 * kHour + 3 * kMinute;
+  ASSERT_TRUE(db->Write({{"gpu", gpus[0].tags, {{"xid", int64_t{79}}}, now - kHour}}).ok());
+  query::Ledger kept, afresh;
+  same(ask(now, true, &kept), ask(now, false, &afresh), now);
+  EXPECT_EQ(kept.spans_reused, 0);
+  EXPECT_EQ(kept.spans_built, 1);
+}
+
 // A new image for notebooks (interactive one-GPU jobs), in a fleet whose
 // other image runs notebooks on one node and training on five: three hours,
 // the new image from the second on. Returns ROLLOUTS over the three hours.

@@ -194,6 +194,7 @@ inline double Median(std::vector<float>* v) {
 
 std::shared_ptr<const LedgerSpan> MergeSpans(
     const std::vector<std::shared_ptr<const LedgerSpan>>& spans);
+std::shared_ptr<const LedgerSpan> Truncated(const LedgerSpan& span, int64_t to);
 
 struct GpuWalk;  // ledger_classify.cc
 
@@ -226,12 +227,18 @@ class LedgerBuilder {
     }
     // Whole hours are kept for reuse (ledger_days.h) when nothing but the
     // shape (database, WHERE, BY) and the day decides them.
-    may_keep_ = o_.keep_days && !Cohorts() && o_.baselines == nullptr && !o_.range_yardstick &&
-                (o_.where == nullptr || !o_.where_text.empty()) &&
+    // (DECOMPOSE's contributors trace what the day held before them: not
+    // kept. ROLLOUTS' cohorts are, in ten-minute rows.)
+    may_keep_ = o_.keep_days && !o_.contributors && o_.baselines == nullptr &&
+                !o_.range_yardstick && (o_.where == nullptr || !o_.where_text.empty()) &&
                 o_.known_until_ns < INT64_MAX / 2;
     if (may_keep_) {
       shape_ = o_.database + '\0' + o_.where_text;
       for (const std::string& key : o_.by) shape_ += '\0' + key;
+      if (o_.cohorts) {
+        shape_ += "\0\0cohorts";
+        row_ns_ = kCohortRowNs;
+      }
     }
     for (int64_t day = DayOf(range_start_); day < range_end_; day += kDayNs) {
       GPULSE_RETURN_IF_ERROR(BuildDay(day));
@@ -294,18 +301,25 @@ class LedgerBuilder {
     minutes_ = static_cast<int32_t>((end_ - start_) / kMinuteNs);
   }
   Status BuildDay(int64_t day);
-  // Whether each hour of [from, to) falls in one bucket of the range.
-  bool WholeHours(int64_t from, int64_t to) const;
+  // Whether each kept row of [from, to) falls in one bucket of the range.
+  bool WholeRows(int64_t from, int64_t to) const;
   // Minutes [from, to) of `day`, from the data.
   Status BuildSegment(int64_t day, int64_t from, int64_t to);
   Status BuildSpan(int64_t day, int64_t from, int64_t to, std::shared_ptr<LedgerSpan>* out);
   void KeepSpans(const std::vector<std::shared_ptr<const LedgerSpan>>& spans);
   // Whether the data `inputs` name is unchanged since `as_of`.
   bool Unchanged(std::span<const LedgerSpan::Input> inputs, uint64_t as_of) const;
-  // Whether a kept span is still true (ledger_days.h).
-  Status Reusable(const LedgerDays::Found& kept, bool* reusable);
-  // The `sched` ended events of a day before known_until: (hash of the job, time).
-  Status DayEnds(int64_t day, const std::vector<std::pair<uint64_t, int64_t>>** out);
+  // Until when a kept span is still true (ledger_days.h): *until, a row
+  // start; at or past its end, all of it, at or before its start, none.
+  Status HoldsUntil(const LedgerDays::Found& kept, int64_t* until);
+  // A job's attempt that ended throwing minutes away (failed or preempted).
+  struct JobFailure {
+    uint64_t job;             // a hash of JobKey
+    int64_t end_ns;           // when it ended
+    int64_t changes_from_ns;  // the first minute it can change: its last checkpoint, or its end
+  };
+  // The `sched` ended events of a day, before known_until, that are failures.
+  Status DayFailures(int64_t day, const std::vector<JobFailure>** out);
   // The span just built (in day_cells_), to keep.
   std::shared_ptr<LedgerSpan> KeepSpan();
   // The key of a job in jobs_, used_jobs_ and unhealthy_: region '\0' name.
@@ -315,13 +329,18 @@ class LedgerBuilder {
     key.append(job);
     return key;
   }
-  // A GPU held the job (by JobKey) until minute `t` of the day being kept.
+  // A GPU held the job (by JobKey) in minute `t` of the day being kept
+  // (its first or its last there, or before the span).
   void NoteJob(const std::string& job, int64_t t) {
-    int64_t& last = used_jobs_.try_emplace(job, t).first->second;
+    auto& [first, last] = used_jobs_.try_emplace(job, t, t).first->second;
+    first = std::min(first, t);
     last = std::max(last, t);
   }
-  // Adds a kept span's hours [from, to) to the range's buckets.
+  // Adds a kept span's rows [from, to) to the range's buckets.
   void AddSpan(const LedgerSpan& span, int64_t from, int64_t to);
+  // A kept row's drivers and images into a cell: `ids` are the span's
+  // names as this ledger's contributor ids.
+  void AddCohorts(const std::vector<uint32_t>& ids, const LedgerSpan::Cohorts& c, LedgerRow* cell);
   // The series of a measurement in scope, listed once for all the days.
   Status SeriesOf(const std::string& measurement, const std::vector<Series>** out,
                   const std::vector<SeriesId>** ids = nullptr) {
@@ -418,14 +437,18 @@ class LedgerBuilder {
   std::map<std::string, std::pair<std::vector<Series>, std::vector<SeriesId>>> listed_;
   // Kept days (ledger_days.h).
   bool may_keep_ = false;
-  bool keeping_ = false;  // the span being built is kept: its cells are hours in day_cells_
+  bool keeping_ = false;  // the span being built is kept: its cells are rows in day_cells_
+  // The length of a kept span's rows: an hour, or ROLLOUTS' ten-minute steps.
+  static constexpr int64_t kCohortRowNs = 10 * kMinuteNs;
+  int64_t row_ns_ = kHourNs;
   bool read_whole_day_steps_ = false;  // the span being kept read the day's later steps too
   std::string shape_;
   std::map<std::pair<std::vector<std::string>, int64_t>, LedgerRow> day_cells_;
   uint64_t as_of_ = 0;  // Db::LatestDataVersion before anything was read
-  // The jobs on the GPUs of the span being kept, and the last minute each held one.
-  std::unordered_map<std::string, int64_t> used_jobs_;
-  std::map<int64_t, std::vector<std::pair<uint64_t, int64_t>>> day_ends_;  // DayEnds', by day
+  // The jobs on the GPUs of the span being kept, and the first and last
+  // minutes each held one.
+  std::unordered_map<std::string, std::pair<int64_t, int64_t>> used_jobs_;
+  std::map<int64_t, std::vector<JobFailure>> day_failures_;  // DayFailures', by day
   int spans_reused_ = 0, spans_built_ = 0;
   // By JobKey: a job is its region's scheduler's name for it, and two
   // regions' schedulers may use the same name (a central node holds both).

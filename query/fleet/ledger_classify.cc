@@ -24,8 +24,8 @@ int64_t LedgerBuilder::Bucket(int64_t ts) const {
 }
 
 LedgerRow& LedgerBuilder::Cell(const std::vector<std::string>& group, int64_t ts) {
-  // A day to keep is built in hours, bucketed when it is added.
-  const int64_t bucket = keeping_ ? ts - (((ts % kHourNs) + kHourNs) % kHourNs) : Bucket(ts);
+  // A day to keep is built in rows (hours, or ten minutes), bucketed when it is added.
+  const int64_t bucket = keeping_ ? ts - (((ts % row_ns_) + row_ns_) % row_ns_) : Bucket(ts);
   // Consecutive minutes of a GPU mostly land in the same cell.
   if (last_ != nullptr && last_->bucket_ns == bucket && last_->group == group) return *last_;
   LedgerRow& row = (keeping_ ? day_cells_ : cells_)[{group, bucket}];
@@ -328,6 +328,7 @@ Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column
       if (keeping_ && w->last_job != nullptr) NoteJob(*w->last_job, w->last_t);
       w->job_name = name;
       w->job_key = JobKey(w->region, name);
+      if (keeping_) NoteJob(w->job_key, t);
     }
     w->last_job = &w->job_key;
     *add = Allocated(*w->last_job, t, healthy, &record, failed);

@@ -26,15 +26,34 @@ std::array<LedgerSpan::Input, 2> MedianInputs(int64_t day_ns) {
 
 void LedgerSpan::SortJobs() {
   std::sort(jobs.begin(), jobs.end());
-  for (size_t i = 1; i < jobs.size(); ++i) {
-    if (jobs[i].first == jobs[i - 1].first) jobs[i - 1].second = INT64_MIN;
+  size_t kept = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (kept > 0 && jobs[kept - 1].hash == jobs[i].hash) {
+      Job& into = jobs[kept - 1];
+      into.decided_ns = std::max(into.decided_ns, jobs[i].decided_ns);
+      into.first_ns = std::min(into.first_ns, jobs[i].first_ns);
+    } else {
+      jobs[kept++] = jobs[i];
+    }
   }
-  std::erase_if(jobs, [](const auto& j) { return j.second == INT64_MIN; });
+  jobs.resize(kept);
+}
+
+size_t LedgerSpan::Cohorts::Bytes() const {
+  return sizeof(Cohorts) + presence.capacity() * sizeof(presence[0]) +
+         class_minutes.capacity() * sizeof(class_minutes[0]) +
+         cohort_class_minutes.capacity() * sizeof(cohort_class_minutes[0]) +
+         software_failures.capacity() * sizeof(software_failures[0]) +
+         software_failure_class.capacity() * sizeof(software_failure_class[0]);
 }
 
 size_t LedgerSpan::Bytes() const {
   size_t total = sizeof(LedgerSpan) + rows.capacity() * sizeof(Row);
-  for (const Row& r : rows) total += r.failed_attempts.capacity() * sizeof(r.failed_attempts[0]);
+  for (const Row& r : rows) {
+    total += r.failed_attempts.capacity() * sizeof(r.failed_attempts[0]);
+    if (r.cohorts != nullptr) total += r.cohorts->Bytes();
+  }
+  for (const auto& [dimension, value] : names) total += sizeof(names[0]) + value.capacity();
   for (const auto& g : groups) {
     total += sizeof(g) + g.capacity() * sizeof(std::string);
     for (const std::string& v : g) total += v.capacity();

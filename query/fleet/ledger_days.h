@@ -5,16 +5,20 @@
 // the data it was built from changes:
 // - a point written or deleted in a time it read (LedgerSpan::Inputs),
 //   which Db::DataVersion tells;
-// - an attempt of a job that ran in it ending in a way not known then (a
-//   failure loses the minutes after the last checkpoint): a `sched` ended
-//   event of one of its jobs, written since or timed since it was built, at
-//   or before the end that decided the job's minutes (any time, for a job
-//   still running then).
+// - an attempt of a job that ran in it failing (or preempted) in a way not
+//   known then: a `sched` ended event of one of its jobs, written since or
+//   timed since it was built, at or before the end that decided the job's
+//   minutes (any time, for a job still running then). A failure loses the
+//   minutes after the job's last checkpoint, so the span's rows before it
+//   still hold; a success or a cancellation changes nothing.
 // Each kept span records what it was built from, and is used only while
-// that holds (LedgerBuilder::Reusable in fleet_ledger.cc). A span holds
-// consecutive whole hours of one day, in hourly rows, per query shape
-// (database, WHERE, BY), so that any EVERY whose buckets are whole hours
-// reads them; spans used together are merged into one.
+// that holds (LedgerBuilder::HoldsUntil in ledger_spans.cc). A span holds
+// consecutive whole rows of one day, per query shape (database, WHERE, BY):
+// hourly rows, so that any EVERY whose buckets are whole hours reads them;
+// or, for ROLLOUTS (LedgerOptions::cohorts), ten-minute rows that also
+// count each driver's and image's work and software failures, so that its
+// rule evaluated every minute reads only the minutes since the last whole
+// ten. Spans used together are merged into one.
 //
 // Process-wide, bounded in bytes, the least recently used span forgotten
 // first. Thread safety: LedgerDays may be used from any thread; a kept span
@@ -40,21 +44,43 @@
 namespace gpulse::query {
 
 struct LedgerSpan {
-  int64_t day_ns = 0, from_ns = 0, to_ns = 0;  // hours [from, to) of the day
+  static constexpr int64_t kHourNs = 3'600'000'000'000;
+  int64_t day_ns = 0, from_ns = 0, to_ns = 0;  // rows [from, to) of the day
+  int64_t row_ns = kHourNs;                    // each row's length: an hour, or ten minutes
+  // With LedgerOptions::cohorts: each row's drivers and images, as the
+  // LedgerRow fields of the same names hold them, by ids that index the
+  // span's `names` (UINT32_MAX, no job, stays itself).
+  struct Cohorts {
+    std::vector<std::pair<uint32_t, double>> presence;  // LedgerRow::contributors[0]
+    std::vector<std::pair<uint32_t, double>> class_minutes;
+    std::vector<std::pair<uint64_t, double>> cohort_class_minutes;
+    std::vector<std::pair<uint32_t, uint64_t>> software_failures;  // (cohort, attempt)
+    std::vector<std::pair<uint64_t, uint32_t>> software_failure_class;
+    size_t Bytes() const;
+  };
   struct Row {
-    int64_t hour_ns = 0;
+    int64_t start_ns = 0;
     uint32_t group = 0;  // index into groups
     std::array<double, kLossCount> minutes{};
     double cost_usd = 0, priced_minutes = 0;
     std::vector<std::pair<uint64_t, LedgerRow::FailedAttempt>> failed_attempts;
+    std::shared_ptr<const Cohorts> cohorts;  // with LedgerOptions::cohorts
   };
   std::vector<std::vector<std::string>> groups;
-  std::vector<Row> rows;  // by hour
+  std::vector<Row> rows;   // by start
+  ContributorNames names;  // what the rows' cohort ids name
   // The jobs seen on its GPUs, by hash (sorted), each with the end of the
   // attempt that decided its last minute in the span (INT64_MAX: running,
   // or its end unknown, when it was built): an end of the job after that
-  // changes nothing in the span.
-  std::vector<std::pair<uint64_t, int64_t>> jobs;
+  // changes nothing in the span. And its first minute on them (before the
+  // span: a GPU idle at its start held it last): a failure of the job
+  // changes no minute before that.
+  struct Job {
+    uint64_t hash;
+    int64_t decided_ns, first_ns;
+    friend bool operator<(const Job& a, const Job& b) { return a.hash < b.hash; }
+  };
+  std::vector<Job> jobs;
   // A class and width the day before did not run was judged by the whole
   // day's medians: the span also read the day's later steps.
   bool read_whole_day_steps = false;
@@ -70,7 +96,8 @@ struct LedgerSpan {
     int64_t start_ns, end_ns;
   };
   std::array<Input, 6> Inputs() const;
-  // Sorts jobs by hash; a hash listed twice keeps the later end.
+  // Sorts jobs by hash; a hash listed twice keeps the later end and the
+  // earlier first minute.
   void SortJobs();
   size_t Bytes() const;
 };

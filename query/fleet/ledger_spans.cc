@@ -1,39 +1,96 @@
-// The GPU-minute ledger by day (ledger_builder.h): whole settled hours kept
-// as spans and reused while what they were built from holds (ledger_days.h),
-// the rest built from the data.
+// The GPU-minute ledger by day (ledger_builder.h): whole settled rows (hours,
+// or ROLLOUTS' ten minutes) kept as spans and reused while what they were
+// built from holds (ledger_days.h), the rest built from the data.
 
 #include "query/fleet/ledger_builder.h"
 
 namespace gpulse::query::ledger {
 
-// One day of the range: its whole hours, as far as what is asked knows
-// them settled, from kept spans (kept now where there are none, or they no
-// longer hold), and the minutes at the edges from the data. An hour is
-// settled kSettleNs after its end: agents at minute grain deliver a minute
-// late, and a span that a late point changes is built again whole.
+namespace {
+
+// Ids of one table of names (a ledger's, or a span's) given anew in another
+// (a span's), each the first time it is met; kNone stays itself.
+class Renames {
+ public:
+  Renames(const ContributorNames& from, ContributorNames* to) : from_(from), to_(to) {}
+  uint32_t operator()(uint32_t id) {
+    if (id == kNone) return kNone;
+    const auto [it, added] = ids_.try_emplace(id, static_cast<uint32_t>(to_->size()));
+    if (added) to_->push_back(from_[id]);
+    return it->second;
+  }
+
+ private:
+  const ContributorNames& from_;
+  ContributorNames* to_;
+  std::unordered_map<uint32_t, uint32_t> ids_;
+};
+
+// A cell's drivers and images (LedgerRow's fields, by the ledger's ids).
+LedgerSpan::Cohorts CohortsOf(const LedgerRow& cell) {
+  LedgerSpan::Cohorts c;
+  c.presence.assign(cell.contributors[0].begin(), cell.contributors[0].end());
+  c.class_minutes.assign(cell.class_minutes.begin(), cell.class_minutes.end());
+  c.cohort_class_minutes.assign(cell.cohort_class_minutes.begin(), cell.cohort_class_minutes.end());
+  for (const auto& [id, attempts] : cell.software_failures) {
+    for (const uint64_t attempt : attempts) c.software_failures.emplace_back(id, attempt);
+  }
+  c.software_failure_class.assign(cell.software_failure_class.begin(),
+                                  cell.software_failure_class.end());
+  return c;
+}
+
+// Drivers and images with their ids renamed (a ledger's into a span's, a
+// span's into a merged span's).
+std::shared_ptr<const LedgerSpan::Cohorts> Renamed(const LedgerSpan::Cohorts& c, Renames& rename) {
+  auto out = std::make_shared<LedgerSpan::Cohorts>();
+  for (const auto& [id, m] : c.presence) out->presence.emplace_back(rename(id), m);
+  for (const auto& [id, m] : c.class_minutes) out->class_minutes.emplace_back(rename(id), m);
+  for (const auto& [key, m] : c.cohort_class_minutes) {
+    const uint32_t cohort = rename(static_cast<uint32_t>(key >> 32));
+    out->cohort_class_minutes.emplace_back(
+        CohortClassKey(cohort, rename(static_cast<uint32_t>(key))), m);
+  }
+  for (const auto& [id, attempt] : c.software_failures)
+    out->software_failures.emplace_back(rename(id), attempt);
+  for (const auto& [attempt, id] : c.software_failure_class)
+    out->software_failure_class.emplace_back(attempt, rename(id));
+  return out;
+}
+
+}  // namespace
+
+// One day of the range: its whole rows (hours; ten minutes for ROLLOUTS'
+// cohorts), as far as what is asked knows them settled, from kept spans
+// (kept now where there are none, or they no longer hold), and the minutes
+// at the edges from the data. A row is settled kSettleNs after its end:
+// agents at minute grain deliver a minute late, and a span that a late
+// point changes is built again whole.
 Status LedgerBuilder::BuildDay(int64_t day) {
   constexpr int64_t kSettleNs = 5 * kMinuteNs;
   GPULSE_RETURN_IF_ERROR(Check());
   const int64_t from = std::max(day, range_start_), to = std::min(day + kDayNs, range_end_);
-  const int64_t hours_from = from + (kHourNs - (((from % kHourNs) + kHourNs) % kHourNs)) % kHourNs;
+  const int64_t hours_from = from + (row_ns_ - (((from % row_ns_) + row_ns_) % row_ns_)) % row_ns_;
   const int64_t settled = std::min(to, o_.known_until_ns - kSettleNs);
-  const int64_t hours_to = settled - (((settled % kHourNs) + kHourNs) % kHourNs);
-  if (!may_keep_ || hours_from >= hours_to || !WholeHours(hours_from, hours_to)) {
+  const int64_t hours_to = settled - (((settled % row_ns_) + row_ns_) % row_ns_);
+  if (!may_keep_ || hours_from >= hours_to || !WholeRows(hours_from, hours_to)) {
     return BuildSegment(day, from, to);
   }
   if (from < hours_from) GPULSE_RETURN_IF_ERROR(BuildSegment(day, from, hours_from));
   std::vector<std::shared_ptr<const LedgerSpan>> valid;
   for (const LedgerDays::Found& found : LedgerDays::Process().FindDay(db_, shape_, day)) {
     if (found.span->to_ns <= hours_from || found.span->from_ns >= hours_to) continue;
-    bool reusable = false;
-    GPULSE_RETURN_IF_ERROR(Reusable(found, &reusable));
-    if (reusable) {
+    int64_t holds_until = 0;
+    GPULSE_RETURN_IF_ERROR(HoldsUntil(found, &holds_until));
+    if (holds_until >= found.span->to_ns) {
       valid.push_back(found.span);
+    } else if (holds_until > found.span->from_ns) {
+      valid.push_back(Truncated(*found.span, holds_until));  // kept in its place below
     } else {
       LedgerDays::Process().Erase(db_, shape_, found.span->from_ns);
     }
   }
-  // Hour by hour: from a kept span, or built up to the next one.
+  // Row by row: from a kept span, or built up to the next one.
   std::vector<std::shared_ptr<const LedgerSpan>> used;
   size_t next = 0;  // valid spans are in hour order
   for (int64_t hour = hours_from; hour < hours_to;) {
@@ -63,14 +120,14 @@ Status LedgerBuilder::BuildDay(int64_t day) {
   return Status::Ok();
 }
 
-bool LedgerBuilder::WholeHours(int64_t from, int64_t to) const {
-  for (int64_t hour = from; hour < to; hour += kHourNs) {
-    if (Bucket(hour) != Bucket(hour + kHourNs - kMinuteNs)) return false;
+bool LedgerBuilder::WholeRows(int64_t from, int64_t to) const {
+  for (int64_t row = from; row < to; row += row_ns_) {
+    if (Bucket(row) != Bucket(row + row_ns_ - kMinuteNs)) return false;
   }
   return true;
 }
 
-// Minutes [from, to) of `day` classified into hours, to keep.
+// Minutes [from, to) of `day` classified into rows, to keep.
 Status LedgerBuilder::BuildSpan(int64_t day, int64_t from, int64_t to,
                                 std::shared_ptr<LedgerSpan>* out) {
   StartDay(day, from, to);
@@ -135,11 +192,13 @@ bool LedgerBuilder::Unchanged(std::span<const LedgerSpan::Input> inputs, uint64_
 }
 
 // A kept span is true while its inputs are unchanged, what is asked knows
-// no less than it did, and no end of one of its jobs has come to be known
-// since, at or before the end that decided the job's minutes: ended events
-// on days written since it was kept, or timed since it knew.
-Status LedgerBuilder::Reusable(const LedgerDays::Found& kept, bool* reusable) {
-  *reusable = false;
+// no less than it did, and no failure of one of its jobs has come to be
+// known since, at or before the end that decided the job's minutes: ended
+// events on days written since it was kept, or timed since it knew. Such a
+// failure changes only the minutes from its job's last checkpoint on, so
+// the span's rows before that still hold.
+Status LedgerBuilder::HoldsUntil(const LedgerDays::Found& kept, int64_t* until) {
+  *until = INT64_MIN;
   const int64_t known = o_.known_until_ns;
   const int64_t day = kept.span->day_ns;
   // (Days asked about from years later are built again rather than checked.)
@@ -148,30 +207,38 @@ Status LedgerBuilder::Reusable(const LedgerDays::Found& kept, bool* reusable) {
       !Unchanged(kept.span->Inputs(), kept.as_of)) {
     return Status::Ok();
   }
+  int64_t holds = kept.span->to_ns;
   const auto& jobs = kept.span->jobs;
   for (int64_t x = day; x < known; x += kDayNs) {
     const bool written = db_->DataVersion("sched", x, x + kDayNs) > kept.as_of;
     const int64_t from = written ? x : std::max(x, kept.known_until_ns);
     if (from >= std::min(x + kDayNs, known)) continue;
-    const std::vector<std::pair<uint64_t, int64_t>>* ends = nullptr;
-    GPULSE_RETURN_IF_ERROR(DayEnds(x, &ends));
-    for (const auto& [job, ts] : *ends) {
-      if (ts < from) continue;
-      const auto it = std::lower_bound(jobs.begin(), jobs.end(), std::make_pair(job, INT64_MIN));
-      if (it != jobs.end() && it->first == job && ts <= it->second) return Status::Ok();
+    const std::vector<JobFailure>* failures = nullptr;
+    GPULSE_RETURN_IF_ERROR(DayFailures(x, &failures));
+    for (const JobFailure& f : *failures) {
+      if (f.end_ns < from || f.changes_from_ns >= holds) continue;
+      const auto it = std::lower_bound(jobs.begin(), jobs.end(), LedgerSpan::Job{f.job, 0, 0});
+      if (it != jobs.end() && it->hash == f.job && f.end_ns <= it->decided_ns) {
+        // Its minutes there from the later of its checkpoint and its first,
+        // and the row they fall in.
+        const int64_t r = kept.span->row_ns;
+        int64_t cut = std::max({f.changes_from_ns, it->first_ns, INT64_MIN / 2});
+        cut -= ((cut % r) + r) % r;
+        holds = std::min(holds, cut);
+      }
     }
   }
-  *reusable = true;
+  *until = holds;
   return Status::Ok();
 }
 
-Status LedgerBuilder::DayEnds(int64_t day, const std::vector<std::pair<uint64_t, int64_t>>** out) {
-  auto it = day_ends_.find(day);
-  if (it == day_ends_.end()) {
-    std::vector<std::pair<uint64_t, int64_t>> ends;
+Status LedgerBuilder::DayFailures(int64_t day, const std::vector<JobFailure>** out) {
+  auto it = day_failures_.find(day);
+  if (it == day_failures_.end()) {
+    std::vector<JobFailure> failures;
     const std::vector<Series>* listed = nullptr;
     GPULSE_RETURN_IF_ERROR(SeriesOf("sched", &listed));
-    const std::vector<std::string> fields = {"job"};
+    const std::vector<std::string> fields = {"job", "status", "last_checkpoint"};
     for (const Series& s : *listed) {
       if (TagOf(s, "event") != "ended") continue;
       GPULSE_RETURN_IF_ERROR(Check());
@@ -180,11 +247,29 @@ Status LedgerBuilder::DayEnds(int64_t day, const std::vector<std::pair<uint64_t,
           db_->ReadSeries(s, fields, day, std::min(day + kDayNs, o_.known_until_ns), &cols));
       if (cols[0].type != FieldType::kString) continue;
       const std::string region = TagOf(s, "region");
-      for (size_t i = 0; i < cols[0].size(); ++i)
-        ends.emplace_back(std::hash<std::string>()(JobKey(region, cols[0].strings[i])),
-                          cols[0].ts[i]);
+      Cursor status(cols[1]), checkpoint(cols[2]);
+      for (size_t i = 0; i < cols[0].size(); ++i) {
+        const int64_t ts = cols[0].ts[i];
+        // Only a failure or a preemption throws minutes away (Allocated,
+        // RestartGap): a job that succeeded or was cancelled leaves every
+        // minute before its end as it was. (No status: it may have failed.)
+        if (cols[1].type == FieldType::kString && status.At(ts)) {
+          const Outcome outcome = OutcomeOf(cols[1].strings[status.index()]);
+          if (outcome != Outcome::kFailed && outcome != Outcome::kPreempted) continue;
+        }
+        // It throws away the minutes from its last checkpoint (none: any),
+        // and the idle ones after its end while the job comes back.
+        int64_t changes_from = INT64_MIN;
+        if (checkpoint.At(ts) && cols[2].type != FieldType::kString) {
+          const double c = NumberAt(cols[2], checkpoint.index());
+          if (c > -9e18 && c < 9e18) changes_from = static_cast<int64_t>(c);
+        }
+        changes_from = std::min(changes_from, ts - (((ts % kMinuteNs) + kMinuteNs) % kMinuteNs));
+        failures.push_back(
+            {std::hash<std::string>()(JobKey(region, cols[0].strings[i])), ts, changes_from});
+      }
     }
-    it = day_ends_.emplace(day, std::move(ends)).first;
+    it = day_failures_.emplace(day, std::move(failures)).first;
   }
   *out = &it->second;
   return Status::Ok();
@@ -195,24 +280,28 @@ std::shared_ptr<LedgerSpan> LedgerBuilder::KeepSpan() {
   kept->day_ns = day_;
   kept->from_ns = start_;
   kept->to_ns = end_;
+  kept->row_ns = row_ns_;
   kept->read_whole_day_steps = read_whole_day_steps_;
   std::map<std::vector<std::string>, uint32_t> groups;
+  Renames rename(names_, &kept->names);
   for (auto& [key, cell] : day_cells_) {
     const auto [g, added] = groups.try_emplace(cell.group, static_cast<uint32_t>(groups.size()));
     if (added) kept->groups.push_back(cell.group);
     LedgerSpan::Row row;
-    row.hour_ns = cell.bucket_ns;
+    row.start_ns = cell.bucket_ns;
     row.group = g->second;
     row.minutes = cell.minutes;
     row.cost_usd = cell.cost_usd;
     row.priced_minutes = cell.priced_minutes;
     row.failed_attempts.assign(cell.failed_attempts.begin(), cell.failed_attempts.end());
+    if (o_.cohorts) row.cohorts = Renamed(CohortsOf(cell), rename);
     kept->rows.push_back(std::move(row));
   }
   day_cells_.clear();
   // Each job's minutes were decided by the first end after them (Allocated,
   // RestartGap): after its last minute, the end that decided them all.
-  for (const auto& [job, last] : used_jobs_) {
+  for (const auto& [job, held] : used_jobs_) {
+    const auto [first, last] = held;
     int64_t decided = INT64_MAX;
     const auto it = jobs_.find(job);
     if (it != jobs_.end()) {
@@ -221,18 +310,25 @@ std::shared_ptr<LedgerSpan> LedgerBuilder::KeepSpan() {
                                         [](int64_t v, const Ended& e) { return v < e.end_ns; });
       if (end != ends.end()) decided = end->end_ns;
     }
-    kept->jobs.emplace_back(std::hash<std::string>()(job), decided);
+    kept->jobs.push_back({std::hash<std::string>()(job), decided, first});
   }
   used_jobs_.clear();
-  kept->SortJobs();  // jobs whose names share a hash: the later end stands for both
+  kept->SortJobs();  // jobs whose names share a hash: one stands for both
   return kept;
 }
 
 void LedgerBuilder::AddSpan(const LedgerSpan& span, int64_t from, int64_t to) {
+  std::vector<uint32_t> ids;  // the span's names as this ledger's contributor ids
+  ids.reserve(span.names.size());
+  for (const auto& [dimension, value] : span.names) {
+    const auto* begin = std::begin(kContributorDimensions);
+    const auto* end = std::end(kContributorDimensions);
+    ids.push_back(Intern(static_cast<size_t>(std::find(begin, end, dimension) - begin), value));
+  }
   for (const LedgerSpan::Row& row : span.rows) {
-    if (row.hour_ns < from || row.hour_ns >= to) continue;
+    if (row.start_ns < from || row.start_ns >= to) continue;
     const std::vector<std::string>& group = span.groups[row.group];
-    const int64_t bucket = Bucket(row.hour_ns);
+    const int64_t bucket = Bucket(row.start_ns);
     LedgerRow& cell = cells_[{group, bucket}];
     cell.group = group;
     cell.bucket_ns = bucket;
@@ -244,8 +340,24 @@ void LedgerBuilder::AddSpan(const LedgerSpan& span, int64_t from, int64_t to) {
       into.loss = attempt.loss;
       into.minutes += attempt.minutes;
     }
+    if (row.cohorts != nullptr) AddCohorts(ids, *row.cohorts, &cell);
   }
   last_ = nullptr;
+}
+
+void LedgerBuilder::AddCohorts(const std::vector<uint32_t>& ids, const LedgerSpan::Cohorts& c,
+                               LedgerRow* cell) {
+  const auto id = [&](uint32_t i) { return i == kNone ? kNone : ids[i]; };
+  for (const auto& [i, m] : c.presence) cell->contributors[0][id(i)] += m;
+  for (const auto& [i, m] : c.class_minutes) cell->class_minutes[id(i)] += m;
+  for (const auto& [key, m] : c.cohort_class_minutes) {
+    cell->cohort_class_minutes[CohortClassKey(id(static_cast<uint32_t>(key >> 32)),
+                                              id(static_cast<uint32_t>(key)))] += m;
+  }
+  for (const auto& [i, attempt] : c.software_failures)
+    cell->software_failures[id(i)].insert(attempt);
+  for (const auto& [attempt, i] : c.software_failure_class)
+    cell->software_failure_class[attempt] = id(i);
 }
 
 // Spans of a day used one after another become one (their rows and jobs
@@ -256,20 +368,35 @@ std::shared_ptr<const LedgerSpan> MergeSpans(
   merged->day_ns = spans.front()->day_ns;
   merged->from_ns = spans.front()->from_ns;
   merged->to_ns = spans.back()->to_ns;
+  merged->row_ns = spans.front()->row_ns;
   std::map<std::vector<std::string>, uint32_t> groups;
   for (const auto& span : spans) {
     merged->read_whole_day_steps |= span->read_whole_day_steps;
+    Renames rename(span->names, &merged->names);
     for (const LedgerSpan::Row& row : span->rows) {
       const std::vector<std::string>& group = span->groups[row.group];
       const auto [g, added] = groups.try_emplace(group, static_cast<uint32_t>(groups.size()));
       if (added) merged->groups.push_back(group);
       merged->rows.push_back(row);
       merged->rows.back().group = g->second;
+      if (row.cohorts != nullptr) merged->rows.back().cohorts = Renamed(*row.cohorts, rename);
     }
     merged->jobs.insert(merged->jobs.end(), span->jobs.begin(), span->jobs.end());
   }
   merged->SortJobs();  // a job in several: the latest end that decided its minutes stands
   return merged;
+}
+
+// The rows of `span` before `to` (a row start), as a span of its own. Its
+// jobs are the whole span's: a job's end that decided a later minute is
+// at or after the one that decided its last minute before `to`, so a span
+// checked against them is rebuilt when it must be, and maybe when it need
+// not be.
+std::shared_ptr<const LedgerSpan> Truncated(const LedgerSpan& span, int64_t to) {
+  auto out = std::make_shared<LedgerSpan>(span);
+  out->to_ns = to;
+  std::erase_if(out->rows, [to](const LedgerSpan::Row& r) { return r.start_ns >= to; });
+  return out;
 }
 
 }  // namespace gpulse::query::ledger

@@ -118,14 +118,19 @@ Status RunRollouts(Db* db, const RolloutsStatement& s, const QueryOptions& optio
   constexpr int64_t kMinuteNs = 60'000'000'000;
   LedgerOptions lo;
   lo.end_ns = Floor(range.has_hi ? range.hi : now_ns, kMinuteNs);
-  lo.start_ns = Floor(range.has_lo ? range.lo : lo.end_ns - over, kMinuteNs);
+  // OVER's window starts on the steps' grid, so that the rule evaluated
+  // every minute reads kept ten-minute rows from its first minute on.
+  lo.start_ns = range.has_lo ? Floor(range.lo, kMinuteNs) : Floor(lo.end_ns - over, kStepNs);
   if (lo.end_ns - lo.start_ns < 2 * kHourNs) {
     return Status::InvalidArgument(
         "ROLLOUTS reads 2h or more: a rollout is what did not run in the range's first hour");
   }
   TagCondition where;
   GPULSE_RETURN_IF_ERROR(where.CompileTagsOnly(rest.get(), "ROLLOUTS"));
-  if (rest != nullptr) lo.where = &where;
+  if (rest != nullptr) {
+    lo.where = &where;
+    lo.where_text = rest->ToString();  // the shape of the spans kept (ledger_days.h)
+  }
   // Ten-minute steps on the epoch's grid, so that a rollout's first is the
   // same whenever it is asked.
   lo.bucket_of = [](int64_t t) { return Floor(t, kStepNs); };
