@@ -62,7 +62,10 @@ struct LedgerOptions {
   // LedgerRow's class fields), without the other contributors and evidence:
   // what ROLLOUTS reads. Its
   // minutes are classified from the range's start, not the day's, so it
-  // reads less than contributors does. (Implied by contributors.)
+  // reads less than contributors does; and its productive minutes are not
+  // split by the steps' yardstick (their data and network shares stay
+  // productive): the capacity and failures it counts do not depend on it.
+  // Kept spans of it have ten-minute rows. (Implied by contributors.)
   bool cohorts = false;
   // The baselines to judge the range's steps by instead of each day's
   // yardstick, the medians of the day before (a class and width missing

@@ -281,6 +281,9 @@ Status LedgerBuilder::RangeMedians() {
 // the range's (range_yardstick), when given, instead. Needs the steps and
 // starts read.
 Status LedgerBuilder::Baselines(int64_t day) {
+  // Counting cohorts alone (ROLLOUTS), no minute is split: their capacity
+  // and failures are what is read, and the yardstick changes neither.
+  if (o_.cohorts && !o_.contributors) return Status::Ok();
   const StepBaselines* yardstick = o_.baselines;
   if (yardstick == nullptr && o_.range_yardstick) yardstick = &range_baselines_;
   if (yardstick == nullptr) GPULSE_RETURN_IF_ERROR(DayMedians(day - kDayNs, &yardstick));

@@ -194,9 +194,10 @@ bool LedgerBuilder::Unchanged(std::span<const LedgerSpan::Input> inputs, uint64_
 // A kept span is true while its inputs are unchanged, what is asked knows
 // no less than it did, and no failure of one of its jobs has come to be
 // known since, at or before the end that decided the job's minutes: ended
-// events on days written since it was kept, or timed since it knew. Such a
-// failure changes only the minutes from its job's last checkpoint on, so
-// the span's rows before that still hold.
+// events in slices written since it was kept, or timed since it knew. Such
+// a failure changes only the minutes from its job's last checkpoint (and
+// its first minute in the span) on, so the span's rows before that still
+// hold.
 Status LedgerBuilder::HoldsUntil(const LedgerDays::Found& kept, int64_t* until) {
   *until = INT64_MIN;
   const int64_t known = o_.known_until_ns;
@@ -217,6 +218,12 @@ Status LedgerBuilder::HoldsUntil(const LedgerDays::Found& kept, int64_t* until) 
     GPULSE_RETURN_IF_ERROR(DayFailures(x, &failures));
     for (const JobFailure& f : *failures) {
       if (f.end_ns < from || f.changes_from_ns >= holds) continue;
+      // Known when the span was built: timed before what it knew, and its
+      // slice not written since (the day's `sched` is written every minute
+      // a fleet runs).
+      if (f.end_ns < kept.known_until_ns &&
+          db_->DataVersion("sched", f.end_ns, f.end_ns + 1) <= kept.as_of)
+        continue;
       const auto it = std::lower_bound(jobs.begin(), jobs.end(), LedgerSpan::Job{f.job, 0, 0});
       if (it != jobs.end() && it->hash == f.job && f.end_ns <= it->decided_ns) {
         // Its minutes there from the later of its checkpoint and its first,
