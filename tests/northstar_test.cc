@@ -197,20 +197,25 @@ TEST_F(NorthstarTest, KeptDaysAreReusedUntilTheirDataOrTheirJobsOutcomesChange) 
   EXPECT_EQ(counts(asked), cut);
   EXPECT_NEAR(minutes(std::get<2>(asked), query::Loss::kHardware), 4 * 12 * 60, 1e-9);
   EXPECT_EQ(counts(ask(kT0 + 3 * kDay + 2 * kMinute)), reused);
+  // The scheduler writes on the failure's day (every minute, in a live
+  // fleet): the failure, known when the day was kept, changes it no more.
+  Sched("submitted", kT0 + 3 * kDay + 30 * kMinute, "next");
+  Flush();
+  EXPECT_EQ(counts(ask(kT0 + 3 * kDay + 31 * kMinute)), reused);
   // "long" failed on day two (written late), its checkpoint at 20:00 of day one.
   Sched("ended", kT0 + 25 * 60 * kMinute, "long",
         {{"status", std::string("failed")},
          {"reason", std::string("software")},
          {"last_checkpoint", kT0 + 20 * 60 * kMinute}});
   Flush();
-  asked = ask(kT0 + 3 * kDay + 3 * kMinute);
+  asked = ask(kT0 + 3 * kDay + 33 * kMinute);
   EXPECT_EQ(counts(asked), cut);
   EXPECT_NEAR(minutes(std::get<2>(asked), query::Loss::kSoftware), 4 * 4 * 60, 1e-9);
-  EXPECT_EQ(counts(ask(kT0 + 3 * kDay + 4 * kMinute)), reused);
+  EXPECT_EQ(counts(ask(kT0 + 3 * kDay + 34 * kMinute)), reused);
   // A GPU of "long" fell off the bus at 10:00 of day one (written late).
   Gpu(0, kT0 + 10 * 60 * kMinute, "long", 79);
   Flush();
-  asked = ask(kT0 + 3 * kDay + 6 * kMinute);
+  asked = ask(kT0 + 3 * kDay + 36 * kMinute);
   EXPECT_EQ(counts(asked), built);
   EXPECT_NEAR(minutes(std::get<2>(asked), query::Loss::kHardware), 4 * 12 * 60 + 1, 1e-9);
   // Asked as of day two, before either failure was known.
