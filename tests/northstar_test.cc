@@ -125,10 +125,11 @@ class NorthstarTest : public ::testing::Test {
 
 // A whole day's ledger is kept and reused while it is still true, and built
 // again when it is not: a point written on the day, or a question that
-// knows less. A failure of one of its jobs written since (after the day, at
-// a checkpoint inside it), or one already written that has come to be known
-// (now passed it), has the hours from its checkpoint on built again; a
-// success changes nothing. Each answer equals the one built afresh.
+// knows less. A failure of one of its jobs that has come to be known (now
+// passed it; after the day, at a checkpoint inside it) has the hours from
+// its checkpoint on built again; one written late, before the end that
+// decided the job's minutes, the whole day; a success changes nothing. Each
+// answer equals the one built afresh.
 TEST_F(NorthstarTest, KeptDaysAreReusedUntilTheirDataOrTheirJobsOutcomesChange) {
   Sched("submitted", kT0, "long");
   Sched("started", kT0, "long", {{"nodes", std::string("n1")}});
@@ -202,14 +203,16 @@ TEST_F(NorthstarTest, KeptDaysAreReusedUntilTheirDataOrTheirJobsOutcomesChange) 
   Sched("submitted", kT0 + 3 * kDay + 30 * kMinute, "next");
   Flush();
   EXPECT_EQ(counts(ask(kT0 + 3 * kDay + 31 * kMinute)), reused);
-  // "long" failed on day two (written late), its checkpoint at 20:00 of day one.
+  // "long" failed on day two, its checkpoint at 20:00 of day one, written
+  // late: before the success that decided its minutes, so any of them may
+  // change (an earlier failure's checkpoint is not kept): the day again.
   Sched("ended", kT0 + 25 * 60 * kMinute, "long",
         {{"status", std::string("failed")},
          {"reason", std::string("software")},
          {"last_checkpoint", kT0 + 20 * 60 * kMinute}});
   Flush();
   asked = ask(kT0 + 3 * kDay + 33 * kMinute);
-  EXPECT_EQ(counts(asked), cut);
+  EXPECT_EQ(counts(asked), built);
   EXPECT_NEAR(minutes(std::get<2>(asked), query::Loss::kSoftware), 4 * 4 * 60, 1e-9);
   EXPECT_EQ(counts(ask(kT0 + 3 * kDay + 34 * kMinute)), reused);
   // A GPU of "long" fell off the bus at 10:00 of day one (written late).
@@ -275,6 +278,56 @@ TEST_F(NorthstarTest, TheHoursOfTheDayUnderWayAreKeptAsTheyPass) {
   Flush();
   EXPECT_EQ(ask(kT0 + 11 * 60 * kMinute + 26 * kMinute), std::make_pair(0, 1));
   EXPECT_EQ(ask(kT0 + 11 * 60 * kMinute + 27 * kMinute), std::make_pair(1, 0));
+}
+
+// A job that failed just before a kept span's first hour and came back on
+// the same GPUs inside it: its failure in a later hour changes minutes from
+// its checkpoint, which lies in the span's first hour. The span knows the
+// job from before its start (the GPUs idle at the start held it last), so
+// the failure builds the span again rather than keeping that hour.
+TEST_F(NorthstarTest, AJobBackFromBeforeASpanIsCutFromItsStart) {
+  constexpr int64_t kH = 60 * kMinute;
+  Sched("submitted", kT0, "j");
+  Sched("started", kT0, "j", {{"nodes", std::string("n1")}});
+  Sched("ended", kT0 + 9 * kH + 50 * kMinute, "j",
+        {{"status", std::string("failed")},
+         {"reason", std::string("software")},
+         {"last_checkpoint", kT0 + 9 * kH}});
+  Sched("retried", kT0 + 10 * kH + 20 * kMinute, "j");
+  Sched("started", kT0 + 10 * kH + 30 * kMinute, "j", {{"nodes", std::string("n1")}});
+  Sched("ended", kT0 + 13 * kH, "j",
+        {{"status", std::string("failed")},
+         {"reason", std::string("software")},
+         {"last_checkpoint", kT0 + 10 * kH + 45 * kMinute}});
+  int64_t step = 0;
+  for (int m = 0; m < 14 * 60; ++m) {
+    const int64_t t = kT0 + m * kMinute;
+    const bool runs =
+        t < kT0 + 9 * kH + 50 * kMinute || (t >= kT0 + 10 * kH + 30 * kMinute && t < kT0 + 13 * kH);
+    Node(t);
+    for (int g = 0; g < 4; ++g) Gpu(g, t, runs ? "j" : "");
+    if (runs) Step(t, "j", ++step);
+  }
+  Flush();
+  const auto ask = [&](int64_t now) {
+    query::Ledger out[2];
+    for (int keep = 0; keep < 2; ++keep) {
+      query::LedgerOptions o;
+      o.start_ns = kT0 + 10 * kH;
+      o.end_ns = now;
+      o.known_until_ns = now;
+      o.keep_days = keep == 1;
+      const Status st = query::BuildLedger(db_.get(), o, &out[keep]);
+      EXPECT_TRUE(st.ok()) << st.ToString();
+    }
+    EXPECT_EQ(out[0].rows.size(), 1u);
+    EXPECT_EQ(out[1].rows.size(), 1u);
+    for (size_t l = 0; l < query::kLossCount && !out[1].rows.empty(); ++l)
+      EXPECT_NEAR(out[1].rows[0].minutes[l], out[0].rows.at(0).minutes[l], 1e-9) << l;
+    return std::make_pair(out[1].spans_reused, out[1].spans_built);
+  };
+  EXPECT_EQ(ask(kT0 + 12 * kH + 10 * kMinute), std::make_pair(0, 1));  // [10, 12) kept
+  EXPECT_EQ(ask(kT0 + 13 * kH + 10 * kMinute), std::make_pair(0, 1));  // the failure: [10, 13)
 }
 
 // A three-day job on 8 GPUs that checkpoints at 58h and fails at 62h keeps

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
 #include <random>
 #include <set>
@@ -242,6 +243,20 @@ TEST_F(RolloutsTest, KeptTenMinuteRowsGiveWhatABuildAfreshGives) {
       }
     }
   };
+  // NORTHSTAR over the same hours, asked between: its kept hours are its
+  // own, not ROLLOUTS' (nor the other way).
+  const auto goodput = [&](int64_t now, bool keep) {
+    query::LedgerOptions lo;
+    lo.start_ns = (now - 6 * kHour) / kHour * kHour;
+    lo.end_ns = now / kMinute * kMinute;
+    lo.known_until_ns = now;
+    lo.keep_days = keep;
+    query::Ledger out;
+    const Status s = query::BuildLedger(db.get(), lo, &out);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(out.rows.size(), 1u);
+    return out.rows.empty() ? std::array<double, query::kLossCount>{} : out.rows[0].minutes;
+  };
   const int64_t upgrade = kT0 + kDay + 10 * kHour;
   int built = 0, reused = 0;
   double failures = 0;
@@ -257,6 +272,9 @@ TEST_F(RolloutsTest, KeptTenMinuteRowsGiveWhatABuildAfreshGives) {
     }
     built += kept.spans_built;
     reused += kept.spans_reused;
+    const auto northstar = goodput(now, true), afresh_northstar = goodput(now, false);
+    for (size_t l = 0; l < query::kLossCount; ++l)
+      EXPECT_NEAR(northstar[l], afresh_northstar[l], 1e-9) << l << " at " << now;
     for (const auto& [bucket, row] : rows) {
       if (row.contains("failures driver_version=550.90.07"))
         failures = std::max(failures, row.at("failures driver_version=550.90.07"));

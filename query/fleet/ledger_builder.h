@@ -236,7 +236,7 @@ class LedgerBuilder {
       shape_ = o_.database + '\0' + o_.where_text;
       for (const std::string& key : o_.by) shape_ += '\0' + key;
       if (o_.cohorts) {
-        shape_ += "\0\0cohorts";
+        shape_.append("\0\0cohorts", 9);  // (nine bytes: a literal stops at its first NUL)
         row_ns_ = kCohortRowNs;
       }
     }
@@ -312,14 +312,16 @@ class LedgerBuilder {
   // Until when a kept span is still true (ledger_days.h): *until, a row
   // start; at or past its end, all of it, at or before its start, none.
   Status HoldsUntil(const LedgerDays::Found& kept, int64_t* until);
-  // A job's attempt that ended throwing minutes away (failed or preempted).
-  struct JobFailure {
-    uint64_t job;             // a hash of JobKey
-    int64_t end_ns;           // when it ended
-    int64_t changes_from_ns;  // the first minute it can change: its last checkpoint, or its end
+  // A job's attempt that ended.
+  struct JobEnd {
+    uint64_t job;    // a hash of JobKey
+    int64_t end_ns;  // when it ended
+    int64_t
+        changes_from_ns;  // a failure's first minute thrown away: its last checkpoint, or its end
+    bool failure;         // failed or preempted (or no status told)
   };
-  // The `sched` ended events of a day, before known_until, that are failures.
-  Status DayFailures(int64_t day, const std::vector<JobFailure>** out);
+  // The `sched` ended events of a day, before known_until.
+  Status DayEnds(int64_t day, const std::vector<JobEnd>** out);
   // The span just built (in day_cells_), to keep.
   std::shared_ptr<LedgerSpan> KeepSpan();
   // The key of a job in jobs_, used_jobs_ and unhealthy_: region '\0' name.
@@ -448,7 +450,7 @@ class LedgerBuilder {
   // The jobs on the GPUs of the span being kept, and the first and last
   // minutes each held one.
   std::unordered_map<std::string, std::pair<int64_t, int64_t>> used_jobs_;
-  std::map<int64_t, std::vector<JobFailure>> day_failures_;  // DayFailures', by day
+  std::map<int64_t, std::vector<JobEnd>> day_ends_;  // DayEnds', by day
   int spans_reused_ = 0, spans_built_ = 0;
   // By JobKey: a job is its region's scheduler's name for it, and two
   // regions' schedulers may use the same name (a central node holds both).

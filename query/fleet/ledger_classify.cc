@@ -360,6 +360,9 @@ Status LedgerBuilder::ReportedMinute(const Series& gpu, const std::vector<Column
       w->job_name = w->job_before;
       w->job_key = JobKey(w->region, w->job_before);
       w->last_job = &w->job_key;
+      // Held before the span: a failure of it may change any of the span's
+      // minutes on this GPU (its restart gap, or its minutes when it comes back).
+      if (keeping_) NoteJob(w->job_key, w->last_t);
       const auto it = jobs_.find(w->job_key);
       w->last_record = it == jobs_.end() ? nullptr : &it->second;
     }

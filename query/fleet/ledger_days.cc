@@ -32,6 +32,7 @@ void LedgerSpan::SortJobs() {
       Job& into = jobs[kept - 1];
       into.decided_ns = std::max(into.decided_ns, jobs[i].decided_ns);
       into.first_ns = std::min(into.first_ns, jobs[i].first_ns);
+      into.recorded = into.recorded && jobs[i].recorded;
     } else {
       jobs[kept++] = jobs[i];
     }

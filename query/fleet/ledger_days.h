@@ -74,10 +74,12 @@ struct LedgerSpan {
   // or its end unknown, when it was built): an end of the job after that
   // changes nothing in the span. And its first minute on them (before the
   // span: a GPU idle at its start held it last): a failure of the job
-  // changes no minute before that.
+  // changes no minute before that. And whether the span knew the job
+  // (steps or scheduler events): its minutes had a class and an image.
   struct Job {
-    uint64_t hash;
-    int64_t decided_ns, first_ns;
+    uint64_t hash = 0;
+    int64_t decided_ns = 0, first_ns = 0;
+    bool recorded = false;
     friend bool operator<(const Job& a, const Job& b) { return a.hash < b.hash; }
   };
   std::vector<Job> jobs;
@@ -96,8 +98,8 @@ struct LedgerSpan {
     int64_t start_ns, end_ns;
   };
   std::array<Input, 6> Inputs() const;
-  // Sorts jobs by hash; a hash listed twice keeps the later end and the
-  // earlier first minute.
+  // Sorts jobs by hash; a hash listed twice keeps the later end, the
+  // earlier first minute, and unrecorded if either was.
   void SortJobs();
   size_t Bytes() const;
 };

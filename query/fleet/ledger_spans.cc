@@ -8,21 +8,32 @@ namespace gpulse::query::ledger {
 
 namespace {
 
+// The names of a table by value: their ids.
+using NameIndex = std::map<std::pair<std::string, std::string>, uint32_t>;
+
 // Ids of one table of names (a ledger's, or a span's) given anew in another
-// (a span's), each the first time it is met; kNone stays itself.
+// (a span's), each name added the first time it is met; kNone stays itself.
+// `index` holds the names already in `to` (several tables merged into one
+// share it).
 class Renames {
  public:
-  Renames(const ContributorNames& from, ContributorNames* to) : from_(from), to_(to) {}
+  Renames(const ContributorNames& from, ContributorNames* to, NameIndex* index)
+      : from_(from), to_(to), index_(index) {}
   uint32_t operator()(uint32_t id) {
     if (id == kNone) return kNone;
-    const auto [it, added] = ids_.try_emplace(id, static_cast<uint32_t>(to_->size()));
-    if (added) to_->push_back(from_[id]);
+    const auto [it, added] = ids_.try_emplace(id, 0);
+    if (added) {
+      const auto [at, fresh] = index_->try_emplace(from_[id], static_cast<uint32_t>(to_->size()));
+      if (fresh) to_->push_back(from_[id]);
+      it->second = at->second;
+    }
     return it->second;
   }
 
  private:
   const ContributorNames& from_;
   ContributorNames* to_;
+  NameIndex* index_;
   std::unordered_map<uint32_t, uint32_t> ids_;
 };
 
@@ -80,6 +91,10 @@ Status LedgerBuilder::BuildDay(int64_t day) {
   std::vector<std::shared_ptr<const LedgerSpan>> valid;
   for (const LedgerDays::Found& found : LedgerDays::Process().FindDay(db_, shape_, day)) {
     if (found.span->to_ns <= hours_from || found.span->from_ns >= hours_to) continue;
+    if (found.span->row_ns != row_ns_) {  // (a shape is one row length; never mix them)
+      LedgerDays::Process().Erase(db_, shape_, found.span->from_ns);
+      continue;
+    }
     int64_t holds_until = 0;
     GPULSE_RETURN_IF_ERROR(HoldsUntil(found, &holds_until));
     if (holds_until >= found.span->to_ns) {
@@ -192,12 +207,16 @@ bool LedgerBuilder::Unchanged(std::span<const LedgerSpan::Input> inputs, uint64_
 }
 
 // A kept span is true while its inputs are unchanged, what is asked knows
-// no less than it did, and no failure of one of its jobs has come to be
-// known since, at or before the end that decided the job's minutes: ended
-// events in slices written since it was kept, or timed since it knew. Such
-// a failure changes only the minutes from its job's last checkpoint (and
-// its first minute in the span) on, so the span's rows before that still
-// hold.
+// no less than it did, and no end of one of its jobs that changes it has
+// come to be known since, at or before the end that decided the job's
+// minutes: ended events in slices written since it was kept, or timed
+// since it knew. An end timed since is a failure (or a preemption) or
+// changes nothing; a failure changes only the job's minutes from its last
+// checkpoint on, so the span's rows before that (and before the job's
+// first minute there) still hold. An end written late, or written again,
+// may change any of the job's minutes (it comes before the end that
+// decided them), as may any end of a job the span had no record of (its
+// minutes had no class): those cut the span at the job's first minute.
 Status LedgerBuilder::HoldsUntil(const LedgerDays::Found& kept, int64_t* until) {
   *until = INT64_MIN;
   const int64_t known = o_.known_until_ns;
@@ -214,35 +233,35 @@ Status LedgerBuilder::HoldsUntil(const LedgerDays::Found& kept, int64_t* until) 
     const bool written = db_->DataVersion("sched", x, x + kDayNs) > kept.as_of;
     const int64_t from = written ? x : std::max(x, kept.known_until_ns);
     if (from >= std::min(x + kDayNs, known)) continue;
-    const std::vector<JobFailure>* failures = nullptr;
-    GPULSE_RETURN_IF_ERROR(DayFailures(x, &failures));
-    for (const JobFailure& f : *failures) {
-      if (f.end_ns < from || f.changes_from_ns >= holds) continue;
-      // Known when the span was built: timed before what it knew, and its
-      // slice not written since (the day's `sched` is written every minute
-      // a fleet runs).
-      if (f.end_ns < kept.known_until_ns &&
-          db_->DataVersion("sched", f.end_ns, f.end_ns + 1) <= kept.as_of)
-        continue;
-      const auto it = std::lower_bound(jobs.begin(), jobs.end(), LedgerSpan::Job{f.job, 0, 0});
-      if (it != jobs.end() && it->hash == f.job && f.end_ns <= it->decided_ns) {
-        // Its minutes there from the later of its checkpoint and its first,
-        // and the row they fall in.
-        const int64_t r = kept.span->row_ns;
-        int64_t cut = std::max({f.changes_from_ns, it->first_ns, INT64_MIN / 2});
-        cut -= ((cut % r) + r) % r;
-        holds = std::min(holds, cut);
+    const std::vector<JobEnd>* ends = nullptr;
+    GPULSE_RETURN_IF_ERROR(DayEnds(x, &ends));
+    for (const JobEnd& e : *ends) {
+      if (e.end_ns < from) continue;
+      // Written late (or again): timed before what the span knew, in a
+      // slice written since. (Not so: it was known then.)
+      const bool late = e.end_ns < kept.known_until_ns;
+      if (late && db_->DataVersion("sched", e.end_ns, e.end_ns + 1) <= kept.as_of) continue;
+      const auto it = std::lower_bound(jobs.begin(), jobs.end(), LedgerSpan::Job{e.job});
+      if (it == jobs.end() || it->hash != e.job || e.end_ns > it->decided_ns) continue;
+      int64_t cut = it->first_ns;
+      if (!late && it->recorded) {
+        if (!e.failure) continue;
+        cut = std::max(cut, e.changes_from_ns);
       }
+      const int64_t r = kept.span->row_ns;  // the row its first changed minute is in
+      cut = std::max(cut, INT64_MIN / 2);
+      cut -= ((cut % r) + r) % r;
+      holds = std::min(holds, cut);
     }
   }
   *until = holds;
   return Status::Ok();
 }
 
-Status LedgerBuilder::DayFailures(int64_t day, const std::vector<JobFailure>** out) {
-  auto it = day_failures_.find(day);
-  if (it == day_failures_.end()) {
-    std::vector<JobFailure> failures;
+Status LedgerBuilder::DayEnds(int64_t day, const std::vector<JobEnd>** out) {
+  auto it = day_ends_.find(day);
+  if (it == day_ends_.end()) {
+    std::vector<JobEnd> ends;
     const std::vector<Series>* listed = nullptr;
     GPULSE_RETURN_IF_ERROR(SeriesOf("sched", &listed));
     const std::vector<std::string> fields = {"job", "status", "last_checkpoint"};
@@ -257,26 +276,25 @@ Status LedgerBuilder::DayFailures(int64_t day, const std::vector<JobFailure>** o
       Cursor status(cols[1]), checkpoint(cols[2]);
       for (size_t i = 0; i < cols[0].size(); ++i) {
         const int64_t ts = cols[0].ts[i];
+        JobEnd e{std::hash<std::string>()(JobKey(region, cols[0].strings[i])), ts, INT64_MIN, true};
         // Only a failure or a preemption throws minutes away (Allocated,
-        // RestartGap): a job that succeeded or was cancelled leaves every
-        // minute before its end as it was. (No status: it may have failed.)
+        // RestartGap). (No status: it may have failed.)
         if (cols[1].type == FieldType::kString && status.At(ts)) {
           const Outcome outcome = OutcomeOf(cols[1].strings[status.index()]);
-          if (outcome != Outcome::kFailed && outcome != Outcome::kPreempted) continue;
+          e.failure = outcome == Outcome::kFailed || outcome == Outcome::kPreempted;
         }
         // It throws away the minutes from its last checkpoint (none: any),
         // and the idle ones after its end while the job comes back.
-        int64_t changes_from = INT64_MIN;
         if (checkpoint.At(ts) && cols[2].type != FieldType::kString) {
           const double c = NumberAt(cols[2], checkpoint.index());
-          if (c > -9e18 && c < 9e18) changes_from = static_cast<int64_t>(c);
+          if (c > -9e18 && c < 9e18) e.changes_from_ns = static_cast<int64_t>(c);
         }
-        changes_from = std::min(changes_from, ts - (((ts % kMinuteNs) + kMinuteNs) % kMinuteNs));
-        failures.push_back(
-            {std::hash<std::string>()(JobKey(region, cols[0].strings[i])), ts, changes_from});
+        e.changes_from_ns =
+            std::min(e.changes_from_ns, ts - (((ts % kMinuteNs) + kMinuteNs) % kMinuteNs));
+        ends.push_back(e);
       }
     }
-    it = day_failures_.emplace(day, std::move(failures)).first;
+    it = day_ends_.emplace(day, std::move(ends)).first;
   }
   *out = &it->second;
   return Status::Ok();
@@ -290,7 +308,8 @@ std::shared_ptr<LedgerSpan> LedgerBuilder::KeepSpan() {
   kept->row_ns = row_ns_;
   kept->read_whole_day_steps = read_whole_day_steps_;
   std::map<std::vector<std::string>, uint32_t> groups;
-  Renames rename(names_, &kept->names);
+  NameIndex index;
+  Renames rename(names_, &kept->names, &index);
   for (auto& [key, cell] : day_cells_) {
     const auto [g, added] = groups.try_emplace(cell.group, static_cast<uint32_t>(groups.size()));
     if (added) kept->groups.push_back(cell.group);
@@ -317,7 +336,7 @@ std::shared_ptr<LedgerSpan> LedgerBuilder::KeepSpan() {
                                         [](int64_t v, const Ended& e) { return v < e.end_ns; });
       if (end != ends.end()) decided = end->end_ns;
     }
-    kept->jobs.push_back({std::hash<std::string>()(job), decided, first});
+    kept->jobs.push_back({std::hash<std::string>()(job), decided, first, it != jobs_.end()});
   }
   used_jobs_.clear();
   kept->SortJobs();  // jobs whose names share a hash: one stands for both
@@ -377,9 +396,10 @@ std::shared_ptr<const LedgerSpan> MergeSpans(
   merged->to_ns = spans.back()->to_ns;
   merged->row_ns = spans.front()->row_ns;
   std::map<std::vector<std::string>, uint32_t> groups;
+  NameIndex index;  // one table for all
   for (const auto& span : spans) {
     merged->read_whole_day_steps |= span->read_whole_day_steps;
-    Renames rename(span->names, &merged->names);
+    Renames rename(span->names, &merged->names, &index);
     for (const LedgerSpan::Row& row : span->rows) {
       const std::vector<std::string>& group = span->groups[row.group];
       const auto [g, added] = groups.try_emplace(group, static_cast<uint32_t>(groups.size()));
