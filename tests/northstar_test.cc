@@ -39,6 +39,26 @@ class NorthstarTest : public ::testing::Test {
   }
 
   void Put(Point p) { pending_.push_back(std::move(p)); }
+  // The ledger of [start, now) asked at `now`, keeping spans and afresh:
+  // (spans reused, spans built) by the first, whose one row must equal the
+  // other's.
+  std::pair<int, int> KeptAndAfresh(int64_t start, int64_t now) {
+    query::Ledger out[2];
+    for (int keep = 0; keep < 2; ++keep) {
+      query::LedgerOptions o;
+      o.start_ns = start;
+      o.end_ns = now;
+      o.known_until_ns = now;
+      o.keep_days = keep == 1;
+      const Status s = query::BuildLedger(db_.get(), o, &out[keep]);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
+    EXPECT_EQ(out[0].rows.size(), 1u);
+    EXPECT_EQ(out[1].rows.size(), 1u);
+    for (size_t l = 0; l < query::kLossCount && !out[1].rows.empty(); ++l)
+      EXPECT_NEAR(out[1].rows[0].minutes[l], out[0].rows.at(0).minutes[l], 1e-9) << l;
+    return {out[1].spans_reused, out[1].spans_built};
+  }
   void Flush() {
     WriteResult r;
     const Status s = db_->Write(pending_, &r);
@@ -249,25 +269,8 @@ TEST_F(NorthstarTest, TheHoursOfTheDayUnderWayAreKeptAsTheyPass) {
     Flush();
   };
   minutes(0, 10 * 60 + 30);
-  // Asked at `now` over the day so far: (spans reused, spans built), and
-  // the answer equals the one built afresh.
-  const auto ask = [&](int64_t now) {
-    query::Ledger out[2];
-    for (int keep = 0; keep < 2; ++keep) {
-      query::LedgerOptions o;
-      o.start_ns = kT0;
-      o.end_ns = now;
-      o.known_until_ns = now;
-      o.keep_days = keep == 1;
-      const Status s = query::BuildLedger(db_.get(), o, &out[keep]);
-      EXPECT_TRUE(s.ok()) << s.ToString();
-    }
-    EXPECT_EQ(out[0].rows.size(), 1u);
-    EXPECT_EQ(out[1].rows.size(), 1u);
-    for (size_t l = 0; l < query::kLossCount && !out[1].rows.empty(); ++l)
-      EXPECT_NEAR(out[1].rows[0].minutes[l], out[0].rows.at(0).minutes[l], 1e-9) << l;
-    return std::make_pair(out[1].spans_reused, out[1].spans_built);
-  };
+  // Asked at `now` over the day so far.
+  const auto ask = [&](int64_t now) { return KeptAndAfresh(kT0, now); };
   EXPECT_EQ(ask(kT0 + 10 * 60 * kMinute + 30 * kMinute), std::make_pair(0, 1));  // [00, 10)
   minutes(10 * 60 + 30, 11 * 60 + 15);
   EXPECT_EQ(ask(kT0 + 11 * 60 * kMinute + 15 * kMinute), std::make_pair(1, 1));  // + [10, 11)
@@ -309,23 +312,7 @@ TEST_F(NorthstarTest, AJobBackFromBeforeASpanIsCutFromItsStart) {
     if (runs) Step(t, "j", ++step);
   }
   Flush();
-  const auto ask = [&](int64_t now) {
-    query::Ledger out[2];
-    for (int keep = 0; keep < 2; ++keep) {
-      query::LedgerOptions o;
-      o.start_ns = kT0 + 10 * kH;
-      o.end_ns = now;
-      o.known_until_ns = now;
-      o.keep_days = keep == 1;
-      const Status st = query::BuildLedger(db_.get(), o, &out[keep]);
-      EXPECT_TRUE(st.ok()) << st.ToString();
-    }
-    EXPECT_EQ(out[0].rows.size(), 1u);
-    EXPECT_EQ(out[1].rows.size(), 1u);
-    for (size_t l = 0; l < query::kLossCount && !out[1].rows.empty(); ++l)
-      EXPECT_NEAR(out[1].rows[0].minutes[l], out[0].rows.at(0).minutes[l], 1e-9) << l;
-    return std::make_pair(out[1].spans_reused, out[1].spans_built);
-  };
+  const auto ask = [&](int64_t now) { return KeptAndAfresh(kT0 + 10 * kH, now); };
   EXPECT_EQ(ask(kT0 + 12 * kH + 10 * kMinute), std::make_pair(0, 1));  // [10, 12) kept
   EXPECT_EQ(ask(kT0 + 13 * kH + 10 * kMinute), std::make_pair(0, 1));  // the failure: [10, 13)
 }
