@@ -201,7 +201,7 @@ void BM_RollupCodec(benchmark::State& state, int64_t width, bool decode) {
     blocks.back().Reset(c->type);
     gpulse::storage::BuildRollups(*c, 0, c->size(), width, &blocks.back());
     encoded.emplace_back();
-    gpulse::storage::EncodeRollups(blocks.back(), &encoded.back());
+    gpulse::storage::EncodeRollups(blocks.back(), true, &encoded.back());
     rows += blocks.back().size();
     bytes += encoded.back().size();
   }
@@ -218,7 +218,7 @@ void BM_RollupCodec(benchmark::State& state, int64_t width, bool decode) {
     } else {
       for (const auto& b : blocks) {
         scratch.clear();
-        gpulse::storage::EncodeRollups(b, &scratch);
+        gpulse::storage::EncodeRollups(b, true, &scratch);
       }
       benchmark::DoNotOptimize(scratch.data());
     }

@@ -34,12 +34,24 @@ leveldb::Options StoreOptions(leveldb::Env* env) {
   leveldb::Options options;
   if (env != nullptr) options.env = env;
   options.create_if_missing = true;
-  // Chunks are zstd-compressed by the chunk codec; Snappy on top gains nothing.
-  options.compression = leveldb::kNoCompression;
+  // Snappy over each 4 KiB table block: the chunk codec's zstd frames do not
+  // shrink and are stored as they are (LevelDB keeps a block compressed only
+  // when that saves an eighth), but the keys and small values of a wide fleet
+  // do: a window part or tier row of a few points, the rows of one bucket in
+  // every series alike, catalog and index keys (docs/format/key-layout.md).
+  options.compression = leveldb::kSnappyCompression;
   // Small memtables: chunks arrive in large batches at flush time, and the
   // memory is better spent on the head.
   options.write_buffer_size = 4 << 20;
   return options;
+}
+
+// The index into storage::kTiers of the tier stored under key id `id`.
+std::optional<size_t> TierOfKeyId(uint8_t id) {
+  for (size_t t = 0; t < storage::kTierCount; ++t) {
+    if (storage::kTiers[t].id == id) return t;
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -85,7 +97,23 @@ Status DbImpl::CopyStore(const std::string& path) {
   for (it->SeekToFirst(); it->Valid();) {
     storage::ChunkKeyParts parts;
     const std::string key = it->key().ToString();
-    if (!storage::ParseChunkKey(key, &parts) || parts.tier != storage::kRawTier) {
+    const bool chunk = storage::ParseChunkKey(key, &parts);
+    const std::optional<size_t> tier =
+        chunk && parts.tier != storage::kRawTier ? TierOfKeyId(parts.tier) : std::nullopt;
+    if (tier && storage::IsFirstFormatRollupBlock(
+                    std::string_view(it->value().data(), it->value().size()))) {
+      // A tier block of the first format: written again in the current one
+      // (without the sketches a finer tier no longer keeps).
+      storage::RollupColumn rows;
+      GPULSE_RETURN_IF_ERROR(
+          storage::DecodeRollups(std::string_view(it->value().data(), it->value().size()),
+                                 storage::kRollupAll, &rows)
+              .WithContext("compact: tier " + std::string(storage::kTiers[*tier].name)));
+      encoded.clear();
+      storage::EncodeRollups(rows, storage::KeepsSketches(*tier), &encoded);
+      batch.Put(it->key(), encoded);
+      it->Next();
+    } else if (!chunk || parts.tier != storage::kRawTier) {
       // Not a raw chunk (a catalog entry, or a tier's one-part block).
       batch.Put(it->key(), it->value());
       it->Next();
@@ -168,14 +196,6 @@ std::string TierBlockDamage(FieldType type, std::string_view data) {
     if (!d.ok()) why = d.message();
   });
   return kept ? why : "a tier block of a field that has no tier rows";
-}
-
-// The index into storage::kTiers of the tier stored under key id `id`.
-std::optional<size_t> TierOfKeyId(uint8_t id) {
-  for (size_t t = 0; t < storage::kTierCount; ++t) {
-    if (storage::kTiers[t].id == id) return t;
-  }
-  return std::nullopt;
 }
 
 }  // namespace

@@ -290,7 +290,7 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
         } else {
           ++*changed;
           encoded.clear();
-          Kind::Encode(kept, &encoded);
+          Kind::Encode(kept, t, &encoded);
           batch->Put(it->key(), encoded);
         }
       };

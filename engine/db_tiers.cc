@@ -119,7 +119,7 @@ Status DbImpl::UpdateTierRows(uint32_t series_id, uint32_t field_id, const Colum
         ++j;
       }
       value.clear();
-      Kind::Encode(merged, &value);
+      Kind::Encode(merged, t, &value);
       batch->Put(key, value);
       touched->push_back({series_id, field_id, block, tier.id});
     }

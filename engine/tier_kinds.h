@@ -28,7 +28,10 @@ struct RollupKind {
       return Status::Corruption("a tally block under a numeric field");
     return storage::DecodeRollups(data, storage::kRollupAll, r);
   }
-  static void Encode(const Rows& r, std::string* out) { storage::EncodeRollups(r, out); }
+  // `tier`: the index in storage::kTiers of the tier the rows are stored in.
+  static void Encode(const Rows& r, size_t tier, std::string* out) {
+    storage::EncodeRollups(r, storage::KeepsSketches(tier), out);
+  }
   static void Build(const Column& raw, int64_t width, Rows* out) {
     storage::BuildRollups(raw, 0, raw.size(), width, out);
   }
@@ -67,7 +70,9 @@ struct TallyKind {
       return Status::Corruption("a rollup block under a string field");
     return storage::DecodeTallies(data, r);
   }
-  static void Encode(const Rows& r, std::string* out) { storage::EncodeTallies(r, out); }
+  static void Encode(const Rows& r, size_t /*tier*/, std::string* out) {
+    storage::EncodeTallies(r, out);
+  }
   static void Build(const Column& raw, int64_t width, Rows* out) {
     storage::BuildTallies(raw, 0, raw.size(), width, out);
   }

@@ -1,5 +1,6 @@
 #include "storage/rollup.h"
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 
@@ -12,7 +13,22 @@ namespace gpulse::storage {
 
 namespace {
 
-constexpr uint8_t kRollupFormat = 1;
+// Format 1 wrote buckets and point offsets in nanoseconds and a sketch in
+// every row; format 3 writes them in units and keeps sketches only where
+// asked (docs/format/rollups.md). Both are read; flushes write format 3.
+constexpr uint8_t kRollupFormat1 = 1;
+constexpr uint8_t kRollupFormat = 3;
+// The units buckets and offsets are written in: the largest that divides
+// every one of them, as its index here (a nibble of the units byte).
+constexpr int64_t kUnits[] = {1,
+                              1'000,
+                              1'000'000,
+                              1'000'000'000,
+                              60'000'000'000,
+                              300'000'000'000,
+                              3'600'000'000'000,
+                              86'400'000'000'000};
+constexpr size_t kUnitCount = sizeof(kUnits) / sizeof(kUnits[0]);
 // Fast: a flush compresses every block it touches.
 constexpr int kZstdLevel = 1;
 // A block never inflates past this (288 rows of full sketches are far below).
@@ -209,23 +225,63 @@ bool GetValues(ByteReader* r, size_t n, Column* c) {
   }
 }
 
-// Point times as offsets from their buckets.
-void PutOffsets(const Column& c, const std::vector<int64_t>& bucket, std::string* out) {
+// Point times as offsets from their buckets, in units of kUnits[unit].
+void PutOffsets(const Column& c, const std::vector<int64_t>& bucket, size_t unit,
+                std::string* out) {
   for (size_t i = 0; i < bucket.size(); ++i) {
-    PutVarint64(out, static_cast<uint64_t>(c.ts[i]) - static_cast<uint64_t>(bucket[i]));
+    PutVarint64(out, (static_cast<uint64_t>(c.ts[i]) - static_cast<uint64_t>(bucket[i])) /
+                         static_cast<uint64_t>(kUnits[unit]));
   }
 }
-bool GetOffsets(ByteReader* r, const std::vector<int64_t>& bucket, Column* c) {
+bool GetOffsets(ByteReader* r, const std::vector<int64_t>& bucket, size_t unit, Column* c) {
   c->ts.resize(bucket.size());
   for (size_t i = 0; i < bucket.size(); ++i) {
     uint64_t d = 0;
     if (!r->ReadVarint64(&d)) return false;
-    c->ts[i] = static_cast<int64_t>(static_cast<uint64_t>(bucket[i]) + d);
+    // An offset past the int64 range is a broken block, not a time.
+    if (d > static_cast<uint64_t>(INT64_MAX) / static_cast<uint64_t>(kUnits[unit])) return false;
+    c->ts[i] = static_cast<int64_t>(static_cast<uint64_t>(bucket[i]) +
+                                    d * static_cast<uint64_t>(kUnits[unit]));
+  }
+  return true;
+}
+
+// The largest of kUnits dividing every value of `v` (the index).
+size_t UnitOf(const int64_t* v, size_t n) {
+  size_t unit = kUnitCount - 1;
+  for (size_t i = 0; i < n && unit > 0; ++i) {
+    while (unit > 0 && v[i] % kUnits[unit] != 0) --unit;
+  }
+  return unit;
+}
+
+// Buckets divided by their unit, as zigzag deltas (format 3).
+void PutBuckets(const std::vector<int64_t>& bucket, size_t unit, std::string* out) {
+  int64_t prev = 0;
+  for (const int64_t b : bucket) {
+    const int64_t q = b / kUnits[unit];
+    PutVarint64(out, ZigZagEncode(static_cast<uint64_t>(q) - static_cast<uint64_t>(prev)));
+    prev = q;
+  }
+}
+bool GetBuckets(ByteReader* r, size_t n, size_t unit, int64_t* bucket) {
+  uint64_t prev = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t zz = 0;
+    if (!r->ReadVarint64(&zz)) return false;
+    prev += ZigZagDecode(zz);
+    const __int128 b = static_cast<__int128>(static_cast<int64_t>(prev)) * kUnits[unit];
+    if (b < INT64_MIN || b > INT64_MAX) return false;
+    bucket[i] = static_cast<int64_t>(b);
   }
   return true;
 }
 
 }  // namespace
+
+bool IsFirstFormatRollupBlock(std::string_view data) {
+  return !data.empty() && static_cast<uint8_t>(data[0]) == kRollupFormat1;
+}
 
 bool HasRollups(FieldType type) {
   return type == FieldType::kFloat || type == FieldType::kInt || type == FieldType::kUint;
@@ -266,16 +322,27 @@ void MergeIntoLastRow(const RollupColumn& from, size_t j, RollupColumn* into) {
 }
 
 // format(u8) compression(u8: 0 none, 1 zstd) then the body, zstd-framed or
-// not. Body: type(u8) rows(varint), then sections, each varint length +
-// bytes: buckets and counts; sums; min and max; first and last; sketches.
-// docs/format/rollups.md.
-void EncodeRollups(const RollupColumn& rows, std::string* out) {
+// not. Body (format 3): type(u8) rows(varint) units(u8), then sections, each
+// varint length + bytes: buckets and counts; sums; min and max; first and
+// last; sketches (empty when the rows keep none). docs/format/rollups.md.
+void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out) {
   const size_t n = rows.size();
   std::string body;
   body.push_back(static_cast<char>(rows.type));
   PutVarint64(&body, n);
+  const size_t bucket_unit = UnitOf(rows.bucket.data(), n);
+  std::vector<int64_t> offsets;
+  offsets.reserve(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    for (const Column* c : {&rows.first, &rows.last}) {
+      offsets.push_back(static_cast<int64_t>(static_cast<uint64_t>(c->ts[i]) -
+                                             static_cast<uint64_t>(rows.bucket[i])));
+    }
+  }
+  const size_t offset_unit = UnitOf(offsets.data(), offsets.size());
+  body.push_back(static_cast<char>(bucket_unit | offset_unit << 4));
   std::string section;
-  PutInts(rows.bucket.data(), n, &section);
+  PutBuckets(rows.bucket, bucket_unit, &section);
   PutInts(reinterpret_cast<const int64_t*>(rows.count.data()), n, &section);
   PutSection(&body, section);
   section.clear();
@@ -291,14 +358,16 @@ void EncodeRollups(const RollupColumn& rows, std::string* out) {
   PutValues(rows.max, &section);
   PutSection(&body, section);
   section.clear();
-  PutOffsets(rows.first, rows.bucket, &section);
+  PutOffsets(rows.first, rows.bucket, offset_unit, &section);
   PutValues(rows.first, &section);
-  PutOffsets(rows.last, rows.bucket, &section);
+  PutOffsets(rows.last, rows.bucket, offset_unit, &section);
   PutValues(rows.last, &section);
   PutSection(&body, section);
   section.clear();
-  int32_t base = 0;
-  for (const Sketch& s : rows.sketch) s.Encode(&section, &base);
+  if (sketches) {
+    int32_t base = 0;
+    for (const Sketch& s : rows.sketch) s.Encode(&section, &base);
+  }
   PutSection(&body, section);
 
   AppendBlock(kRollupFormat, std::move(body), kZstdLevel, out);
@@ -306,7 +375,9 @@ void EncodeRollups(const RollupColumn& rows, std::string* out) {
 
 Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
   thread_local std::string inflated;
-  if (const Status framed = OpenBlock(data, kRollupFormat, kMaxBodyBytes, &inflated, &data);
+  const uint8_t format = data.empty() ? 0 : static_cast<uint8_t>(data[0]);
+  const uint8_t expect = format == kRollupFormat1 ? kRollupFormat1 : kRollupFormat;
+  if (const Status framed = OpenBlock(data, expect, kMaxBodyBytes, &inflated, &data);
       !framed.ok()) {
     return Corrupt(framed.message());
   }
@@ -316,6 +387,17 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
   if (!r.ReadByte(&type_byte) || !r.ReadVarint64(&rows)) return Corrupt("truncated header");
   if (!IsValidFieldType(type_byte) || !HasRollups(static_cast<FieldType>(type_byte))) {
     return Corrupt("bad field type " + std::to_string(type_byte));
+  }
+  // Format 1 wrote nanoseconds.
+  size_t bucket_unit = 0, offset_unit = 0;
+  if (format == kRollupFormat) {
+    uint8_t units = 0;
+    if (!r.ReadByte(&units)) return Corrupt("truncated header");
+    bucket_unit = units & 15;
+    offset_unit = units >> 4;
+    if (bucket_unit >= kUnitCount || offset_unit >= kUnitCount) {
+      return Corrupt("bad units " + std::to_string(units));
+    }
   }
   // Every row costs at least a byte in the first section.
   if (rows > r.remaining()) return Corrupt("row count past the end");
@@ -331,7 +413,7 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
     ByteReader b(sections[0]);
     out->bucket.resize(n);
     out->count.resize(n);
-    if (!GetInts(&b, n, out->bucket.data()) ||
+    if (!GetBuckets(&b, n, bucket_unit, out->bucket.data()) ||
         !GetInts(&b, n, reinterpret_cast<int64_t*>(out->count.data()))) {
       return Corrupt("bad buckets");
     }
@@ -361,17 +443,21 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
   }
   if (parts & kRollupFirstLast) {
     ByteReader b(sections[3]);
-    if (!GetOffsets(&b, out->bucket, &out->first) || !GetValues(&b, n, &out->first) ||
-        !GetOffsets(&b, out->bucket, &out->last) || !GetValues(&b, n, &out->last)) {
+    if (!GetOffsets(&b, out->bucket, offset_unit, &out->first) || !GetValues(&b, n, &out->first) ||
+        !GetOffsets(&b, out->bucket, offset_unit, &out->last) || !GetValues(&b, n, &out->last)) {
       return Corrupt("bad first and last");
     }
   }
   if (parts & kRollupSketch) {
+    // Rows that keep no sketch (format 3, a tier other than the sketches')
+    // decode as empty ones.
     std::string_view s = sections[4];
     out->sketch.resize(n);
     int32_t base = 0;
-    for (Sketch& sk : out->sketch) {
-      if (!sk.Decode(&s, &base)) return Corrupt("bad sketch");
+    if (!s.empty() || format == kRollupFormat1) {
+      for (Sketch& sk : out->sketch) {
+        if (!sk.Decode(&s, &base)) return Corrupt("bad sketch");
+      }
     }
     if (!s.empty()) return Corrupt("trailing sketch bytes");
   }

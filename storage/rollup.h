@@ -41,6 +41,13 @@ inline constexpr size_t kTierCount = sizeof(kTiers) / sizeof(kTiers[0]);
 inline constexpr int64_t kRollupBlockRows = 288;
 inline constexpr int64_t BlockSpan(const Tier& t) { return t.width_ns * kRollupBlockRows; }
 
+// Quantile sketches are kept in the 1d tier only: they are most of a row's
+// bytes, a 1d sketch answers day buckets and longer within 1%, and quantiles
+// of finer buckets are read from the raw points, exactly. Rows of the other
+// tiers are stored without them (docs/format/rollups.md).
+inline constexpr size_t kSketchTier = 2;  // kTiers[2], 1d
+inline constexpr bool KeepsSketches(size_t tier) { return tier == kSketchTier; }
+
 // Whether a field type has rollups (the numeric ones).
 bool HasRollups(FieldType type);
 
@@ -80,9 +87,16 @@ void AppendRollupRow(const RollupColumn& from, size_t j, RollupColumn* into);
 // Folds row j of `from` into the last row of `into` (the same bucket).
 void MergeIntoLastRow(const RollupColumn& from, size_t j, RollupColumn* into);
 
-void EncodeRollups(const RollupColumn& rows, std::string* out);
+// Whether `data` is a rollup block of the first format (docs/format/rollups.md),
+// which compaction writes again in the current one.
+bool IsFirstFormatRollupBlock(std::string_view data);
+
+// Appends the block of `rows`, with their sketches when `sketches` (the
+// sketch tier's rows) and without otherwise.
+void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out);
 // Decodes the parts named by `parts` (others are left empty); Corruption when
-// `data` is not a valid block.
+// `data` is not a valid block. Sketches asked of a block that keeps none
+// decode as empty ones.
 Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out);
 
 }  // namespace gpulse::storage

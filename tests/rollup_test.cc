@@ -23,6 +23,7 @@
 #include "storage/coding.h"
 #include "storage/column.h"
 #include "storage/sketch.h"
+#include "tests/support/first_format_rollups.h"
 #include "tests/support/tier_codec.h"
 
 namespace gpulse::storage {
@@ -934,7 +935,7 @@ RollupColumn FullBlock() {
 
 std::string Encoded(const RollupColumn& rows) {
   std::string out;
-  EncodeRollups(rows, &out);
+  EncodeRollups(rows, true, &out);
   return out;
 }
 
@@ -960,6 +961,91 @@ TEST(RollupTest, EncodeDecodeRoundTripsEveryPartBitForBit) {
   RollupColumn decoded = Stale();
   ASSERT_TRUE(DecodeRollups(Encoded(empty), kRollupAll, &decoded).ok());
   ExpectSameRows(decoded, empty, true);
+}
+
+// Blocks of rollup format 1, as gpulse wrote them before format 3
+// (tests/support/first_format_rollups.h): a data directory from then keeps
+// reading.
+TEST(RollupTest, BlocksOfTheFirstFormatStillRead) {
+  const std::string format1_int = gpulse::test::FirstFormatIntBlock();
+  const std::string format1_float = gpulse::test::FirstFormatFloatBlock();
+  for (const auto& [type, bytes] :
+       {std::pair{FieldType::kInt, &format1_int}, std::pair{FieldType::kFloat, &format1_float}}) {
+    SCOPED_TRACE(FieldTypeName(type));
+    ASSERT_EQ((*bytes)[0], 1);
+    const Column raw = gpulse::test::FirstFormatPoints(type);
+    RollupColumn want;
+    want.Reset(type);
+    BuildRollups(raw, 0, raw.size(), k1h, &want);
+    ASSERT_EQ(want.size(), 3u);
+    RollupColumn got = Stale();
+    const Status s = DecodeRollups(*bytes, kRollupAll, &got);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ExpectSameRows(got, want, true);
+    // Written again, it is format 3, and reads the same.
+    const std::string again = Encoded(got);
+    EXPECT_EQ(again[0], 3);
+    EXPECT_LT(again.size(), bytes->size());
+    ASSERT_TRUE(DecodeRollups(again, kRollupAll, &got).ok());
+    ExpectSameRows(got, want, true);
+  }
+}
+
+// Rows of a tier that keeps no sketches (storage::KeepsSketches) are stored
+// without them and read back with empty ones; every other part is kept.
+TEST(RollupTest, RowsStoredWithoutSketchesKeepEveryOtherPart) {
+  for (const RollupColumn& rows : {IntRows(), UintRows(), FloatRows(), FullBlock()}) {
+    SCOPED_TRACE(testing::Message() << FieldTypeName(rows.type) << ", " << rows.size() << " rows");
+    std::string bare;
+    EncodeRollups(rows, false, &bare);
+    EXPECT_LT(bare.size(), Encoded(rows).size());
+    RollupColumn decoded = Stale();
+    ASSERT_TRUE(DecodeRollups(bare, kRollupAll, &decoded).ok());
+    RollupColumn want = rows;
+    for (Sketch& s : want.sketch) s = Sketch();
+    ExpectSameRows(decoded, want, true);
+    // Asked for sketches alone, it has one (empty) a row; not asked, none.
+    ASSERT_TRUE(DecodeRollups(bare, kRollupSketch, &decoded).ok());
+    EXPECT_EQ(decoded.sketch, want.sketch);
+    ASSERT_TRUE(DecodeRollups(bare, kRollupMinMax, &decoded).ok());
+    EXPECT_TRUE(decoded.sketch.empty());
+  }
+  EXPECT_FALSE(KeepsSketches(0));
+  EXPECT_FALSE(KeepsSketches(1));
+  EXPECT_TRUE(KeepsSketches(2));
+  EXPECT_STREQ(kTiers[kSketchTier].name, "1d");
+}
+
+// Buckets and point offsets are written in the largest unit dividing them
+// all: minute data's hour rows cost a few bytes, and a point a nanosecond off
+// the grid is still kept to the nanosecond.
+TEST(RollupTest, BucketsAndOffsetsKeepTheirNanosecondsInAnyUnit) {
+  const Column minutes = gpulse::test::FirstFormatPoints(FieldType::kInt);
+  for (const int64_t shift : {int64_t{0}, int64_t{1}, kSecond, -k1d, -k1d + 7}) {
+    SCOPED_TRACE(shift);
+    Column raw = minutes;
+    for (int64_t& t : raw.ts) t += shift;
+    raw.ts.back() += 1;  // one point off the others' grid
+    RollupColumn rows;
+    rows.Reset(FieldType::kInt);
+    BuildRollups(raw, 0, raw.size(), k1h, &rows);
+    RollupColumn got;
+    ASSERT_TRUE(DecodeRollups(Encoded(rows), kRollupAll, &got).ok());
+    ExpectSameRows(got, rows, true);
+  }
+  // Minute data's offsets in minutes take a byte each; the same rows a
+  // nanosecond off the minute take six for the last point's.
+  const auto bare_size = [](const Column& raw) {
+    RollupColumn rows;
+    rows.Reset(raw.type);
+    BuildRollups(raw, 0, raw.size(), k1h, &rows);
+    std::string bare;
+    EncodeRollups(rows, false, &bare);
+    return bare.size();
+  };
+  Column off = minutes;
+  for (int64_t& t : off.ts) t += 1;
+  EXPECT_LE(bare_size(minutes) + 3 * 5, bare_size(off));
 }
 
 TEST(RollupTest, DecodeFillsOnlyTheRequestedPartsBesideBucketsAndCounts) {
@@ -1055,19 +1141,25 @@ TEST(RollupTest, DecodeRejectsMalformedHeaders) {
   EXPECT_FALSE(DecodeRollups(swapped, kRollupAll, &out).ok());
 }
 
-// A plain block's framing: the type, the row count and the five sections,
-// each kept as its bytes.
+// A plain block's framing: the format, the type, the row count, the units
+// (format 3) and the five sections, each kept as its bytes.
 struct Framing {
+  uint8_t format = 3;
   uint8_t type = 0;
   uint64_t rows = 0;
+  uint8_t units = 0;
   std::string sections[5];
 };
 
 Framing Split(const std::string& plain_block) {
   EXPECT_EQ(plain_block[1], 0);
   Framing f;
+  f.format = static_cast<uint8_t>(plain_block[0]);
   ByteReader r(std::string_view(plain_block).substr(2));
   EXPECT_TRUE(r.ReadByte(&f.type) && r.ReadVarint64(&f.rows));
+  if (f.format == 3) {
+    EXPECT_TRUE(r.ReadByte(&f.units));
+  }
   for (std::string& section : f.sections) {
     uint64_t len = 0;
     std::string_view bytes;
@@ -1079,9 +1171,12 @@ Framing Split(const std::string& plain_block) {
 }
 
 std::string Join(const Framing& f) {
-  std::string out("\x01\x00", 2);
+  std::string out;
+  out.push_back(static_cast<char>(f.format));
+  out.push_back('\0');
   out.push_back(static_cast<char>(f.type));
   PutVarint64(&out, f.rows);
+  if (f.format == 3) out.push_back(static_cast<char>(f.units));
   for (const std::string& section : f.sections) {
     PutVarint64(&out, section.size());
     out += section;

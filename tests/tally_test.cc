@@ -498,7 +498,7 @@ TEST(TallyTest, IsTallyBlockTellsTallyBlocksFromRollupBlocks) {
   raw.floats = {1.5, 2.5};
   BuildRollups(raw, 0, raw.size(), k5m, &rollups);
   std::string rollup_block;
-  EncodeRollups(rollups, &rollup_block);
+  EncodeRollups(rollups, true, &rollup_block);
   EXPECT_FALSE(IsTallyBlock(rollup_block));
   TallyColumn out;
   EXPECT_TRUE(DecodeTallies(rollup_block, &out).IsCorruption());

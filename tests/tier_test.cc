@@ -21,6 +21,8 @@
 #include "leveldb/write_batch.h"
 #include "query/query.h"
 #include "storage/key_layout.h"
+#include "storage/rollup.h"
+#include "tests/support/first_format_rollups.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/time_units.h"
 
@@ -218,7 +220,12 @@ TEST_F(TierTest, EveryExactAggregateFromEveryTierEqualsRawOnRandomSeries) {
       std::string::npos);
 }
 
-TEST_F(TierTest, QuantilesFromSketchesAreWithinOnePercentAndSayTheyAreApproximate) {
+// Only the 1d tier keeps quantile sketches (storage::KeepsSketches): day
+// buckets and longer come from them within 1% and say so; finer buckets are
+// read from the raw points, exactly; a finer tier named in FROM is refused.
+TEST_F(TierTest, QuantilesComeFromTheDayTiersSketchesAndFinerOnesFromRaw) {
+  options_.tiers = {"5m", "1h", "1d"};
+  Reopen();
   std::mt19937_64 rng(11);
   for (const char* node : {"n0", "n1", "n2"}) {
     for (int64_t t = kT0; t < kT0 + 2 * kDay; t += kMinute) {
@@ -231,17 +238,93 @@ TEST_F(TierTest, QuantilesFromSketchesAreWithinOnePercentAndSayTheyAreApproximat
       " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + 2 * kDay) + "'";
   for (const char* fn : {"percentile(power, 95)", "p50(power)", "p99(power)", "median(power)",
                          "percentile(power, 0)", "percentile(power, 100)"}) {
-    for (const char* bucket : {"1h", "1d"}) {
-      ExpectTierEqualsRaw(
-          std::string("SELECT ") + fn + " FROM {m}" + range + " GROUP BY time(" + bucket + "), sku",
-          0.0101);
-    }
+    const std::string q = std::string("SELECT ") + fn + " FROM {m}" + range + " GROUP BY time(";
+    ExpectTierEqualsRaw(q + "1d), sku", 0.0101);
+    for (const char* bucket : {"5m", "1h", "3h"}) ExpectTierEqualsRaw(q + bucket + "), sku", 0);
   }
   QueryResult r = Run("SELECT p95(util) FROM gpu" + range + " GROUP BY time(1d)");
   ASSERT_EQ(r.statements[0].notes.size(), 1u);
   EXPECT_NE(r.statements[0].notes[0].find("approximate"), std::string::npos);
+  EXPECT_NE(TierLine("SELECT p95(util) FROM gpu" + range + " GROUP BY time(1d)").find("1d rollups"),
+            std::string::npos);
   r = Run("SELECT p95(util) FROM \"raw\".gpu" + range + " GROUP BY time(1d)");
   EXPECT_TRUE(r.statements[0].notes.empty());
+  // An hour's quantile: raw, exact, no note; its max beside it still reads
+  // the 1h tier when asked alone.
+  r = Run("SELECT p95(util), max(util) FROM gpu" + range + " GROUP BY time(1h)");
+  EXPECT_TRUE(r.statements[0].notes.empty());
+  const std::string hourly = TierLine("SELECT p95(util) FROM gpu" + range + " GROUP BY time(1h)");
+  EXPECT_NE(hourly.find("raw"), std::string::npos) << hourly;
+  EXPECT_NE(hourly.find("sketches"), std::string::npos) << hourly;
+  EXPECT_NE(TierLine("SELECT max(util) FROM gpu" + range + " GROUP BY time(1h)").find("1h rollups"),
+            std::string::npos);
+  for (const char* tier : {"5m", "1h"}) {
+    QueryResult refused;
+    ASSERT_TRUE(gpulse::Query(db_.get(),
+                              std::string("SELECT p95(util) FROM \"") + tier + "\".gpu" + range +
+                                  " GROUP BY time(1d)",
+                              QueryOptions(), &refused)
+                    .ok());
+    ASSERT_EQ(refused.statements.size(), 1u);
+    EXPECT_NE(refused.statements[0].status.message().find("only the 1d tier keeps"),
+              std::string::npos)
+        << refused.statements[0].status.ToString();
+  }
+}
+
+// A data directory written before rollup format 3 holds 1h blocks of the
+// first format (sketches in every row, nanosecond units): it answers from
+// them as before, and compaction writes them again in format 3, smaller and
+// with the same answers.
+TEST_F(TierTest, FirstFormatTierBlocksAnswerAsBeforeAndCompactionRewritesThem) {
+  const Column util = test::FirstFormatPoints(FieldType::kInt);
+  const Column power = test::FirstFormatPoints(FieldType::kFloat);
+  for (size_t i = 0; i < util.size(); ++i) Write("n0", util.ts[i], util.ints[i], power.floats[i]);
+  ASSERT_TRUE(db_->Flush().ok());
+  // The 1h blocks as the old encoder wrote them for the same points.
+  const auto tier_blocks = [&](const std::function<void(leveldb::DB*, const std::string& key,
+                                                        const std::string& value)>& fn) {
+    db_.reset();
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
+    std::unique_ptr<leveldb::DB> store(raw);
+    std::unique_ptr<leveldb::Iterator> it(store->NewIterator(leveldb::ReadOptions()));
+    std::vector<std::pair<std::string, std::string>> found;
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      storage::ChunkKeyParts k;
+      if (storage::ParseChunkKey(it->key().ToString(), &k) && k.tier == storage::kTiers[1].id) {
+        found.emplace_back(it->key().ToString(), it->value().ToString());
+      }
+    }
+    it.reset();
+    ASSERT_EQ(found.size(), 2u);  // util and power
+    for (const auto& [key, value] : found) fn(store.get(), key, value);
+  };
+  tier_blocks([](leveldb::DB* store, const std::string& key, const std::string& value) {
+    storage::RollupColumn rows;
+    ASSERT_TRUE(storage::DecodeRollups(value, storage::kRollupAll, &rows).ok());
+    const std::string old =
+        rows.type == FieldType::kInt ? test::FirstFormatIntBlock() : test::FirstFormatFloatBlock();
+    ASSERT_TRUE(store->Put(leveldb::WriteOptions(), key, old).ok());
+  });
+  Reopen();
+  const std::string q =
+      "SELECT count(util), sum(util), min(util), max(util), first(util), last(util), "
+      "mean(power), max(power), first(power), last(power) FROM {m} WHERE time >= '" +
+      Rfc(kT0) + "' AND time < '" + Rfc(kT0 + 3 * kHour) + "' GROUP BY time(1h)";
+  EXPECT_NE(TierLine(With(q, "gpu")).find("1h rollups"), std::string::npos);
+  ExpectTierEqualsRaw(q);
+  ASSERT_TRUE(db_->Compact().ok());
+  ExpectTierEqualsRaw(q);
+  tier_blocks([](leveldb::DB*, const std::string&, const std::string& value) {
+    EXPECT_EQ(value[0], 3);
+    EXPECT_FALSE(storage::IsFirstFormatRollupBlock(value));
+    EXPECT_LT(value.size(), test::FirstFormatFloatBlock().size());
+    storage::RollupColumn rows;
+    ASSERT_TRUE(storage::DecodeRollups(value, storage::kRollupAll, &rows).ok());
+    ASSERT_EQ(rows.size(), 3u);
+    for (const storage::Sketch& s : rows.sketch) EXPECT_TRUE(s.empty());  // the 1h tier keeps none
+  });
 }
 
 TEST_F(TierTest, LatePointsAndReplacedValuesUpdateEveryTierAcrossRestarts) {

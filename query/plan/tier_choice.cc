@@ -63,6 +63,18 @@ bool Tiles(const Plan& plan, int64_t width) {
   return true;
 }
 
+// Whether a slot asks for a quantile of a field (which only the sketch tier
+// answers from rows).
+bool AsksQuantiles(const Plan& plan) {
+  for (const AggSlot& slot : plan.slots) {
+    if (slot.field >= 0 &&
+        (slot.spec.kind == AggKind::kMedian || slot.spec.kind == AggKind::kPercentile)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // When the range reaches before what the retention keeps of the data chosen
 // (raw or plan->tier), a note says so.
 void NoteRetention(ExecContext* ctx, const Plan& plan) {
@@ -73,8 +85,14 @@ void NoteRetention(ExecContext* ctx, const Plan& plan) {
   std::string note = "the range reaches back before what the retention keeps of the " + kind +
                      " (from " + FormatValue(QueryValue(since), true, TimeFormat::kRfc3339) +
                      " on)";
-  note += plan.tier < 0 ? "; GROUP BY time(1h) or coarser reads the tiers, which may keep more"
-                        : "; coarser GROUP BY time buckets read a tier that may keep more";
+  if (plan.tier >= 0) {
+    note += "; coarser GROUP BY time buckets read a tier that may keep more";
+  } else if (AsksQuantiles(plan)) {
+    note += std::string("; quantiles GROUP BY time(1d) or coarser read the ") +
+            storage::kTiers[storage::kSketchTier].name + " tier's sketches, which may keep more";
+  } else {
+    note += "; GROUP BY time(1h) or coarser reads the tiers, which may keep more";
+  }
   if (std::find(ctx->notes.begin(), ctx->notes.end(), note) == ctx->notes.end()) {
     ctx->notes.push_back(note);
   }
@@ -127,6 +145,7 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
       return Status::InvalidArgument("tier " + forced + " is not kept (storage.tiers)");
     }
   }
+  const bool quantiles = AsksQuantiles(*plan);
   // Samples per value of a string field: the tallies, when the range lies
   // on the tier's grid (no raw ends: they would need the rows).
   if (const int dim = input.Tiers() != 0 ? TallyDim(*plan) : -1; dim >= 0) {
@@ -153,6 +172,15 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
     if (input.Tiers() != 0) NoteRetention(ctx, *plan);
     return Status::Ok();
   }
+  const char* sketch_tier = storage::kTiers[storage::kSketchTier].name;
+  if (quantiles && forced_index >= 0 && !storage::KeepsSketches(forced_index)) {
+    return Status::InvalidArgument("tier " + forced +
+                                   " cannot answer this query: quantiles need sketches, which only "
+                                   "the " +
+                                   sketch_tier +
+                                   " tier keeps (FROM \"raw\" reads them "
+                                   "exactly)");
+  }
   // Raw points the retention deleted: a tier answers even when the range's
   // raw ends would be large.
   const bool raw_short =
@@ -160,6 +188,7 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
   for (int t = static_cast<int>(storage::kTierCount) - 1; t >= 0; --t) {
     if (forced_index >= 0 && t != forced_index) continue;
     if (!(input.Tiers() & (1u << t))) continue;
+    if (quantiles && !storage::KeepsSketches(t)) continue;
     // The raw edges of a range off the tier's grid: a finer tier is better
     // when they are more than an eighth of the range.
     const int64_t w = storage::kTiers[t].width_ns;
@@ -186,23 +215,24 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
                                      "GROUP BY time buckets");
     }
     plan->tier_why =
-        "no tier's buckets tile the GROUP BY time buckets with the range's ends near its grid";
+        quantiles
+            ? std::string("quantiles need sketches, which only the ") + sketch_tier +
+                  " tier keeps, and its buckets do not tile the GROUP BY time buckets with the "
+                  "range's ends near its grid"
+            : "no tier's buckets tile the GROUP BY time buckets with the range's ends near its "
+              "grid";
     NoteRetention(ctx, *plan);
     return Status::Ok();
   }
   if (raw_short) plan->tier_why += "; raw points before the range's start are past retention";
   NoteRetention(ctx, *plan);
-  for (const AggSlot& slot : plan->slots) {
-    if (slot.field >= 0 &&
-        (slot.spec.kind == AggKind::kMedian || slot.spec.kind == AggKind::kPercentile)) {
-      const std::string note = std::string("approximate: quantiles from the ") +
-                               storage::kTiers[plan->tier].name +
-                               " tier's sketches, within 1% of the exact value (FROM \"raw\"." +
-                               plan->measurement + " for the exact one)";
-      if (std::find(ctx->notes.begin(), ctx->notes.end(), note) == ctx->notes.end()) {
-        ctx->notes.push_back(note);
-      }
-      break;
+  if (quantiles) {
+    const std::string note = std::string("approximate: quantiles from the ") +
+                             storage::kTiers[plan->tier].name +
+                             " tier's sketches, within 1% of the exact value (FROM \"raw\"." +
+                             plan->measurement + " for the exact one)";
+    if (std::find(ctx->notes.begin(), ctx->notes.end(), note) == ctx->notes.end()) {
+      ctx->notes.push_back(note);
     }
   }
   return Status::Ok();
