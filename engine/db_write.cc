@@ -534,7 +534,7 @@ void DbImpl::ApplyLocked(const ResolvedBatch& batch) {
     if (p.ts > series.max_ts) series.max_ts = p.ts;
     for (uint32_t k = 0; k < p.value_count; ++k) {
       const ResolvedBatch::Value& v = batch.values[p.first_value + k];
-      head_->Append(p.series_id, v.field_id, v.type, p.ts, *v.value, k);
+      head_->Append(p.series_id, v.field_id, v.type, p.ts, *v.value, k, p.value_count);
     }
   }
   head_bytes_ = head_->bytes();

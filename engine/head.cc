@@ -704,11 +704,12 @@ uint64_t Head::Word(const FieldValueRef& value) {
 }
 
 void Head::Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
-                  const FieldValueRef& value, size_t position_hint) {
+                  const FieldValueRef& value, size_t position_hint, size_t fields_hint) {
   if (series_id >= series_.size()) series_.resize(series_id + 1);
   std::vector<Entry>& columns = series_[series_id];
   const size_t at = IndexOf(series_id, field_id, position_hint);
   if (at == columns.size()) {
+    if (columns.empty() && fields_hint > 1) columns.reserve(fields_hint);
     Entry& added = columns.emplace_back();
     added.series_id = series_id;
     added.field_id = field_id;

@@ -72,8 +72,11 @@ class Head {
   // `position_hint` is where the column likely is among the series' columns
   // (the field's position in its point: agents send fields in a fixed order,
   // so the columns are created in it); a wrong hint only costs a scan.
+  // `fields_hint` is how many fields the point has: a series' first column
+  // makes room for that many, where growing one by one left a ten-field
+  // series room for sixteen (56 bytes each; 34 MB a head at 100,000 GPUs).
   void Append(uint32_t series_id, uint32_t field_id, FieldType type, int64_t ts,
-              const FieldValueRef& value, size_t position_hint = 0);
+              const FieldValueRef& value, size_t position_hint = 0, size_t fields_hint = 0);
 
   // Ask the CPU to start loading what appends to `series_id` will touch, a
   // few points before they come: the series' column entries, and (once
