@@ -104,14 +104,20 @@ Status DbImpl::CopyStore(const std::string& path) {
                     std::string_view(it->value().data(), it->value().size()))) {
       // A tier block of the first format: written again in the current one
       // (without the sketches a finer tier no longer keeps).
+      // One that does not decode is copied as it is: tier rows are derived
+      // data, and `gpulse verify` names the block.
       storage::RollupColumn rows;
-      GPULSE_RETURN_IF_ERROR(
-          storage::DecodeRollups(std::string_view(it->value().data(), it->value().size()),
+      if (storage::DecodeRollups(std::string_view(it->value().data(), it->value().size()),
                                  storage::kRollupAll, &rows)
-              .WithContext("compact: tier " + std::string(storage::kTiers[*tier].name)));
-      encoded.clear();
-      storage::EncodeRollups(rows, storage::KeepsSketches(*tier), &encoded);
-      batch.Put(it->key(), encoded);
+              .ok()) {
+        encoded.clear();
+        storage::EncodeRollups(rows, storage::KeepsSketches(*tier), &encoded);
+        batch.Put(it->key(), encoded);
+      } else {
+        Log("compact: a tier block that cannot be read is copied as it is (store key " +
+            storage::KeyHex(key) + ")");
+        batch.Put(it->key(), it->value());
+      }
       it->Next();
     } else if (!chunk || parts.tier != storage::kRawTier) {
       // Not a raw chunk (a catalog entry, or a tier's one-part block).

@@ -174,6 +174,18 @@ Status DbImpl::CheckFormatVersion() {
     sync.sync = true;
     const leveldb::Status put = store_->Put(sync, storage::VersionKey(), bytes);
     if (!put.ok()) return Status::IOError("write format version: " + put.ToString());
+  } else if (got.ok() && version.size() == 4 && storage::GetU32BE(version.data()) == 5) {
+    // Version 5 wrote rollup blocks of format 1 only, which are still read
+    // (docs/format/rollups.md); 6 says the store may hold format 3 ones, so
+    // an older gpulse refuses it at open instead of failing at its first
+    // flush.
+    GPULSE_RETURN_IF_ERROR(SyncTierSet());
+    std::string bytes;
+    storage::PutU32BE(&bytes, storage::kFormatVersion);
+    leveldb::WriteOptions sync;
+    sync.sync = true;
+    const leveldb::Status put = store_->Put(sync, storage::VersionKey(), bytes);
+    if (!put.ok()) return Status::IOError("write format version: " + put.ToString());
   } else if (got.ok() && version.size() == 4 &&
              storage::GetU32BE(version.data()) == storage::kFormatVersion) {
     GPULSE_RETURN_IF_ERROR(SyncTierSet());

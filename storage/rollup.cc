@@ -238,8 +238,11 @@ bool GetOffsets(ByteReader* r, const std::vector<int64_t>& bucket, size_t unit, 
   for (size_t i = 0; i < bucket.size(); ++i) {
     uint64_t d = 0;
     if (!r->ReadVarint64(&d)) return false;
-    // An offset past the int64 range is a broken block, not a time.
+    // An offset past the int64 range, or a time past it, is a broken block.
     if (d > static_cast<uint64_t>(INT64_MAX) / static_cast<uint64_t>(kUnits[unit])) return false;
+    if (static_cast<__int128>(bucket[i]) + d * static_cast<uint64_t>(kUnits[unit]) > INT64_MAX) {
+      return false;
+    }
     c->ts[i] = static_cast<int64_t>(static_cast<uint64_t>(bucket[i]) +
                                     d * static_cast<uint64_t>(kUnits[unit]));
   }

@@ -46,6 +46,7 @@ inline constexpr int64_t BlockSpan(const Tier& t) { return t.width_ns * kRollupB
 // of finer buckets are read from the raw points, exactly. Rows of the other
 // tiers are stored without them (docs/format/rollups.md).
 inline constexpr size_t kSketchTier = 2;  // kTiers[2], 1d
+static_assert(kTiers[kSketchTier].width_ns == 86'400'000'000'000);
 inline constexpr bool KeepsSketches(size_t tier) { return tier == kSketchTier; }
 
 // Whether a field type has rollups (the numeric ones).

@@ -272,6 +272,24 @@ TEST_F(TierTest, QuantilesComeFromTheDayTiersSketchesAndFinerOnesFromRaw) {
   }
 }
 
+// A day of NaN only: the tier rows count its points but a sketch does not,
+// so no value can be ranked: the quantile is null (it used to read past the
+// end of an empty list), and other aggregates still answer.
+TEST_F(TierTest, AQuantileOfADayOfNaNIsNull) {
+  for (int64_t t = kT0; t < kT0 + kDay; t += kMinute) Write("n0", t, 1, std::nan(""));
+  ASSERT_TRUE(db_->Flush().ok());
+  const std::string range =
+      " WHERE time >= '" + Rfc(kT0) + "' AND time < '" + Rfc(kT0 + kDay) + "'";
+  for (const char* fn : {"p95(power)", "median(power)"}) {
+    QueryResult r =
+        Run(std::string("SELECT ") + fn + ", count(util) FROM gpu" + range + " GROUP BY time(1d)");
+    ASSERT_EQ(r.statements[0].series.size(), 1u) << fn;
+    const auto& row = r.statements[0].series[0].values[0];
+    EXPECT_TRUE(std::holds_alternative<std::monostate>(row[1])) << fn;
+    EXPECT_EQ(row[2], QueryValue(int64_t{1440})) << fn;
+  }
+}
+
 // A data directory written before rollup format 3 holds 1h blocks of the
 // first format (sketches in every row, nanosecond units): it answers from
 // them as before, and compaction writes them again in format 3, smaller and
@@ -307,6 +325,18 @@ TEST_F(TierTest, FirstFormatTierBlocksAnswerAsBeforeAndCompactionRewritesThem) {
         rows.type == FieldType::kInt ? test::FirstFormatIntBlock() : test::FirstFormatFloatBlock();
     ASSERT_TRUE(store->Put(leveldb::WriteOptions(), key, old).ok());
   });
+  // And the store's format version as that gpulse wrote it, with a damaged
+  // first-format block of a field no query here reads.
+  const std::string damaged_key =
+      storage::ChunkKey(storage::kTiers[1].id, 0, 77, storage::WindowStart(kT0, 288 * kHour));
+  const std::string damaged("\x01\x00\x02\x09garbage", 11);
+  EXPECT_EQ(MakeOlderStore(5, [](const std::string&) { return false; }), 0u);
+  {
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
+    std::unique_ptr<leveldb::DB> store(raw);
+    ASSERT_TRUE(store->Put(leveldb::WriteOptions(), damaged_key, damaged).ok());
+  }
   Reopen();
   const std::string q =
       "SELECT count(util), sum(util), min(util), max(util), first(util), last(util), "
@@ -314,8 +344,22 @@ TEST_F(TierTest, FirstFormatTierBlocksAnswerAsBeforeAndCompactionRewritesThem) {
       Rfc(kT0) + "' AND time < '" + Rfc(kT0 + 3 * kHour) + "' GROUP BY time(1h)";
   EXPECT_NE(TierLine(With(q, "gpu")).find("1h rollups"), std::string::npos);
   ExpectTierEqualsRaw(q);
+  // Compaction writes them again, and copies the damaged one as it is.
   ASSERT_TRUE(db_->Compact().ok());
   ExpectTierEqualsRaw(q);
+  {
+    db_.reset();
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
+    std::unique_ptr<leveldb::DB> store(raw);
+    std::string version, copied;
+    ASSERT_TRUE(store->Get(leveldb::ReadOptions(), storage::VersionKey(), &version).ok());
+    ASSERT_EQ(version.size(), 4u);
+    EXPECT_EQ(storage::GetU32BE(version.data()), 6u);  // opened, so no older gpulse reads it
+    ASSERT_TRUE(store->Get(leveldb::ReadOptions(), damaged_key, &copied).ok());
+    EXPECT_EQ(copied, damaged);
+    ASSERT_TRUE(store->Delete(leveldb::WriteOptions(), damaged_key).ok());
+  }
   tier_blocks([](leveldb::DB*, const std::string&, const std::string& value) {
     EXPECT_EQ(value[0], 3);
     EXPECT_FALSE(storage::IsFirstFormatRollupBlock(value));

@@ -265,6 +265,11 @@ class NumericState final : public AggState {
       default:
         break;
     }
+    // Points counted but no value to rank: tier rows of NaN only (a sketch
+    // does not count NaN), or rows whose block kept no sketch.
+    if ((spec_.kind == AggKind::kMedian || spec_.kind == AggKind::kPercentile) && vals_.empty()) {
+      return std::monostate{};
+    }
     switch (spec_.kind) {
       case AggKind::kMedian: {
         const size_t n = vals_.size();

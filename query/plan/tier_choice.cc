@@ -76,8 +76,9 @@ bool AsksQuantiles(const Plan& plan) {
 }
 
 // When the range reaches before what the retention keeps of the data chosen
-// (raw or plan->tier), a note says so.
-void NoteRetention(ExecContext* ctx, const Plan& plan) {
+// (raw or plan->tier), a note says so, and what could read further back
+// (`tiers`: the kept tiers' bits).
+void NoteRetention(ExecContext* ctx, const Plan& plan, uint32_t tiers) {
   const int64_t since = ctx->db()->RetainedSince(plan.tier, ctx->now_ns(), ctx->options().database);
   if (since == INT64_MIN || plan.lo >= since) return;
   const std::string kind =
@@ -87,10 +88,15 @@ void NoteRetention(ExecContext* ctx, const Plan& plan) {
                      " on)";
   if (plan.tier >= 0) {
     note += "; coarser GROUP BY time buckets read a tier that may keep more";
-  } else if (AsksQuantiles(plan)) {
-    note += std::string("; quantiles GROUP BY time(1d) or coarser read the ") +
-            storage::kTiers[storage::kSketchTier].name + " tier's sketches, which may keep more";
-  } else {
+  } else if (tiers != 0 && AsksQuantiles(plan)) {
+    // A quantile sends the whole statement to raw unless the sketch tier
+    // tiles it; its other aggregates alone would read a finer tier.
+    if (tiers & (1u << storage::kSketchTier)) {
+      note += std::string("; quantiles GROUP BY time(1d) or coarser read the ") +
+              storage::kTiers[storage::kSketchTier].name + " tier's sketches, which may keep more";
+    }
+    note += "; the other aggregates, asked without a quantile, read the tiers";
+  } else if (tiers != 0) {
     note += "; GROUP BY time(1h) or coarser reads the tiers, which may keep more";
   }
   if (std::find(ctx->notes.begin(), ctx->notes.end(), note) == ctx->notes.end()) {
@@ -159,7 +165,7 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
       plan->tier_why =
           "count() of a string field by its values: the coarsest tier's tallies whose buckets "
           "tile the GROUP BY time buckets, with the range on its grid";
-      NoteRetention(ctx, *plan);
+      NoteRetention(ctx, *plan, input.Tiers());
       return Status::Ok();
     }
   }
@@ -169,7 +175,7 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
       return Status::InvalidArgument("tier " + forced + " cannot answer this query: " + obstacle);
     }
     plan->tier_why = obstacle;
-    if (input.Tiers() != 0) NoteRetention(ctx, *plan);
+    if (input.Tiers() != 0) NoteRetention(ctx, *plan, input.Tiers());
     return Status::Ok();
   }
   const char* sketch_tier = storage::kTiers[storage::kSketchTier].name;
@@ -214,18 +220,22 @@ Status ChooseTier(ExecContext* ctx, const Input& input, Plan* plan) {
                                      " cannot answer this query: its buckets do not tile the "
                                      "GROUP BY time buckets");
     }
-    plan->tier_why =
-        quantiles
-            ? std::string("quantiles need sketches, which only the ") + sketch_tier +
-                  " tier keeps, and its buckets do not tile the GROUP BY time buckets with the "
-                  "range's ends near its grid"
-            : "no tier's buckets tile the GROUP BY time buckets with the range's ends near its "
-              "grid";
-    NoteRetention(ctx, *plan);
+    if (!quantiles) {
+      plan->tier_why =
+          "no tier's buckets tile the GROUP BY time buckets with the range's ends near its grid";
+    } else if (!(input.Tiers() & (1u << storage::kSketchTier))) {
+      plan->tier_why = std::string("quantiles need sketches, which only the ") + sketch_tier +
+                       " tier keeps, and it is not kept (storage.tiers)";
+    } else {
+      plan->tier_why = std::string("quantiles need sketches, which only the ") + sketch_tier +
+                       " tier keeps, and its buckets do not tile the GROUP BY time buckets with "
+                       "the range's ends near its grid";
+    }
+    NoteRetention(ctx, *plan, input.Tiers());
     return Status::Ok();
   }
   if (raw_short) plan->tier_why += "; raw points before the range's start are past retention";
-  NoteRetention(ctx, *plan);
+  NoteRetention(ctx, *plan, input.Tiers());
   if (quantiles) {
     const std::string note = std::string("approximate: quantiles from the ") +
                              storage::kTiers[plan->tier].name +
