@@ -162,24 +162,19 @@ Status DbImpl::CheckFormatVersion() {
   } else if (got.ok() && version.size() == 4 && storage::GetU32BE(version.data()) == 2) {
     // Version 2 had no tiers: build them from the raw chunks, once.
     GPULSE_RETURN_IF_ERROR(BuildTiersFromRaw());
-  } else if (got.ok() && version.size() == 4 &&
-             (storage::GetU32BE(version.data()) == 3 || storage::GetU32BE(version.data()) == 4)) {
+  } else if (got.ok() && version.size() == 4 && storage::GetU32BE(version.data()) >= 3 &&
+             storage::GetU32BE(version.data()) <= 5) {
     // Versions 3 and 4 kept no tier rows for string fields: build those from
     // the raw chunks, once (a crash part way builds them again next time).
-    GPULSE_RETURN_IF_ERROR(SyncTierSet());
-    GPULSE_RETURN_IF_ERROR(BuildTiers(tier_mask_, /*strings_only=*/true));
-    std::string bytes;
-    storage::PutU32BE(&bytes, storage::kFormatVersion);
-    leveldb::WriteOptions sync;
-    sync.sync = true;
-    const leveldb::Status put = store_->Put(sync, storage::VersionKey(), bytes);
-    if (!put.ok()) return Status::IOError("write format version: " + put.ToString());
-  } else if (got.ok() && version.size() == 4 && storage::GetU32BE(version.data()) == 5) {
     // Version 5 wrote rollup blocks of format 1 only, which are still read
     // (docs/format/rollups.md); 6 says the store may hold format 3 ones, so
     // an older gpulse refuses it at open instead of failing at its first
     // flush.
+    const uint32_t was = storage::GetU32BE(version.data());
     GPULSE_RETURN_IF_ERROR(SyncTierSet());
+    if (was < 5) {
+      GPULSE_RETURN_IF_ERROR(BuildTiers(tier_mask_, /*strings_only=*/true));
+    }
     std::string bytes;
     storage::PutU32BE(&bytes, storage::kFormatVersion);
     leveldb::WriteOptions sync;

@@ -249,12 +249,9 @@ bool GetOffsets(ByteReader* r, const std::vector<int64_t>& bucket, size_t unit, 
   return true;
 }
 
-// The largest of kUnits dividing every value of `v` (the index).
-size_t UnitOf(const int64_t* v, size_t n) {
-  size_t unit = kUnitCount - 1;
-  for (size_t i = 0; i < n && unit > 0; ++i) {
-    while (unit > 0 && v[i] % kUnits[unit] != 0) --unit;
-  }
+// The largest of kUnits dividing `v`, at most kUnits[unit] (the index).
+size_t Narrow(int64_t v, size_t unit) {
+  while (unit > 0 && v % kUnits[unit] != 0) --unit;
   return unit;
 }
 
@@ -333,16 +330,15 @@ void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out) {
   std::string body;
   body.push_back(static_cast<char>(rows.type));
   PutVarint64(&body, n);
-  const size_t bucket_unit = UnitOf(rows.bucket.data(), n);
-  std::vector<int64_t> offsets;
-  offsets.reserve(2 * n);
+  size_t bucket_unit = kUnitCount - 1, offset_unit = kUnitCount - 1;
   for (size_t i = 0; i < n; ++i) {
+    bucket_unit = Narrow(rows.bucket[i], bucket_unit);
     for (const Column* c : {&rows.first, &rows.last}) {
-      offsets.push_back(static_cast<int64_t>(static_cast<uint64_t>(c->ts[i]) -
-                                             static_cast<uint64_t>(rows.bucket[i])));
+      offset_unit = Narrow(static_cast<int64_t>(static_cast<uint64_t>(c->ts[i]) -
+                                                static_cast<uint64_t>(rows.bucket[i])),
+                           offset_unit);
     }
   }
-  const size_t offset_unit = UnitOf(offsets.data(), offsets.size());
   body.push_back(static_cast<char>(bucket_unit | offset_unit << 4));
   std::string section;
   PutBuckets(rows.bucket, bucket_unit, &section);
