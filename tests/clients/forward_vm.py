@@ -5,8 +5,9 @@ Debian victoria-metrics by Prometheus remote write and to a central
 `gpulse serve` by line protocol, and exporting their GPU-minute ledgers as
 series (ledger_export) that go the same way.
 
-In the middle the receivers are stopped for OUTAGE seconds (60 unless the
-environment says otherwise) while both nodes take more simulated hours, and
+In the middle the receivers are stopped for OUTAGE seconds (20 unless the
+environment says otherwise: four times the senders' 5 s backoff cap, so they
+retry at the cap) while both nodes take more simulated hours, and
 node A is killed with -9 and started again (node B is restarted cleanly,
 with the ledger export turned on for both). Afterwards:
   - both nodes have nothing left to send (gpulse_forward_pending_bytes 0),
@@ -59,7 +60,7 @@ from processes import Process, free_port, http_get
 
 VM = "/usr/bin/victoria-metrics"
 DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "central")
-OUTAGE = float(os.environ.get("OUTAGE", "60"))
+OUTAGE = float(os.environ.get("OUTAGE", "20"))
 
 
 def fail(message):
