@@ -180,9 +180,9 @@ class DbImpl final : public Db {
   // A series' field cache is the writers' own (no reader looks at it), so
   // filling it on a miss needs write_mu_ alone.
   const FieldEntry* FindSeriesFieldForWriter(uint32_t series_id, std::string_view name,
-                                             size_t position_hint)
+                                             size_t position_hint, size_t fields_hint)
       GPULSE_REQUIRES(write_mu_) GPULSE_NO_THREAD_SAFETY_ANALYSIS {
-    return index_.FindSeriesField(series_id, name, position_hint);
+    return index_.FindSeriesField(series_id, name, position_hint, fields_hint);
   }
   // Checks each view against the catalog (field
   // types, the out-of-order window), adding new series and fields; accepted
@@ -563,10 +563,9 @@ class DbImpl final : public Db {
     auto operator<=>(const PartsKey&) const = default;
   };
   struct FlushWork {
-    std::vector<WindowKey> touched;  // the windows and tier blocks written
-    std::vector<PartsKey> parted;    // windows given one more part
-    std::vector<PartsKey> merged;    // windows merged into one part
-    int64_t max_ts = INT64_MIN;      // the newest point written
+    std::vector<PartsKey> parted;  // windows given one more part
+    std::vector<PartsKey> merged;  // windows merged into one part
+    int64_t max_ts = INT64_MIN;    // the newest point written
   };
   std::set<PartsKey> merge_candidates_ GPULSE_GUARDED_BY(flush_mu_);
   int64_t max_flushed_ts_ GPULSE_GUARDED_BY(flush_mu_) = INT64_MIN;

@@ -451,8 +451,9 @@ Status DbImpl::ResolveLocked(const std::vector<PointView>& views, ResolvedBatch*
     std::string why;
     for (size_t k = 0; k < v.fields.size() && why.empty(); ++k) {
       const FieldRef& f = v.fields[k];
-      const FieldEntry* field = series_id != kNoId ? FindSeriesFieldForWriter(series_id, f.key, k)
-                                                   : IndexForWriter().FindField(measurement, f.key);
+      const FieldEntry* field = series_id != kNoId
+                                    ? FindSeriesFieldForWriter(series_id, f.key, k, v.fields.size())
+                                    : IndexForWriter().FindField(measurement, f.key);
       if (field == nullptr) continue;
       if (field->type != TypeOf(f.value)) {
         why = "field " + std::string(f.key) + " is " + storage::FieldTypeName(field->type) +

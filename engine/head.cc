@@ -55,8 +55,8 @@ struct Head::Open {
 
 // A full block packed: its payload bytes right after this header.
 struct Head::Packed {
-  Packed* next = nullptr;
-  int64_t min_ts = 0;  // its slots' range, whatever their order
+  Packed* next = nullptr;  // the next newer block; the newest's is the oldest
+  int64_t min_ts = 0;      // its slots' range, whatever their order
   int64_t max_ts = 0;
   uint32_t count = 0;
   uint32_t bytes = 0;
@@ -67,7 +67,8 @@ struct Head::Packed {
 namespace {
 
 using Slot = Head::Slot;
-static_assert(sizeof(Head::Open) == 48 && sizeof(Slot) == 16 && sizeof(Head::Packed) == 32);
+static_assert(sizeof(Head::Entry) == 48 && sizeof(Head::Open) == 48 && sizeof(Slot) == 16 &&
+              sizeof(Head::Packed) == 32);
 
 // An open run holds up to kMostSlots points before they are packed: a busy
 // column packs 64 at a time.
@@ -661,8 +662,9 @@ void Head::PackOpen(Entry* entry) {
   packed->bytes = static_cast<uint32_t>(bytes);
   std::memcpy(packed + 1, scratch, bytes);
   if (entry->last == nullptr) {
-    entry->first = packed;
+    packed->next = packed;
   } else {
+    packed->next = entry->last->next;
     entry->last->next = packed;
   }
   entry->last = packed;
@@ -783,10 +785,18 @@ uint32_t Head::DecodeOpen(const Entry& entry, Slot* out) {
   return n;
 }
 
+const Head::Packed* Head::Oldest(const Entry& entry) {
+  return entry.last == nullptr ? nullptr : entry.last->next;
+}
+
+const Head::Packed* Head::Newer(const Entry& entry, const Packed* p) {
+  return p == entry.last ? nullptr : p->next;
+}
+
 template <typename Fn>
 void Head::ForEachRun(const Entry& entry, Fn&& fn) const {
   Slot unpacked[kMostSlots + 1];
-  for (const Packed* p = entry.first; p != nullptr; p = p->next) {
+  for (const Packed* p = Oldest(entry); p != nullptr; p = Newer(entry, p)) {
     Unpack(entry.type, *p, unpacked);
     fn(unpacked, p->count);
   }
@@ -816,7 +826,7 @@ void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64
         if (slots[i].ts >= start && slots[i].ts < end) hits.push_back(slots[i]);
       }
     };
-    for (const Packed* p = entry.first; p != nullptr; p = p->next) {
+    for (const Packed* p = Oldest(entry); p != nullptr; p = Newer(entry, p)) {
       if (p->max_ts < start || p->min_ts >= end) continue;
       Unpack(entry.type, *p, unpacked);
       keep(unpacked, p->count);
@@ -840,7 +850,7 @@ void Head::CopyRange(uint32_t series_id, uint32_t field_id, int64_t start, int64
   };
   // Sorted: only the blocks that meet the range are unpacked, and the first
   // block past it ends the search.
-  for (const Packed* p = entry.first; p != nullptr; p = p->next) {
+  for (const Packed* p = Oldest(entry); p != nullptr; p = Newer(entry, p)) {
     if (p->max_ts < start) continue;
     if (p->min_ts >= end) return;
     Unpack(entry.type, *p, unpacked);
@@ -871,7 +881,7 @@ size_t Head::IndexOf(uint32_t series_id, uint32_t field_id, size_t hint) const {
 
 void Head::Rebuild(Entry* entry, const std::vector<Slot>& slots) {
   // The old packed blocks stay in their slab, charged, until the head goes.
-  entry->first = entry->last = nullptr;
+  entry->last = nullptr;
   if (entry->open != nullptr) {
     std::memset(entry->open->data(), 0, entry->open->capacity + 8);
     entry->open->count = entry->open->bits = 0;

@@ -76,7 +76,7 @@ Status SeriesIndex::Load(leveldb::DB* db) {
       return Status::Corruption("series catalog: ids not dense at " + std::to_string(id));
     }
     series_.push_back(SeriesEntry{id, canonical, ToSeries(measurement, std::move(tags))});
-    series_by_key_.emplace(canonical, id);
+    series_by_key_.insert(id);
     InsertSorted(&measurements_[measurement].series, id);
   }
   for (it->Seek(std::string(1, storage::kFieldPrefix));
@@ -135,7 +135,7 @@ Status SeriesIndex::Load(leveldb::DB* db) {
 
 uint32_t SeriesIndex::FindSeries(std::string_view canonical_key) const {
   const auto it = series_by_key_.find(canonical_key);
-  return it == series_by_key_.end() ? kNoId : it->second;
+  return it == series_by_key_.end() ? kNoId : *it;
 }
 
 const FieldEntry* SeriesIndex::FindField(std::string_view measurement,
@@ -147,10 +147,10 @@ const FieldEntry* SeriesIndex::FindField(std::string_view measurement,
 }
 
 const FieldEntry* SeriesIndex::FindSeriesField(uint32_t series_id, std::string_view name,
-                                               size_t position_hint) {
+                                               size_t position_hint, size_t fields_hint) {
   SeriesEntry& entry = series_[series_id];
-  if (position_hint < entry.fields.size() && entry.fields[position_hint].name == name) {
-    return &fields_[entry.fields[position_hint].id];
+  if (position_hint < entry.fields.size() && fields_[entry.fields[position_hint]].name == name) {
+    return &fields_[entry.fields[position_hint]];
   }
   // A series of a few fields scans its cache; a wide one (a point of
   // 100,000 fields) goes to the measurement's hash of fields instead, and
@@ -158,13 +158,14 @@ const FieldEntry* SeriesIndex::FindSeriesField(uint32_t series_id, std::string_v
   constexpr size_t kScanUpTo = 64;
   const bool wide = entry.fields.size() > kScanUpTo;
   if (!wide) {
-    for (const SeriesEntry::CachedField& f : entry.fields) {
-      if (f.name == name) return &fields_[f.id];
+    for (const uint32_t id : entry.fields) {
+      if (fields_[id].name == name) return &fields_[id];
     }
   }
   const FieldEntry* field = FindField(entry.series.measurement, name);
   if (field && (!wide || position_hint == entry.fields.size())) {
-    entry.fields.push_back({field->name, field->id, field->type});
+    if (entry.fields.empty()) entry.fields.reserve(std::min(fields_hint, kScanUpTo));
+    entry.fields.push_back(field->id);
   }
   return field;
 }
@@ -199,10 +200,10 @@ uint32_t SeriesIndex::AddSeries(std::string canonical_key, leveldb::WriteBatch* 
     Post(measurement, k, v, id);
   }
   InsertSorted(&measurements_[measurement].series, id);
-  series_by_key_.emplace(canonical_key, id);
   ++live_by_database_[std::string(DatabaseOfSeriesKey(canonical_key))];
   series_.push_back(
       SeriesEntry{id, std::move(canonical_key), ToSeries(measurement, std::move(tags))});
+  series_by_key_.insert(id);
   return id;
 }
 

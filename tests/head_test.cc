@@ -298,7 +298,7 @@ TEST(HeadTest, ASeriesTakesRoomForItsPointsFieldsOnly) {
   const double one_by_one = heap_of(0);
   if (one_by_one <= 0) GTEST_SKIP() << "no allocator statistics (a sanitizer's allocator)";
   const double told = heap_of(kFields);
-  // Six spare 56-byte entries for each ten columns: about 34 bytes a column.
+  // Six spare 48-byte entries for each ten columns: about 29 bytes a column.
   EXPECT_LE(told, one_by_one - 25) << told << " against " << one_by_one << " bytes a column";
   EXPECT_LE(told, 160) << "bytes a column";
 }

@@ -359,6 +359,52 @@ TEST(WindowCacheTest, ANewPartFlushedIntoACachedWindowIsSeen) {
   EXPECT_EQ(count(), std::make_pair(int64_t{200}, int64_t{20850}));
 }
 
+// A head of 4,096 series or more is flushed by several workers, each
+// dropping from the cache the windows of each batch it writes: every
+// window cached before must show the flush's new points.
+TEST(WindowCacheTest, AFlushByManyWorkersDropsEveryWindowItWroteFromTheCache) {
+  storage::ScratchDir dir;
+  Options options;
+  options.sync_policy = SyncPolicy::kNone;
+  options.info_log = [](std::string_view) {};
+  options.tiers = {};  // the raw windows answer
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  constexpr int kSeries = 5000, kMinutes = 4;
+  const int64_t day = 1704067200'000'000'000;
+  const int64_t minute = 60'000'000'000;
+  auto write = [&](int first_minute, int64_t value) {
+    std::vector<Point> points;
+    for (int s = 0; s < kSeries; ++s) {
+      for (int m = first_minute; m < first_minute + kMinutes; ++m) {
+        points.push_back(
+            {"gpu", {{"gpu", std::to_string(s)}}, {{"util", value}}, day + m * minute});
+      }
+    }
+    ASSERT_TRUE(db->Write(points).ok());
+  };
+  auto count = [&] {
+    QueryResult r;
+    EXPECT_TRUE(gpulse::Query(db.get(), "SELECT count(util), sum(util) FROM gpu", {}, &r).ok());
+    EXPECT_TRUE(r.statements.at(0).status.ok());
+    const auto& row = r.statements[0].series.at(0).values.at(0);
+    return std::make_pair(std::get<int64_t>(row[1]), std::get<int64_t>(row[2]));
+  };
+  write(0, 1);
+  ASSERT_TRUE(db->Flush().ok());
+  const std::pair<int64_t, int64_t> first{kSeries * kMinutes, kSeries * kMinutes};
+  EXPECT_EQ(count(), first);
+  EXPECT_EQ(count(), first);
+  const uint64_t hits = db->GetStats().window_cache_hits;
+  EXPECT_EQ(count(), first);
+  EXPECT_GE(db->GetStats().window_cache_hits, hits + kSeries) << "the windows were not cached";
+  write(kMinutes, 2);  // every series' cached window gets a second part
+  ASSERT_TRUE(db->Flush().ok());
+  const std::pair<int64_t, int64_t> both{2 * kSeries * kMinutes, 3 * kSeries * kMinutes};
+  EXPECT_EQ(count(), both);
+  EXPECT_EQ(count(), both);
+}
+
 TEST(WindowCacheTest, AWindowCachedAsEmptyShowsTheFirstChunkFlushedIntoIt) {
   storage::ScratchDir dir;
   Options options;
