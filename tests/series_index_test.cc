@@ -9,6 +9,7 @@
 
 #include <malloc.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,8 +91,9 @@ TEST(SeriesIndexTest, FindsSeriesByKeyAndFieldsByNameWithAnyHintAndAfterAReload)
 // tags, its postings, its place in the key lookup and its cache of field
 // ids. The lookup kept a copy of each key (110 bytes) and the cache a copy
 // of each field name (40 bytes a field, grown to room for 16): 1,520 bytes
-// a series before, 784 after (glibc, this test, 2026-11-29). Measured with glibc's
-// allocator statistics (a sanitizer's allocator keeps none: skipped).
+// a series before (this test adapted to the old engine), 784 after (glibc,
+// 2026-11-29). Measured with glibc's allocator statistics (a sanitizer's
+// allocator keeps none: skipped).
 TEST(SeriesIndexTest, AFleetsTenFieldSeriesTakesUnderAKilobyte) {
   constexpr int kSeries = 20000;
   const auto in_use = [] {
