@@ -423,17 +423,31 @@ class DbImpl final : public Db {
   using WindowEmitter = storage::FunctionRef<void(const Column& window)>;
   using PackedEmitter = storage::FunctionRef<void(const storage::PackedRun& window)>;
   using StoreCursor = std::unique_ptr<leveldb::Iterator>;
+  // `first_cached`, when given, is the window cache's answer for the
+  // range's first window, looked up by the caller (null: not held); only
+  // for a range of at most kCacheFirstWindows windows (CachedFirst).
   Status EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id, FieldType type,
                     int64_t start, int64_t end, uint64_t epoch, WindowEmitter emit,
-                    const PackedEmitter* emit_packed = nullptr, StoreCursor* cursor = nullptr);
+                    const PackedEmitter* emit_packed = nullptr, StoreCursor* cursor = nullptr,
+                    const std::shared_ptr<const PackedWindow>* first_cached = nullptr);
+  // Whether EmitChunks looks [start, end)'s windows up in the cache before
+  // the store: when they are at most kCacheFirstWindows.
+  bool CachedFirst(int64_t start, int64_t end) const;
   // ScanSeries of one series whose snapshot is taken: runs of field f go to
   // fn(f, column, begin, end), packed ones to `packed` when given.
+  // `first_cached`, when not empty, holds the cache's answer for each
+  // field's first window, looked up by the caller where StoredUntil's range
+  // is not empty and CachedFirst holds for it.
   using FieldRunEmitter =
       storage::FunctionRef<void(size_t field, const Column& column, size_t begin, size_t end)>;
   using FieldPackedEmitter = storage::FunctionRef<void(size_t field, const storage::PackedRun& run,
                                                        size_t begin, size_t end)>;
   Status ScanSnapshot(const SeriesSnapshot& snap, int64_t start_ns, int64_t end_ns,
-                      FieldRunEmitter fn, const FieldPackedEmitter* packed, StoreCursor* cursor);
+                      FieldRunEmitter fn, const FieldPackedEmitter* packed, StoreCursor* cursor,
+                      std::span<const std::shared_ptr<const PackedWindow>> first_cached = {});
+  // Where a field's stored windows stop being the answer as they are: its
+  // first unflushed point in [start_ns, end_ns), or end_ns.
+  static int64_t StoredUntil(const SeriesSnapshot::Field& field, int64_t start_ns, int64_t end_ns);
   // The snapshots of series `ids` (fields, unflushed points in range, the
   // window cache's epoch), under one hold of the state lock.
   Status TakeSnapshots(std::span<const SeriesId> ids, std::span<const std::string> fields,

@@ -173,6 +173,15 @@ Status DbImpl::ReadSeries(SeriesRef series, std::span<const std::string> fields,
 // first, and answered without touching the store when every window is there.
 constexpr size_t kCacheFirstWindows = 16;
 
+bool DbImpl::CachedFirst(int64_t start, int64_t end) const {
+  size_t n = 0;
+  for (int64_t w = storage::WindowStart(start, window_ns_); w < end;
+       w = storage::NextWindowStart(w, window_ns_)) {
+    if (++n > kCacheFirstWindows) return false;
+  }
+  return n > 0;
+}
+
 Status DbImpl::ReadChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           int64_t start, int64_t end, uint64_t epoch, Column* out) {
   return EmitChunks(snapshot, series_id, field_id, out->type, start, end, epoch,
@@ -211,7 +220,37 @@ Status DbImpl::ScanSeries(std::span<const SeriesId> ids, std::span<const std::st
   // damage is the call's answer.
   Status damage;
   StoreCursor cursor;  // destroyed before the snapshot it reads is released
+  // The first window of each series' fields is looked up in the cache for
+  // kLookupSeries series at a time, under one hold of its lock.
+  constexpr size_t kLookupSeries = 256;
+  const size_t nf = fields.size();
+  std::vector<std::shared_ptr<const PackedWindow>> first_cached;
+  std::vector<WindowKey> keys;
+  std::vector<size_t> key_at;
+  std::vector<std::shared_ptr<const PackedWindow>> found;
   for (size_t s = 0; s < snaps.size(); ++s) {
+    if (s % kLookupSeries == 0) {
+      const size_t n = std::min(kLookupSeries, snaps.size() - s);
+      first_cached.assign(n * nf, nullptr);
+      keys.clear();
+      key_at.clear();
+      for (size_t k = 0; k < n; ++k) {
+        for (size_t i = 0; i < nf; ++i) {
+          const SeriesSnapshot::Field& field = snaps[s + k].fields[i];
+          if (field.id == kNoId) continue;
+          const int64_t until = StoredUntil(field, start_ns, end_ns);
+          if (until == start_ns || !CachedFirst(start_ns, until)) continue;
+          keys.push_back(
+              {snaps[s + k].series_id, field.id, storage::WindowStart(start_ns, window_ns_)});
+          key_at.push_back(k * nf + i);
+        }
+      }
+      found.assign(keys.size(), nullptr);
+      window_cache_.Lookup(keys, found.data());
+      for (size_t k = 0; k < keys.size(); ++k) first_cached[key_at[k]] = std::move(found[k]);
+    }
+    const std::span<const std::shared_ptr<const PackedWindow>> cached(
+        first_cached.data() + (s % kLookupSeries) * nf, nf);
     auto forward_packed = [&](size_t f, const storage::PackedRun& run, size_t b, size_t e) {
       (*packed)(s, f, run, b, e);
     };
@@ -219,7 +258,7 @@ Status DbImpl::ScanSeries(std::span<const SeriesId> ids, std::span<const std::st
     const Status st = ScanSnapshot(
         snaps[s], start_ns, end_ns,
         [&](size_t f, const Column& column, size_t b, size_t e) { fn(s, f, column, b, e); },
-        packed != nullptr ? &emit_packed : nullptr, &cursor);
+        packed != nullptr ? &emit_packed : nullptr, &cursor, cached);
     if (st.ok()) continue;
     if (!st.IsCorruption()) return st;
     if (damage.ok()) damage = st;
@@ -237,6 +276,9 @@ Status DbImpl::TakeSnapshots(std::span<const SeriesId> ids, std::span<const std:
   out->clear();
   out->reserve(ids.size());
   ReaderLock l(&mu_);
+  // Read once: a flush cannot write while the state lock is held shared
+  // (nor, then, move the epoch on for windows of these snapshots).
+  const uint64_t epoch = window_cache_.epoch();
   for (const SeriesId id : ids) {
     if (id >= index_.series_count()) {
       return Status::InvalidArgument("no series with id " + std::to_string(id));
@@ -244,7 +286,7 @@ Status DbImpl::TakeSnapshots(std::span<const SeriesId> ids, std::span<const std:
     SeriesSnapshot& snap = out->emplace_back(store);
     snap.series_id = id;
     SnapshotFieldsLocked(fields, start_ns, end_ns, &snap);
-    snap.epoch = window_cache_.epoch();
+    snap.epoch = epoch;
   }
   return Status::Ok();
 }
@@ -320,20 +362,25 @@ Status DbImpl::TimeExtent(std::span<const SeriesId> ids, std::span<const std::st
   return damage;
 }
 
+int64_t DbImpl::StoredUntil(const SeriesSnapshot::Field& field, int64_t start_ns, int64_t end_ns) {
+  int64_t fresh = end_ns;
+  for (const Column* c : {&field.sealed, &field.head}) {
+    if (!c->ts.empty()) fresh = std::min(fresh, c->ts.front());
+  }
+  return std::max(fresh, start_ns);
+}
+
 Status DbImpl::ScanSnapshot(const SeriesSnapshot& snap, int64_t start_ns, int64_t end_ns,
                             FieldRunEmitter fn, const FieldPackedEmitter* packed,
-                            StoreCursor* cursor) {
+                            StoreCursor* cursor,
+                            std::span<const std::shared_ptr<const PackedWindow>> first_cached) {
   for (size_t i = 0; i < snap.fields.size(); ++i) {
     const SeriesSnapshot::Field& field = snap.fields[i];
     if (field.id == kNoId) continue;
     // Before the first unflushed point (the snapshot's sealed and head
     // points are the range's), the stored windows are the answer as they
     // are; from it on, the merge decides.
-    int64_t fresh = end_ns;
-    for (const Column* c : {&field.sealed, &field.head}) {
-      if (!c->ts.empty()) fresh = std::min(fresh, c->ts.front());
-    }
-    fresh = std::max(fresh, start_ns);
+    const int64_t fresh = StoredUntil(field, start_ns, end_ns);
     if (fresh > start_ns) {
       auto packed_window = [&](const storage::PackedRun& window) {
         const size_t b = window.IndexOf(start_ns);
@@ -351,7 +398,8 @@ Status DbImpl::ScanSnapshot(const SeriesSnapshot& snap, int64_t start_ns, int64_
                  static_cast<size_t>(e - window.ts.begin()));
             }
           },
-          packed != nullptr ? &emit_packed : nullptr, cursor));
+          packed != nullptr ? &emit_packed : nullptr, cursor,
+          !first_cached.empty() && CachedFirst(start_ns, fresh) ? &first_cached[i] : nullptr));
     }
     if (fresh < end_ns) {
       Column rest;
@@ -389,8 +437,8 @@ thread_local int ScratchColumn::depth_ = 0;
 
 Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t field_id,
                           FieldType type, int64_t start, int64_t end, uint64_t epoch,
-                          WindowEmitter emit, const PackedEmitter* emit_packed,
-                          StoreCursor* cursor) {
+                          WindowEmitter emit, const PackedEmitter* emit_packed, StoreCursor* cursor,
+                          const std::shared_ptr<const PackedWindow>* first_cached) {
   // A cached window, packed when it can go so, else as a column.
   storage::PackedRun run;
   auto emit_cached = [&](const PackedWindow& window, Column* scratch) {
@@ -427,7 +475,9 @@ Status DbImpl::EmitChunks(LazySnapshot* snapshot, uint32_t series_id, uint32_t f
     std::array<std::shared_ptr<const PackedWindow>, kCacheFirstWindows> hits;
     size_t nhits = 0;
     for (int64_t w : windows) {
-      auto cached = window_cache_.Lookup(WindowKey{series_id, field_id, w});
+      auto cached = nhits == 0 && first_cached != nullptr
+                        ? *first_cached
+                        : window_cache_.Lookup(WindowKey{series_id, field_id, w});
       if (!cached) break;
       hits[nhits++] = std::move(cached);
     }

@@ -214,6 +214,13 @@ void WindowCache::FindMany(std::span<const WindowKey> keys, Fn&& put) {
   }
 }
 
+void WindowCache::Lookup(std::span<const WindowKey> keys,
+                         std::shared_ptr<const PackedWindow>* out) {
+  FindMany(keys, [&](size_t k, const std::shared_ptr<const void>& v) {
+    out[k] = std::static_pointer_cast<const PackedWindow>(v);
+  });
+}
+
 void WindowCache::LookupRollups(std::span<const WindowKey> keys,
                                 std::shared_ptr<const storage::RollupColumn>* out) {
   FindMany(keys, [&](size_t k, const std::shared_ptr<const void>& v) {

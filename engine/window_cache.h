@@ -98,6 +98,10 @@ class WindowCache {
 
   // The window (tier 0) or rollup block (other tiers), or null.
   std::shared_ptr<const PackedWindow> Lookup(const WindowKey& key);
+  // The same for many keys under one hold of the lock, out[k] for keys[k]
+  // (null where not held): a fleet scan's first windows, a chunk of series
+  // at a time, where a lock a window kept two query threads waiting on it.
+  void Lookup(std::span<const WindowKey> keys, std::shared_ptr<const PackedWindow>* out);
   std::shared_ptr<const storage::RollupColumn> LookupRollups(const WindowKey& key);
   // A tally block (a string field's tier rows) under the same keys.
   std::shared_ptr<const storage::TallyColumn> LookupTallies(const WindowKey& key);

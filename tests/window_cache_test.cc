@@ -412,6 +412,96 @@ TEST(WindowCacheTest, AFlushWrittenInManyBatchesDropsEveryWindowItWroteFromTheCa
   EXPECT_EQ(count(), both);
 }
 
+// A scan of many series looks each series' first window up in the cache a
+// chunk of series at a time, under one hold of its lock: once a window (the
+// cache counts lookups to choose what it keeps), and what it hands over is
+// what reading each series alone gives, whether the window came from the
+// cache or the store, with unflushed points after it or not.
+TEST(WindowCacheTest, AScanOfManySeriesLooksEachWindowUpOnceAndReadsWhatEachAloneReads) {
+  storage::ScratchDir dir;
+  Options options;
+  options.sync_policy = SyncPolicy::kNone;
+  options.info_log = [](std::string_view) {};
+  options.tiers = {};
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  constexpr int kSeries = 700, kMinutes = 30;  // more than one chunk of series
+  const int64_t day = 1704067200'000'000'000;
+  const int64_t minute = 60'000'000'000;
+  std::vector<Point> points;
+  for (int s = 0; s < kSeries; ++s) {
+    for (int m = 0; m < kMinutes; ++m) {
+      Point p{"gpu", {{"gpu", std::to_string(s)}}, {{"util", int64_t{s + m}}}, day + m * minute};
+      // One series in three has a second field.
+      if (s % 3 == 0) p.fields.push_back({"power", 100.5 + s});
+      points.push_back(std::move(p));
+    }
+  }
+  ASSERT_TRUE(db->Write(points).ok());
+  ASSERT_TRUE(db->Flush().ok());
+  // Unflushed points after the stored ones for every fifth series.
+  points.clear();
+  for (int s = 0; s < kSeries; s += 5) {
+    points.push_back(
+        {"gpu", {{"gpu", std::to_string(s)}}, {{"util", int64_t{-1}}}, day + kMinutes * minute});
+  }
+  ASSERT_TRUE(db->Write(points).ok());
+
+  std::vector<Series> series;
+  std::vector<SeriesId> ids;
+  ASSERT_TRUE(db->ListSeries("gpu", {}, &series, &ids).ok());
+  ASSERT_EQ(ids.size(), static_cast<size_t>(kSeries));
+  const std::vector<std::string> fields = {"util", "power"};
+  const int64_t start = day, end = day + (kMinutes + 1) * minute;
+  // (count, sum) of each series' fields, by ScanSeries of all.
+  using Totals = std::vector<std::pair<int64_t, double>>;
+  const auto scan_all = [&] {
+    Totals totals(ids.size() * fields.size());
+    const Status st = db->ScanSeries(
+        ids, fields, start, end,
+        [&](size_t s, size_t f, const Column& column, size_t b, size_t e) {
+          auto& [count, sum] = totals[s * fields.size() + f];
+          count += static_cast<int64_t>(e - b);
+          for (size_t i = b; i < e; ++i) {
+            sum += column.type == FieldType::kInt ? static_cast<double>(column.ints[i])
+                                                  : column.floats[i];
+          }
+        },
+        nullptr);
+    EXPECT_TRUE(st.ok()) << st.ToString();
+    return totals;
+  };
+  Totals alone(ids.size() * fields.size());
+  for (size_t s = 0; s < ids.size(); ++s) {
+    std::vector<Column> columns;
+    ASSERT_TRUE(db->ReadSeries(ids[s], fields, start, end, &columns).ok());
+    for (size_t f = 0; f < fields.size(); ++f) {
+      auto& [count, sum] = alone[s * fields.size() + f];
+      count = static_cast<int64_t>(columns[f].ts.size());
+      for (size_t i = 0; i < columns[f].ts.size(); ++i) {
+        sum += columns[f].type == FieldType::kInt ? static_cast<double>(columns[f].ints[i])
+                                                  : columns[f].floats[i];
+      }
+    }
+  }
+  // A window a series-field (one with no chunk of power is cached as that),
+  // and again for a series with unflushed points: its stored window read for
+  // the range from them on, to merge them in.
+  const uint64_t windows = kSeries * fields.size();
+  const uint64_t again = kSeries / 5;
+  const DbStats before = db->GetStats();
+  EXPECT_EQ(scan_all(), alone);  // from the cache ReadSeries filled
+  const DbStats after = db->GetStats();
+  EXPECT_EQ(after.window_cache_hits - before.window_cache_hits, windows + again);
+  EXPECT_EQ(after.window_cache_misses, before.window_cache_misses);
+  ASSERT_TRUE(db->Compact().ok());  // clears the cache
+  const DbStats cleared = db->GetStats();
+  EXPECT_EQ(scan_all(), alone);  // from the store
+  const DbStats read = db->GetStats();
+  EXPECT_EQ(read.window_cache_misses - cleared.window_cache_misses, windows);
+  EXPECT_EQ(read.window_cache_hits, cleared.window_cache_hits);
+}
+
 TEST(WindowCacheTest, AWindowCachedAsEmptyShowsTheFirstChunkFlushedIntoIt) {
   storage::ScratchDir dir;
   Options options;
