@@ -12,6 +12,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "engine/frequency_sketch.h"
@@ -25,6 +26,19 @@ namespace {
 
 using engine::WindowCache;
 using engine::WindowKey;
+
+// The count and the sum of the answer's first row, a query of `count(util),
+// sum(util)` (0, 0 for no series).
+std::pair<int64_t, int64_t> CountAndSum(Db* db, const std::string& q =
+                                                    "SELECT count(util), sum(util) "
+                                                    "FROM gpu") {
+  QueryResult r;
+  EXPECT_TRUE(gpulse::Query(db, q, {}, &r).ok());
+  EXPECT_TRUE(r.statements.at(0).status.ok());
+  if (r.statements[0].series.empty()) return {0, 0};
+  const auto& row = r.statements[0].series[0].values.at(0);
+  return {std::get<int64_t>(row[1]), std::get<int64_t>(row[2])};
+}
 
 storage::Column Ints(std::initializer_list<int64_t> ts) {
   storage::Column c;
@@ -336,13 +350,7 @@ TEST(WindowCacheTest, ANewPartFlushedIntoACachedWindowIsSeen) {
     }
     ASSERT_TRUE(db->Write(points).ok());
   };
-  auto count = [&] {
-    QueryResult r;
-    EXPECT_TRUE(gpulse::Query(db.get(), "SELECT count(util), sum(util) FROM gpu", {}, &r).ok());
-    EXPECT_TRUE(r.statements.at(0).status.ok());
-    const auto& row = r.statements[0].series.at(0).values.at(0);
-    return std::make_pair(std::get<int64_t>(row[1]), std::get<int64_t>(row[2]));
-  };
+  auto count = [&] { return CountAndSum(db.get()); };
   write(0, 100);
   ASSERT_TRUE(db->Flush().ok());
   EXPECT_EQ(count(), std::make_pair(int64_t{100}, int64_t{4950}));  // decodes, caches
@@ -390,13 +398,7 @@ TEST(WindowCacheTest, AFlushWrittenInManyBatchesDropsEveryWindowItWroteFromTheCa
     }
     ASSERT_TRUE(db->Write(points).ok());
   };
-  auto count = [&] {
-    QueryResult r;
-    EXPECT_TRUE(gpulse::Query(db.get(), "SELECT count(util), sum(util) FROM gpu", {}, &r).ok());
-    EXPECT_TRUE(r.statements.at(0).status.ok());
-    const auto& row = r.statements[0].series.at(0).values.at(0);
-    return std::make_pair(std::get<int64_t>(row[1]), std::get<int64_t>(row[2]));
-  };
+  auto count = [&] { return CountAndSum(db.get()); };
   write(0, 1);
   ASSERT_TRUE(db->Flush().ok());
   const std::pair<int64_t, int64_t> first{kSeries, kSeries};
@@ -520,14 +522,7 @@ TEST(WindowCacheTest, AWindowCachedAsEmptyShowsTheFirstChunkFlushedIntoIt) {
   const std::string q =
       "SELECT count(util), sum(util) FROM gpu WHERE time >= " + std::to_string(day) +
       " AND time < " + std::to_string(day + 3 * one_day);
-  auto count = [&] {
-    QueryResult r;
-    EXPECT_TRUE(gpulse::Query(db.get(), q, {}, &r).ok());
-    EXPECT_TRUE(r.statements.at(0).status.ok());
-    if (r.statements[0].series.empty()) return std::make_pair(int64_t{0}, int64_t{0});
-    const auto& row = r.statements[0].series[0].values.at(0);
-    return std::make_pair(std::get<int64_t>(row[1]), std::get<int64_t>(row[2]));
-  };
+  auto count = [&] { return CountAndSum(db.get(), q); };
   write(day + 2 * one_day + 5, 7);
   ASSERT_TRUE(db->Flush().ok());
   EXPECT_EQ(count(), std::make_pair(int64_t{1}, int64_t{7}));  // days 1 and 2 cached as empty
