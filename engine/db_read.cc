@@ -276,8 +276,8 @@ Status DbImpl::TakeSnapshots(std::span<const SeriesId> ids, std::span<const std:
   out->clear();
   out->reserve(ids.size());
   ReaderLock l(&mu_);
-  // Read once: a flush cannot write while the state lock is held shared
-  // (nor, then, move the epoch on for windows of these snapshots).
+  // Read once, before any of these snapshots' store reads: an epoch older
+  // than one read a series only has the cache refuse more of their decodes.
   const uint64_t epoch = window_cache_.epoch();
   for (const SeriesId id : ids) {
     if (id >= index_.series_count()) {
