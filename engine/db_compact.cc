@@ -32,7 +32,7 @@ constexpr size_t kCopyBatchBytes = 8 << 20;
 
 leveldb::Options StoreOptions(leveldb::Env* env) {
   leveldb::Options options;
-  if (env != nullptr) options.env = env;
+  options.env = env;
   options.create_if_missing = true;
   // Snappy over each 4 KiB table block: the chunk codec's zstd frames do not
   // shrink and are stored as they are (LevelDB keeps a block compressed only
@@ -58,8 +58,7 @@ std::optional<size_t> TierOfKeyId(uint8_t id) {
 
 Status DbImpl::OpenStore() {
   leveldb::DB* store = nullptr;
-  const leveldb::Status s =
-      leveldb::DB::Open(StoreOptions(options_.store_env), path_ + "/store", &store);
+  const leveldb::Status s = leveldb::DB::Open(StoreOptions(&store_env_), path_ + "/store", &store);
   if (!s.ok()) return Status::IOError("open " + path_ + "/store: " + s.ToString());
   store_.reset(store);
   window_cache_.Clear();
@@ -86,7 +85,7 @@ Status DbImpl::RecoverStoreSwap() {
 
 Status DbImpl::CopyStore(const std::string& path) {
   leveldb::DB* raw = nullptr;
-  leveldb::Status s = leveldb::DB::Open(StoreOptions(options_.store_env), path, &raw);
+  leveldb::Status s = leveldb::DB::Open(StoreOptions(&store_env_), path, &raw);
   if (!s.ok()) return Status::IOError("create " + path + ": " + s.ToString());
   std::unique_ptr<leveldb::DB> copy(raw);
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));

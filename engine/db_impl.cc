@@ -39,6 +39,7 @@ DbImpl::DbImpl(const Options& options, std::string path, storage::Env* env)
       head_budget_(options.head_memory_bytes != 0 ? options.head_memory_bytes
                                                   : DefaultHeadMemoryBytes()),
       wal_budget_(std::min(kWalPerHeadByte * head_budget_, kMostWalBytes)),
+      store_env_(options.store_env != nullptr ? options.store_env : leveldb::Env::Default()),
       window_cache_(options.window_cache_bytes),
       head_(std::make_shared<Head>()) {}
 

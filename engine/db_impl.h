@@ -47,6 +47,7 @@
 #include "engine/gpulse.h"
 #include "engine/head.h"
 #include "engine/series_index.h"
+#include "engine/store_env.h"
 #include "engine/wal_batch.h"
 #include "engine/window_cache.h"
 #include "leveldb/db.h"
@@ -529,6 +530,9 @@ class DbImpl final : public Db {
   bool any_raw_retention_ = false;  // ... of the raw points: writes check their age
 
   std::unique_ptr<storage::FileLock> lock_;
+  // The store's file layer: options_.store_env (or LevelDB's default), its
+  // table files read with pread. Declared before store_, which it outlives.
+  StoreEnv store_env_;
   std::unique_ptr<leveldb::DB> store_;
   WindowCache window_cache_;
   DataVersions versions_;  // touched after a write or delete can be read

@@ -144,6 +144,11 @@ enum class SyncPolicy {
 // the head's, flushes such a fleet: after about 45 minutes of data.
 uint64_t DefaultHeadMemoryBytes();
 
+// The most table files whose descriptors the chunk store keeps open at once:
+// LevelDB's table cache (1,000 files) or a fifth of the soft RLIMIT_NOFILE,
+// the lesser. A server keeps that many descriptors free of connections.
+size_t StoreDescriptorBudget();
+
 struct Options {
   // Create the data directory when it does not exist. When false, opening a
   // missing directory returns NotFound.
@@ -258,7 +263,8 @@ struct Options {
   // Null means POSIX. Tests pass a fault-injecting one; it must outlive the Db.
   storage::Env* env = nullptr;
   // The file layer of the chunk store (LevelDB's Env); null is LevelDB's
-  // default. Tests pass one that fails writes and drops unsynced data.
+  // default. Tests pass one that fails writes and drops unsynced data. Table
+  // files are read with pread whichever it is (engine/store_env.h).
   leveldb::Env* store_env = nullptr;
 
   // Receives one line per notable event (WAL replay, torn tail cut, flushes).

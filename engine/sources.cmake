@@ -18,6 +18,7 @@ set(GPULSE_ENGINE_SOURCES
   engine/frequency_sketch.cc
   engine/head.cc
   engine/series_index.cc
+  engine/store_env.cc
   engine/wal_batch.cc
   engine/window_cache.cc
 )

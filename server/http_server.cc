@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include "engine/gpulse.h"
+
 namespace gpulse::server {
 
 namespace beast = boost::beast;
@@ -420,8 +422,8 @@ Status HttpServer::Start() {
         ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY
             ? static_cast<size_t>(limit.rlim_cur)
             : 1'048'576;
-    max_connections_ = std::max<size_t>(
-        16, descriptors > kReservedDescriptors ? descriptors - kReservedDescriptors : 0);
+    const size_t reserved = kReservedDescriptors + StoreDescriptorBudget();
+    max_connections_ = std::max<size_t>(16, descriptors > reserved ? descriptors - reserved : 0);
   }
   long_pool_ = std::make_unique<asio::thread_pool>(
       static_cast<size_t>(std::max(options_.long_request_threads, 1)));

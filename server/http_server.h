@@ -101,7 +101,8 @@ struct HttpServerOptions {
   std::chrono::milliseconds drain_timeout{10000};
   // Open connections at most; one more is answered 503 (Retry-After: 1) and
   // closed. 0: the file-descriptor limit (RLIMIT_NOFILE) less
-  // kReservedDescriptors, so that the WAL, LevelDB, scrapes and webhooks
+  // kReservedDescriptors and the chunk store's table files
+  // (StoreDescriptorBudget), so that the WAL, LevelDB, scrapes and webhooks
   // always find a descriptor.
   size_t max_connections = 0;
   // Where the server says what goes wrong outside a request (accept errors).
