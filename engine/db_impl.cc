@@ -15,6 +15,10 @@ uint64_t DefaultHeadMemoryBytes() {
   return std::clamp<uint64_t>(storage::PhysicalMemoryBytes() / 32, 64ull << 20, 2ull << 30);
 }
 
+uint64_t DefaultWindowCacheBytes() {
+  return std::clamp<uint64_t>(storage::PhysicalMemoryBytes() / 32, 256ull << 20, 4ull << 30);
+}
+
 Status Db::Open(const Options& options, const std::string& path, std::unique_ptr<Db>* db) {
   if (options.chunk_window.count() <= 0) {
     return Status::InvalidArgument("chunk_window must be positive");

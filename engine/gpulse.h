@@ -144,6 +144,12 @@ enum class SyncPolicy {
 // the head's, flushes such a fleet: after about 45 minutes of data.
 uint64_t DefaultHeadMemoryBytes();
 
+// The decoded-window cache's default bound: a 32nd of physical memory, at
+// least 256 MiB and at most 4 GiB. The last hour of 100,000 GPUs' ten fields
+// (1.2 M windows and tier blocks) takes 326 MB: where the cache holds less
+// than the windows a dashboard's refresh reads, each refresh decodes again.
+uint64_t DefaultWindowCacheBytes();
+
 // The most table files whose descriptors the chunk store keeps open at once:
 // LevelDB's table cache (1,000 files) or a fifth of the soft RLIMIT_NOFILE,
 // the lesser. A server keeps that many descriptors free of connections.
@@ -255,9 +261,10 @@ struct Options {
   uint64_t merge_bytes_per_second = 32ull << 20;
 
   // Decoded chunk windows kept in memory for queries that come back to them
-  // (dashboards refreshing): at most this many bytes, about 16 per value.
-  // 0 turns the cache off.
-  uint64_t window_cache_bytes = 256ull << 20;
+  // (dashboards refreshing): at most this many bytes (a window of a steady
+  // small-integer field packs to about a byte a value and 270 bytes of its
+  // own). 0 turns the cache off.
+  uint64_t window_cache_bytes = DefaultWindowCacheBytes();
 
   // The file layer for the WAL and the directory lock (LevelDB uses its own).
   // Null means POSIX. Tests pass a fault-injecting one; it must outlive the Db.

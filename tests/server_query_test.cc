@@ -25,6 +25,7 @@
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/sources.h"
+#include "storage/env.h"
 #include "tests/support/http_client.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/test_server.h"
@@ -452,6 +453,26 @@ TEST(ServerConfigTest, StorageTiersComeFromTheConfigFileAndBadOnesAreNamed) {
     EXPECT_TRUE(s.IsInvalidArgument()) << bad << ": " << s.ToString();
     EXPECT_NE(s.message().find("storage.tiers"), std::string::npos) << s.ToString();
   }
+}
+
+// The window cache's bound: a 32nd of the machine's memory, 256 MiB to
+// 4 GiB, unless the config file sets it (0 turns the cache off).
+TEST(ServerConfigTest, TheWindowCacheScalesWithMemoryUnlessTheConfigFileSetsIt) {
+  storage::ScratchDir dir;
+  server::ServerConfig config;
+  const uint64_t memory = storage::PhysicalMemoryBytes();
+  EXPECT_EQ(config.db.window_cache_bytes,
+            std::clamp<uint64_t>(memory / 32, 256ull << 20, 4ull << 30));
+  EXPECT_GE(config.db.window_cache_bytes, 256ull << 20);
+  ASSERT_TRUE(LoadConfigText(dir, R"({"storage": {}})", &config).ok());
+  EXPECT_EQ(config.db.window_cache_bytes, DefaultWindowCacheBytes());
+  ASSERT_TRUE(LoadConfigText(dir, R"({"storage": {"window_cache_mb": 64}})", &config).ok());
+  EXPECT_EQ(config.db.window_cache_bytes, 64ull << 20);
+  ASSERT_TRUE(LoadConfigText(dir, R"({"storage": {"window_cache_mb": 0}})", &config).ok());
+  EXPECT_EQ(config.db.window_cache_bytes, 0u);
+  const Status bad = LoadConfigText(dir, R"({"storage": {"window_cache_mb": -1}})", &config);
+  EXPECT_TRUE(bad.IsInvalidArgument()) << bad.ToString();
+  EXPECT_NE(bad.message().find("storage.window_cache_mb"), std::string::npos) << bad.ToString();
 }
 
 TEST(ServerConfigTest, RetentionDaysComeFromTheConfigFileAndBadOnesAreNamed) {
