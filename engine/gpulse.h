@@ -270,8 +270,9 @@ struct Options {
   // Null means POSIX. Tests pass a fault-injecting one; it must outlive the Db.
   storage::Env* env = nullptr;
   // The file layer of the chunk store (LevelDB's Env); null is LevelDB's
-  // default. Tests pass one that fails writes and drops unsynced data. Table
-  // files are read with pread whichever it is (engine/store_env.h).
+  // default. Tests pass one that fails writes and drops unsynced data. It
+  // must be a file-system Env: table files are read with pread whichever it
+  // is (engine/store_env.h).
   leveldb::Env* store_env = nullptr;
 
   // Receives one line per notable event (WAL replay, torn tail cut, flushes).

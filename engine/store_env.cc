@@ -49,10 +49,12 @@ class PreadFile final : public leveldb::RandomAccessFile {
 
   leveldb::Status Read(uint64_t offset, size_t n, leveldb::Slice* result,
                        char* scratch) const override {
+    // Every failure of a read is an IOError: NotFound from a read would tell
+    // a LevelDB Get that the key is not there.
     int fd = fd_;
     if (fd < 0) {
       fd = ::open(name_.c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) return ErrnoStatus(name_, errno);
+      if (fd < 0) return leveldb::Status::IOError(name_, std::strerror(errno));
     }
     // A regular file reads whole short of its end; the loop covers a read
     // a signal cut short.
@@ -67,7 +69,8 @@ class PreadFile final : public leveldb::RandomAccessFile {
     }
     if (fd != fd_) ::close(fd);
     *result = leveldb::Slice(scratch, got);
-    return error != 0 ? ErrnoStatus(name_, error) : leveldb::Status::OK();
+    return error != 0 ? leveldb::Status::IOError(name_, std::strerror(error))
+                      : leveldb::Status::OK();
   }
 
  private:

@@ -6,8 +6,8 @@
 // Why: LevelDB's default Env maps up to 1,000 table files and reads their
 // blocks from the mapping, so every page a flush's reads, a compaction or a
 // query touched stays in the process's resident set until the kernel needs
-// it back (85 MiB of the peak of the 100,000-GPU hour's import, and more or
-// less from one run to the next as compactions fell). Read with pread, the
+// it back (up to 82 MiB during the 100,000-GPU hour's import, more or less of
+// it at the peak from one run to the next as compactions fell). Read with pread, the
 // same pages are the kernel's page cache, shared and reclaimed as it sees
 // fit, and the process's memory is what it allocated (docs/performance.md).
 // A block read this way is copied once into a buffer LevelDB owns (its block
@@ -18,6 +18,9 @@
 // LevelDB's table cache holds the file, for up to StoreDescriptorBudget()
 // files at once; a file opened past that opens and closes one for each read
 // (the rule LevelDB applies to its own pread files).
+//
+// The target must be a file-system Env: table files are opened by name with
+// open(2), never through the target's NewRandomAccessFile.
 //
 // Thread safety: as any leveldb::Env; files are read from many threads.
 #pragma once

@@ -1,5 +1,7 @@
 // gpulse: the command-line entry point. Subcommands dispatch to shell/*.cc.
 
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -51,9 +53,22 @@ constexpr const char* kUsage =
     "\n"
     "Documentation: README.md and docs/ in the source tree.\n";
 
+// The soft limit on open descriptors raised to the hard one, as Go's runtime
+// does for VictoriaMetrics and Prometheus: the chunk store keeps a descriptor
+// open for each table file it reads (up to 1,000, or a fifth of the soft limit)
+// and each connection takes one. Debian's default soft limit is 1,024 under a
+// hard limit of 524,288 or more.
+void RaiseDescriptorLimit() {
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &limit);  // a refusal leaves the limit as it was
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  RaiseDescriptorLimit();
   std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
     std::fputs(kUsage, stderr);

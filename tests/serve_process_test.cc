@@ -6,11 +6,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -57,6 +59,7 @@ class Child {
   Child& operator=(const Child&) = delete;
 
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   bool running() const { return pid_ > 0 && !status_; }
 
   // The exit status once the child has exited within `limit` (-1 when a
@@ -188,6 +191,33 @@ TEST_F(ServeProcessTest, SigtermStopsCleanlyAndARestartKeepsTheData) {
   EXPECT_EQ(out[0].column.ts, std::vector<int64_t>{1704067200'000'000'000});
   EXPECT_EQ(out[0].series.tags, (std::vector<Tag>{{"db", "fleet"}, {"node", "n2"}}));
   ASSERT_TRUE(db->Close().ok());
+}
+
+// The server raises its soft descriptor limit to the hard one: the chunk
+// store keeps a descriptor for each table file it reads, and each connection
+// takes one.
+TEST_F(ServeProcessTest, TheServerRaisesItsDescriptorLimitToTheHardOne) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_max <= 256) GTEST_SKIP() << "the hard descriptor limit is 256 or less";
+  rlimit low = saved;
+  low.rlim_cur = 256;  // the child inherits it
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::unique_ptr<Child> server;
+  const bool started = StartServer(&server, "limits");
+  setrlimit(RLIMIT_NOFILE, &saved);
+  ASSERT_TRUE(started) << server->Stderr();
+  std::ifstream limits("/proc/" + std::to_string(server->pid()) + "/limits");
+  std::string soft, hard;
+  for (std::string line; std::getline(limits, line);) {
+    if (line.rfind("Max open files", 0) != 0) continue;
+    std::istringstream fields(line.substr(std::strlen("Max open files")));
+    fields >> soft >> hard;
+  }
+  const std::string want =
+      saved.rlim_max == RLIM_INFINITY ? "unlimited" : std::to_string(saved.rlim_max);
+  EXPECT_EQ(soft, want);
+  EXPECT_EQ(hard, want);
 }
 
 TEST_F(ServeProcessTest, HelpPrintsTheUsageAndExitsZero) {
