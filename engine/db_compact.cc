@@ -177,10 +177,13 @@ Status DbImpl::Compact() {
   const Status recovered = RecoverStoreSwap();
   const Status reopened = recovered.ok() ? OpenStore() : recovered;
   if (!reopened.ok()) {
-    // Without a store nothing can be served: behave as closed. The WAL and
-    // DIR are intact; the next Open recovers.
-    Log("compaction could not reopen the store; closing: " + reopened.ToString());
-    closed_ = true;
+    // Without a store nothing can be served: every call is refused until
+    // the Db is closed and opened again. The WAL and DIR are intact; the
+    // next Open recovers.
+    Log("compaction could not reopen the store; every call is refused until the database is "
+        "opened again: " +
+        reopened.ToString());
+    store_lost_ = true;
     return reopened;
   }
   return s;

@@ -39,6 +39,7 @@ Status DbImpl::FlushLocked() {
     MutexLock bg(&bg_mu_);
     if (!bg_error_.ok()) return bg_error_;
   }
+  if (store_lost_) return CheckOpen();
   if (flush_stalled_ || store_full_) {
     return Status::NoSpace("the disk of " + path_ +
                            " is full: an earlier flush waits for space (retried every second)");
@@ -109,13 +110,16 @@ Status DbImpl::RecoverFromNoSpace() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  GPULSE_RETURN_IF_ERROR(CheckOpen());
+  // Not CheckOpen: a store lost by an earlier failed reopen is retried here.
+  if (closed_) return Status::InvalidArgument("database " + path_ + " is closed");
   MutexLock flush(&flush_mu_);
   MutexLock write(&write_mu_);
   // LevelDB may have half-written its log at the failure, or stopped on a
   // background error it never clears: a reopen replays and repairs it.
   store_.reset();
-  GPULSE_RETURN_IF_ERROR(OpenStore());
+  const Status reopened = OpenStore();
+  store_lost_ = !reopened.ok();
+  GPULSE_RETURN_IF_ERROR(reopened);
   GPULSE_RETURN_IF_ERROR(IndexForWriter().Rewrite(store_.get()));
   if (flush_stalled_) {
     std::shared_ptr<const Head> sealed;

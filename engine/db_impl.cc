@@ -236,6 +236,11 @@ Status DbImpl::ReplayWal() {
 
 Status DbImpl::CheckOpen() const {
   if (closed_) return Status::InvalidArgument("database " + path_ + " is closed");
+  if (store_lost_) {
+    return Status::IOError("database " + path_ +
+                           " lost its chunk store (it could not be reopened; see the log): close "
+                           "and open it again, which recovers from the WAL");
+  }
   return Status::Ok();
 }
 
@@ -254,7 +259,7 @@ Status DbImpl::Close() {
   if (syncer_.joinable()) syncer_.join();
 
   Status s;
-  {
+  if (!store_lost_) {
     MutexLock l(&flush_mu_);
     s = FlushLocked();
   }

@@ -538,6 +538,11 @@ class DbImpl final : public Db {
   DataVersions versions_;  // touched after a write or delete can be read
   std::unique_ptr<storage::Wal> wal_;
   std::atomic<bool> closed_{true};
+  // The store could not be reopened (Compact's swap, or RecoverFromNoSpace):
+  // store_ is null, so CheckOpen refuses every call until the Db is closed
+  // and opened again. Close still stops the threads and keeps the WAL,
+  // which holds every acknowledged write the store lacks.
+  std::atomic<bool> store_lost_{false};
   mutable std::shared_mutex open_mu_;  // shared by calls in flight, exclusive in Close
 
   Mutex flush_mu_;

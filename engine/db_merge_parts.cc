@@ -52,6 +52,7 @@ Status DbImpl::MergeReadyParts(uint64_t max_bytes, uint64_t* merged_bytes, bool*
     MutexLock bg(&bg_mu_);
     if (!bg_error_.ok()) return bg_error_;
   }
+  if (store_lost_) return CheckOpen();  // the maintenance thread calls without it
   std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
   leveldb::WriteBatch batch;
   std::vector<WindowKey> touched;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -186,6 +187,72 @@ TEST(StoreFaultTest, RawAndTiersAgreeAfterTheDiskFailsAnywhereAndPowerIsLost) {
     RunWithBudget(budget, &ignored);
     if (HasFatalFailure()) return;
   }
+}
+
+// A store Env whose LockFile of one path fails while armed: the store's own
+// directory cannot be opened again, but a compaction's copy can.
+class RefuseReopenEnv : public leveldb::EnvWrapper {
+ public:
+  explicit RefuseReopenEnv(std::string lock_path)
+      : leveldb::EnvWrapper(leveldb::Env::Default()), lock_path_(std::move(lock_path)) {}
+  void Arm(bool on) { armed_ = on; }
+  leveldb::Status LockFile(const std::string& name, leveldb::FileLock** lock) override {
+    if (armed_ && name == lock_path_) return leveldb::Status::IOError(name, "refused by the test");
+    return target()->LockFile(name, lock);
+  }
+
+ private:
+  const std::string lock_path_;
+  std::atomic<bool> armed_{false};
+};
+
+TEST(StoreFaultTest, ACompactionThatCannotReopenTheStoreRefusesCallsAndLosesNothing) {
+  storage::ScratchDir dir;
+  RefuseReopenEnv env(dir.path() + "/store/LOCK");
+  Options options;
+  options.info_log = [](std::string_view) {};
+  options.store_env = &env;
+  options.sync_policy = SyncPolicy::kEveryBatch;
+  const std::vector<std::string> fields{"util"};
+  std::vector<Point> flushed, unflushed;
+  for (int64_t m = 0; m < 60; ++m) {
+    flushed.push_back(Point{"gpu", NodeSeries(0).tags, {{"util", m}}, kT0 + m * kMinute});
+    unflushed.push_back(
+        Point{"gpu", NodeSeries(0).tags, {{"util", m + 100}}, kT0 + (60 + m) * kMinute});
+  }
+  {
+    std::unique_ptr<Db> db;
+    ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+    ASSERT_TRUE(db->Write(flushed).ok());
+    ASSERT_TRUE(db->Flush().ok());
+    ASSERT_TRUE(db->Write(unflushed).ok());
+    env.Arm(true);
+    const Status compacted = db->Compact();
+    ASSERT_FALSE(compacted.ok());
+    EXPECT_NE(compacted.message().find("refused by the test"), std::string::npos)
+        << compacted.ToString();
+    // Every call is refused with the reason, none reaches the missing store.
+    std::vector<Column> raw;
+    const Status read = db->ReadSeries(NodeSeries(0), fields, INT64_MIN, INT64_MAX, &raw);
+    EXPECT_NE(read.message().find("lost its chunk store"), std::string::npos) << read.ToString();
+    EXPECT_FALSE(db->Write(flushed).ok());
+    EXPECT_FALSE(db->Flush().ok());
+    EXPECT_FALSE(db->Compact().ok());
+    // Close stops the background threads (a destroyed joinable thread
+    // would end the process) and keeps the WAL.
+    EXPECT_TRUE(db->Close().ok());
+  }
+  env.Arm(false);
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  std::vector<Column> raw;
+  ASSERT_TRUE(db->ReadSeries(NodeSeries(0), fields, INT64_MIN, INT64_MAX, &raw).ok());
+  ASSERT_EQ(raw[0].size(), 120u);
+  for (int64_t m = 0; m < 120; ++m) {
+    EXPECT_EQ(raw[0].ts[m], kT0 + m * kMinute);
+    EXPECT_EQ(raw[0].ints[m], m < 60 ? m : m + 40);
+  }
+  EXPECT_TRUE(db->Compact().ok());
 }
 
 }  // namespace
