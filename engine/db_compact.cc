@@ -99,10 +99,10 @@ Status DbImpl::CopyStore(const std::string& path) {
     const bool chunk = storage::ParseChunkKey(key, &parts);
     const std::optional<size_t> tier =
         chunk && parts.tier != storage::kRawTier ? TierOfKeyId(parts.tier) : std::nullopt;
-    if (tier && storage::IsFirstFormatRollupBlock(
+    if (tier && storage::IsOlderFormatRollupBlock(
                     std::string_view(it->value().data(), it->value().size()))) {
-      // A tier block of the first format: written again in the current one
-      // (without the sketches a finer tier no longer keeps).
+      // A tier block of an earlier format: written again in the current one
+      // (without the sketches a finer tier no longer keeps, in format 1).
       // One that does not decode is copied as it is: tier rows are derived
       // data, and `gpulse verify` names the block.
       storage::RollupColumn rows;

@@ -168,13 +168,13 @@ Status DbImpl::CheckFormatVersion() {
     // Version 2 had no tiers: build them from the raw chunks, once.
     GPULSE_RETURN_IF_ERROR(BuildTiersFromRaw());
   } else if (got.ok() && version.size() == 4 && storage::GetU32BE(version.data()) >= 3 &&
-             storage::GetU32BE(version.data()) <= 5) {
+             storage::GetU32BE(version.data()) < storage::kFormatVersion) {
     // Versions 3 and 4 kept no tier rows for string fields: build those from
     // the raw chunks, once (a crash part way builds them again next time).
     // Version 5 wrote rollup blocks of format 1 only, which are still read
-    // (docs/format/rollups.md); 6 says the store may hold format 3 ones, so
-    // an older gpulse refuses it at open instead of failing at its first
-    // flush.
+    // (docs/format/rollups.md); 6 says the store may hold format 3 ones and
+    // 7 format 4 ones, so an older gpulse refuses it at open instead of
+    // failing at its first read of one.
     const uint32_t was = storage::GetU32BE(version.data());
     GPULSE_RETURN_IF_ERROR(SyncTierSet());
     if (was < 5) {

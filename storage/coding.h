@@ -14,6 +14,12 @@ namespace gpulse::storage {
 void PutFixed64(std::string* dst, uint64_t value);
 // 1 to 10 bytes, 7 bits a byte, low group first, high bit = "more follows".
 void PutVarint64(std::string* dst, uint64_t value);
+// The bytes PutVarint64 writes for `value`.
+inline size_t VarintLength(uint64_t value) {
+  size_t n = 1;
+  for (; value >= 128; value >>= 7) ++n;
+  return n;
+}
 
 // Maps a two's-complement value (held in uint64 so that deltas can be formed
 // with wrap-around arithmetic, never signed overflow) to an unsigned one whose

@@ -39,7 +39,7 @@ inline constexpr char kDroppedPrefix = 'X';  // | series id: the series was drop
 // 1..3), built from raw when a version 2 store is opened; 4: dropped-series
 // keys (a version 3 store has none); 5: tallies, the tier rows of string
 // fields (built from raw when a version 3 or 4 store is opened).
-inline constexpr uint32_t kFormatVersion = 6;
+inline constexpr uint32_t kFormatVersion = 7;
 inline constexpr uint8_t kRawTier = 0;
 
 void PutU32BE(std::string* out, uint32_t v);

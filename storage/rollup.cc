@@ -6,6 +6,7 @@
 
 #include "storage/byte_reader.h"
 #include "storage/coding.h"
+#include "storage/float_codec.h"
 #include "storage/key_layout.h"
 #include "storage/zstd_frame.h"
 
@@ -15,9 +16,11 @@ namespace {
 
 // Format 1 wrote buckets and point offsets in nanoseconds and a sketch in
 // every row; format 3 writes them in units and keeps sketches only where
-// asked (docs/format/rollups.md). Both are read; flushes write format 3.
+// asked; format 4 writes each value column by the method that makes it
+// smallest (docs/format/rollups.md). All are read; flushes write format 4.
 constexpr uint8_t kRollupFormat1 = 1;
-constexpr uint8_t kRollupFormat = 3;
+constexpr uint8_t kRollupFormat3 = 3;
+constexpr uint8_t kRollupFormat = 4;
 // The units buckets and offsets are written in: the largest that divides
 // every one of them, as its index here (a nibble of the units byte).
 constexpr int64_t kUnits[] = {1,
@@ -196,21 +199,8 @@ bool GetDoubles(ByteReader* r, size_t n, double* v) {
   return true;
 }
 
-// A typed value column (its times are written separately when they differ
-// from the buckets).
-void PutValues(const Column& c, std::string* out) {
-  switch (c.type) {
-    case FieldType::kInt:
-      PutInts(c.ints.data(), c.ints.size(), out);
-      break;
-    case FieldType::kUint:
-      PutInts(reinterpret_cast<const int64_t*>(c.uints.data()), c.uints.size(), out);
-      break;
-    default:
-      PutDoubles(c.floats.data(), c.floats.size(), out);
-      break;
-  }
-}
+// A typed value column of formats 1 and 3 (its times are written separately
+// when they differ from the buckets).
 bool GetValues(ByteReader* r, size_t n, Column* c) {
   switch (c->type) {
     case FieldType::kInt:
@@ -222,6 +212,152 @@ bool GetValues(ByteReader* r, size_t n, Column* c) {
     default:
       c->floats.resize(n);
       return GetDoubles(r, n, c->floats.data());
+  }
+}
+
+// Format 4's value columns are each written by a method, a nibble: bit 0
+// the predictor each value is a zigzag delta from, the previous row's value
+// (kPrevious) or the same row's value of the column's reference (kSameRow:
+// max from min, first from min, last from max); bits 1-3 the
+// representation, 0 the field type's own (a float column then is
+// PutDoubles' bytes, from the previous row) or 1 + k for a float column
+// whose every value is m / 10^k exactly (FromDecimal), written as the
+// integers m. The five nibbles (sum, min, max, first, last) are in the
+// block's header.
+constexpr uint8_t kPrevious = 0;
+constexpr uint8_t kSameRow = 1;
+constexpr size_t kValueColumns = 5;
+constexpr size_t kMethodBytes = 3;
+
+size_t DeltaBytes(const int64_t* v, const int64_t* ref, size_t n) {
+  size_t bytes = 0;
+  uint64_t prev = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t base = ref != nullptr ? static_cast<uint64_t>(ref[i]) : prev;
+    bytes += VarintLength(ZigZagEncode(static_cast<uint64_t>(v[i]) - base));
+    prev = static_cast<uint64_t>(v[i]);
+  }
+  return bytes;
+}
+void PutDeltas(const int64_t* v, const int64_t* ref, size_t n, std::string* out) {
+  uint64_t prev = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t base = ref != nullptr ? static_cast<uint64_t>(ref[i]) : prev;
+    PutVarint64(out, ZigZagEncode(static_cast<uint64_t>(v[i]) - base));
+    prev = static_cast<uint64_t>(v[i]);
+  }
+}
+bool GetDeltas(ByteReader* r, const int64_t* ref, size_t n, int64_t* v) {
+  uint64_t prev = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t zz = 0;
+    if (!r->ReadVarint64(&zz)) return false;
+    const uint64_t base = ref != nullptr ? static_cast<uint64_t>(ref[i]) : prev;
+    prev = base + ZigZagDecode(zz);
+    v[i] = static_cast<int64_t>(prev);
+  }
+  return true;
+}
+
+// The bytes of PutDoubles' form that are not zero: about what the block's
+// zstd pass leaves of it (runs of zero high bytes cost next to nothing).
+size_t XorBytes(const double* v, size_t n) {
+  size_t bytes = 0;
+  uint64_t prev = 0;
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t bits;
+    std::memcpy(&bits, &v[i], 8);
+    for (uint64_t x = bits ^ prev; x != 0; x >>= 8) bytes += (x & 0xff) != 0;
+    prev = bits;
+  }
+  return bytes;
+}
+
+// Writes n values of `type` (int64_t, uint64_t or double, as `values`
+// points to), with `ref` the same row's reference values or null, by the
+// method that makes them smallest; returns the method.
+uint8_t PutColumn(FieldType type, const void* values, const void* ref, size_t n, std::string* out) {
+  if (type != FieldType::kFloat) {
+    const auto* v = static_cast<const int64_t*>(values);
+    const auto* r = static_cast<const int64_t*>(ref);
+    const bool same_row = r != nullptr && DeltaBytes(v, r, n) < DeltaBytes(v, nullptr, n);
+    PutDeltas(v, same_row ? r : nullptr, n, out);
+    return same_row ? kSameRow : kPrevious;
+  }
+  const auto* v = static_cast<const double*>(values);
+  const int digits = FindDecimalDigits(std::span<const double>(v, n));
+  if (digits >= 0) {
+    std::vector<int64_t> m(n), mr;
+    for (size_t i = 0; i < n; ++i) ToDecimal(v[i], digits, &m[i]);
+    if (ref != nullptr) {
+      const auto* rv = static_cast<const double*>(ref);
+      mr.resize(n);
+      for (size_t i = 0; i < n && !mr.empty(); ++i) {
+        if (!ToDecimal(rv[i], digits, &mr[i])) mr.clear();
+      }
+    }
+    const size_t previous = DeltaBytes(m.data(), nullptr, n);
+    const size_t same_row = mr.empty() ? SIZE_MAX : DeltaBytes(m.data(), mr.data(), n);
+    if (std::min(previous, same_row) < XorBytes(v, n)) {
+      const uint8_t predictor = same_row < previous ? kSameRow : kPrevious;
+      PutDeltas(m.data(), predictor == kSameRow ? mr.data() : nullptr, n, out);
+      return static_cast<uint8_t>((1 + digits) << 1 | predictor);
+    }
+  }
+  PutDoubles(v, n, out);
+  return kPrevious;
+}
+bool GetColumn(ByteReader* r, uint8_t method, FieldType type, const void* ref, size_t n,
+               void* values) {
+  const uint8_t predictor = method & 1, representation = method >> 1;
+  if (predictor == kSameRow && ref == nullptr) return false;
+  if (type != FieldType::kFloat) {
+    return representation == 0 &&
+           GetDeltas(r, predictor == kSameRow ? static_cast<const int64_t*>(ref) : nullptr, n,
+                     static_cast<int64_t*>(values));
+  }
+  auto* v = static_cast<double*>(values);
+  if (representation == 0) return predictor == kPrevious && GetDoubles(r, n, v);
+  const int digits = representation - 1;  // at most 6: the nibble's 3 bits
+  std::vector<int64_t> m(n), mr;
+  if (predictor == kSameRow) {
+    const auto* rv = static_cast<const double*>(ref);
+    mr.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      if (!ToDecimal(rv[i], digits, &mr[i])) return false;
+    }
+  }
+  if (!GetDeltas(r, predictor == kSameRow ? mr.data() : nullptr, n, m.data())) return false;
+  for (size_t i = 0; i < n; ++i) {
+    // |m| < 2^53, as ToDecimal gives: nothing the encoder could not write.
+    if (m[i] >= (int64_t{1} << 53) || m[i] <= -(int64_t{1} << 53)) return false;
+    v[i] = FromDecimal(m[i], digits);
+  }
+  return true;
+}
+
+// A column's values as PutColumn and GetColumn take them.
+const void* ValuesOf(const Column& c) {
+  switch (c.type) {
+    case FieldType::kInt:
+      return c.ints.data();
+    case FieldType::kUint:
+      return c.uints.data();
+    default:
+      return c.floats.data();
+  }
+}
+void* ResizedValues(Column* c, size_t n) {
+  switch (c->type) {
+    case FieldType::kInt:
+      c->ints.resize(n);
+      return c->ints.data();
+    case FieldType::kUint:
+      c->uints.resize(n);
+      return c->uints.data();
+    default:
+      c->floats.resize(n);
+      return c->floats.data();
   }
 }
 
@@ -279,8 +415,9 @@ bool GetBuckets(ByteReader* r, size_t n, size_t unit, int64_t* bucket) {
 
 }  // namespace
 
-bool IsFirstFormatRollupBlock(std::string_view data) {
-  return !data.empty() && static_cast<uint8_t>(data[0]) == kRollupFormat1;
+bool IsOlderFormatRollupBlock(std::string_view data) {
+  return !data.empty() && (static_cast<uint8_t>(data[0]) == kRollupFormat1 ||
+                           static_cast<uint8_t>(data[0]) == kRollupFormat3);
 }
 
 bool HasRollups(FieldType type) {
@@ -322,9 +459,10 @@ void MergeIntoLastRow(const RollupColumn& from, size_t j, RollupColumn* into) {
 }
 
 // format(u8) compression(u8: 0 none, 1 zstd) then the body, zstd-framed or
-// not. Body (format 3): type(u8) rows(varint) units(u8), then sections, each
+// not. Body (format 4): type(u8) rows(varint) units(u8), then sections, each
 // varint length + bytes: buckets and counts; sums; min and max; first and
-// last; sketches (empty when the rows keep none). docs/format/rollups.md.
+// last; sketches (empty when the rows keep none). Format 4 has the value
+// columns' methods (PutColumn) after the units. docs/format/rollups.md.
 void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out) {
   const size_t n = rows.size();
   std::string body;
@@ -340,32 +478,38 @@ void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out) {
     }
   }
   body.push_back(static_cast<char>(bucket_unit | offset_unit << 4));
+  // The column methods' bytes, filled in below.
+  const size_t methods_at = body.size();
+  body.append(kMethodBytes, '\0');
+  uint8_t method[kValueColumns];
   std::string section;
   PutBuckets(rows.bucket, bucket_unit, &section);
   PutInts(reinterpret_cast<const int64_t*>(rows.count.data()), n, &section);
   PutSection(&body, section);
   section.clear();
   // Integer fields: the typed sum only (their double sum is derived from it).
-  if (rows.type == FieldType::kFloat) {
-    PutDoubles(rows.dsum.data(), n, &section);
-  } else {
-    PutValues(rows.sum, &section);
-  }
+  method[0] =
+      PutColumn(rows.type, rows.type == FieldType::kFloat ? rows.dsum.data() : ValuesOf(rows.sum),
+                nullptr, n, &section);
   PutSection(&body, section);
   section.clear();
-  PutValues(rows.min, &section);
-  PutValues(rows.max, &section);
+  method[1] = PutColumn(rows.type, ValuesOf(rows.min), nullptr, n, &section);
+  method[2] = PutColumn(rows.type, ValuesOf(rows.max), ValuesOf(rows.min), n, &section);
   PutSection(&body, section);
   section.clear();
   PutOffsets(rows.first, rows.bucket, offset_unit, &section);
-  PutValues(rows.first, &section);
+  method[3] = PutColumn(rows.type, ValuesOf(rows.first), ValuesOf(rows.min), n, &section);
   PutOffsets(rows.last, rows.bucket, offset_unit, &section);
-  PutValues(rows.last, &section);
+  method[4] = PutColumn(rows.type, ValuesOf(rows.last), ValuesOf(rows.max), n, &section);
   PutSection(&body, section);
   section.clear();
+  for (size_t c = 0; c < kValueColumns; ++c) {
+    body[methods_at + c / 2] = static_cast<char>(static_cast<uint8_t>(body[methods_at + c / 2]) |
+                                                 method[c] << (c % 2 == 0 ? 0 : 4));
+  }
   if (sketches) {
     int32_t base = 0;
-    for (const Sketch& s : rows.sketch) s.Encode(&section, &base);
+    for (const Sketch& s : rows.sketch) s.Encode(&section, &base, Sketch::BinForm::kCountAndStep);
   }
   PutSection(&body, section);
 
@@ -375,7 +519,8 @@ void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out) {
 Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
   thread_local std::string inflated;
   const uint8_t format = data.empty() ? 0 : static_cast<uint8_t>(data[0]);
-  const uint8_t expect = format == kRollupFormat1 ? kRollupFormat1 : kRollupFormat;
+  const uint8_t expect =
+      format == kRollupFormat1 || format == kRollupFormat3 ? format : kRollupFormat;
   if (const Status framed = OpenBlock(data, expect, kMaxBodyBytes, &inflated, &data);
       !framed.ok()) {
     return Corrupt(framed.message());
@@ -389,7 +534,7 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
   }
   // Format 1 wrote nanoseconds.
   size_t bucket_unit = 0, offset_unit = 0;
-  if (format == kRollupFormat) {
+  if (format != kRollupFormat1) {
     uint8_t units = 0;
     if (!r.ReadByte(&units)) return Corrupt("truncated header");
     bucket_unit = units & 15;
@@ -397,6 +542,19 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
     if (bucket_unit >= kUnitCount || offset_unit >= kUnitCount) {
       return Corrupt("bad units " + std::to_string(units));
     }
+  }
+  // Format 4's columns are written by methods; the earlier formats' are the
+  // type's own form from the previous row.
+  const bool methods = format == kRollupFormat;
+  uint8_t method[kValueColumns] = {};
+  if (methods) {
+    std::string_view bytes;
+    if (!r.ReadBytes(kMethodBytes, &bytes)) return Corrupt("truncated header");
+    for (size_t c = 0; c < kValueColumns; ++c) {
+      method[c] =
+          static_cast<uint8_t>(static_cast<uint8_t>(bytes[c / 2]) >> (c % 2 == 0 ? 0 : 4) & 15);
+    }
+    if (static_cast<uint8_t>(bytes[2]) >> 4 != 0) return Corrupt("bad column methods");
   }
   // Every row costs at least a byte in the first section.
   if (rows > r.remaining()) return Corrupt("row count past the end");
@@ -417,15 +575,19 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
       return Corrupt("bad buckets");
     }
   }
+  const auto get = [&](ByteReader* b, size_t column, const Column* ref, Column* c) {
+    if (!methods) return GetValues(b, n, c);
+    return GetColumn(b, method[column], type, ref != nullptr ? ValuesOf(*ref) : nullptr, n,
+                     ResizedValues(c, n));
+  };
   if (parts & kRollupSum) {
     ByteReader b(sections[1]);
     out->sum.ts = out->bucket;
     if (type == FieldType::kFloat) {
-      out->dsum.resize(n);
-      if (!GetDoubles(&b, n, out->dsum.data())) return Corrupt("bad sums");
-      out->sum.floats = out->dsum;
+      if (!get(&b, 0, nullptr, &out->sum)) return Corrupt("bad sums");
+      out->dsum = out->sum.floats;
     } else {
-      if (!GetValues(&b, n, &out->sum)) return Corrupt("bad sums");
+      if (!get(&b, 0, nullptr, &out->sum)) return Corrupt("bad sums");
       out->dsum.resize(n);
       for (size_t i = 0; i < n; ++i) {
         out->dsum[i] = type == FieldType::kInt ? static_cast<double>(out->sum.ints[i])
@@ -433,19 +595,28 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
       }
     }
   }
-  if (parts & kRollupMinMax) {
+  // First and last of format 4 may be written from min and max: those are
+  // read for them when they were not asked for, and dropped after.
+  const bool extremes = (parts & kRollupMinMax) || (methods && (parts & kRollupFirstLast));
+  if (extremes) {
     ByteReader b(sections[2]);
     out->min.ts = out->max.ts = out->bucket;
-    if (!GetValues(&b, n, &out->min) || !GetValues(&b, n, &out->max)) {
+    if (!get(&b, 1, nullptr, &out->min) || !get(&b, 2, &out->min, &out->max)) {
       return Corrupt("bad extremes");
     }
   }
   if (parts & kRollupFirstLast) {
     ByteReader b(sections[3]);
-    if (!GetOffsets(&b, out->bucket, offset_unit, &out->first) || !GetValues(&b, n, &out->first) ||
-        !GetOffsets(&b, out->bucket, offset_unit, &out->last) || !GetValues(&b, n, &out->last)) {
+    if (!GetOffsets(&b, out->bucket, offset_unit, &out->first) ||
+        !get(&b, 3, &out->min, &out->first) ||
+        !GetOffsets(&b, out->bucket, offset_unit, &out->last) ||
+        !get(&b, 4, &out->max, &out->last)) {
       return Corrupt("bad first and last");
     }
+  }
+  if (extremes && !(parts & kRollupMinMax)) {
+    out->min.Clear();
+    out->max.Clear();
   }
   if (parts & kRollupSketch) {
     // Rows that keep no sketch (format 3, a tier other than the sketches')
@@ -453,9 +624,11 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
     std::string_view s = sections[4];
     out->sketch.resize(n);
     int32_t base = 0;
+    const Sketch::BinForm bins =
+        methods ? Sketch::BinForm::kCountAndStep : Sketch::BinForm::kNibbles;
     if (!s.empty() || format == kRollupFormat1) {
       for (Sketch& sk : out->sketch) {
-        if (!sk.Decode(&s, &base)) return Corrupt("bad sketch");
+        if (!sk.Decode(&s, &base, bins)) return Corrupt("bad sketch");
       }
     }
     if (!s.empty()) return Corrupt("trailing sketch bytes");

@@ -88,9 +88,9 @@ void AppendRollupRow(const RollupColumn& from, size_t j, RollupColumn* into);
 // Folds row j of `from` into the last row of `into` (the same bucket).
 void MergeIntoLastRow(const RollupColumn& from, size_t j, RollupColumn* into);
 
-// Whether `data` is a rollup block of the first format (docs/format/rollups.md),
-// which compaction writes again in the current one.
-bool IsFirstFormatRollupBlock(std::string_view data);
+// Whether `data` is a rollup block of an earlier format (1 or 3,
+// docs/format/rollups.md), which compaction writes again in the current one.
+bool IsOlderFormatRollupBlock(std::string_view data);
 
 // Appends the block of `rows`, with their sketches when `sketches` (the
 // sketch tier's rows) and without otherwise.

@@ -137,14 +137,19 @@ uint64_t Sketch::count() const {
 // is 1..15 is one byte, step << 4 | count; any other is a zero byte, the
 // zigzag step and the count as varints. Neighbouring values of a gauge
 // give small steps and counts: about a byte a bin.
-void Sketch::Encode(std::string* out, int32_t* base) const {
+void Sketch::Encode(std::string* out, int32_t* base, BinForm form) const {
   PutVarint64(out, zero_);
   for (const Bins* bins : {&pos_, &neg_}) {
     PutVarint64(out, bins->size());
     int64_t prev = *base - 1;
     for (const auto& [index, n] : *bins) {
       const int64_t step = index - prev;
-      if (step >= 1 && step <= 15 && n >= 1 && n <= 15) {
+      if (form == BinForm::kCountAndStep) {
+        // n >= 1: n - 1 above the step's two bits (0: the step follows).
+        const bool short_step = step >= 1 && step <= 3;
+        PutVarint64(out, (n - 1) << 2 | static_cast<uint64_t>(short_step ? step : 0));
+        if (!short_step) PutVarint64(out, ZigZagEncode(static_cast<uint64_t>(step)));
+      } else if (step >= 1 && step <= 15 && n >= 1 && n <= 15) {
         out->push_back(static_cast<char>(step << 4 | static_cast<int64_t>(n)));
       } else {
         out->push_back('\0');
@@ -157,7 +162,7 @@ void Sketch::Encode(std::string* out, int32_t* base) const {
   if (!pos_.empty()) *base = pos_.front().first;
 }
 
-bool Sketch::Decode(std::string_view* in, int32_t* base) {
+bool Sketch::Decode(std::string_view* in, int32_t* base, BinForm form) {
   ByteReader r(*in);
   pos_.clear();
   neg_.clear();
@@ -168,14 +173,28 @@ bool Sketch::Decode(std::string_view* in, int32_t* base) {
     bins->reserve(size);
     int64_t prev = static_cast<int64_t>(*base) - 1;
     for (uint64_t k = 0; k < size; ++k) {
-      uint8_t packed = 0;
-      if (!r.ReadByte(&packed)) return false;
-      int64_t step = packed >> 4;
-      uint64_t n = packed & 15;
-      if (packed == 0) {
-        uint64_t zz = 0;
-        if (!r.ReadVarint64(&zz) || !r.ReadVarint64(&n)) return false;
-        step = static_cast<int64_t>(ZigZagDecode(zz));
+      int64_t step = 0;
+      uint64_t n = 0;
+      if (form == BinForm::kCountAndStep) {
+        uint64_t v = 0;
+        if (!r.ReadVarint64(&v)) return false;
+        n = (v >> 2) + 1;
+        step = static_cast<int64_t>(v & 3);
+        if (step == 0) {
+          uint64_t zz = 0;
+          if (!r.ReadVarint64(&zz)) return false;
+          step = static_cast<int64_t>(ZigZagDecode(zz));
+        }
+      } else {
+        uint8_t packed = 0;
+        if (!r.ReadByte(&packed)) return false;
+        step = packed >> 4;
+        n = packed & 15;
+        if (packed == 0) {
+          uint64_t zz = 0;
+          if (!r.ReadVarint64(&zz) || !r.ReadVarint64(&n)) return false;
+          step = static_cast<int64_t>(ZigZagDecode(zz));
+        }
       }
       // Bounded before adding: a corrupt step must not overflow.
       if (step < -2 * kMaxIndex - 1 || step > 2 * kMaxIndex + 1) return false;

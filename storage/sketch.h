@@ -44,11 +44,16 @@ class Sketch {
   const Bins& negative() const { return neg_; }
   uint64_t zero() const { return zero_; }
 
+  // How bins are written (docs/format/rollups.md): rollup blocks of formats
+  // 1 and 3 pack a bin's step and count in a byte when both are 1 to 15
+  // (kNibbles); format 4 writes each bin's count with its step in the low
+  // two bits when the step is 1 to 3 (kCountAndStep).
+  enum class BinForm : uint8_t { kNibbles, kCountAndStep };
   // Bin indexes are written relative to `*base` (the first positive bin of
   // the sketch before, in a block), which is then set for the next.
-  void Encode(std::string* out, int32_t* base) const;
+  void Encode(std::string* out, int32_t* base, BinForm form) const;
   // Reads one sketch from the front of *in; false when malformed.
-  bool Decode(std::string_view* in, int32_t* base);
+  bool Decode(std::string_view* in, int32_t* base, BinForm form);
 
   bool operator==(const Sketch&) const = default;
 

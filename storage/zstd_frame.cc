@@ -21,11 +21,21 @@ bool ZstdCompressIfSmaller(std::string* body, int level, size_t max_ratio) {
   return true;
 }
 
+namespace {
+
+// Every zstd frame starts with these bytes (RFC 8878, 3.1.1): blocks keep
+// their frames without them.
+constexpr char kZstdMagic[] = {'\x28', '\xb5', '\x2f', '\xfd'};
+constexpr size_t kZstdMagicBytes = sizeof(kZstdMagic);
+
+}  // namespace
+
 void AppendBlock(uint8_t format, std::string body, int level, std::string* out) {
   out->push_back(static_cast<char>(format));
-  const bool packed = ZstdCompressIfSmaller(&body, level, SIZE_MAX);
-  out->push_back(static_cast<char>(packed ? 1 : 0));
-  out->append(body);
+  const bool packed = ZstdCompressIfSmaller(&body, level, SIZE_MAX) &&
+                      body.compare(0, kZstdMagicBytes, kZstdMagic, kZstdMagicBytes) == 0;
+  out->push_back(static_cast<char>(packed ? 2 : 0));
+  out->append(packed ? std::string_view(body).substr(kZstdMagicBytes) : std::string_view(body));
 }
 
 Status OpenBlock(std::string_view data, uint8_t format, size_t max_bytes, std::string* scratch,
@@ -38,6 +48,12 @@ Status OpenBlock(std::string_view data, uint8_t format, size_t max_bytes, std::s
   data.remove_prefix(2);
   if (compression == 1) {
     GPULSE_RETURN_IF_ERROR(ZstdDecompress(data, max_bytes, scratch));
+    *body = *scratch;
+  } else if (compression == 2) {
+    thread_local std::string frame;
+    frame.assign(kZstdMagic, kZstdMagicBytes);
+    frame.append(data);
+    GPULSE_RETURN_IF_ERROR(ZstdDecompress(frame, max_bytes, scratch));
     *body = *scratch;
   } else if (compression == 0) {
     *body = data;

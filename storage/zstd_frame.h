@@ -25,8 +25,10 @@ bool ZstdCompressIfSmaller(std::string* body, int level, size_t max_ratio);
 Status ZstdDecompress(std::string_view frame, size_t max_bytes, std::string* body);
 
 // Tier blocks (rollups, tallies) are framed alike: a format byte, a
-// compression byte (0: the body as is, 1: one zstd frame of it), the body.
-// Appends the block of `body` (compressed at `level` when that is smaller).
+// compression byte (0: the body as is; 1: one zstd frame of it; 2: one zstd
+// frame of it less the frame's 4-byte magic number, which is the same in
+// every frame), the body. Appends the block of `body`, compressed at `level`
+// (as 2) when that is smaller.
 void AppendBlock(uint8_t format, std::string body, int level, std::string* out);
 // The body of a block that must have `format`: *body views `data`, or
 // *scratch when it was compressed. Corruption ("truncated header", "unknown

@@ -24,6 +24,7 @@
 #include "storage/column.h"
 #include "storage/sketch.h"
 #include "tests/support/first_format_rollups.h"
+#include "tests/support/third_format_rollups.h"
 #include "tests/support/tier_codec.h"
 
 namespace gpulse::storage {
@@ -450,10 +451,10 @@ TEST(SketchTest, NanIsNotCountedAndInfinitiesAre) {
 
   std::string bytes;
   int32_t encode_base = 0, decode_base = 0;
-  s.Encode(&bytes, &encode_base);
+  s.Encode(&bytes, &encode_base, Sketch::BinForm::kCountAndStep);
   std::string_view in = bytes;
   Sketch decoded;
-  ASSERT_TRUE(decoded.Decode(&in, &decode_base));
+  ASSERT_TRUE(decoded.Decode(&in, &decode_base, Sketch::BinForm::kCountAndStep));
   EXPECT_TRUE(decoded == s);
 }
 
@@ -475,65 +476,113 @@ std::vector<Sketch> SampleSketches() {
 // The bases a sketch may be encoded against: the first block's, and a
 // previous sketch's first positive bin below, inside and above these bins.
 constexpr int32_t kBases[] = {0, 37, -500, 40'000};
+// Both bin forms: format 4's, and formats 1 and 3's (still read).
+constexpr Sketch::BinForm kForms[] = {Sketch::BinForm::kCountAndStep, Sketch::BinForm::kNibbles};
 
 TEST(SketchTest, EncodeDecodeRoundTripsAgainstAnyBase) {
-  for (int32_t base : kBases) {
-    for (const Sketch& s : SampleSketches()) {
-      std::string bytes;
-      int32_t encode_base = base, decode_base = base;
-      s.Encode(&bytes, &encode_base);
-      std::string_view in = bytes;
-      Sketch decoded = SketchOf(std::vector<double>{99});  // Decode must replace it
-      ASSERT_TRUE(decoded.Decode(&in, &decode_base)) << "base " << base;
-      EXPECT_TRUE(decoded == s) << "base " << base;
-      EXPECT_TRUE(in.empty());
-      EXPECT_EQ(decode_base, encode_base);
-      EXPECT_EQ(encode_base, s.positive().empty() ? base : s.positive().front().first);
+  for (const Sketch::BinForm form : kForms) {
+    for (int32_t base : kBases) {
+      for (const Sketch& s : SampleSketches()) {
+        SCOPED_TRACE(testing::Message() << "base " << base << ", form " << static_cast<int>(form));
+        std::string bytes;
+        int32_t encode_base = base, decode_base = base;
+        s.Encode(&bytes, &encode_base, form);
+        std::string_view in = bytes;
+        Sketch decoded = SketchOf(std::vector<double>{99});  // Decode must replace it
+        ASSERT_TRUE(decoded.Decode(&in, &decode_base, form));
+        EXPECT_TRUE(decoded == s);
+        EXPECT_TRUE(in.empty());
+        EXPECT_EQ(decode_base, encode_base);
+        EXPECT_EQ(encode_base, s.positive().empty() ? base : s.positive().front().first);
+      }
     }
   }
 }
 
 TEST(SketchTest, ConcatenatedEncodingsDecodeInSequence) {
   const std::vector<Sketch> sketches = SampleSketches();
-  std::string bytes;
-  int32_t encode_base = 0;
-  for (int round = 0; round < 2; ++round) {
-    for (const Sketch& s : sketches) s.Encode(&bytes, &encode_base);
-  }
-  bytes += "tail";
-  std::string_view in = bytes;
-  int32_t decode_base = 0;
-  for (int round = 0; round < 2; ++round) {
-    for (const Sketch& s : sketches) {
-      Sketch decoded;
-      ASSERT_TRUE(decoded.Decode(&in, &decode_base));
-      EXPECT_TRUE(decoded == s);
+  for (const Sketch::BinForm form : kForms) {
+    std::string bytes;
+    int32_t encode_base = 0;
+    for (int round = 0; round < 2; ++round) {
+      for (const Sketch& s : sketches) s.Encode(&bytes, &encode_base, form);
     }
+    bytes += "tail";
+    std::string_view in = bytes;
+    int32_t decode_base = 0;
+    for (int round = 0; round < 2; ++round) {
+      for (const Sketch& s : sketches) {
+        Sketch decoded;
+        ASSERT_TRUE(decoded.Decode(&in, &decode_base, form));
+        EXPECT_TRUE(decoded == s);
+      }
+    }
+    EXPECT_EQ(in, "tail");
+    EXPECT_EQ(decode_base, encode_base);
   }
-  EXPECT_EQ(in, "tail");
-  EXPECT_EQ(decode_base, encode_base);
 }
 
 TEST(SketchTest, DecodeRejectsEveryTruncation) {
   // The decoder reads the same fields from a prefix as from the whole
   // encoding, so a strict prefix always runs out before the end.
-  for (int32_t base : kBases) {
-    for (const Sketch& s : SampleSketches()) {
-      std::string bytes;
-      int32_t encode_base = base;
-      s.Encode(&bytes, &encode_base);
-      for (size_t len = 0; len < bytes.size(); ++len) {
-        std::string_view in(bytes.data(), len);
-        Sketch decoded;
-        int32_t decode_base = base;
-        EXPECT_FALSE(decoded.Decode(&in, &decode_base))
-            << "prefix of " << len << " of " << bytes.size() << ", base " << base;
+  for (const Sketch::BinForm form : kForms) {
+    for (int32_t base : kBases) {
+      for (const Sketch& s : SampleSketches()) {
+        std::string bytes;
+        int32_t encode_base = base;
+        s.Encode(&bytes, &encode_base, form);
+        for (size_t len = 0; len < bytes.size(); ++len) {
+          std::string_view in(bytes.data(), len);
+          Sketch decoded;
+          int32_t decode_base = base;
+          EXPECT_FALSE(decoded.Decode(&in, &decode_base, form))
+              << "prefix of " << len << " of " << bytes.size() << ", base " << base;
+        }
       }
     }
   }
 }
 
-// One bin as Sketch::Encode writes it: its index's step from the bin before
+// Format 4's bins: varint (count - 1) << 2 | step when the step is 1 to 3,
+// else (count - 1) << 2 and the zigzag step.
+TEST(SketchTest, CountAndStepBinsReadAsWritten) {
+  std::string bytes;
+  PutVarint64(&bytes, 2);                  // zero
+  PutVarint64(&bytes, 3);                  // three positive bins
+  PutVarint64(&bytes, (40 - 1) << 2 | 0);  // 40 values, the step follows
+  PutVarint64(&bytes, ZigZagEncode(static_cast<uint64_t>(int64_t{-4})));
+  PutVarint64(&bytes, (1 - 1) << 2 | 1);     // one value, the next bin
+  PutVarint64(&bytes, (1000 - 1) << 2 | 3);  // 1,000 values, three bins on
+  PutVarint64(&bytes, 1);                    // one negative bin
+  PutVarint64(&bytes, (7 - 1) << 2 | 2);     // 7 values, step 2 from base - 1
+  std::string_view in = bytes;
+  Sketch s;
+  int32_t base = 10;
+  ASSERT_TRUE(s.Decode(&in, &base, Sketch::BinForm::kCountAndStep));
+  EXPECT_TRUE(in.empty());
+  EXPECT_EQ(s.zero(), 2u);
+  EXPECT_EQ(s.positive(), (Sketch::Bins{{5, 40}, {6, 1}, {9, 1000}}));
+  EXPECT_EQ(s.negative(), (Sketch::Bins{{11, 7}}));
+  EXPECT_EQ(base, 5);
+  // Written back, the same bytes.
+  std::string again;
+  int32_t encode_base = 10;
+  s.Encode(&again, &encode_base, Sketch::BinForm::kCountAndStep);
+  EXPECT_EQ(again, bytes);
+  // A later bin whose written step does not ascend is refused.
+  std::string bad;
+  PutVarint64(&bad, 0);
+  PutVarint64(&bad, 2);
+  PutVarint64(&bad, 1);  // count 1, step 1
+  PutVarint64(&bad, 0);  // count 1, the step follows
+  PutVarint64(&bad, ZigZagEncode(0));
+  PutVarint64(&bad, 0);
+  in = bad;
+  base = 0;
+  EXPECT_FALSE(s.Decode(&in, &base, Sketch::BinForm::kCountAndStep));
+}
+
+// One bin as Sketch::Encode writes it in formats 1 and 3: its index's step from the bin before
 // (the first: from base - 1) and its count, packed in a byte (step << 4 |
 // count) or escaped (a zero byte, then the zigzag step and the count as
 // varints).
@@ -564,9 +613,10 @@ std::string RawSketchBytes(uint64_t zero, const std::vector<RawBin>& pos,
   return out;
 }
 
+// Formats 1 and 3's bins.
 bool DecodesFully(const std::string& bytes, Sketch* s, int32_t base = 0) {
   std::string_view in = bytes;
-  return s->Decode(&in, &base) && in.empty();
+  return s->Decode(&in, &base, Sketch::BinForm::kNibbles) && in.empty();
 }
 
 TEST(SketchTest, DecodeReadsPackedAndEscapedBins) {
@@ -982,10 +1032,45 @@ TEST(RollupTest, BlocksOfTheFirstFormatStillRead) {
     const Status s = DecodeRollups(*bytes, kRollupAll, &got);
     ASSERT_TRUE(s.ok()) << s.ToString();
     ExpectSameRows(got, want, true);
-    // Written again, it is format 3, and reads the same.
+    // Written again, it is format 4, and reads the same.
     const std::string again = Encoded(got);
-    EXPECT_EQ(again[0], 3);
+    EXPECT_EQ(again[0], 4);
     EXPECT_LT(again.size(), bytes->size());
+    ASSERT_TRUE(DecodeRollups(again, kRollupAll, &got).ok());
+    ExpectSameRows(got, want, true);
+  }
+}
+
+// Blocks of rollup format 3, as gpulse wrote them before format 4
+// (tests/support/third_format_rollups.h): they read as the rows they were
+// built from; written again (format 4), the one-decimal floats are smaller
+// and the integers at most the three bytes of the column methods larger.
+TEST(RollupTest, BlocksOfTheThirdFormatStillRead) {
+  const std::string format3_int = gpulse::test::ThirdFormatIntBlock();
+  const std::string format3_float = gpulse::test::ThirdFormatFloatBlock();
+  for (const auto& [type, bytes] :
+       {std::pair{FieldType::kInt, &format3_int}, std::pair{FieldType::kFloat, &format3_float}}) {
+    SCOPED_TRACE(FieldTypeName(type));
+    ASSERT_EQ((*bytes)[0], 3);
+    EXPECT_TRUE(IsOlderFormatRollupBlock(*bytes));
+    const Column raw = gpulse::test::FirstFormatPoints(type);
+    RollupColumn want;
+    want.Reset(type);
+    BuildRollups(raw, 0, raw.size(), k1h, &want);
+    for (Sketch& s : want.sketch) s = Sketch();  // the 1h tier keeps none
+    RollupColumn got = Stale();
+    const Status s = DecodeRollups(*bytes, kRollupAll, &got);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ExpectSameRows(got, want, true);
+    std::string again;
+    EncodeRollups(got, false, &again);
+    EXPECT_EQ(again[0], 4);
+    EXPECT_FALSE(IsOlderFormatRollupBlock(again));
+    if (type == FieldType::kFloat) {
+      EXPECT_LT(again.size(), bytes->size());
+    } else {
+      EXPECT_LE(again.size(), bytes->size() + 3);
+    }
     ASSERT_TRUE(DecodeRollups(again, kRollupAll, &got).ok());
     ExpectSameRows(got, want, true);
   }
@@ -1107,7 +1192,7 @@ void ExpectConsistentIfOk(const Status& s, const RollupColumn& out) {
 TEST(RollupTest, DecodeRejectsMalformedHeaders) {
   const Forms f = SampleForms();
   ASSERT_EQ(f.tiny[1], 0) << "the tiny block must stay plain";
-  ASSERT_EQ(f.compressed[1], 1) << "the full block must compress";
+  ASSERT_EQ(f.compressed[1], 2) << "the full block must compress";
   RollupColumn out;
   ASSERT_TRUE(DecodeRollups(f.tiny, kRollupAll, &out).ok());
   ASSERT_TRUE(DecodeRollups(f.compressed, kRollupAll, &out).ok());
@@ -1122,7 +1207,7 @@ TEST(RollupTest, DecodeRejectsMalformedHeaders) {
       bad[0] = format;
       EXPECT_TRUE(DecodeRollups(bad, kRollupAll, &out).IsCorruption()) << int{format};
     }
-    for (char compression : {'\x02', '\x7f', '\xff'}) {
+    for (char compression : {'\x03', '\x7f', '\xff'}) {
       std::string bad = *block;
       bad[1] = compression;
       EXPECT_TRUE(DecodeRollups(bad, kRollupAll, &out).IsCorruption()) << int{compression};
@@ -1137,17 +1222,21 @@ TEST(RollupTest, DecodeRejectsMalformedHeaders) {
   swapped[1] = 0;
   ExpectConsistentIfOk(DecodeRollups(swapped, kRollupAll, &out), out);
   swapped = f.big_plain;
-  swapped[1] = 1;
-  EXPECT_FALSE(DecodeRollups(swapped, kRollupAll, &out).ok());
+  for (char compression : {'\x01', '\x02'}) {
+    swapped[1] = compression;
+    EXPECT_FALSE(DecodeRollups(swapped, kRollupAll, &out).ok()) << int{compression};
+  }
 }
 
 // A plain block's framing: the format, the type, the row count, the units
-// (format 3) and the five sections, each kept as its bytes.
+// (formats 3 and 4), the column methods (format 4: five nibbles, sum, min,
+// max, first, last) and the five sections, each kept as its bytes.
 struct Framing {
-  uint8_t format = 3;
+  uint8_t format = 4;
   uint8_t type = 0;
   uint64_t rows = 0;
   uint8_t units = 0;
+  std::string methods;
   std::string sections[5];
 };
 
@@ -1157,8 +1246,13 @@ Framing Split(const std::string& plain_block) {
   f.format = static_cast<uint8_t>(plain_block[0]);
   ByteReader r(std::string_view(plain_block).substr(2));
   EXPECT_TRUE(r.ReadByte(&f.type) && r.ReadVarint64(&f.rows));
-  if (f.format == 3) {
+  if (f.format >= 3) {
     EXPECT_TRUE(r.ReadByte(&f.units));
+  }
+  if (f.format == 4) {
+    std::string_view methods;
+    EXPECT_TRUE(r.ReadBytes(3, &methods));
+    f.methods = methods;
   }
   for (std::string& section : f.sections) {
     uint64_t len = 0;
@@ -1176,12 +1270,73 @@ std::string Join(const Framing& f) {
   out.push_back('\0');
   out.push_back(static_cast<char>(f.type));
   PutVarint64(&out, f.rows);
-  if (f.format == 3) out.push_back(static_cast<char>(f.units));
+  if (f.format >= 3) out.push_back(static_cast<char>(f.units));
+  out += f.methods;
   for (const std::string& section : f.sections) {
     PutVarint64(&out, section.size());
     out += section;
   }
   return out;
+}
+
+// The method nibble of value column c (0 sum, 1 min, 2 max, 3 first, 4 last)
+// of a format-4 block.
+int MethodOf(const Framing& f, size_t c) {
+  return static_cast<uint8_t>(f.methods[c / 2]) >> (c % 2 == 0 ? 0 : 4) & 15;
+}
+
+// Format 4 writes each value column by the method that makes it smallest
+// (docs/format/rollups.md): a counter's first and last from the same row's
+// min and max, readings with one decimal as integers of tenths, and any
+// float column with a value no decimal form has (NaN, -0.0, infinities,
+// 0.1 + 0.2) as XORed doubles. Every one reads back bit for bit.
+TEST(RollupTest, EachValueColumnIsWrittenByItsSmallestMethodAndReadBitForBit) {
+  // A counter: each hour's first is its min and its last its max.
+  RollupColumn counter;
+  counter.Reset(FieldType::kInt);
+  int64_t at = 171'198'588'053'049;
+  for (int h = 0; h < 24; ++h) {
+    const int64_t first = at, last = at + 101'444'418'653'137 + h * 7'919;
+    const int64_t sum = first * 30 + last * 30;
+    PushRow<int64_t>(&counter, kT0 + h * k1h, 60, static_cast<double>(sum), sum, first, last,
+                     kT0 + h * k1h, first, kT0 + h * k1h + 59 * kMinute, last, Sketch());
+    at = last + 1'743'000'000'000;
+  }
+  // Power readings with one decimal; the sums are not decimals.
+  const RollupColumn power = FullBlock();
+  const auto plain = [](const RollupColumn& rows) {
+    std::string block;
+    EncodeRollups(rows, false, &block);
+    return block[1] == 0 ? block : UncompressedBlock(block);
+  };
+  const Framing c = Split(plain(counter));
+  EXPECT_EQ(MethodOf(c, 0), 0) << "sum from the previous row";
+  EXPECT_EQ(MethodOf(c, 1), 0) << "min from the previous row";
+  EXPECT_EQ(MethodOf(c, 3), 1) << "first from min";
+  EXPECT_EQ(MethodOf(c, 4), 1) << "last from max";
+  const Framing p = Split(plain(power));
+  EXPECT_EQ(MethodOf(p, 0), 0) << "the double sums as XORed doubles";
+  for (size_t col = 1; col < 5; ++col) {
+    EXPECT_EQ(MethodOf(p, col) >> 1, 2) << "column " << col << ": tenths (1 + 1 digit)";
+  }
+  const Framing x = Split(plain(FloatRows()));
+  for (size_t col = 0; col < 5; ++col) {
+    EXPECT_EQ(MethodOf(x, col), 0) << "column " << col << " has values no decimal form has";
+  }
+  const RollupColumn* const both[] = {&counter, &power};
+  for (const RollupColumn* rows : both) {
+    RollupColumn got = Stale();
+    ASSERT_TRUE(DecodeRollups(plain(*rows), kRollupAll, &got).ok());
+    RollupColumn want = *rows;
+    for (Sketch& s : want.sketch) s = Sketch();
+    ExpectSameRows(got, want, true);
+    // First and last read alone (their references read for them).
+    RollupColumn ends;
+    ASSERT_TRUE(DecodeRollups(plain(*rows), kRollupFirstLast, &ends).ok());
+    ExpectSameColumn(ends.first, want.first, "first", true);
+    ExpectSameColumn(ends.last, want.last, "last", true);
+    EXPECT_TRUE(ends.min.ts.empty() && ends.max.ts.empty()) << "min and max were not asked for";
+  }
 }
 
 TEST(RollupTest, DecodeRejectsBlocksWhoseFramingDisagreesWithTheirRows) {
@@ -1205,6 +1360,17 @@ TEST(RollupTest, DecodeRejectsBlocksWhoseFramingDisagreesWithTheirRows) {
     EXPECT_TRUE(DecodeRollups(Join(bad), kRollupSketch, &out).IsCorruption());
     bad.sections[4].resize(f.sections[4].size() - 1);
     EXPECT_TRUE(DecodeRollups(Join(bad), kRollupSketch, &out).IsCorruption()) << "sketch cut";
+    // Column methods no encoder writes: the sum or the minimum from a
+    // reference they do not have, a decimal integer column, the spare nibble.
+    for (const auto& [at, method, parts] :
+         {std::tuple{0, '\x01', kRollupSum}, std::tuple{0, '\x10', kRollupMinMax},
+          std::tuple{1, '\x02', kRollupMinMax}, std::tuple{2, '\x10', kRollupAll}}) {
+      if (method == '\x02' && f.type == static_cast<uint8_t>(FieldType::kFloat)) continue;
+      bad = f;
+      bad.methods[at] = static_cast<char>(bad.methods[at] | method);
+      EXPECT_TRUE(DecodeRollups(Join(bad), parts, &out).IsCorruption())
+          << "method byte " << at << " |= " << int{method};
+    }
   }
   // A row count far past what the bytes could hold is rejected before
   // anything is allocated for it.

@@ -544,7 +544,7 @@ std::string OneRowBody(uint64_t first, uint64_t last, uint64_t count, uint64_t o
 TEST(TallyTest, DecodeRejectsMalformedHeaders) {
   const Forms f = SampleForms();
   ASSERT_EQ(f.tiny[1], 0) << "the tiny block must stay plain";
-  ASSERT_EQ(f.compressed[1], 1) << "the full block must compress";
+  ASSERT_EQ(f.compressed[1], 2) << "the full block must compress";
   TallyColumn out;
   ASSERT_TRUE(DecodeTallies(f.tiny, &out).ok());
   ASSERT_TRUE(DecodeTallies(f.compressed, &out).ok());
@@ -559,14 +559,21 @@ TEST(TallyTest, DecodeRejectsMalformedHeaders) {
       bad[0] = format;
       EXPECT_TRUE(DecodeTallies(bad, &out).IsCorruption()) << int{format};
     }
-    for (char compression : {'\x02', '\x7f', '\xff'}) {
+    for (char compression : {'\x03', '\x7f', '\xff'}) {
       std::string bad = *block;
       bad[1] = compression;
       EXPECT_TRUE(DecodeTallies(bad, &out).IsCorruption()) << int{compression};
     }
   }
-  // A plain body read as zstd.
+  // A plain body read as zstd, with and without the frame's magic number;
+  // a frame stored without its magic number read as one that has it.
   std::string swapped = f.big_plain;
+  for (char compression : {'\x01', '\x02'}) {
+    swapped[1] = compression;
+    EXPECT_TRUE(DecodeTallies(swapped, &out).IsCorruption()) << int{compression};
+  }
+  ASSERT_EQ(f.compressed[1], '\x02');
+  swapped = f.compressed;
   swapped[1] = 1;
   EXPECT_TRUE(DecodeTallies(swapped, &out).IsCorruption());
 }

@@ -355,14 +355,14 @@ TEST_F(TierTest, FirstFormatTierBlocksAnswerAsBeforeAndCompactionRewritesThem) {
     std::string version, copied;
     ASSERT_TRUE(store->Get(leveldb::ReadOptions(), storage::VersionKey(), &version).ok());
     ASSERT_EQ(version.size(), 4u);
-    EXPECT_EQ(storage::GetU32BE(version.data()), 6u);  // opened, so no older gpulse reads it
+    EXPECT_EQ(storage::GetU32BE(version.data()), 7u);  // opened, so no older gpulse reads it
     ASSERT_TRUE(store->Get(leveldb::ReadOptions(), damaged_key, &copied).ok());
     EXPECT_EQ(copied, damaged);
     ASSERT_TRUE(store->Delete(leveldb::WriteOptions(), damaged_key).ok());
   }
   tier_blocks([](leveldb::DB*, const std::string&, const std::string& value) {
-    EXPECT_EQ(value[0], 3);
-    EXPECT_FALSE(storage::IsFirstFormatRollupBlock(value));
+    EXPECT_EQ(value[0], 4);
+    EXPECT_FALSE(storage::IsOlderFormatRollupBlock(value));
     EXPECT_LT(value.size(), test::FirstFormatFloatBlock().size());
     storage::RollupColumn rows;
     ASSERT_TRUE(storage::DecodeRollups(value, storage::kRollupAll, &rows).ok());
