@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -565,7 +566,14 @@ void DecodeRun(FieldType type, const Head::Open& run, Slot* out) {
 }  // namespace
 
 Head::Head() = default;
-Head::~Head() = default;
+
+Head::~Head() {
+  for (const std::vector<Entry>& entries : series_) {
+    for (const Entry& entry : entries) {
+      if (entry.open != nullptr) FreeOpen(entry.open);
+    }
+  }
+}
 
 void* Head::Allocate(size_t bytes) {
   bytes = (bytes + 7) & ~size_t{7};
@@ -584,19 +592,20 @@ void* Head::Allocate(size_t bytes) {
 }
 
 Head::Open* Head::NewOpen(uint32_t capacity) {
-  const int size_class = std::countr_zero(capacity / kFirstOpenBytes);
-  Open* run;
-  if (!spare_open_[size_class].empty()) {
-    run = spare_open_[size_class].back();
-    spare_open_[size_class].pop_back();
-  } else {
-    run = new (Allocate(sizeof(Open) + capacity + 8)) Open;
-    run->capacity = static_cast<uint16_t>(capacity);
-  }
-  run->count = run->bits = 0;
-  run->digits = Open::kUndecided;
+  const size_t bytes = sizeof(Open) + capacity + 8;
+  void* memory = std::malloc(bytes);
+  if (memory == nullptr) throw std::bad_alloc();
+  Open* run = new (memory) Open;
+  run->capacity = static_cast<uint16_t>(capacity);
   std::memset(run->data(), 0, capacity + 8);
+  bytes_ += bytes;
   return run;
+}
+
+void Head::FreeOpen(Open* run) {
+  bytes_ -= sizeof(Open) + run->capacity + 8;
+  run->~Open();
+  std::free(run);
 }
 
 void Head::Encode(Entry* entry, const Slot& slot) {
@@ -640,7 +649,7 @@ void Head::Encode(Entry* entry, const Slot& slot) {
     std::memcpy(static_cast<void*>(bigger), run, sizeof(Open));
     bigger->capacity = static_cast<uint16_t>(capacity);
     std::memcpy(bigger->data(), run->data(), BytesFor(run->bits));
-    spare_open_[std::countr_zero(run->capacity / kFirstOpenBytes)].push_back(run);
+    FreeOpen(run);
     entry->open = run = bigger;
   }
   WritePoint(entry->type, slot, code, run);
