@@ -635,9 +635,7 @@ void Head::Encode(Entry* entry, const Slot& slot) {
   if (BytesFor(run->bits + code.bits) > run->capacity) {
     // Room for the rest of the run at its bits a point so far (the first
     // two points, which carry a whole time and value, left out): every
-    // column of a fleet grows at once, so an outgrown buffer waits for a
-    // column of its size until the head is flushed, and fewer growths
-    // waste less.
+    // column of a fleet grows at once, and fewer growths copy less.
     const uint32_t per_point =
         run->count > 2 ? (run->bits - run->second_end) / (run->count - 2) : code.bits;
     const uint32_t projected = run->bits + code.bits + per_point * (kMostSlots - 1 - run->count);

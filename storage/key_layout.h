@@ -38,7 +38,9 @@ inline constexpr char kDroppedPrefix = 'X';  // | series id: the series was drop
 // 2: chunk keys carry a part number; 3: tiers (rollup blocks under tier ids
 // 1..3), built from raw when a version 2 store is opened; 4: dropped-series
 // keys (a version 3 store has none); 5: tallies, the tier rows of string
-// fields (built from raw when a version 3 or 4 store is opened).
+// fields (built from raw when a version 3 or 4 store is opened); 6: rollup
+// blocks of format 3; 7: rollup blocks of format 4 and tier frames without
+// the zstd magic (docs/format/rollups.md; both older forms still read).
 inline constexpr uint32_t kFormatVersion = 7;
 inline constexpr uint8_t kRawTier = 0;
 

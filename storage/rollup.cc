@@ -1,5 +1,6 @@
 #include "storage/rollup.h"
 
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -465,6 +466,11 @@ void MergeIntoLastRow(const RollupColumn& from, size_t j, RollupColumn* into) {
 // columns' methods (PutColumn) after the units. docs/format/rollups.md.
 void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out) {
   const size_t n = rows.size();
+  // Every part has a value a row (rows decoded with kRollupAll, or built).
+  for (const Column* c : {&rows.sum, &rows.min, &rows.max, &rows.first, &rows.last}) {
+    assert(c->ts.size() == n);
+    (void)c;
+  }
   std::string body;
   body.push_back(static_cast<char>(rows.type));
   PutVarint64(&body, n);
@@ -595,9 +601,12 @@ Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
       }
     }
   }
-  // First and last of format 4 may be written from min and max: those are
-  // read for them when they were not asked for, and dropped after.
-  const bool extremes = (parts & kRollupMinMax) || (methods && (parts & kRollupFirstLast));
+  // First and last of format 4 may be written from min and max (a
+  // kSameRow method): those are read for them when they were not asked
+  // for, and dropped after.
+  const bool ends_need_extremes =
+      methods && (parts & kRollupFirstLast) && ((method[3] | method[4]) & kSameRow);
+  const bool extremes = (parts & kRollupMinMax) || ends_need_extremes;
   if (extremes) {
     ByteReader b(sections[2]);
     out->min.ts = out->max.ts = out->bucket;

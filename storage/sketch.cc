@@ -1,6 +1,7 @@
 #include "storage/sketch.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 
 #include "storage/byte_reader.h"
@@ -18,6 +19,9 @@ const double kLogGamma = std::log(kGamma);
 constexpr int32_t kMaxIndex = 40'000;
 // A sketch holds at most this many bins per sign when decoded.
 constexpr uint64_t kMaxBins = 2 * kMaxIndex + 1;
+// A bin's count, at most: kCountAndStep keeps count - 1 above two bits, and
+// no store holds 2^62 points (4.6 * 10^18).
+constexpr uint64_t kMaxBinCount = uint64_t{1} << 62;
 
 // Sorted (index, count) runs of `indexes`, merged into *bins. A gauge's
 // values of one bucket fall in a few neighbouring bins: those are counted in
@@ -146,6 +150,7 @@ void Sketch::Encode(std::string* out, int32_t* base, BinForm form) const {
       const int64_t step = index - prev;
       if (form == BinForm::kCountAndStep) {
         // n >= 1: n - 1 above the step's two bits (0: the step follows).
+        assert(n >= 1 && n <= kMaxBinCount);
         const bool short_step = step >= 1 && step <= 3;
         PutVarint64(out, (n - 1) << 2 | static_cast<uint64_t>(short_step ? step : 0));
         if (!short_step) PutVarint64(out, ZigZagEncode(static_cast<uint64_t>(step)));
@@ -199,7 +204,8 @@ bool Sketch::Decode(std::string_view* in, int32_t* base, BinForm form) {
       // Bounded before adding: a corrupt step must not overflow.
       if (step < -2 * kMaxIndex - 1 || step > 2 * kMaxIndex + 1) return false;
       const int64_t index = prev + step;
-      if (index < -kMaxIndex || index > kMaxIndex || (k > 0 && step <= 0) || n == 0) {
+      if (index < -kMaxIndex || index > kMaxIndex || (k > 0 && step <= 0) || n == 0 ||
+          n > kMaxBinCount) {
         return false;
       }
       bins->emplace_back(static_cast<int32_t>(index), n);

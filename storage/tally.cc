@@ -13,7 +13,7 @@ namespace gpulse::storage {
 
 namespace {
 
-// Rollup blocks are format 1 (storage/rollup.cc).
+// Rollup blocks are formats 1, 3 and 4 (storage/rollup.cc).
 constexpr uint8_t kTallyFormat = 2;
 // Fast: a flush compresses every block it touches.
 constexpr int kZstdLevel = 1;

@@ -32,10 +32,16 @@ constexpr size_t kZstdMagicBytes = sizeof(kZstdMagic);
 
 void AppendBlock(uint8_t format, std::string body, int level, std::string* out) {
   out->push_back(static_cast<char>(format));
-  const bool packed = ZstdCompressIfSmaller(&body, level, SIZE_MAX) &&
-                      body.compare(0, kZstdMagicBytes, kZstdMagic, kZstdMagicBytes) == 0;
-  out->push_back(static_cast<char>(packed ? 2 : 0));
-  out->append(packed ? std::string_view(body).substr(kZstdMagicBytes) : std::string_view(body));
+  if (!ZstdCompressIfSmaller(&body, level, SIZE_MAX)) {
+    out->push_back('\0');
+    out->append(body);
+  } else if (body.compare(0, kZstdMagicBytes, kZstdMagic, kZstdMagicBytes) == 0) {
+    out->push_back('\2');
+    out->append(std::string_view(body).substr(kZstdMagicBytes));
+  } else {
+    out->push_back('\1');  // a frame of another kind (zstd's format never writes one): whole
+    out->append(body);
+  }
 }
 
 Status OpenBlock(std::string_view data, uint8_t format, size_t max_bytes, std::string* scratch,

@@ -1076,6 +1076,33 @@ TEST(RollupTest, BlocksOfTheThirdFormatStillRead) {
   }
 }
 
+// The 1d blocks of format 3 keep their sketches (bins as nibbles): they
+// read as the row and sketch built from the points, and written again
+// (format 4, bins by count) read the same.
+TEST(RollupTest, DayBlocksOfTheThirdFormatKeepTheirSketches) {
+  const std::string int_day = gpulse::test::ThirdFormatIntDayBlock();
+  const std::string float_day = gpulse::test::ThirdFormatFloatDayBlock();
+  for (const auto& [type, bytes] :
+       {std::pair{FieldType::kInt, &int_day}, std::pair{FieldType::kFloat, &float_day}}) {
+    SCOPED_TRACE(FieldTypeName(type));
+    ASSERT_EQ((*bytes)[0], 3);
+    const Column raw = gpulse::test::FirstFormatPoints(type);
+    RollupColumn want;
+    want.Reset(type);
+    BuildRollups(raw, 0, raw.size(), k1d, &want);
+    ASSERT_EQ(want.size(), 1u);
+    ASSERT_FALSE(want.sketch[0].empty());
+    RollupColumn got = Stale();
+    const Status s = DecodeRollups(*bytes, kRollupAll, &got);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ExpectSameRows(got, want, true);
+    const std::string again = Encoded(got);
+    EXPECT_EQ(again[0], 4);
+    ASSERT_TRUE(DecodeRollups(again, kRollupAll, &got).ok());
+    ExpectSameRows(got, want, true);
+  }
+}
+
 // Rows of a tier that keeps no sketches (storage::KeepsSketches) are stored
 // without them and read back with empty ones; every other part is kept.
 TEST(RollupTest, RowsStoredWithoutSketchesKeepEveryOtherPart) {
@@ -1336,6 +1363,47 @@ TEST(RollupTest, EachValueColumnIsWrittenByItsSmallestMethodAndReadBitForBit) {
     ExpectSameColumn(ends.first, want.first, "first", true);
     ExpectSameColumn(ends.last, want.last, "last", true);
     EXPECT_TRUE(ends.min.ts.empty() && ends.max.ts.empty()) << "min and max were not asked for";
+  }
+}
+
+// First and last read alone decode min and max only when they were written
+// from them: a damaged extremes section leaves a gauge's first and last
+// readable, and a counter's (first from min, last from max) not. A float
+// column whose reference holds a value with no decimal form (-0.0) is
+// written from its previous row instead, and reads back bit for bit.
+TEST(RollupTest, FirstAndLastReadTheirReferencesOnlyWhenWrittenFromThem) {
+  RollupColumn gauge;
+  gauge.Reset(FieldType::kFloat);
+  // min holds -0.0 in one row: no decimal form, so min is XORed doubles and
+  // first, with decimals of its own, cannot be written from it.
+  const double mins[] = {-0.0, 0.5, 1.5, 2.5};
+  for (int h = 0; h < 4; ++h) {
+    const double first = mins[h] + 0.1 * h, last = mins[h] + 3.7;
+    PushRow<double>(&gauge, kT0 + h * k1h, 60, 100.0 / 3, 100.0 / 3, mins[h], last + 100.3,
+                    kT0 + h * k1h, first, kT0 + h * k1h + 59 * kMinute, last, Sketch());
+  }
+  RollupColumn counter;
+  counter.Reset(FieldType::kInt);
+  for (int h = 0; h < 4; ++h) {
+    const int64_t first = int64_t{1'000'000'000} * h, last = first + 999'999'937;
+    PushRow<int64_t>(&counter, kT0 + h * k1h, 60, 0, 0, first, last, kT0 + h * k1h, first,
+                     kT0 + h * k1h + 59 * kMinute, last, Sketch());
+  }
+  for (const RollupColumn* rows : {&gauge, &counter}) {
+    std::string block;
+    EncodeRollups(*rows, false, &block);
+    if (block[1] != 0) block = UncompressedBlock(block);
+    Framing f = Split(block);
+    const bool from_extremes = ((MethodOf(f, 3) | MethodOf(f, 4)) & 1) != 0;
+    EXPECT_EQ(from_extremes, rows == &counter);
+    RollupColumn got;
+    ASSERT_TRUE(DecodeRollups(Join(f), kRollupFirstLast, &got).ok());
+    ExpectSameColumn(got.first, rows->first, "first", true);
+    ExpectSameColumn(got.last, rows->last, "last", true);
+    f.sections[2] = "\xff";  // the extremes, damaged
+    const Status damaged = DecodeRollups(Join(f), kRollupFirstLast, &got);
+    EXPECT_EQ(damaged.ok(), !from_extremes) << damaged.ToString();
+    EXPECT_TRUE(DecodeRollups(Join(f), kRollupMinMax, &got).IsCorruption());
   }
 }
 

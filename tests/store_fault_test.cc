@@ -214,10 +214,12 @@ TEST(StoreFaultTest, ACompactionThatCannotReopenTheStoreRefusesCallsAndLosesNoth
   options.store_env = &env;
   options.sync_policy = SyncPolicy::kEveryBatch;
   const std::vector<std::string> fields{"util"};
-  std::vector<Point> flushed, unflushed;
+  // The second batch is in the head when Compact starts (it flushes it
+  // first): both must read back after the failed swap and a reopen.
+  std::vector<Point> flushed, in_head;
   for (int64_t m = 0; m < 60; ++m) {
     flushed.push_back(Point{"gpu", NodeSeries(0).tags, {{"util", m}}, kT0 + m * kMinute});
-    unflushed.push_back(
+    in_head.push_back(
         Point{"gpu", NodeSeries(0).tags, {{"util", m + 100}}, kT0 + (60 + m) * kMinute});
   }
   {
@@ -225,7 +227,7 @@ TEST(StoreFaultTest, ACompactionThatCannotReopenTheStoreRefusesCallsAndLosesNoth
     ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
     ASSERT_TRUE(db->Write(flushed).ok());
     ASSERT_TRUE(db->Flush().ok());
-    ASSERT_TRUE(db->Write(unflushed).ok());
+    ASSERT_TRUE(db->Write(in_head).ok());
     env.Arm(true);
     const Status compacted = db->Compact();
     ASSERT_FALSE(compacted.ok());
