@@ -23,12 +23,18 @@
 #include "storage/chunk_codec.h"
 #include "storage/key_layout.h"
 #include "storage/rollup.h"
+#include "storage/zstd_frame.h"
 
 namespace gpulse::engine {
 
 namespace {
 
 constexpr size_t kCopyBatchBytes = 8 << 20;
+// zstd levels of tier blocks compressed with a dictionary: a flush's, like
+// the blocks without one, and a compaction's, which writes each block once
+// for good (docs/format/rollups.md, "Dictionaries").
+constexpr int kFlushDictionaryLevel = 1;
+constexpr int kCompactDictionaryLevel = 6;
 
 leveldb::Options StoreOptions(leveldb::Env* env) {
   leveldb::Options options;
@@ -62,6 +68,12 @@ Status DbImpl::OpenStore() {
   if (!s.ok()) return Status::IOError("open " + path_ + "/store: " + s.ToString());
   store_.reset(store);
   window_cache_.Clear();
+  std::vector<std::string> damaged;
+  GPULSE_RETURN_IF_ERROR(tier_dicts_.Load(store_.get(), kFlushDictionaryLevel, &damaged)
+                             .WithContext(path_ + "/store"));
+  for (const std::string& d : damaged) {
+    Log(d + "; its tier's blocks of the field that need it cannot be read (gpulse verify)");
+  }
   return Status::Ok();
 }
 
@@ -84,12 +96,35 @@ Status DbImpl::RecoverStoreSwap() {
 }
 
 Status DbImpl::CopyStore(const std::string& path) {
+  // The dictionaries the copy's tier blocks are written with: the store's
+  // own (a (tier, field)'s never changes) and new ones for fields without.
+  std::vector<TrainedDictionary> trained;
+  GPULSE_RETURN_IF_ERROR(
+      TrainTierDictionaries(store_.get(), tier_dicts_, kCompactDictionaryLevel, &trained)
+          .WithContext("compact"));
+  TierDictionaries writing;
+  tier_dicts_.ForEach([&](uint8_t tier, uint32_t field, const storage::ZstdDictionary& d) {
+    std::unique_ptr<storage::ZstdDictionary> copy;
+    if (storage::ZstdDictionary::Load(d.bytes(), kCompactDictionaryLevel, &copy).ok()) {
+      writing.Add(tier, field, std::move(copy));
+    }
+  });
+
   leveldb::DB* raw = nullptr;
   leveldb::Status s = leveldb::DB::Open(StoreOptions(&store_env_), path, &raw);
   if (!s.ok()) return Status::IOError("create " + path + ": " + s.ToString());
   std::unique_ptr<leveldb::DB> copy(raw);
-  std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
   leveldb::WriteBatch batch;
+  std::vector<std::pair<std::string, std::string>> new_keys;
+  for (TrainedDictionary& t : trained) {
+    new_keys.emplace_back(storage::DictionaryKey(t.tier, t.field_id),
+                          TierDictionaries::EncodeValue(t.dict->bytes()));
+    writing.Add(t.tier, t.field_id, std::move(t.dict));
+  }
+  if (!trained.empty()) {
+    Log("compact: " + std::to_string(trained.size()) + " tier dictionaries trained");
+  }
+  std::unique_ptr<leveldb::Iterator> it(store_->NewIterator(leveldb::ReadOptions()));
   leveldb::WriteOptions sync;
   sync.sync = true;
   std::string encoded;
@@ -99,40 +134,52 @@ Status DbImpl::CopyStore(const std::string& path) {
     const bool chunk = storage::ParseChunkKey(key, &parts);
     const std::optional<size_t> tier =
         chunk && parts.tier != storage::kRawTier ? TierOfKeyId(parts.tier) : std::nullopt;
-    if (tier && storage::IsOlderFormatRollupBlock(
-                    std::string_view(it->value().data(), it->value().size()))) {
-      // A tier block of an earlier format: written again in the current one
-      // (without the sketches a finer tier no longer keeps, in format 1).
-      // One that does not decode is copied as it is: tier rows are derived
-      // data, and `gpulse verify` names the block.
-      storage::RollupColumn rows;
-      if (storage::DecodeRollups(std::string_view(it->value().data(), it->value().size()),
-                                 storage::kRollupAll, &rows)
-              .ok()) {
-        encoded.clear();
-        storage::EncodeRollups(rows, storage::KeepsSketches(*tier), &encoded);
+    const std::string_view value(it->value().data(), it->value().size());
+    const storage::ZstdDictionary* dict = tier ? writing.Find(parts.tier, parts.field_id) : nullptr;
+    if (tier && (storage::IsOlderFormatRollupBlock(value) ||
+                 (dict != nullptr && !storage::IsDictionaryCompressedBlock(value)))) {
+      // A tier block of an earlier format (written again in the current
+      // one, without the sketches a finer tier no longer keeps, in format
+      // 1), or one compressed without its field's dictionary. One that does
+      // not decode is copied as it is: tier rows are derived data, and
+      // `gpulse verify` names the block.
+      const storage::ZstdDictionary* was = tier_dicts_.Find(parts.tier, parts.field_id);
+      encoded.clear();
+      Status d;
+      const auto rewrite = [&](auto kind) {
+        using Kind = decltype(kind);
+        typename Kind::Rows rows;
+        d = Kind::Decode(value, was, &rows);
+        if (d.ok()) Kind::Encode(rows, *tier, dict, &encoded);
+      };
+      if (storage::IsTallyBlock(value)) {
+        rewrite(TallyKind{});
+      } else {
+        rewrite(RollupKind{});
+      }
+      if (d.ok()) {
         batch.Put(it->key(), encoded);
       } else {
         Log("compact: a tier block that cannot be read is copied as it is (store key " +
-            storage::KeyHex(key) + ")");
+            storage::KeyHex(key) + "): " + d.message());
         batch.Put(it->key(), it->value());
       }
       it->Next();
     } else if (!chunk || parts.tier != storage::kRawTier) {
-      // Not a raw chunk (a catalog entry, or a tier's one-part block).
+      // Not a raw chunk (a catalog entry, a dictionary, or a tier's block).
       batch.Put(it->key(), it->value());
       it->Next();
     } else {
       // A window's parts become one part 0; a lone part 0 is copied as is.
-      const std::string value = it->value().ToString();
+      const std::string raw_value = it->value().ToString();
       storage::ChunkInfo info;
-      GPULSE_RETURN_IF_ERROR(storage::ReadChunkInfo(value, &info).WithContext("compact"));
+      GPULSE_RETURN_IF_ERROR(storage::ReadChunkInfo(raw_value, &info).WithContext("compact"));
       Column merged;
       merged.type = info.type;
       int count = 0;
       GPULSE_RETURN_IF_ERROR(ReadWindowParts(it.get(), parts, &merged, &count));
       if (count == 1 && parts.part == 0) {
-        batch.Put(key, value);
+        batch.Put(key, raw_value);
       } else {
         encoded.clear();
         storage::EncodeChunk(merged, &encoded);
@@ -148,6 +195,8 @@ Status DbImpl::CopyStore(const std::string& path) {
     }
   }
   if (!it->status().ok()) return Status::IOError("read store: " + it->status().ToString());
+  // Last, after every key copied from the store.
+  for (const auto& [key, value] : new_keys) batch.Put(key, value);
   // The synced last write makes the whole copy durable (LevelDB's log is in order).
   s = copy->Write(sync, &batch);
   if (!s.ok()) return Status::IOError("write " + path + ": " + s.ToString());
@@ -191,14 +240,15 @@ Status DbImpl::Compact() {
 
 namespace {
 
-// Why a block of tier rows of a field of `type` cannot be read; empty when
-// it can.
-std::string TierBlockDamage(FieldType type, std::string_view data) {
+// Why a block of tier rows of a field of `type` cannot be read with `dict`
+// (its tier and field's dictionary, or null); empty when it can.
+std::string TierBlockDamage(FieldType type, const storage::ZstdDictionary* dict,
+                            std::string_view data) {
   std::string why;
   const bool kept = WithTierKind(type, [&](auto kind) {
     using Kind = decltype(kind);
     typename Kind::Rows rows;
-    Status d = Kind::Decode(data, &rows);
+    Status d = Kind::Decode(data, dict, &rows);
     if (d.ok() && !Kind::TypeIs(rows, type))
       d = Status::Corruption("type differs from the field's");
     if (!d.ok()) why = d.message();
@@ -261,7 +311,7 @@ Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
       if (!tier) {
         why = "a block of unknown tier " + std::to_string(key.tier);
       } else if (known_field) {
-        why = TierBlockDamage(type, value);
+        why = TierBlockDamage(type, tier_dicts_.Find(key.tier, key.field_id), value);
       }
     }
     if (why.empty()) continue;
@@ -281,12 +331,29 @@ Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
   }
   if (!it->status().ok()) return Status::IOError("verify: read chunks: " + it->status().ToString());
   it.reset();
+  // Dictionaries that cannot be read: the blocks that need one were named
+  // above; a repair drops it after them, so the next compaction may train
+  // another for the tier and field.
+  const std::vector<std::pair<uint8_t, uint32_t>> unreadable = tier_dicts_.Unreadable();
+  for (const auto& [tier_id, field_id] : unreadable) {
+    const std::string key = storage::DictionaryKey(tier_id, field_id);
+    const std::optional<size_t> tier = TierOfKeyId(tier_id);
+    std::string field = "field " + std::to_string(field_id);
+    {
+      ReaderLock l(&mu_);
+      if (field_id < index_.field_count()) field = index_.field(field_id).name;
+    }
+    report->damaged.push_back({storage::KeyHex(key), tier ? storage::kTiers[*tier].name : "?", "",
+                               field, 0, 0, "its tier's dictionary for the field is unreadable"});
+    if (drop_damaged) drops.Delete(key);
+  }
   if (drop_damaged && !report->damaged.empty()) {
     leveldb::WriteOptions sync;
     sync.sync = true;
     const leveldb::Status w = store_->Write(sync, &drops);
     if (!w.ok()) return Status::IOError("verify: drop damaged parts: " + w.ToString());
     report->dropped = report->damaged.size();
+    for (const auto& [tier_id, field_id] : unreadable) tier_dicts_.Erase(tier_id, field_id);
     window_cache_.Clear();
     versions_.TouchEverything();
     // The raw parts are dropped first: a rebuilt block holds what the raw

@@ -257,11 +257,12 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
       // range cuts are computed from the raw points left, the rest stay.
       const leveldb::Slice value = it->value();
       const std::string_view bytes(value.data(), value.size());
+      const storage::ZstdDictionary* dict = tier_dicts_.Find(tier.id, k.field_id);
       Status trimmed;
       const auto trim = [&](auto kind) {
         using Kind = decltype(kind);
         typename Kind::Rows stored;
-        trimmed = Kind::Decode(bytes, &stored);
+        trimmed = Kind::Decode(bytes, dict, &stored);
         if (!trimmed.ok()) return;
         typename Kind::Rows kept;
         Kind::Reset(Kind::TypeOf(stored), &kept);
@@ -290,7 +291,7 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
         } else {
           ++*changed;
           encoded.clear();
-          Kind::Encode(kept, t, &encoded);
+          Kind::Encode(kept, t, dict, &encoded);
           batch->Put(it->key(), encoded);
         }
       };

@@ -48,6 +48,7 @@
 #include "engine/head.h"
 #include "engine/series_index.h"
 #include "engine/store_env.h"
+#include "engine/tier_dictionaries.h"
 #include "engine/wal_batch.h"
 #include "engine/window_cache.h"
 #include "leveldb/db.h"
@@ -327,7 +328,8 @@ class DbImpl final : public Db {
   // Finishes or undoes a store swap that a crash interrupted (see Compact).
   Status RecoverStoreSwap();
   // Copies the newest version of every key of store_ into a new LevelDB at
-  // `path`, synced.
+  // `path`, synced, with dictionaries trained for the tiers' fields that
+  // have none and every tier block of a field with one compressed with it.
   Status CopyStore(const std::string& path);
 
   // --- read path (db_read.cc) ---
@@ -534,6 +536,9 @@ class DbImpl final : public Db {
   // table files read with pread. Declared before store_, which it outlives.
   StoreEnv store_env_;
   std::unique_ptr<leveldb::DB> store_;
+  // store_'s tier dictionaries, loaded with it (OpenStore): they change only
+  // when store_ does, so they follow its rule.
+  TierDictionaries tier_dicts_;
   WindowCache window_cache_;
   DataVersions versions_;  // touched after a write or delete can be read
   std::unique_ptr<storage::Wal> wal_;

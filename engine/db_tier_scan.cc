@@ -202,7 +202,8 @@ Status DbImpl::ReadTierBlocks(TierScan* scan, SeriesId id, TierPart part,
       }
       Rows decoded;
       const leveldb::Slice v = it->value();
-      Status d = Kind::Decode(std::string_view(v.data(), v.size()), &decoded);
+      Status d = Kind::Decode(std::string_view(v.data(), v.size()), tier_dicts_.Find(t.id, part.id),
+                              &decoded);
       if (d.ok() && !Kind::TypeIs(decoded, part.type)) {
         d = Status::Corruption("type differs from the field's");
       }

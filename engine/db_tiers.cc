@@ -61,6 +61,7 @@ Status DbImpl::UpdateTierRows(uint32_t series_id, uint32_t field_id, const Colum
   for (size_t t = 0; t < storage::kTierCount; ++t) {
     if (!(mask & (1u << t))) continue;
     const storage::Tier& tier = storage::kTiers[t];
+    const storage::ZstdDictionary* dict = tier_dicts_.Find(tier.id, field_id);
     const Rows& add = rows[t];
     size_t j = 0;
     while (j < add.size()) {
@@ -70,7 +71,7 @@ Status DbImpl::UpdateTierRows(uint32_t series_id, uint32_t field_id, const Colum
       Kind::Reset(fresh.type, &stored);
       const leveldb::Status g = store_->Get(leveldb::ReadOptions(), key, &value);
       if (g.ok()) {
-        const Status d = Kind::Decode(value, &stored);
+        const Status d = Kind::Decode(value, dict, &stored);
         if (!d.ok())
           return Status::Corruption("flush: tier " + std::string(tier.name) + ": " + d.message());
         if (!Kind::TypeIs(stored, fresh.type)) {
@@ -119,7 +120,7 @@ Status DbImpl::UpdateTierRows(uint32_t series_id, uint32_t field_id, const Colum
         ++j;
       }
       value.clear();
-      Kind::Encode(merged, t, &value);
+      Kind::Encode(merged, t, dict, &value);
       batch->Put(key, value);
       touched->push_back({series_id, field_id, block, tier.id});
     }

@@ -19,6 +19,7 @@ set(GPULSE_ENGINE_SOURCES
   engine/head.cc
   engine/series_index.cc
   engine/store_env.cc
+  engine/tier_dictionaries.cc
   engine/wal_batch.cc
   engine/window_cache.cc
 )

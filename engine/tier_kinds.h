@@ -23,14 +23,16 @@ struct RollupKind {
   using Rows = storage::RollupColumn;
   static bool For(FieldType type) { return storage::HasRollups(type); }
   static void Reset(FieldType type, Rows* r) { r->Reset(type); }
-  static Status Decode(std::string_view data, Rows* r) {
+  // `dict`: the dictionary of the block's tier and field, or null.
+  static Status Decode(std::string_view data, const storage::ZstdDictionary* dict, Rows* r) {
     if (storage::IsTallyBlock(data))
       return Status::Corruption("a tally block under a numeric field");
-    return storage::DecodeRollups(data, storage::kRollupAll, r);
+    return storage::DecodeRollups(data, storage::kRollupAll, dict, r);
   }
   // `tier`: the index in storage::kTiers of the tier the rows are stored in.
-  static void Encode(const Rows& r, size_t tier, std::string* out) {
-    storage::EncodeRollups(r, storage::KeepsSketches(tier), out);
+  static void Encode(const Rows& r, size_t tier, const storage::ZstdDictionary* dict,
+                     std::string* out) {
+    storage::EncodeRollups(r, storage::KeepsSketches(tier), dict, out);
   }
   static void Build(const Column& raw, int64_t width, Rows* out) {
     storage::BuildRollups(raw, 0, raw.size(), width, out);
@@ -65,13 +67,14 @@ struct TallyKind {
   using Rows = storage::TallyColumn;
   static bool For(FieldType type) { return type == FieldType::kString; }
   static void Reset(FieldType, Rows* r) { r->Reset(); }
-  static Status Decode(std::string_view data, Rows* r) {
+  static Status Decode(std::string_view data, const storage::ZstdDictionary* dict, Rows* r) {
     if (!storage::IsTallyBlock(data))
       return Status::Corruption("a rollup block under a string field");
-    return storage::DecodeTallies(data, r);
+    return storage::DecodeTallies(data, dict, r);
   }
-  static void Encode(const Rows& r, size_t /*tier*/, std::string* out) {
-    storage::EncodeTallies(r, out);
+  static void Encode(const Rows& r, size_t /*tier*/, const storage::ZstdDictionary* dict,
+                     std::string* out) {
+    storage::EncodeTallies(r, dict, out);
   }
   static void Build(const Column& raw, int64_t width, Rows* out) {
     storage::BuildTallies(raw, 0, raw.size(), width, out);

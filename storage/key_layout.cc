@@ -41,6 +41,20 @@ std::string DroppedSeriesKey(uint32_t series_id) {
   return key;
 }
 
+std::string DictionaryKey(uint8_t tier, uint32_t field_id) {
+  std::string key(1, kDictionaryPrefix);
+  key.push_back(static_cast<char>(tier));
+  PutU32BE(&key, field_id);
+  return key;
+}
+
+bool ParseDictionaryKey(std::string_view key, uint8_t* tier, uint32_t* field_id) {
+  if (key.size() != 6 || key[0] != kDictionaryPrefix) return false;
+  *tier = static_cast<uint8_t>(key[1]);
+  *field_id = GetU32BE(key.data() + 2);
+  return true;
+}
+
 std::string DefinitionKey(std::string_view kind, std::string_view name) {
   std::string key(1, kDefinitionPrefix);
   key.append(kind);

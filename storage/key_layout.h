@@ -11,6 +11,8 @@
 //   'C' tier(u8) series_id(u32) field_id(u32) window_start(i64) part(u16) -> chunk
 //       (tier 0: raw points; tiers 1-3: rollup blocks, storage/rollup.h, part 0)
 //   'D' kind \0 name                            -> definition text (an alert rule...)
+//   'Z' tier(u8) field_id(u32)                   -> the tier's zstd dictionary for the
+//       field's blocks (storage/zstd_dictionary.h)
 //
 // A canonical series key is the measurement followed by each tag key and
 // value, in tag-key order, each preceded by a NUL byte (names may not hold
@@ -35,13 +37,16 @@ inline constexpr char kChunkPrefix = 'C';
 inline constexpr char kTierSetKey = 'T';  // -> u8: bit t set when kTiers[t] is kept
 inline constexpr char kDefinitionPrefix = 'D';
 inline constexpr char kDroppedPrefix = 'X';  // | series id: the series was dropped
+inline constexpr char kDictionaryPrefix = 'Z';
 // 2: chunk keys carry a part number; 3: tiers (rollup blocks under tier ids
 // 1..3), built from raw when a version 2 store is opened; 4: dropped-series
 // keys (a version 3 store has none); 5: tallies, the tier rows of string
 // fields (built from raw when a version 3 or 4 store is opened); 6: rollup
 // blocks of format 3; 7: rollup blocks of format 4 and tier frames without
-// the zstd magic (docs/format/rollups.md; both older forms still read).
-inline constexpr uint32_t kFormatVersion = 7;
+// the zstd magic (docs/format/rollups.md; both older forms still read); 8:
+// tier blocks compressed with a dictionary of their tier and field ('Z'
+// keys, compression 3).
+inline constexpr uint32_t kFormatVersion = 8;
 inline constexpr uint8_t kRawTier = 0;
 
 void PutU32BE(std::string* out, uint32_t v);
@@ -53,6 +58,10 @@ std::string VersionKey();
 std::string SeriesKey(uint32_t series_id);
 std::string FieldKey(uint32_t field_id);
 std::string DroppedSeriesKey(uint32_t series_id);
+// 'Z' tier field_id: the dictionary of a tier's blocks of one field.
+std::string DictionaryKey(uint8_t tier, uint32_t field_id);
+// The tier and field of a dictionary key; false when `key` is not one.
+bool ParseDictionaryKey(std::string_view key, uint8_t* tier, uint32_t* field_id);
 // 'D' kind \0 name; DefinitionKey(kind, "") is the prefix of every one of the kind.
 std::string DefinitionKey(std::string_view kind, std::string_view name);
 std::string IndexKey(std::string_view measurement, std::string_view tag_key,

@@ -464,7 +464,8 @@ void MergeIntoLastRow(const RollupColumn& from, size_t j, RollupColumn* into) {
 // varint length + bytes: buckets and counts; sums; min and max; first and
 // last; sketches (empty when the rows keep none). Format 4 has the value
 // columns' methods (PutColumn) after the units. docs/format/rollups.md.
-void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out) {
+void EncodeRollups(const RollupColumn& rows, bool sketches, const ZstdDictionary* dict,
+                   std::string* out) {
   const size_t n = rows.size();
   // Every part has a value a row (rows decoded with kRollupAll, or built).
   for (const Column* c : {&rows.sum, &rows.min, &rows.max, &rows.first, &rows.last}) {
@@ -519,15 +520,16 @@ void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out) {
   }
   PutSection(&body, section);
 
-  AppendBlock(kRollupFormat, std::move(body), kZstdLevel, out);
+  AppendBlock(kRollupFormat, std::move(body), kZstdLevel, dict, out);
 }
 
-Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
+Status DecodeRollups(std::string_view data, uint32_t parts, const ZstdDictionary* dict,
+                     RollupColumn* out) {
   thread_local std::string inflated;
   const uint8_t format = data.empty() ? 0 : static_cast<uint8_t>(data[0]);
   const uint8_t expect =
       format == kRollupFormat1 || format == kRollupFormat3 ? format : kRollupFormat;
-  if (const Status framed = OpenBlock(data, expect, kMaxBodyBytes, &inflated, &data);
+  if (const Status framed = OpenBlock(data, expect, kMaxBodyBytes, dict, &inflated, &data);
       !framed.ok()) {
     return Corrupt(framed.message());
   }

@@ -25,6 +25,8 @@
 
 namespace gpulse::storage {
 
+class ZstdDictionary;
+
 struct Tier {
   uint8_t id;  // the tier byte of its chunk keys; raw is 0
   const char* name;
@@ -93,11 +95,22 @@ void MergeIntoLastRow(const RollupColumn& from, size_t j, RollupColumn* into);
 bool IsOlderFormatRollupBlock(std::string_view data);
 
 // Appends the block of `rows`, with their sketches when `sketches` (the
-// sketch tier's rows) and without otherwise.
-void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out);
+// sketch tier's rows) and without otherwise; compressed with `dict`, the
+// dictionary of the block's tier and field, when one is given
+// (storage/zstd_frame.h).
+void EncodeRollups(const RollupColumn& rows, bool sketches, const ZstdDictionary* dict,
+                   std::string* out);
+inline void EncodeRollups(const RollupColumn& rows, bool sketches, std::string* out) {
+  EncodeRollups(rows, sketches, nullptr, out);
+}
 // Decodes the parts named by `parts` (others are left empty); Corruption when
 // `data` is not a valid block. Sketches asked of a block that keeps none
-// decode as empty ones.
-Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out);
+// decode as empty ones. `dict`: the dictionary of the block's tier and
+// field, or null when the store has none.
+Status DecodeRollups(std::string_view data, uint32_t parts, const ZstdDictionary* dict,
+                     RollupColumn* out);
+inline Status DecodeRollups(std::string_view data, uint32_t parts, RollupColumn* out) {
+  return DecodeRollups(data, parts, nullptr, out);
+}
 
 }  // namespace gpulse::storage

@@ -24,4 +24,5 @@ set(GPULSE_STORAGE_SOURCES
   storage/wal_reader.cc
   storage/wal.cc
   storage/zstd_frame.cc
+  storage/zstd_dictionary.cc
 )

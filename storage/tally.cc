@@ -147,7 +147,7 @@ void MergeIntoLastTallyRow(const TallyColumn& from, size_t j, TallyColumn* into)
 // as varint length + bytes), then per row: zigzag bucket delta, first and
 // last offsets from the bucket, count, other, k, then k (index, count)
 // pairs. docs/format/rollups.md ("Tally blocks").
-void EncodeTallies(const TallyColumn& rows, std::string* out) {
+void EncodeTallies(const TallyColumn& rows, const ZstdDictionary* dict, std::string* out) {
   const size_t n = rows.size();
   // Each distinct value once, in order of first use.
   std::unordered_map<std::string_view, uint64_t> index;
@@ -182,12 +182,12 @@ void EncodeTallies(const TallyColumn& rows, std::string* out) {
     }
   }
 
-  AppendBlock(kTallyFormat, std::move(body), kZstdLevel, out);
+  AppendBlock(kTallyFormat, std::move(body), kZstdLevel, dict, out);
 }
 
-Status DecodeTallies(std::string_view data, TallyColumn* out) {
+Status DecodeTallies(std::string_view data, const ZstdDictionary* dict, TallyColumn* out) {
   thread_local std::string inflated;
-  if (const Status framed = OpenBlock(data, kTallyFormat, kMaxBodyBytes, &inflated, &data);
+  if (const Status framed = OpenBlock(data, kTallyFormat, kMaxBodyBytes, dict, &inflated, &data);
       !framed.ok()) {
     return Corrupt(framed.message());
   }

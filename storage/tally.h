@@ -29,6 +29,8 @@
 
 namespace gpulse::storage {
 
+class ZstdDictionary;
+
 inline constexpr size_t kTallyTop = 8;
 
 // Rows by bucket ascending. Row i's values are values[begin[i] ..
@@ -62,8 +64,17 @@ void AppendTallyRow(const TallyColumn& from, size_t j, TallyColumn* into);
 // Folds row j of `from` into the last row of `into` (the same bucket).
 void MergeIntoLastTallyRow(const TallyColumn& from, size_t j, TallyColumn* into);
 
-void EncodeTallies(const TallyColumn& rows, std::string* out);
-// Corruption when `data` is not a valid tally block.
-Status DecodeTallies(std::string_view data, TallyColumn* out);
+// Appends the block of `rows`, compressed with `dict` (the dictionary of the
+// block's tier and field) when one is given.
+void EncodeTallies(const TallyColumn& rows, const ZstdDictionary* dict, std::string* out);
+inline void EncodeTallies(const TallyColumn& rows, std::string* out) {
+  EncodeTallies(rows, nullptr, out);
+}
+// Corruption when `data` is not a valid tally block. `dict`: the dictionary
+// of the block's tier and field, or null when the store has none.
+Status DecodeTallies(std::string_view data, const ZstdDictionary* dict, TallyColumn* out);
+inline Status DecodeTallies(std::string_view data, TallyColumn* out) {
+  return DecodeTallies(data, nullptr, out);
+}
 
 }  // namespace gpulse::storage

@@ -14,6 +14,8 @@
 
 namespace gpulse::storage {
 
+class ZstdDictionary;
+
 // Replaces *body with one zstd frame of it (at `level`) when the frame is
 // smaller and the body at most `max_ratio` times the frame; false (and *body
 // untouched) otherwise.
@@ -27,13 +29,23 @@ Status ZstdDecompress(std::string_view frame, size_t max_bytes, std::string* bod
 // Tier blocks (rollups, tallies) are framed alike: a format byte, a
 // compression byte (0: the body as is; 1: one zstd frame of it; 2: one zstd
 // frame of it less the frame's 4-byte magic number, which is the same in
-// every frame), the body. Appends the block of `body`, compressed at `level`
-// (as 2) when that is smaller.
-void AppendBlock(uint8_t format, std::string body, int level, std::string* out);
+// every frame; 3: as 2, compressed with the dictionary of the block's tier
+// and field), the body.
+//
+// Appends the block of `body`: with `dict` (as 3) when one is given, at its
+// level, otherwise at `level` (as 2), when that is smaller than the body.
+void AppendBlock(uint8_t format, std::string body, int level, const ZstdDictionary* dict,
+                 std::string* out);
+// Whether `data` is a block compressed with a dictionary (compression 3).
+inline bool IsDictionaryCompressedBlock(std::string_view data) {
+  return data.size() >= 2 && data[1] == '\3';
+}
 // The body of a block that must have `format`: *body views `data`, or
-// *scratch when it was compressed. Corruption ("truncated header", "unknown
-// format N", "unknown compression N", or the frame's fault) otherwise.
-Status OpenBlock(std::string_view data, uint8_t format, size_t max_bytes, std::string* scratch,
-                 std::string_view* body);
+// *scratch when it was compressed. `dict` is the dictionary of the block's
+// tier and field, or null when the store has none. Corruption ("truncated
+// header", "unknown format N", "unknown compression N", "compressed with a
+// dictionary the store lacks", or the frame's fault) otherwise.
+Status OpenBlock(std::string_view data, uint8_t format, size_t max_bytes,
+                 const ZstdDictionary* dict, std::string* scratch, std::string_view* body);
 
 }  // namespace gpulse::storage

@@ -355,7 +355,8 @@ TEST_F(TierTest, FirstFormatTierBlocksAnswerAsBeforeAndCompactionRewritesThem) {
     std::string version, copied;
     ASSERT_TRUE(store->Get(leveldb::ReadOptions(), storage::VersionKey(), &version).ok());
     ASSERT_EQ(version.size(), 4u);
-    EXPECT_EQ(storage::GetU32BE(version.data()), 7u);  // opened, so no older gpulse reads it
+    EXPECT_EQ(storage::GetU32BE(version.data()),
+              storage::kFormatVersion);  // opened, so no older gpulse reads it
     ASSERT_TRUE(store->Get(leveldb::ReadOptions(), damaged_key, &copied).ok());
     EXPECT_EQ(copied, damaged);
     ASSERT_TRUE(store->Delete(leveldb::WriteOptions(), damaged_key).ok());

@@ -51,7 +51,8 @@ inline std::string UncompressedBlock(const std::string& block) {
   std::string scratch;
   std::string_view body;
   EXPECT_TRUE(
-      storage::OpenBlock(block, static_cast<uint8_t>(block[0]), 64 << 20, &scratch, &body).ok());
+      storage::OpenBlock(block, static_cast<uint8_t>(block[0]), 64 << 20, nullptr, &scratch, &body)
+          .ok());
   return std::string{block[0], '\0'} + std::string(body);
 }
 
