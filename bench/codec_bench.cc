@@ -130,7 +130,7 @@ void BM_Encode(benchmark::State& state, const std::string& field) {
     points = bytes = 0;
     for (const Column* c : chunks) {
       out.clear();
-      gpulse::storage::EncodeChunk(*c, &out);
+      gpulse::storage::EncodeChunk(*c, 0, &out);
       bytes += out.size();
       points += c->size();
     }
@@ -148,13 +148,13 @@ void BM_Decode(benchmark::State& state, const std::string& field) {
   size_t points = 0;
   for (const Column* c : chunks) {
     encoded.emplace_back();
-    gpulse::storage::EncodeChunk(*c, &encoded.back());
+    gpulse::storage::EncodeChunk(*c, 0, &encoded.back());
     points += c->size();
   }
   Column column;
   for (auto _ : state) {
     for (const std::string& e : encoded) {
-      if (!gpulse::storage::DecodeChunk(e, &column).ok()) state.SkipWithError("decode failed");
+      if (!gpulse::storage::DecodeChunk(e, 0, &column).ok()) state.SkipWithError("decode failed");
     }
     benchmark::DoNotOptimize(column.ts.data());
   }
@@ -238,11 +238,11 @@ void PrintTable() {
     std::map<int, size_t> methods;
     for (const Column& c : f.chunks) {
       std::string out;
-      gpulse::storage::EncodeChunk(c, &out);
+      gpulse::storage::EncodeChunk(c, 0, &out);
       bytes += out.size();
       methods[static_cast<uint8_t>(out[4]) | (static_cast<uint8_t>(out[2]) << 8)]++;
       Column back;
-      if (!gpulse::storage::DecodeChunk(out, &back).ok() || back.ts != c.ts ||
+      if (!gpulse::storage::DecodeChunk(out, 0, &back).ok() || back.ts != c.ts ||
           back.ints != c.ints || back.floats.size() != c.floats.size() ||
           std::memcmp(back.floats.data(), c.floats.data(), c.floats.size() * sizeof(double)) != 0) {
         ++failures;

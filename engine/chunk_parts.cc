@@ -31,7 +31,8 @@ Status ReadWindowParts(leveldb::Iterator* it, const storage::ChunkKeyParts& firs
   storage::ChunkKeyParts key;
   for (; InWindow(it, first, &key); it->Next()) {
     const leveldb::Slice value = it->value();
-    const Status s = storage::DecodeChunk(std::string_view(value.data(), value.size()), &part);
+    const Status s =
+        storage::DecodeChunk(std::string_view(value.data(), value.size()), key.window_start, &part);
     if (!s.ok() || part.type != type || !std::is_sorted(part.ts.begin(), part.ts.end())) {
       return Status::Corruption(
           "chunk of series " + std::to_string(key.series_id) + " field " +

@@ -173,7 +173,8 @@ Status DbImpl::CopyStore(const std::string& path) {
       // A window's parts become one part 0; a lone part 0 is copied as is.
       const std::string raw_value = it->value().ToString();
       storage::ChunkInfo info;
-      GPULSE_RETURN_IF_ERROR(storage::ReadChunkInfo(raw_value, &info).WithContext("compact"));
+      GPULSE_RETURN_IF_ERROR(
+          storage::ReadChunkInfo(raw_value, parts.window_start, &info).WithContext("compact"));
       Column merged;
       merged.type = info.type;
       int count = 0;
@@ -182,7 +183,7 @@ Status DbImpl::CopyStore(const std::string& path) {
         batch.Put(key, raw_value);
       } else {
         encoded.clear();
-        storage::EncodeChunk(merged, &encoded);
+        storage::EncodeChunk(merged, parts.window_start, &encoded);
         batch.Put(
             storage::ChunkKey(parts.tier, parts.series_id, parts.field_id, parts.window_start),
             encoded);
@@ -298,7 +299,7 @@ Status DbImpl::Verify(bool drop_damaged, VerifyReport* report) {
     }
     if (key.tier == storage::kRawTier) {
       ++report->parts;
-      const Status s = storage::DecodeChunk(value, &part);
+      const Status s = storage::DecodeChunk(value, key.window_start, &part);
       if (!s.ok()) {
         why = s.message();
       } else if (known_field && part.type != type) {

@@ -209,7 +209,7 @@ Status DbImpl::DeleteRaw(uint32_t series_id, int64_t first, int64_t last,
     ++*changed;
     if (!merged.ts.empty()) {
       encoded.clear();
-      storage::EncodeChunk(merged, &encoded);
+      storage::EncodeChunk(merged, k.window_start, &encoded);
       batch->Put(storage::ChunkKey(storage::kRawTier, series_id, k.field_id, k.window_start, 0),
                  encoded);
     }

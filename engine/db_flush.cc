@@ -236,7 +236,7 @@ Status DbImpl::WriteSeriesChunks(const Head& sealed, FlushTasks* tasks, FlushWor
       const std::string key = storage::ChunkKey(storage::kRawTier, entry.series_id, entry.field_id,
                                                 window, part_number);
       encoded.clear();
-      storage::EncodeChunk(part, &encoded);
+      storage::EncodeChunk(part, window, &encoded);
       batch.Put(key, encoded);
       if (batch.ApproximateSize() >= kFlushBatchBytes) write_batch();
     }

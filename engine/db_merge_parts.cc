@@ -86,7 +86,7 @@ Status DbImpl::MergeReadyParts(uint64_t max_bytes, uint64_t* merged_bytes, bool*
                                        c->window_start, static_cast<uint16_t>(p)));
       }
       encoded.clear();
-      storage::EncodeChunk(merged, &encoded);
+      storage::EncodeChunk(merged, c->window_start, &encoded);
       batch.Put(first_key, encoded);
       touched.push_back({c->series_id, c->field_id, c->window_start});
       *merged_bytes += encoded.size();

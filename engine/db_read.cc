@@ -333,14 +333,14 @@ Status DbImpl::TimeExtent(std::span<const SeriesId> ids, std::span<const std::st
         }
         const std::string_view value(it->value().data(), it->value().size());
         storage::ChunkInfo info;
-        Status read = storage::ReadChunkInfo(value, &info);
+        Status read = storage::ReadChunkInfo(value, key.window_start, &info);
         if (read.ok() && info.count > 0 && info.max_ts >= start_ns && info.min_ts < end_ns) {
           if (info.min_ts >= start_ns && info.max_ts < end_ns) {
             take(info.min_ts);
             take(info.max_ts);
           } else {  // cut by a bound of the range: its points in it
             Column part;
-            read = storage::DecodeChunk(value, &part);
+            read = storage::DecodeChunk(value, key.window_start, &part);
             const auto b = std::lower_bound(part.ts.begin(), part.ts.end(), start_ns);
             const auto e = std::lower_bound(b, part.ts.end(), end_ns);
             if (read.ok() && b < e) {

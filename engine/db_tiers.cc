@@ -321,7 +321,8 @@ Status DbImpl::BuildTiers(uint32_t mask, bool strings_only) {
       // The window's type is its chunks' (the catalog is not loaded yet).
       storage::ChunkInfo info;
       const leveldb::Slice v = it->value();
-      GPULSE_RETURN_IF_ERROR(storage::ReadChunkInfo(std::string_view(v.data(), v.size()), &info));
+      GPULSE_RETURN_IF_ERROR(
+          storage::ReadChunkInfo(std::string_view(v.data(), v.size()), k.window_start, &info));
       if (strings_only && info.type != FieldType::kString) {
         int parts = 0;
         uint16_t last_part = 0;

@@ -10,6 +10,7 @@
 #include "storage/float_codec.h"
 #include "storage/integer_codec.h"
 #include "storage/string_codec.h"
+#include "storage/time_unit.h"
 #include "storage/timestamp_codec.h"
 #include "storage/zstd_frame.h"
 
@@ -17,7 +18,10 @@ namespace gpulse::storage {
 
 namespace {
 
-constexpr uint8_t kFormatVersion = 1;
+// 2 writes times relative to the chunk's window and in a unit; 1 (written
+// before session 39) wrote min_ts whole and nanoseconds, and is still read.
+constexpr uint8_t kFormatVersion = 2;
+constexpr uint8_t kFormatVersion1 = 1;
 constexpr uint8_t kFlagZstd = 0x01;
 constexpr int kZstdLevel = 3;
 // Below this a zstd frame (at least 9 bytes of framing) cannot win.
@@ -35,7 +39,20 @@ struct Header {
   uint32_t count = 0;
   int64_t min_ts = 0;
   int64_t max_ts = 0;
+  int64_t unit = 1;  // ns a timestamp offset counts
 };
+
+// The index in kTimeUnits of the largest unit dividing every ts[i] - min_ts
+// (as unsigned: offsets past 2^63 divide as they are stored).
+size_t TimeUnitOf(const std::vector<int64_t>& ts, int64_t min_ts) {
+  size_t unit = kTimeUnitCount - 1;
+  for (const int64_t t : ts) {
+    const uint64_t off = static_cast<uint64_t>(t) - static_cast<uint64_t>(min_ts);
+    while (unit > 0 && !kTimeDivisors[unit].Divides(off)) --unit;
+    if (unit == 0) break;
+  }
+  return unit;
+}
 
 uint8_t EncodeValues(const Column& column, std::string* out) {
   size_t n = column.ts.size();
@@ -95,7 +112,7 @@ Status Decompress(std::string_view frame, std::string* body) {
   return ZstdDecompress(frame, kMaxZstdRatio * frame.size(), body);
 }
 
-Status ReadHeader(ByteReader* in, Header* h) {
+Status ReadHeader(ByteReader* in, int64_t base, Header* h) {
   uint8_t version, type;
   uint64_t count;
   if (!in->ReadByte(&version) || !in->ReadByte(&type) || !in->ReadByte(&h->flags) ||
@@ -103,7 +120,7 @@ Status ReadHeader(ByteReader* in, Header* h) {
       !in->ReadVarint64(&count)) {
     return Status::Corruption("chunk header truncated");
   }
-  if (version != kFormatVersion) {
+  if (version != kFormatVersion && version != kFormatVersion1) {
     return Status::Corruption("unknown chunk format version " + std::to_string(version));
   }
   if (!IsValidFieldType(type)) return Status::Corruption("bad field type " + std::to_string(type));
@@ -111,21 +128,35 @@ Status ReadHeader(ByteReader* in, Header* h) {
   if (count > kMaxChunkPoints) return Status::Corruption("point count above kMaxChunkPoints");
   h->type = static_cast<FieldType>(type);
   h->count = static_cast<uint32_t>(count);
-  if (h->count > 0) {
-    uint64_t min_ts, span;
+  if (h->count == 0) return Status::Ok();
+  uint64_t min_ts, span;
+  if (version == kFormatVersion1) {
     if (!in->ReadFixed64(&min_ts) || !in->ReadVarint64(&span)) {
       return Status::Corruption("chunk header truncated");
     }
-    h->min_ts = static_cast<int64_t>(min_ts);
-    h->max_ts = static_cast<int64_t>(min_ts + span);
-    if (h->max_ts < h->min_ts) return Status::Corruption("max timestamp below min timestamp");
+  } else {
+    uint8_t unit;
+    uint64_t offset, units;
+    if (!in->ReadByte(&unit) || !in->ReadVarint64(&offset) || !in->ReadVarint64(&units)) {
+      return Status::Corruption("chunk header truncated");
+    }
+    if (unit >= kTimeUnitCount) return Status::Corruption("bad time unit " + std::to_string(unit));
+    h->unit = kTimeUnits[unit];
+    if (units > UINT64_MAX / static_cast<uint64_t>(h->unit)) {
+      return Status::Corruption("time span out of range");
+    }
+    min_ts = static_cast<uint64_t>(base) + ZigZagDecode(offset);
+    span = units * static_cast<uint64_t>(h->unit);
   }
+  h->min_ts = static_cast<int64_t>(min_ts);
+  h->max_ts = static_cast<int64_t>(min_ts + span);
+  if (h->max_ts < h->min_ts) return Status::Corruption("max timestamp below min timestamp");
   return Status::Ok();
 }
 
 }  // namespace
 
-void EncodeChunk(const Column& column, std::string* out) {
+void EncodeChunk(const Column& column, int64_t base, std::string* out) {
   size_t n = column.ts.size();
   assert(n <= kMaxChunkPoints);
   int64_t min_ts = 0, max_ts = 0;
@@ -134,8 +165,9 @@ void EncodeChunk(const Column& column, std::string* out) {
     min_ts = *lo;
     max_ts = *hi;
   }
+  const size_t unit = n > 0 ? TimeUnitOf(column.ts, min_ts) : 0;
   std::string body;
-  uint8_t ts_method = EncodeTimestamps(column.ts, min_ts, &body);
+  uint8_t ts_method = EncodeTimestamps(column.ts, min_ts, unit, &body);
   uint8_t value_method = EncodeValues(column, &body);
   uint8_t flags = MaybeCompress(&body) ? kFlagZstd : 0;
 
@@ -146,16 +178,18 @@ void EncodeChunk(const Column& column, std::string* out) {
   out->push_back(static_cast<char>(value_method));
   PutVarint64(out, n);
   if (n > 0) {
-    PutFixed64(out, static_cast<uint64_t>(min_ts));
-    PutVarint64(out, static_cast<uint64_t>(max_ts) - static_cast<uint64_t>(min_ts));
+    out->push_back(static_cast<char>(unit));
+    PutVarint64(out, ZigZagEncode(static_cast<uint64_t>(min_ts) - static_cast<uint64_t>(base)));
+    PutVarint64(out, kTimeDivisors[unit].Divide(static_cast<uint64_t>(max_ts) -
+                                                static_cast<uint64_t>(min_ts)));
   }
   out->append(body);
 }
 
-Status ReadChunkInfo(std::string_view data, ChunkInfo* info) {
+Status ReadChunkInfo(std::string_view data, int64_t base, ChunkInfo* info) {
   ByteReader in(data);
   Header h;
-  GPULSE_RETURN_IF_ERROR(ReadHeader(&in, &h));
+  GPULSE_RETURN_IF_ERROR(ReadHeader(&in, base, &h));
   info->type = h.type;
   info->count = h.count;
   info->min_ts = h.min_ts;
@@ -163,10 +197,10 @@ Status ReadChunkInfo(std::string_view data, ChunkInfo* info) {
   return Status::Ok();
 }
 
-Status DecodeChunk(std::string_view data, Column* column) {
+Status DecodeChunk(std::string_view data, int64_t base, Column* column) {
   ByteReader in(data);
   Header h;
-  GPULSE_RETURN_IF_ERROR(ReadHeader(&in, &h));
+  GPULSE_RETURN_IF_ERROR(ReadHeader(&in, base, &h));
   std::string inflated;
   std::string_view body = data.substr(in.position());
   if (h.flags & kFlagZstd) {
@@ -176,7 +210,8 @@ Status DecodeChunk(std::string_view data, Column* column) {
   column->Clear();
   column->type = h.type;
   ByteReader reader(body);
-  GPULSE_RETURN_IF_ERROR(DecodeTimestamps(h.ts_method, h.count, h.min_ts, &reader, &column->ts));
+  GPULSE_RETURN_IF_ERROR(
+      DecodeTimestamps(h.ts_method, h.count, h.min_ts, h.unit, &reader, &column->ts));
   GPULSE_RETURN_IF_ERROR(DecodeValues(h, &reader, column));
   if (reader.remaining() != 0) return Status::Corruption("trailing bytes after the values");
   if (h.count > 0) {

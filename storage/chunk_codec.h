@@ -24,14 +24,17 @@ namespace gpulse::storage {
 
 // Appends the encoding of `column` to `*out`. `column` must be consistent: the
 // vector for its type has exactly ts.size() entries. An empty column encodes
-// to a valid chunk of zero points.
-void EncodeChunk(const Column& column, std::string* out);
+// to a valid chunk of zero points. Its times are written relative to `base`,
+// the start of the window whose key it is stored under: every reader of the
+// chunk must give the same base (a chunk costs a byte for its first time,
+// not eight).
+void EncodeChunk(const Column& column, int64_t base, std::string* out);
 
-// Decodes `data` into `*column` (replacing its contents). Returns Corruption
-// naming what is wrong when `data` is not a valid chunk: never reads out of
-// bounds and never allocates more than the header's point count allows
-// (itself bounded by kMaxChunkPoints).
-Status DecodeChunk(std::string_view data, Column* column);
+// Decodes `data`, written with `base`, into `*column` (replacing its
+// contents). Returns Corruption naming what is wrong when `data` is not a
+// valid chunk: never reads out of bounds and never allocates more than the
+// header's point count allows (itself bounded by kMaxChunkPoints).
+Status DecodeChunk(std::string_view data, int64_t base, Column* column);
 
 // Reads only the header: the point count, type and first/last timestamp, so a
 // reader can skip a chunk without decoding it.
@@ -41,7 +44,7 @@ struct ChunkInfo {
   int64_t min_ts = 0;
   int64_t max_ts = 0;
 };
-Status ReadChunkInfo(std::string_view data, ChunkInfo* info);
+Status ReadChunkInfo(std::string_view data, int64_t base, ChunkInfo* info);
 
 // Upper bound on points in one chunk; decoding refuses larger counts.
 inline constexpr uint32_t kMaxChunkPoints = 1u << 24;

@@ -45,7 +45,7 @@ inline constexpr char kDictionaryPrefix = 'Z';
 // blocks of format 3; 7: rollup blocks of format 4 and tier frames without
 // the zstd magic (docs/format/rollups.md; both older forms still read); 8:
 // tier blocks compressed with a dictionary of their tier and field ('Z'
-// keys, compression 3).
+// keys, compression 3) and chunks of version 2 (docs/format/chunks.md).
 inline constexpr uint32_t kFormatVersion = 8;
 inline constexpr uint8_t kRawTier = 0;
 

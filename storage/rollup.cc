@@ -9,6 +9,7 @@
 #include "storage/coding.h"
 #include "storage/float_codec.h"
 #include "storage/key_layout.h"
+#include "storage/time_unit.h"
 #include "storage/zstd_frame.h"
 
 namespace gpulse::storage {
@@ -22,17 +23,6 @@ namespace {
 constexpr uint8_t kRollupFormat1 = 1;
 constexpr uint8_t kRollupFormat3 = 3;
 constexpr uint8_t kRollupFormat = 4;
-// The units buckets and offsets are written in: the largest that divides
-// every one of them, as its index here (a nibble of the units byte).
-constexpr int64_t kUnits[] = {1,
-                              1'000,
-                              1'000'000,
-                              1'000'000'000,
-                              60'000'000'000,
-                              300'000'000'000,
-                              3'600'000'000'000,
-                              86'400'000'000'000};
-constexpr size_t kUnitCount = sizeof(kUnits) / sizeof(kUnits[0]);
 // Fast: a flush compresses every block it touches.
 constexpr int kZstdLevel = 1;
 // A block never inflates past this (288 rows of full sketches are far below).
@@ -362,12 +352,12 @@ void* ResizedValues(Column* c, size_t n) {
   }
 }
 
-// Point times as offsets from their buckets, in units of kUnits[unit].
+// Point times as offsets from their buckets, in units of kTimeUnits[unit].
 void PutOffsets(const Column& c, const std::vector<int64_t>& bucket, size_t unit,
                 std::string* out) {
   for (size_t i = 0; i < bucket.size(); ++i) {
     PutVarint64(out, (static_cast<uint64_t>(c.ts[i]) - static_cast<uint64_t>(bucket[i])) /
-                         static_cast<uint64_t>(kUnits[unit]));
+                         static_cast<uint64_t>(kTimeUnits[unit]));
   }
 }
 bool GetOffsets(ByteReader* r, const std::vector<int64_t>& bucket, size_t unit, Column* c) {
@@ -376,27 +366,23 @@ bool GetOffsets(ByteReader* r, const std::vector<int64_t>& bucket, size_t unit, 
     uint64_t d = 0;
     if (!r->ReadVarint64(&d)) return false;
     // An offset past the int64 range, or a time past it, is a broken block.
-    if (d > static_cast<uint64_t>(INT64_MAX) / static_cast<uint64_t>(kUnits[unit])) return false;
-    if (static_cast<__int128>(bucket[i]) + d * static_cast<uint64_t>(kUnits[unit]) > INT64_MAX) {
+    if (d > static_cast<uint64_t>(INT64_MAX) / static_cast<uint64_t>(kTimeUnits[unit]))
+      return false;
+    if (static_cast<__int128>(bucket[i]) + d * static_cast<uint64_t>(kTimeUnits[unit]) >
+        INT64_MAX) {
       return false;
     }
     c->ts[i] = static_cast<int64_t>(static_cast<uint64_t>(bucket[i]) +
-                                    d * static_cast<uint64_t>(kUnits[unit]));
+                                    d * static_cast<uint64_t>(kTimeUnits[unit]));
   }
   return true;
-}
-
-// The largest of kUnits dividing `v`, at most kUnits[unit] (the index).
-size_t Narrow(int64_t v, size_t unit) {
-  while (unit > 0 && v % kUnits[unit] != 0) --unit;
-  return unit;
 }
 
 // Buckets divided by their unit, as zigzag deltas (format 3).
 void PutBuckets(const std::vector<int64_t>& bucket, size_t unit, std::string* out) {
   int64_t prev = 0;
   for (const int64_t b : bucket) {
-    const int64_t q = b / kUnits[unit];
+    const int64_t q = b / kTimeUnits[unit];
     PutVarint64(out, ZigZagEncode(static_cast<uint64_t>(q) - static_cast<uint64_t>(prev)));
     prev = q;
   }
@@ -407,7 +393,7 @@ bool GetBuckets(ByteReader* r, size_t n, size_t unit, int64_t* bucket) {
     uint64_t zz = 0;
     if (!r->ReadVarint64(&zz)) return false;
     prev += ZigZagDecode(zz);
-    const __int128 b = static_cast<__int128>(static_cast<int64_t>(prev)) * kUnits[unit];
+    const __int128 b = static_cast<__int128>(static_cast<int64_t>(prev)) * kTimeUnits[unit];
     if (b < INT64_MIN || b > INT64_MAX) return false;
     bucket[i] = static_cast<int64_t>(b);
   }
@@ -475,13 +461,13 @@ void EncodeRollups(const RollupColumn& rows, bool sketches, const ZstdDictionary
   std::string body;
   body.push_back(static_cast<char>(rows.type));
   PutVarint64(&body, n);
-  size_t bucket_unit = kUnitCount - 1, offset_unit = kUnitCount - 1;
+  size_t bucket_unit = kTimeUnitCount - 1, offset_unit = kTimeUnitCount - 1;
   for (size_t i = 0; i < n; ++i) {
-    bucket_unit = Narrow(rows.bucket[i], bucket_unit);
+    bucket_unit = NarrowTimeUnit(rows.bucket[i], bucket_unit);
     for (const Column* c : {&rows.first, &rows.last}) {
-      offset_unit = Narrow(static_cast<int64_t>(static_cast<uint64_t>(c->ts[i]) -
-                                                static_cast<uint64_t>(rows.bucket[i])),
-                           offset_unit);
+      offset_unit = NarrowTimeUnit(static_cast<int64_t>(static_cast<uint64_t>(c->ts[i]) -
+                                                        static_cast<uint64_t>(rows.bucket[i])),
+                                   offset_unit);
     }
   }
   body.push_back(static_cast<char>(bucket_unit | offset_unit << 4));
@@ -547,7 +533,7 @@ Status DecodeRollups(std::string_view data, uint32_t parts, const ZstdDictionary
     if (!r.ReadByte(&units)) return Corrupt("truncated header");
     bucket_unit = units & 15;
     offset_unit = units >> 4;
-    if (bucket_unit >= kUnitCount || offset_unit >= kUnitCount) {
+    if (bucket_unit >= kTimeUnitCount || offset_unit >= kTimeUnitCount) {
       return Corrupt("bad units " + std::to_string(units));
     }
   }

@@ -7,6 +7,7 @@
 // Thread safety: free functions without shared state; safe from any thread.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -17,12 +18,14 @@
 
 namespace gpulse::storage {
 
-// Appends the encoding of `ts` relative to `base` and returns its method byte
-// (an integer codec method).
-uint8_t EncodeTimestamps(std::span<const int64_t> ts, int64_t base, std::string* out);
+// Appends the encoding of `ts` as offsets from `base` in units of
+// kTimeUnits[unit] (storage/time_unit.h; it must divide every offset) and
+// returns its method byte (an integer codec method).
+uint8_t EncodeTimestamps(std::span<const int64_t> ts, int64_t base, size_t unit, std::string* out);
 
-// Decodes `count` timestamps into `*ts` (replacing its contents).
-Status DecodeTimestamps(uint8_t method, uint32_t count, int64_t base, ByteReader* in,
+// Decodes `count` timestamps into `*ts` (replacing its contents): base plus
+// each offset times `unit`, modulo 2^64 (a caller checks the range).
+Status DecodeTimestamps(uint8_t method, uint32_t count, int64_t base, int64_t unit, ByteReader* in,
                         std::vector<int64_t>* ts);
 
 }  // namespace gpulse::storage

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "storage/coding.h"
 #include "storage/float_codec.h"
 #include "storage/gorilla_codec.h"
 #include "storage/integer_codec.h"
@@ -34,13 +35,26 @@ std::vector<uint64_t> Bits(const std::vector<double>& v) {
   return out;
 }
 
-// Encodes, decodes and checks every field bit for bit; returns the size.
+// The start of the UTC day holding kT0: the base a chunk of kT0's window
+// is written with.
+constexpr int64_t kWindow = kT0 - kT0 % (24 * 60 * kMinute);
+
+// Encodes, decodes and checks every field bit for bit; returns the size
+// written with the base of kT0's day window. With base 0 too.
 size_t RoundTrip(const Column& in) {
+  for (const int64_t base : {int64_t{0}, kWindow}) {
+    std::string chunk;
+    EncodeChunk(in, base, &chunk);
+    Column out;
+    if (!DecodeChunk(chunk, base, &out).ok() || out.ts != in.ts) {
+      ADD_FAILURE() << "base " << base;
+    }
+  }
   std::string chunk;
-  EncodeChunk(in, &chunk);
+  EncodeChunk(in, kWindow, &chunk);
   Column out;
   out.ints = {99};  // DecodeChunk must replace, not append
-  Status s = DecodeChunk(chunk, &out);
+  Status s = DecodeChunk(chunk, kWindow, &out);
   EXPECT_TRUE(s.ok()) << s.ToString();
   EXPECT_EQ(out.type, in.type);
   EXPECT_EQ(out.ts, in.ts);
@@ -50,7 +64,7 @@ size_t RoundTrip(const Column& in) {
   EXPECT_EQ(out.bools, in.bools);
   EXPECT_EQ(out.strings, in.strings);
   ChunkInfo info;
-  EXPECT_TRUE(ReadChunkInfo(chunk, &info).ok());
+  EXPECT_TRUE(ReadChunkInfo(chunk, kWindow, &info).ok());
   EXPECT_EQ(info.count, in.size());
   EXPECT_EQ(info.type, in.type);
   if (!in.ts.empty()) {
@@ -87,7 +101,7 @@ Column Uints(std::vector<uint64_t> v) {
 // The value codec byte sits at offset 4 of the header (docs/format/chunks.md).
 uint8_t ValueMethod(const Column& c) {
   std::string chunk;
-  EncodeChunk(c, &chunk);
+  EncodeChunk(c, 0, &chunk);
   return static_cast<uint8_t>(chunk[4]);
 }
 
@@ -253,9 +267,55 @@ TEST(ChunkCodecTest, RegularMinuteGridCostsUnderOneBitPerPoint) {
   std::vector<int64_t> zeros(1440, 0);
   Column c = Ints(zeros);
   size_t bytes = RoundTrip(c);
-  // The header is ~22 bytes; 1,440 timestamps at one bit each would be 180.
-  EXPECT_LE(bytes, 40u);
-  EXPECT_LE(RoundTrip(Ints(std::vector<int64_t>(100000, 0), Grid(100000))), 40u);
+  // The header is 11 bytes; 1,440 timestamps at one bit each would be 180.
+  EXPECT_LE(bytes, 16u);
+  EXPECT_LE(RoundTrip(Ints(std::vector<int64_t>(100000, 0), Grid(100000))), 20u);
+}
+
+// Version 2 writes a chunk's first time from its window's start and its
+// times in the largest unit dividing them: a day of minutes has a header of
+// 11 bytes (version 1's was 22) and times of 3.
+TEST(ChunkCodecTest, TimesAreWrittenFromTheWindowInTheirUnit) {
+  std::string chunk;
+  EncodeChunk(Ints(std::vector<int64_t>(1440, 7)), kWindow, &chunk);
+  ASSERT_EQ(chunk[0], 2);                     // version
+  EXPECT_EQ(chunk[7], 4);                     // unit: 1 min (count 1,440 is two varint bytes)
+  EXPECT_EQ(chunk[8], 0);                     // first time: the window's start, less 0
+  EXPECT_EQ(chunk.substr(9, 2), "\x9f\x0b");  // span: 1,439 minutes
+  EXPECT_LE(chunk.size(), 16u);
+  // Times a second apart, 7 ms past a second: whole seconds after the first,
+  // so the unit is 1 s (the first time's offset is in ns).
+  std::vector<int64_t> ts = Grid(60, 1'000'000'000);
+  for (int64_t& t : ts) t += 7'000'000 + kMinute * 3;
+  std::string ms;
+  EncodeChunk(Ints(std::vector<int64_t>(60, 1), ts), kWindow, &ms);
+  EXPECT_EQ(ms[6], 3);  // 1 s: every time is a whole second after the first
+  RoundTrip(Ints(std::vector<int64_t>(60, 1), ts));
+}
+
+// A chunk of version 1 (min_ts as 8 bytes, times in ns; written before
+// session 39) decodes as it did, whatever base its reader gives.
+TEST(ChunkCodecTest, FirstVersionChunksStillDecode) {
+  // Nanosecond times: version 2's unit is 1 ns and its body is version 1's.
+  const Column in = Ints({5, 6, 7}, {kT0 + 1, kT0 + 5, kT0 + 17});
+  std::string v2;
+  EncodeChunk(in, 0, &v2);
+  ASSERT_EQ(v2[6], 0);  // unit 1 ns
+  std::string head(v2.substr(0, 6));
+  std::string zz_min, span;
+  PutVarint64(&zz_min, ZigZagEncode(static_cast<uint64_t>(kT0 + 1)));
+  PutVarint64(&span, 16);
+  ASSERT_EQ(v2.substr(7, zz_min.size() + span.size()), zz_min + span);
+  head[0] = 1;
+  std::string v1 = head;
+  PutFixed64(&v1, static_cast<uint64_t>(kT0 + 1));
+  v1 += span + v2.substr(7 + zz_min.size() + span.size());
+  for (const int64_t base : {int64_t{0}, kWindow}) {
+    Column out;
+    ASSERT_TRUE(DecodeChunk(v1, base, &out).ok());
+    EXPECT_EQ(out.ts, in.ts);
+    EXPECT_EQ(out.ints, in.ints);
+  }
 }
 
 TEST(ChunkCodecTest, IrregularTimestamps) {
@@ -318,7 +378,7 @@ TEST(ChunkCodecTest, ZstdOnAndOff) {
   }
   text.ts = Grid(text.strings.size());
   std::string chunk;
-  EncodeChunk(text, &chunk);
+  EncodeChunk(text, 0, &chunk);
   EXPECT_EQ(chunk[2] & 1, 1);
   RoundTrip(text);
   // ...random integers are not.
@@ -326,28 +386,42 @@ TEST(ChunkCodecTest, ZstdOnAndOff) {
   std::vector<int64_t> random(500);
   for (int64_t& v : random) v = static_cast<int64_t>(rng());
   chunk.clear();
-  EncodeChunk(Ints(random), &chunk);
+  EncodeChunk(Ints(random), 0, &chunk);
   EXPECT_EQ(chunk[2] & 1, 0);
 }
 
 TEST(ChunkCodecTest, HeaderRejectsBadInput) {
   Column out;
-  EXPECT_TRUE(DecodeChunk("", &out).IsCorruption());
+  EXPECT_TRUE(DecodeChunk("", 0, &out).IsCorruption());
   std::string chunk;
-  EncodeChunk(Ints({1, 2, 3}), &chunk);
+  EncodeChunk(Ints({1, 2, 3}), 0, &chunk);
   std::string bad = chunk;
   bad[0] = 9;  // version
-  EXPECT_TRUE(DecodeChunk(bad, &out).IsCorruption());
+  EXPECT_TRUE(DecodeChunk(bad, 0, &out).IsCorruption());
   bad = chunk;
   bad[1] = 0;  // type
-  EXPECT_TRUE(DecodeChunk(bad, &out).IsCorruption());
+  EXPECT_TRUE(DecodeChunk(bad, 0, &out).IsCorruption());
   bad = chunk;
   bad[2] = 0x40;  // flags
-  EXPECT_TRUE(DecodeChunk(bad, &out).IsCorruption());
+  EXPECT_TRUE(DecodeChunk(bad, 0, &out).IsCorruption());
   // A point count above kMaxChunkPoints: varint 2^24 + 1.
   std::string huge = chunk.substr(0, 5) + std::string("\x81\x80\x80\x08", 4) + chunk.substr(6);
-  EXPECT_TRUE(DecodeChunk(huge, &out).IsCorruption());
-  EXPECT_TRUE(DecodeChunk(chunk + "x", &out).IsCorruption());
+  EXPECT_TRUE(DecodeChunk(huge, 0, &out).IsCorruption());
+  // The times' unit and span (version 2): kT0's window as base, so the
+  // first time is one byte (0) at 7 and the span one byte (2 min) at 8.
+  std::string windowed;
+  EncodeChunk(Ints({1, 2, 3}), kWindow, &windowed);
+  ASSERT_EQ(windowed.substr(6, 3), std::string("\x04\x00\x02", 3));
+  bad = windowed;
+  bad[6] = 8;  // a time unit past 1 d
+  Status s = DecodeChunk(bad, kWindow, &out);
+  EXPECT_NE(s.message().find("bad time unit 8"), std::string::npos) << s.ToString();
+  std::string far = windowed.substr(0, 8);  // a span of 2^63 days: past 2^64 ns
+  PutVarint64(&far, uint64_t{1} << 63);
+  far[6] = 7;
+  s = DecodeChunk(far + windowed.substr(9), kWindow, &out);
+  EXPECT_NE(s.message().find("time span out of range"), std::string::npos) << s.ToString();
+  EXPECT_TRUE(DecodeChunk(chunk + "x", 0, &out).IsCorruption());
 }
 
 std::vector<std::string> SampleChunks() {
@@ -381,13 +455,13 @@ std::vector<std::string> SampleChunks() {
   std::vector<std::string> chunks;
   for (const Column& c : columns) {
     chunks.emplace_back();
-    EncodeChunk(c, &chunks.back());
+    EncodeChunk(c, 0, &chunks.back());
   }
   // Also every integer method on its own, through the chunk format.
   for (const std::vector<int64_t>& v :
        {std::vector<int64_t>{5, 9, 2, 7, 1, 8, 3}, std::vector<int64_t>(40, 3)}) {
     chunks.emplace_back();
-    EncodeChunk(Ints(v), &chunks.back());
+    EncodeChunk(Ints(v), 0, &chunks.back());
   }
   return chunks;
 }
@@ -396,9 +470,9 @@ std::vector<std::string> SampleChunks() {
 TEST(ChunkCodecTest, TruncatedChunksAreCorruption) {
   for (const std::string& chunk : SampleChunks()) {
     Column out;
-    ASSERT_TRUE(DecodeChunk(chunk, &out).ok());
+    ASSERT_TRUE(DecodeChunk(chunk, 0, &out).ok());
     for (size_t len = 0; len < chunk.size(); ++len) {
-      EXPECT_FALSE(DecodeChunk(std::string_view(chunk).substr(0, len), &out).ok())
+      EXPECT_FALSE(DecodeChunk(std::string_view(chunk).substr(0, len), 0, &out).ok())
           << "length " << len << " of " << chunk.size();
     }
   }
@@ -415,11 +489,11 @@ TEST(ChunkCodecTest, FlippedBytesNeverCrash) {
       int flips = 1 + static_cast<int>(rng() % 3);
       for (int f = 0; f < flips; ++f) bad[rng() % bad.size()] ^= static_cast<char>(1 + rng() % 255);
       Column out;
-      if (DecodeChunk(bad, &out).ok()) {
+      if (DecodeChunk(bad, 0, &out).ok()) {
         ++decoded;
         EXPECT_EQ(out.size(), [&] {
           ChunkInfo info;
-          EXPECT_TRUE(ReadChunkInfo(bad, &info).ok());
+          EXPECT_TRUE(ReadChunkInfo(bad, 0, &info).ok());
           return size_t{info.count};
         }());
       } else {
@@ -440,7 +514,7 @@ TEST(ChunkCodecTest, RandomBytesNeverCrash) {
     junk[1] = static_cast<char>(1 + rng() % 5);  // valid type
     junk[2] = static_cast<char>(rng() % 2);
     Column out;
-    (void)DecodeChunk(junk, &out);
+    (void)DecodeChunk(junk, 0, &out);
   }
 }
 
