@@ -23,7 +23,6 @@
 
 namespace gpulse::engine {
 
-
 class TierDictionaries {
  public:
   // The value of a dictionary key: format(u8 1) crc32c(u32 BE, masked) of
@@ -59,14 +58,6 @@ class TierDictionaries {
     return out;
   }
   size_t size() const { return dicts_.size(); }
-
-  // Calls fn(tier, field_id, dict) for each readable dictionary.
-  template <typename Fn>
-  void ForEach(Fn&& fn) const {
-    for (const auto& [key, dict] : dicts_) {
-      if (dict) fn(static_cast<uint8_t>(key >> 32), static_cast<uint32_t>(key), *dict);
-    }
-  }
 
  private:
   static uint64_t Key(uint8_t tier, uint32_t field_id) {
