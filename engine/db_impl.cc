@@ -294,12 +294,25 @@ void DbImpl::FlusherLoop() {
         said_full = true;
         if (!r.IsNoSpace()) {
           MutexLock bg(&bg_mu_);
-          if (bg_error_.ok()) bg_error_ = r;
+          if (bg_error_.ok()) {
+            bg_error_ = r;
+            bg_error_from_retry_ = true;
+          }
           bg_cv_.SignalAll();
         }
         continue;
       }
       said_full = false;
+      // The store is back and the waiting flush written: a retry before
+      // this one that could not reopen the store no longer refuses writes.
+      bool cleared = false;
+      {
+        MutexLock bg(&bg_mu_);
+        cleared = bg_error_from_retry_;
+        if (cleared) bg_error_ = Status::Ok();
+        bg_error_from_retry_ = false;
+      }
+      if (cleared) Log("writes resume: the store is open again");
     }
     MutexLock l(&flush_mu_);
     const Status s = FlushLocked();

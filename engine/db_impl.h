@@ -578,6 +578,9 @@ class DbImpl final : public Db {
   bool imm_pending_ GPULSE_GUARDED_BY(bg_mu_) = false;
   bool shutting_down_ GPULSE_GUARDED_BY(bg_mu_) = false;
   Status bg_error_ GPULSE_GUARDED_BY(bg_mu_);  // sticky flush or sync failure
+  // bg_error_ is a disk-full retry's that failed for another reason (the
+  // store not reopened): a later retry that recovers clears it.
+  bool bg_error_from_retry_ GPULSE_GUARDED_BY(bg_mu_) = false;
   std::thread flusher_;
   std::thread syncer_;
   std::thread maintenance_;  // retention and part merging, when either is on

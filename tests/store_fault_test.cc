@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/gpulse.h"
@@ -255,6 +257,69 @@ TEST(StoreFaultTest, ACompactionThatCannotReopenTheStoreRefusesCallsAndLosesNoth
     EXPECT_EQ(raw[0].ints[m], m < 60 ? m : m + 40);
   }
   EXPECT_TRUE(db->Compact().ok());
+}
+
+// A disk-full retry that could not reopen the store (its lock refused, as
+// when descriptors run out) made its error sticky: writes stayed refused
+// after a later retry reopened the store and wrote the waiting flush. Now
+// they resume with it, and nothing acknowledged is lost.
+TEST(StoreFaultTest, WritesResumeOnceADiskFullRetryReopensTheStoreAfterOneThatCouldNot) {
+  storage::ScratchDir dir;
+  test::StoreFaultEnv env;
+  Options options;
+  options.info_log = [](std::string_view) {};
+  options.store_env = &env;
+  options.sync_policy = SyncPolicy::kEveryBatch;
+  const std::vector<std::string> fields{"util"};
+  const auto batch = [](int64_t from) {
+    std::vector<Point> points;
+    for (int64_t m = from; m < from + 60; ++m) {
+      points.push_back(Point{"gpu", NodeSeries(0).tags, {{"util", m}}, kT0 + m * kMinute});
+    }
+    return points;
+  };
+  const auto expect_all = [&](Db* db, int64_t n) {
+    std::vector<Column> raw;
+    ASSERT_TRUE(db->ReadSeries(NodeSeries(0), fields, INT64_MIN, INT64_MAX, &raw).ok());
+    ASSERT_EQ(raw[0].size(), static_cast<size_t>(n));
+    for (int64_t m = 0; m < n; ++m) EXPECT_EQ(raw[0].ints[m], m);
+  };
+  {
+    std::unique_ptr<Db> db;
+    ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+    ASSERT_TRUE(db->Write(batch(0)).ok());
+    ASSERT_TRUE(db->Flush().ok());
+    // The disk fills: the flush of the second batch waits for space.
+    ASSERT_TRUE(db->Write(batch(60)).ok());
+    env.FailAsFullDisk(true);
+    env.FailAfter(0);
+    const Status full = db->Flush();
+    ASSERT_TRUE(full.IsNoSpace()) << full.ToString();
+    // A retry cannot reopen the store: calls are refused.
+    env.RefuseLocks(true);
+    Status refused;
+    for (int i = 0; i < 100 && refused.ok(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      refused = db->Write(batch(120));
+    }
+    ASSERT_FALSE(refused.ok());
+    // Space is back and the store opens: the next retry recovers, and writes
+    // are taken again without a restart.
+    env.RefuseLocks(false);
+    env.FailAfter(-1);
+    Status resumed = refused;
+    for (int i = 0; i < 100 && !resumed.ok(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      resumed = db->Write(batch(120));
+    }
+    ASSERT_TRUE(resumed.ok()) << resumed.ToString();
+    ASSERT_TRUE(db->Flush().ok());
+    expect_all(db.get(), 180);
+    ASSERT_TRUE(db->Close().ok());
+  }
+  std::unique_ptr<Db> db;
+  ASSERT_TRUE(Db::Open(options, dir.path(), &db).ok());
+  expect_all(db.get(), 180);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ class FaultFile : public leveldb::WritableFile {
       : env_(env), name_(std::move(name)), file_(file) {}
 
   leveldb::Status Append(const leveldb::Slice& data) override {
-    if (!env_->Allow()) return leveldb::Status::IOError(name_, "injected append failure");
+    if (!env_->Allow()) return leveldb::Status::IOError(name_, env_->failure());
     leveldb::Status s = file_->Append(data);
     if (s.ok()) env_->Appended(name_, data.size());
     return s;
@@ -24,7 +24,7 @@ class FaultFile : public leveldb::WritableFile {
   leveldb::Status Flush() override { return file_->Flush(); }
   leveldb::Status Sync() override {
     env_->MaybeStall();
-    if (!env_->Allow()) return leveldb::Status::IOError(name_, "injected sync failure");
+    if (!env_->Allow()) return leveldb::Status::IOError(name_, env_->failure());
     leveldb::Status s = file_->Sync();
     if (s.ok()) env_->Synced(name_);
     return s;
@@ -41,6 +41,11 @@ class FaultFile : public leveldb::WritableFile {
 void StoreFaultEnv::MaybeStall() {
   const int64_t ms = stall_ms_.exchange(0);
   if (ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+leveldb::Status StoreFaultEnv::LockFile(const std::string& name, leveldb::FileLock** lock) {
+  if (refuse_locks_) return leveldb::Status::IOError(name, "lock refused by the test");
+  return target()->LockFile(name, lock);
 }
 
 bool StoreFaultEnv::Allow() {

@@ -26,6 +26,16 @@ class StoreFaultEnv : public leveldb::EnvWrapper {
 
   // Appends and syncs after the next `n` fail with an IOError; n < 0 never.
   void FailAfter(int64_t n) { budget_ = n; }
+  // Whether those failures say what a full disk's do ("No space left on
+  // device", which gpulse tells from other errors), or that they are
+  // injected.
+  void FailAsFullDisk(bool full) { full_disk_ = full; }
+  const char* failure() const {
+    return full_disk_ ? "No space left on device" : "injected failure";
+  }
+  // Whether LockFile fails (a store that cannot be opened again, as when
+  // descriptors run out).
+  void RefuseLocks(bool refuse) { refuse_locks_ = refuse; }
   // Appends and syncs seen so far (failed ones included).
   int64_t operations() const { return operations_; }
   // The next sync first waits `d` (a slow disk at the worst moment): a
@@ -38,6 +48,7 @@ class StoreFaultEnv : public leveldb::EnvWrapper {
   leveldb::Status NewAppendableFile(const std::string& name, leveldb::WritableFile** out) override;
   leveldb::Status RenameFile(const std::string& from, const std::string& to) override;
   leveldb::Status RemoveFile(const std::string& name) override;
+  leveldb::Status LockFile(const std::string& name, leveldb::FileLock** lock) override;
 
   // For the file wrapper: whether this operation may go ahead, and the
   // lengths it reached.
@@ -57,6 +68,8 @@ class StoreFaultEnv : public leveldb::EnvWrapper {
   std::atomic<int64_t> budget_{-1};
   std::atomic<int64_t> operations_{0};
   std::atomic<int64_t> stall_ms_{0};
+  std::atomic<bool> full_disk_{false};
+  std::atomic<bool> refuse_locks_{false};
   std::mutex mu_;
   std::map<std::string, FileState> files_;  // GUARDED_BY(mu_)
 };
