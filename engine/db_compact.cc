@@ -30,10 +30,12 @@ namespace gpulse::engine {
 namespace {
 
 constexpr size_t kCopyBatchBytes = 8 << 20;
-// The zstd level of tier blocks compressed with a dictionary, as without
-// one: level 6 saved 0.3% more of the harness's day and week at compaction,
-// which holds every call while it runs (docs/format/rollups.md).
+// zstd levels of tier blocks compressed with a dictionary: a flush's, as
+// without one, and a compaction's, which writes each block once for good
+// (level 6 saved 0.3% more of the harness's day and week than level 1;
+// docs/format/rollups.md, "Dictionaries").
 constexpr int kDictionaryLevel = 1;
+constexpr int kCompactDictionaryLevel = 6;
 
 leveldb::Options StoreOptions(leveldb::Env* env) {
   leveldb::Options options;
@@ -99,9 +101,16 @@ Status DbImpl::CopyStore(const std::string& path) {
   // own (a (tier, field)'s never changes) and new ones for fields without.
   std::vector<TrainedDictionary> trained;
   GPULSE_RETURN_IF_ERROR(
-      TrainTierDictionaries(store_.get(), tier_dicts_, kDictionaryLevel, &trained)
+      TrainTierDictionaries(store_.get(), tier_dicts_, kCompactDictionaryLevel, &trained)
           .WithContext("compact"));
-  TierDictionaries added;
+  // Every dictionary the copy writes with, at the compaction's level.
+  TierDictionaries writing;
+  tier_dicts_.ForEach([&](uint8_t tier, uint32_t field, const storage::ZstdDictionary& d) {
+    std::unique_ptr<storage::ZstdDictionary> copy;
+    if (storage::ZstdDictionary::Load(d.bytes(), kCompactDictionaryLevel, &copy).ok()) {
+      writing.Add(tier, field, std::move(copy));
+    }
+  });
 
   leveldb::DB* raw = nullptr;
   leveldb::Status s = leveldb::DB::Open(StoreOptions(&store_env_), path, &raw);
@@ -112,7 +121,7 @@ Status DbImpl::CopyStore(const std::string& path) {
   for (TrainedDictionary& t : trained) {
     new_keys.emplace_back(storage::DictionaryKey(t.tier, t.field_id),
                           TierDictionaries::EncodeValue(t.dict->bytes()));
-    added.Add(t.tier, t.field_id, std::move(t.dict));
+    writing.Add(t.tier, t.field_id, std::move(t.dict));
   }
   if (!trained.empty()) {
     Log("compact: " + std::to_string(trained.size()) + " tier dictionaries trained");
@@ -129,11 +138,11 @@ Status DbImpl::CopyStore(const std::string& path) {
         chunk && parts.tier != storage::kRawTier ? TierOfKeyId(parts.tier) : std::nullopt;
     const std::string_view value(it->value().data(), it->value().size());
     // The block's dictionary in the store (to read it with) and in the copy
-    // (to write it with): the same, or a new one where the store had none.
+    // (to write it with): the same bytes, or a new one where the store had
+    // none.
     const storage::ZstdDictionary* was =
         tier ? tier_dicts_.Find(parts.tier, parts.field_id) : nullptr;
-    const storage::ZstdDictionary* dict =
-        was != nullptr || !tier ? was : added.Find(parts.tier, parts.field_id);
+    const storage::ZstdDictionary* dict = tier ? writing.Find(parts.tier, parts.field_id) : nullptr;
     if (tier && (storage::IsOlderFormatRollupBlock(value) ||
                  (dict != nullptr && !storage::IsDictionaryCompressedBlock(value)))) {
       // A tier block of an earlier format (written again in the current

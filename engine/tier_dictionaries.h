@@ -59,6 +59,14 @@ class TierDictionaries {
   }
   size_t size() const { return dicts_.size(); }
 
+  // Calls fn(tier, field_id, dict) for each readable dictionary.
+  template <typename Fn>
+  void ForEach(Fn&& fn) const {
+    for (const auto& [key, dict] : dicts_) {
+      if (dict) fn(static_cast<uint8_t>(key >> 32), static_cast<uint32_t>(key), *dict);
+    }
+  }
+
  private:
   static uint64_t Key(uint8_t tier, uint32_t field_id) {
     return static_cast<uint64_t>(tier) << 32 | field_id;
@@ -77,7 +85,7 @@ struct TrainedDictionary {
 
 // Trains a dictionary, compressing at `level`, for each (tier, field) of
 // `store` that has no dictionary key (`have`) and enough tier blocks to train
-// one that pays for itself on them, its own bytes included: at least 32 KiB
+// one that pays for itself on them, its own bytes included: at least 8 KiB
 // of block bodies, sampled from the first 256 KiB in key order (64 MiB in
 // all), and at most 256 dictionaries in a store, the fields with the most
 // block bytes first. IOError when the store cannot be read.
