@@ -33,11 +33,15 @@ Status ReadWindowParts(leveldb::Iterator* it, const storage::ChunkKeyParts& firs
     const leveldb::Slice value = it->value();
     const Status s =
         storage::DecodeChunk(std::string_view(value.data(), value.size()), key.window_start, &part);
-    if (!s.ok() || part.type != type || !std::is_sorted(part.ts.begin(), part.ts.end())) {
-      return Status::Corruption(
-          "chunk of series " + std::to_string(key.series_id) + " field " +
-          std::to_string(key.field_id) + " window " + std::to_string(key.window_start) + " part " +
-          std::to_string(key.part) + ": " + (s.ok() ? "type or order mismatch" : s.message()));
+    // A part's times start at or after its window's (the key's), from
+    // which version 2 writes them: one before it was read with another base.
+    if (!s.ok() || part.type != type || !std::is_sorted(part.ts.begin(), part.ts.end()) ||
+        (!part.ts.empty() && part.ts.front() < key.window_start)) {
+      return Status::Corruption("chunk of series " + std::to_string(key.series_id) + " field " +
+                                std::to_string(key.field_id) + " window " +
+                                std::to_string(key.window_start) + " part " +
+                                std::to_string(key.part) + ": " +
+                                (s.ok() ? "type, order or window mismatch" : s.message()));
     }
     MergeNewer(part, merged);  // parts come in ascending order: newer last
     ++count;

@@ -123,7 +123,7 @@ Status DbImpl::DeleteSeries(std::span<const Series> series, int64_t first, int64
     // The record is logged: reopening applies it. Until then the store may
     // be half done, so writes stop as after a failed flush.
     MutexLock bg(&bg_mu_);
-    if (bg_error_.ok()) bg_error_ = s;
+    SetBgErrorLocked(s);
   }
   return s;
 }

@@ -89,8 +89,8 @@ Status DbImpl::FlushLocked() {
       flush_stalled_ = true;
       stalled_first_segment_ = first_live_segment;
       store_full_ = true;
-    } else if (bg_error_.ok()) {
-      bg_error_ = s;
+    } else {
+      SetBgErrorLocked(s);
     }
   }
   bg_cv_.SignalAll();

@@ -322,7 +322,7 @@ void DbImpl::FlusherLoop() {
     } else if (!s.ok()) {
       Log("background flush failed: " + s.ToString());
       MutexLock bg(&bg_mu_);
-      if (bg_error_.ok()) bg_error_ = s;
+      SetBgErrorLocked(s);
       bg_cv_.SignalAll();
     }
   }
@@ -338,8 +338,8 @@ void DbImpl::SyncerLoop() {
     l.Unlock();
     const Status s = wal_->Sync();
     l.Lock();
-    if (!s.ok() && bg_error_.ok()) {
-      bg_error_ = s;
+    if (!s.ok() && (bg_error_.ok() || bg_error_from_retry_)) {
+      SetBgErrorLocked(s);
       Log("WAL sync failed; writes are refused from now on: " + s.ToString());
     }
   }

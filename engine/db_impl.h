@@ -577,6 +577,13 @@ class DbImpl final : public Db {
   bool flush_requested_ GPULSE_GUARDED_BY(bg_mu_) = false;
   bool imm_pending_ GPULSE_GUARDED_BY(bg_mu_) = false;
   bool shutting_down_ GPULSE_GUARDED_BY(bg_mu_) = false;
+  // Records `s` as the sticky background error unless one is recorded
+  // already; a disk-full retry's error gives way to any other, which stays.
+  void SetBgErrorLocked(Status s) GPULSE_REQUIRES(bg_mu_) {
+    if (!bg_error_.ok() && !bg_error_from_retry_) return;
+    bg_error_ = std::move(s);
+    bg_error_from_retry_ = false;
+  }
   Status bg_error_ GPULSE_GUARDED_BY(bg_mu_);  // sticky flush or sync failure
   // bg_error_ is a disk-full retry's that failed for another reason (the
   // store not reopened): a later retry that recovers clears it.

@@ -29,6 +29,7 @@ struct Sampled {
   uint64_t stored = 0;          // bytes of every block, sampled or not
   uint64_t sampled_stored = 0;  // bytes of the sampled blocks as stored
   size_t sampled = 0;           // bytes of their bodies
+  bool orphaned = false;        // a block needs a dictionary the store lacks
   std::vector<uint8_t> formats;
   std::vector<std::string> bodies;
 };
@@ -94,6 +95,9 @@ Status TrainTierDictionaries(leveldb::DB* store, const TierDictionaries& have, i
     const std::string_view value(it->value().data(), it->value().size());
     Sampled& s = seen[{k.tier, k.field_id}];
     s.stored += value.size();
+    // Written with a dictionary whose key is gone: a new one under the same
+    // key would read such a block as something else.
+    if (storage::IsDictionaryCompressedBlock(value)) s.orphaned = true;
     if (s.sampled >= kSampleBytesPerField || in_all >= kSampleBytesInAll) continue;
     std::string_view body;
     if (value.empty() || !storage::OpenBlock(value, static_cast<uint8_t>(value[0]), kMaxBodyBytes,
@@ -111,7 +115,8 @@ Status TrainTierDictionaries(leveldb::DB* store, const TierDictionaries& have, i
 
   std::vector<std::pair<const std::pair<uint8_t, uint32_t>, Sampled>*> candidates;
   for (auto& entry : seen) {
-    if (entry.second.sampled >= kMinSampleBytes && entry.second.bodies.size() >= kMinSamples) {
+    if (!entry.second.orphaned && entry.second.sampled >= kMinSampleBytes &&
+        entry.second.bodies.size() >= kMinSamples) {
       candidates.push_back(&entry);
     }
   }

@@ -317,5 +317,43 @@ TEST_F(TierDictionaryTest, AnUnreadableDictionaryIsReportedAndRepairedFromRaw) {
   EXPECT_EQ(LogLines("dictionary checksum mismatch"), 1u);
 }
 
+// A block written with a dictionary whose key is gone (lost with its table)
+// must not be read with a new one trained under the same key: compaction
+// trains none for the field until a repair has rebuilt its blocks.
+TEST_F(TierDictionaryTest, NoDictionaryIsTrainedOverBlocksThatNeedALostOne) {
+  WriteDay(kT0);
+  const std::string before = Answers();
+  ASSERT_TRUE(db_->Compact().ok());
+  const std::map<std::string, std::string> dicts = StoreKeys(storage::kDictionaryPrefix);
+  ASSERT_GE(dicts.size(), 2u);
+  const std::string lost = dicts.begin()->first;
+  {
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
+    std::unique_ptr<leveldb::DB> store(raw);
+    ASSERT_TRUE(store->Delete(leveldb::WriteOptions(), lost).ok());
+  }
+  // A later day lands in new hour blocks, written without a dictionary:
+  // enough to train one on, were the field's older blocks not waiting for
+  // the lost one.
+  Reopen();
+  WriteDay(kT0 + 13 * kDay);
+  ASSERT_TRUE(db_->Compact().ok());
+  EXPECT_FALSE(StoreKeys(storage::kDictionaryPrefix).contains(lost));
+  Reopen();
+  const std::string damaged = HourAnswers();
+  EXPECT_NE(damaged.find("compressed with a dictionary the store lacks"), std::string::npos)
+      << damaged.substr(0, 300);
+  Db::VerifyReport report;
+  ASSERT_TRUE(db_->Verify(/*drop_damaged=*/true, &report).ok());
+  EXPECT_EQ(report.rebuilt, static_cast<uint64_t>(kGpus));
+  EXPECT_EQ(Answers(), before);
+  // Rebuilt without one, the field's blocks train a new one.
+  ASSERT_TRUE(db_->Compact().ok());
+  EXPECT_TRUE(StoreKeys(storage::kDictionaryPrefix).contains(lost));
+  Reopen();
+  EXPECT_EQ(Answers(), before);
+}
+
 }  // namespace
 }  // namespace gpulse
