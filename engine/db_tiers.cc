@@ -71,12 +71,27 @@ Status DbImpl::UpdateTierRows(uint32_t series_id, uint32_t field_id, const Colum
       Kind::Reset(fresh.type, &stored);
       const leveldb::Status g = store_->Get(leveldb::ReadOptions(), key, &value);
       if (g.ok()) {
-        const Status d = Kind::Decode(value, dict, &stored);
-        if (!d.ok())
-          return Status::Corruption("flush: tier " + std::string(tier.name) + ": " + d.message());
-        if (!Kind::TypeIs(stored, fresh.type)) {
-          return Status::Corruption("flush: tier " + std::string(tier.name) +
-                                    " rows have another type than the field");
+        Status d = Kind::Decode(value, dict, &stored);
+        if (d.ok() && !Kind::TypeIs(stored, fresh.type)) {
+          d = Status::Corruption("rows of another type than the field");
+        }
+        if (!d.ok()) {
+          // A block that cannot be read (damaged, or written with a
+          // dictionary the store lost): its rows again from the raw points
+          // stored for its span, so that writes go on. Rows past the raw
+          // retention are lost with it, as in `gpulse verify --repair`.
+          Log("flush: the tier " + std::string(tier.name) + " block of series " +
+              std::to_string(series_id) + " field " + std::to_string(field_id) + " from " +
+              std::to_string(block) + " cannot be read (" + d.message() +
+              "); built again from the raw points");
+          Kind::Reset(fresh.type, &stored);
+          Column raw;
+          raw.type = fresh.type;
+          GPULSE_RETURN_IF_ERROR(
+              ReadChunks(nullptr, series_id, field_id, block,
+                         storage::NextWindowStart(block, storage::BlockSpan(tier)),
+                         window_cache_.epoch(), &raw));
+          Kind::Build(raw, tier.width_ns, &stored);
         }
       } else if (!g.IsNotFound()) {
         return Status::IOError("flush: read tier rows: " + g.ToString());

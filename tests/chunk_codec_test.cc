@@ -15,6 +15,8 @@
 #include "storage/float_codec.h"
 #include "storage/gorilla_codec.h"
 #include "storage/integer_codec.h"
+#include "storage/time_unit.h"
+#include "tests/support/first_version_chunks.h"
 #include "tests/support/time_units.h"
 
 namespace gpulse::storage {
@@ -299,22 +301,35 @@ TEST(ChunkCodecTest, FirstVersionChunksStillDecode) {
   // Nanosecond times: version 2's unit is 1 ns and its body is version 1's.
   const Column in = Ints({5, 6, 7}, {kT0 + 1, kT0 + 5, kT0 + 17});
   std::string v2;
-  EncodeChunk(in, 0, &v2);
-  ASSERT_EQ(v2[6], 0);  // unit 1 ns
-  std::string head(v2.substr(0, 6));
-  std::string zz_min, span;
-  PutVarint64(&zz_min, ZigZagEncode(static_cast<uint64_t>(kT0 + 1)));
-  PutVarint64(&span, 16);
-  ASSERT_EQ(v2.substr(7, zz_min.size() + span.size()), zz_min + span);
-  head[0] = 1;
-  std::string v1 = head;
-  PutFixed64(&v1, static_cast<uint64_t>(kT0 + 1));
-  v1 += span + v2.substr(7 + zz_min.size() + span.size());
+  EncodeChunk(in, kWindow, &v2);
+  const std::string v1 = test::FirstVersionChunk(v2, kWindow);
+  ASSERT_FALSE(v1.empty());
+  ASSERT_EQ(v1[0], 1);
+  EXPECT_EQ(v1.size(), v2.size() + 8 - 2);  // min_ts whole, no unit byte, a one-byte offset
   for (const int64_t base : {int64_t{0}, kWindow}) {
     Column out;
     ASSERT_TRUE(DecodeChunk(v1, base, &out).ok());
     EXPECT_EQ(out.ts, in.ts);
     EXPECT_EQ(out.ints, in.ints);
+  }
+}
+
+// The exact division of storage/time_unit.h against % and / on every unit,
+// offsets of 2^63 and above included.
+TEST(ChunkCodecTest, ExactTimeDivisionAgreesWithDivide) {
+  std::mt19937_64 rng(3);
+  for (size_t u = 0; u < kTimeUnitCount; ++u) {
+    const ExactTimeDivisor& by = kTimeDivisors[u];
+    const auto d = static_cast<uint64_t>(kTimeUnits[u]);
+    for (int i = 0; i < 20000; ++i) {
+      uint64_t v = rng();
+      if (i % 2 == 0) v -= v % d;  // half of them multiples
+      if (i % 7 == 0) v = (UINT64_MAX / d - static_cast<uint64_t>(i)) * d;  // near the top
+      ASSERT_EQ(by.Divides(v), v % d == 0) << "unit " << u << " v " << v;
+      if (v % d == 0) {
+        ASSERT_EQ(by.Divide(v), v / d) << "unit " << u << " v " << v;
+      }
+    }
   }
 }
 
