@@ -135,6 +135,17 @@ class TierDictionaryTest : public ::testing::Test {
     ASSERT_TRUE(db_->Flush().ok());
   }
 
+  // A point of n007 half a minute into 05:30 of the first day: among stored
+  // points of its hour, so a flush computes that bucket again.
+  static Point LatePoint() {
+    Point late;
+    late.measurement = "gpu";
+    late.tags = {{"node", "n007"}};
+    late.fields = {{"util", int64_t{3}}, {"power", 123.4}};
+    late.timestamp_ns = kT0 + 5 * kHour + 30 * kMinute + 30'000'000'000;
+    return late;
+  }
+
   // The answers of the hour tier over the first two days, as text: exact
   // aggregates only, so that they equal raw's to the last digit.
   std::string HourAnswers(const std::string& from = "gpu") {
@@ -249,12 +260,7 @@ TEST_F(TierDictionaryTest, CompactionTrainsThemAndEveryAnswerStaysTheSame) {
   // dictionary: a late point inside stored hours, and a second day.
   Reopen();
   EXPECT_EQ(Answers(), before);
-  Point late;
-  late.measurement = "gpu";
-  late.tags = {{"node", "n007"}};
-  late.fields = {{"util", int64_t{3}}, {"power", 123.4}};
-  late.timestamp_ns = kT0 + 5 * kHour + 30 * kMinute + 30'000'000'000;
-  ASSERT_TRUE(db_->Write({late}).ok());
+  ASSERT_TRUE(db_->Write({LatePoint()}).ok());
   WriteDay(kT0 + kDay);
   const std::string after = Answers();
   EXPECT_NE(after, before);
@@ -298,12 +304,7 @@ TEST_F(TierDictionaryTest, AnUnreadableDictionaryIsReportedAndRepairedFromRaw) {
 
   // A flush that folds a late point into one of those blocks builds that
   // block again from the raw points: writes go on.
-  Point late;
-  late.measurement = "gpu";
-  late.tags = {{"node", "n007"}};
-  late.fields = {{"util", int64_t{3}}, {"power", 123.4}};
-  late.timestamp_ns = kT0 + 5 * kHour + 30 * kMinute + 30'000'000'000;
-  ASSERT_TRUE(db_->Write({late}).ok());
+  ASSERT_TRUE(db_->Write({LatePoint()}).ok());
   ASSERT_TRUE(db_->Flush().ok());
   EXPECT_EQ(LogLines("built again from the raw points"), 1u);
 
