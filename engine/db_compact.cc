@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <unordered_set>
 
 #include "engine/chunk_parts.h"
 #include "engine/column_ops.h"
@@ -130,6 +131,10 @@ Status DbImpl::CopyStore(const std::string& path) {
   leveldb::WriteOptions sync;
   sync.sync = true;
   std::string encoded;
+  // The (tier, field)s with a block in the copy (tier << 32 | field), and
+  // the dictionaries of none left behind.
+  std::unordered_set<uint64_t> with_blocks;
+  size_t unused = 0;
   for (it->SeekToFirst(); it->Valid();) {
     storage::ChunkKeyParts parts;
     const std::string key = it->key().ToString();
@@ -137,6 +142,11 @@ Status DbImpl::CopyStore(const std::string& path) {
     const std::optional<size_t> tier =
         chunk && parts.tier != storage::kRawTier ? TierOfKeyId(parts.tier) : std::nullopt;
     const std::string_view value(it->value().data(), it->value().size());
+    if (chunk && parts.tier != storage::kRawTier) {
+      with_blocks.insert(static_cast<uint64_t>(parts.tier) << 32 | parts.field_id);
+    }
+    uint8_t dict_tier = 0;
+    uint32_t dict_field = 0;
     // The block's dictionary in the store (to read it with) and in the copy
     // (to write it with): the same bytes, or a new one where the store had
     // none.
@@ -171,6 +181,13 @@ Status DbImpl::CopyStore(const std::string& path) {
         batch.Put(it->key(), it->value());
       }
       it->Next();
+    } else if (!chunk && storage::ParseDictionaryKey(key, &dict_tier, &dict_field) &&
+               !with_blocks.contains(static_cast<uint64_t>(dict_tier) << 32 | dict_field)) {
+      // A dictionary no tier block is left to need (its field's series
+      // dropped, its blocks past retention): not copied, so it does not
+      // count toward the store's cap. ('Z' keys sort after every 'C' key.)
+      ++unused;
+      it->Next();
     } else if (!chunk || parts.tier != storage::kRawTier) {
       // Not a raw chunk (a catalog entry, a dictionary, or a tier's block).
       batch.Put(it->key(), it->value());
@@ -202,6 +219,10 @@ Status DbImpl::CopyStore(const std::string& path) {
     }
   }
   if (!it->status().ok()) return Status::IOError("read store: " + it->status().ToString());
+  if (unused > 0) {
+    Log("compact: " + std::to_string(unused) +
+        " tier dictionaries dropped: no block of their tier and field is left");
+  }
   // Last, after every key copied from the store.
   for (const auto& [key, value] : new_keys) batch.Put(key, value);
   // The synced last write makes the whole copy durable (LevelDB's log is in order).

@@ -255,17 +255,47 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
       }
       // A block the range cuts: its rows inside go, rows of buckets the
       // range cuts are computed from the raw points left, the rest stay.
+      FieldType type;
+      {
+        ReaderLock l(&mu_);
+        if (k.field_id >= index_.field_count()) {
+          return Status::Corruption("tier block of series " + std::to_string(series_id) +
+                                    " names unknown field " + std::to_string(k.field_id));
+        }
+        type = index_.field(k.field_id).type;
+      }
       const leveldb::Slice value = it->value();
       const std::string_view bytes(value.data(), value.size());
       const storage::ZstdDictionary* dict = tier_dicts_.Find(tier.id, k.field_id);
       Status trimmed;
       const auto trim = [&](auto kind) {
         using Kind = decltype(kind);
-        typename Kind::Rows stored;
-        trimmed = Kind::Decode(bytes, dict, &stored);
-        if (!trimmed.ok()) return;
-        typename Kind::Rows kept;
-        Kind::Reset(Kind::TypeOf(stored), &kept);
+        typename Kind::Rows stored, kept;
+        Kind::Reset(type, &stored);
+        Kind::Reset(type, &kept);
+        Status d = Kind::Decode(bytes, dict, &stored);
+        if (d.ok() && !Kind::TypeIs(stored, type)) {
+          d = Status::Corruption("rows of another type than the field");
+        }
+        if (!d.ok()) {
+          // A block that cannot be read (damaged, or written with a
+          // dictionary the store lost): its rows again from the raw points
+          // left in its span (the range's are deleted by now), as a flush
+          // does, so that the delete (a retention pass, a replayed one) goes
+          // on. Rows past the raw retention are lost with it.
+          Log("delete: the tier " + std::string(tier.name) + " block of series " +
+              std::to_string(series_id) + " field " + std::to_string(k.field_id) + " from " +
+              std::to_string(k.window_start) + " cannot be read (" + d.message() +
+              "); built again from the raw points left");
+          Column raw;
+          raw.type = type;
+          trimmed = ReadChunks(nullptr, series_id, k.field_id, k.window_start,
+                               storage::NextWindowStart(k.window_start, span),
+                               window_cache_.epoch(), &raw);
+          if (!trimmed.ok()) return;
+          Kind::Build(raw, tier.width_ns, &kept);
+          Kind::Reset(type, &stored);  // none of its rows is kept as read
+        }
         for (size_t i = 0; i < stored.size() && trimmed.ok(); ++i) {
           const int64_t bucket = stored.bucket[i];
           const int64_t bucket_last = LastOf(bucket, tier.width_ns);
@@ -273,7 +303,7 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
             Kind::Append(stored, i, &kept);
           } else if (bucket < first || bucket_last > last) {
             Column raw;  // covered in part: the row of the points left, if any
-            raw.type = Kind::TypeOf(stored);
+            raw.type = type;
             trimmed = ReadChunks(nullptr, series_id, k.field_id, bucket,
                                  storage::NextWindowStart(bucket, tier.width_ns),
                                  window_cache_.epoch(), &raw);
@@ -281,7 +311,7 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
           }
         }
         if (!trimmed.ok()) return;
-        if (kept.size() == stored.size() && kept.bucket == stored.bucket &&
+        if (d.ok() && kept.size() == stored.size() && kept.bucket == stored.bucket &&
             kept.count == stored.count) {
           // No row went and none changed: the block stays as it is. (The
           // retention pass meets a block its cut crosses at every run.)
@@ -295,11 +325,7 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
           batch->Put(it->key(), encoded);
         }
       };
-      if (storage::IsTallyBlock(bytes)) {
-        trim(TallyKind{});
-      } else {
-        trim(RollupKind{});
-      }
+      WithTierKind(type, trim);
       if (!trimmed.ok()) return trimmed.WithContext("delete: tier " + std::string(tier.name));
       it->Next();
       GPULSE_RETURN_IF_ERROR(WriteIfLarge(store_.get(), batch, kDeleteBatchBytes));

@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -308,14 +309,23 @@ TEST_F(TierDictionaryTest, AnUnreadableDictionaryIsReportedAndRepairedFromRaw) {
   ASSERT_TRUE(db_->Flush().ok());
   EXPECT_EQ(LogLines("built again from the raw points"), 1u);
 
+  // So does a delete whose range cuts another of them (a retention pass, or
+  // one replayed at open, would otherwise fail at every run): an hour of
+  // n003's, from 02:30.
+  const Series n003{"gpu", {{"node", "n003"}}};
+  ASSERT_TRUE(db_->Delete(std::span<const Series>(&n003, 1), kT0 + 2 * kHour + 30 * kMinute,
+                          kT0 + 3 * kHour + 30 * kMinute)
+                  .ok());
+  EXPECT_EQ(LogLines("built again from the raw points left"), 1u);
+
   Db::VerifyReport report;
   ASSERT_TRUE(db_->Verify(/*drop_damaged=*/false, &report).ok());
   // The field's other hour blocks and its dictionary.
-  ASSERT_EQ(report.damaged.size(), kGpus - 1 + 1u);
+  ASSERT_EQ(report.damaged.size(), kGpus - 2 + 1u);
   EXPECT_EQ(report.damaged.back().key, storage::KeyHex(key));
   EXPECT_EQ(report.damaged.back().tier, "1h");
   ASSERT_TRUE(db_->Verify(/*drop_damaged=*/true, &report).ok());
-  EXPECT_EQ(report.rebuilt, kGpus - 1u);
+  EXPECT_EQ(report.rebuilt, kGpus - 2u);
   const std::string after = Answers();
   EXPECT_NE(after, before);  // the late point
   EXPECT_EQ(HourAnswers(), HourAnswers("\"raw\".gpu"));
@@ -330,6 +340,36 @@ TEST_F(TierDictionaryTest, AnUnreadableDictionaryIsReportedAndRepairedFromRaw) {
   Reopen();
   EXPECT_EQ(Answers(), after);
   EXPECT_EQ(LogLines("dictionary checksum mismatch"), 1u);
+}
+
+// A dictionary no block needs any more (its field's series dropped) is not
+// carried by compaction: it would count toward the store's cap for good.
+TEST_F(TierDictionaryTest, CompactionDropsADictionaryNoBlockNeeds) {
+  WriteDay(kT0);
+  ASSERT_TRUE(db_->Compact().ok());
+  const std::map<std::string, std::string> dicts = StoreKeys(storage::kDictionaryPrefix);
+  ASSERT_GE(dicts.size(), 2u);
+  Reopen();
+  std::vector<Series> all;
+  for (int g = 0; g < kGpus; ++g) {
+    char node[16];
+    std::snprintf(node, sizeof node, "n%03d", g);
+    all.push_back({"gpu", {{"node", node}}});
+  }
+  ASSERT_TRUE(db_->DropSeries(all).ok());
+  ASSERT_TRUE(db_->Compact().ok());
+  EXPECT_EQ(LogLines(std::to_string(dicts.size()) + " tier dictionaries dropped"), 1u);
+  EXPECT_TRUE(StoreKeys(storage::kDictionaryPrefix).empty());
+
+  // The series written again: their fields train dictionaries again, under
+  // the same keys (a field keeps its id), and answers equal raw's.
+  Reopen();
+  WriteDay(kT0 + kDay);
+  ASSERT_TRUE(db_->Compact().ok());
+  EXPECT_EQ(HourAnswers(), HourAnswers("\"raw\".gpu"));
+  const std::map<std::string, std::string> again = StoreKeys(storage::kDictionaryPrefix);
+  EXPECT_EQ(again.size(), dicts.size());
+  for (const auto& [k, v] : dicts) EXPECT_TRUE(again.contains(k)) << storage::KeyHex(k);
 }
 
 // A block written with a dictionary whose key is gone (lost with its table)
