@@ -166,15 +166,21 @@ TEST_F(PromqlTiersTest, PointsInOneMillisecondCountOnceWhereTheyAreFolded) {
   std::vector<Point> points;
   for (int64_t m = 0; m < 30; ++m) {
     const int64_t t = (kT0 + m * 60) * kSecond;
-    points.push_back(Point{"dup", {{"node", "n0"}}, {{"v", static_cast<double>(m)}}, t});
+    points.push_back(
+        Point{"dup", {{"node", "n0"}}, {{"v", static_cast<double>(m)}, {"n", 50 - m}}, t});
     if (m % 3 == 0) {
-      points.push_back(
-          Point{"dup", {{"node", "n0"}}, {{"v", static_cast<double>(100 + m)}}, t + 400'000});
+      points.push_back(Point{"dup",
+                             {{"node", "n0"}},
+                             {{"v", static_cast<double>(100 + m)}, {"n", int64_t{-m}}},
+                             t + 400'000});
     }
   }
   ASSERT_TRUE(db_->Write(points).ok());
-  for (const char* f : {"sum_over_time", "count_over_time", "max_over_time", "last_over_time"}) {
-    ExpectSame(std::string(f) + "(dup_v[90s])", kT0, kT0 + 1800, 60);
+  for (const char* f : {"sum_over_time", "count_over_time", "min_over_time", "max_over_time",
+                        "last_over_time", "avg_over_time"}) {
+    for (const char* metric : {"dup_v", "dup_n"}) {
+      ExpectSame(std::string(f) + "(" + metric + "[90s])", kT0, kT0 + 1800, 60);
+    }
   }
   const PromAnswer a = Ask("count_over_time(dup_v[90s])", kT0 + 60, kT0 + 60, 1, true);
   ASSERT_EQ(a.series.size(), 1u);

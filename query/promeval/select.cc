@@ -137,16 +137,6 @@ void ToDoubles(const Column& c, std::vector<double>* out) {
   }
 }
 
-// Whether two of the column's points fall in one millisecond.
-bool SharesAMillisecond(const Column& c) {
-  for (size_t i = 1; i < c.size(); ++i) {
-    if (c.ts[i] - c.ts[i - 1] < kNanosPerMilli && MillisOf(c.ts[i]) == MillisOf(c.ts[i - 1])) {
-      return true;
-    }
-  }
-  return false;
-}
-
 // The points of the metric's column, each to the series of the label
 // fields' values at its time. When the values change (another pod on the
 // GPU), the series of the old ones ends there with a stale marker, as
@@ -656,14 +646,29 @@ Status SeriesSource::FoldRawSeries(std::span<const StoredMetric> metrics,
       ctx_->CountPoints(col.size());
       GPULSE_RETURN_IF_ERROR(ctx_->Charge(col.size() * 16, "PromQL samples"));
       StepSeries s = EmptySeries(LabelsOf(*series[x], metrics[j]), ends.size());
-      if (SharesAMillisecond(col)) {
+      // The column's own values where the fold takes them; as floats for a
+      // sum or mean of integers.
+      bool folded = false;
+      if (col.type == FieldType::kFloat) {
+        folded = FoldStoredSamples<double>(col.ts, col.floats, ends, range, fold, &s);
+      } else if (fold == WindowFold::kSum || fold == WindowFold::kAvg) {
+        ToDoubles(col, &values);
+        folded = FoldStoredSamples<double>(col.ts, values, ends, range, fold, &s);
+      } else if (col.type == FieldType::kInt) {
+        folded = FoldStoredSamples<int64_t>(col.ts, col.ints, ends, range, fold, &s);
+      } else if (col.type == FieldType::kUint) {
+        folded = FoldStoredSamples<uint64_t>(col.ts, col.uints, ends, range, fold, &s);
+      } else {
+        folded = FoldStoredSamples<uint8_t>(col.ts, col.bools, ends, range, fold, &s);
+      }
+      if (!folded) {
+        // Two samples of a window in one millisecond: the later, as Select
+        // keeps it.
+        s = EmptySeries(LabelsOf(*series[x], metrics[j]), ends.size());
         samples.times.clear();
         samples.values.clear();
-        AppendColumn(col, &samples);  // the later point of a millisecond, as Select keeps it
+        AppendColumn(col, &samples);
         FoldSamples(samples.times, samples.values, ends, range, fold, &s);
-      } else {
-        ToDoubles(col, &values);
-        FoldSamples(col.ts, values, ends, range, fold, &s, kNanosPerMilli);
       }
       (*found)[at] =
           std::find(s.has.begin(), s.has.end(), 1) != s.has.end() ? std::move(s) : StepSeries();

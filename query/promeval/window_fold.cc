@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "query/promeval/functions.h"
 
@@ -111,23 +112,27 @@ namespace {
 
 // The fold of one window's values (at least one): min and max by
 // Prometheus' own loop (its signed zeros and NaNs), the others by position.
-template <WindowFold F>
-double FoldValues(std::span<const double> v) {
+// Over integers (a stored column's own values) min and max are those of the
+// floats: the conversion keeps the order.
+template <WindowFold F, typename T>
+double FoldValues(std::span<const T> v) {
   if constexpr (F == WindowFold::kMax || F == WindowFold::kMin) {
     // Prometheus' loop takes each value while it holds a NaN, and then only
     // greater (smaller) ones: a NaN never replaces a number.
     size_t i = 0;
-    double m = v[0];
-    while (std::isnan(m) && ++i < v.size()) m = v[i];
+    T m = v[0];
+    if constexpr (std::is_floating_point_v<T>) {
+      while (std::isnan(m) && ++i < v.size()) m = v[i];
+    }
     for (++i; i < v.size(); ++i) {
-      const double x = v[i];
+      const T x = v[i];
       m = (F == WindowFold::kMax ? x > m : x < m) ? x : m;
     }
-    return m;
+    return static_cast<double>(m);
   } else if constexpr (F == WindowFold::kCount) {
     return static_cast<double>(v.size());
   } else if constexpr (F == WindowFold::kLast) {
-    return v.back();
+    return static_cast<double>(v.back());
   } else {
     return 1;  // present
   }
@@ -141,8 +146,11 @@ int64_t Scaled(int64_t ms, int64_t per_ms) {
   return ms < 0 ? INT64_MIN : INT64_MAX;
 }
 
-template <WindowFold F>
-void FoldEach(std::span<const int64_t> times, std::span<const double> values,
+// False where two samples of a window lie less than a millisecond apart
+// (checked only when `per_ms` > 1: times in milliseconds are a RawSeries',
+// one sample a millisecond already).
+template <WindowFold F, typename T>
+bool FoldEach(std::span<const int64_t> times, std::span<const T> values,
               std::span<const int64_t> ends, int64_t range, int64_t per_ms, StepSeries* out) {
   // Sums and means as functions.cc adds them (a compensated sum, a running
   // mean); the rest here, a window a few comparisons.
@@ -150,6 +158,8 @@ void FoldEach(std::span<const int64_t> times, std::span<const double> values,
   if constexpr (F == WindowFold::kSum) fn = FindRangeFunction("sum_over_time");
   if constexpr (F == WindowFold::kAvg) fn = FindRangeFunction("avg_over_time");
   const size_t n = times.size();
+  // Times ascend, so their difference as unsigned is exact.
+  const uint64_t close = per_ms > 1 ? static_cast<uint64_t>(per_ms) : 0;
   size_t lo = 0, hi = 0;
   for (size_t k = 0; k < ends.size(); ++k) {
     const int64_t end = ends[k], start = Minus(end, range);
@@ -160,7 +170,15 @@ void FoldEach(std::span<const int64_t> times, std::span<const double> values,
     if (hi > lo && times[hi - 1] < first) lo = hi;      // windows that tile: skip the last
     while (lo < n && times[lo] < first) ++lo;
     if (hi < lo) hi = lo;
-    while (hi < n && times[hi] <= last) ++hi;
+    // A window's edges are whole milliseconds, so two samples of one
+    // millisecond are both in it or both out: the samples it takes are
+    // checked as they are taken.
+    for (; hi < n && times[hi] <= last; ++hi) {
+      if (hi > lo &&
+          static_cast<uint64_t>(times[hi]) - static_cast<uint64_t>(times[hi - 1]) < close) {
+        return false;
+      }
+    }
     if (hi == lo) continue;
     double v;
     if constexpr (F == WindowFold::kSum || F == WindowFold::kAvg) {
@@ -176,20 +194,24 @@ void FoldEach(std::span<const int64_t> times, std::span<const double> values,
     out->has[k] = 1;
     out->values[k] = v;
   }
+  return true;
 }
 
-}  // namespace
-
-void FoldSamples(std::span<const int64_t> times, std::span<const double> values,
-                 std::span<const int64_t> ends, int64_t range, WindowFold fold, StepSeries* out,
-                 int64_t per_ms) {
+template <typename T>
+bool FoldTyped(std::span<const int64_t> times, std::span<const T> values,
+               std::span<const int64_t> ends, int64_t range, WindowFold fold, int64_t per_ms,
+               StepSeries* out) {
   switch (fold) {
     case WindowFold::kSum:
-      return FoldEach<WindowFold::kSum>(times, values, ends, range, per_ms, out);
+    case WindowFold::kAvg:
+      if constexpr (std::is_same_v<T, double>) {
+        return fold == WindowFold::kSum
+                   ? FoldEach<WindowFold::kSum>(times, values, ends, range, per_ms, out)
+                   : FoldEach<WindowFold::kAvg>(times, values, ends, range, per_ms, out);
+      }
+      return false;  // FoldStoredSamples says: doubles only
     case WindowFold::kCount:
       return FoldEach<WindowFold::kCount>(times, values, ends, range, per_ms, out);
-    case WindowFold::kAvg:
-      return FoldEach<WindowFold::kAvg>(times, values, ends, range, per_ms, out);
     case WindowFold::kMin:
       return FoldEach<WindowFold::kMin>(times, values, ends, range, per_ms, out);
     case WindowFold::kMax:
@@ -199,6 +221,30 @@ void FoldSamples(std::span<const int64_t> times, std::span<const double> values,
     case WindowFold::kPresent:
       return FoldEach<WindowFold::kPresent>(times, values, ends, range, per_ms, out);
   }
+  return false;
 }
+
+}  // namespace
+
+void FoldSamples(std::span<const int64_t> times, std::span<const double> values,
+                 std::span<const int64_t> ends, int64_t range, WindowFold fold, StepSeries* out) {
+  FoldTyped(times, values, ends, range, fold, 1, out);
+}
+
+template <typename T>
+bool FoldStoredSamples(std::span<const int64_t> times_ns, std::span<const T> values,
+                       std::span<const int64_t> ends, int64_t range, WindowFold fold,
+                       StepSeries* out) {
+  return FoldTyped(times_ns, values, ends, range, fold, kNanosPerMilli, out);
+}
+
+template bool FoldStoredSamples(std::span<const int64_t>, std::span<const double>,
+                                std::span<const int64_t>, int64_t, WindowFold, StepSeries*);
+template bool FoldStoredSamples(std::span<const int64_t>, std::span<const int64_t>,
+                                std::span<const int64_t>, int64_t, WindowFold, StepSeries*);
+template bool FoldStoredSamples(std::span<const int64_t>, std::span<const uint64_t>,
+                                std::span<const int64_t>, int64_t, WindowFold, StepSeries*);
+template bool FoldStoredSamples(std::span<const int64_t>, std::span<const uint8_t>,
+                                std::span<const int64_t>, int64_t, WindowFold, StepSeries*);
 
 }  // namespace gpulse::query::promeval

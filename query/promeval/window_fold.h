@@ -48,12 +48,23 @@ bool FoldRows(const storage::RollupColumn& rows, size_t* from, int64_t start_ms,
               WindowFold fold, double* out, bool* has);
 
 // Folds each window [ends[k] - range, ends[k]] (ms) of a series' samples
-// (times ascending, no two in one millisecond, no stale marker) into out's
-// step k (out has ends.size() steps), as the range function of that name
-// computes it. The times count `per_ms` to the millisecond (1'000'000:
-// stored nanoseconds).
+// (times in milliseconds, ascending, no two in one millisecond, no stale
+// marker) into out's step k (out has ends.size() steps), as the range
+// function of that name computes it.
 void FoldSamples(std::span<const int64_t> times, std::span<const double> values,
-                 std::span<const int64_t> ends, int64_t range, WindowFold fold, StepSeries* out,
-                 int64_t per_ms = 1);
+                 std::span<const int64_t> ends, int64_t range, WindowFold fold, StepSeries* out);
+
+// As FoldSamples, over a stored column as read: times in nanoseconds
+// (ascending), values of the column's own type (double, int64_t, uint64_t,
+// or uint8_t for booleans), with no copy to floats. min, max, last, count
+// and present fold any of them (the float of the fold is the fold of the
+// floats); sum and avg only doubles (false for another type). False, with
+// `out` partly written, also where two samples of a window lie less than a
+// millisecond apart: the caller then folds the samples Select keeps (the
+// later of a millisecond) with FoldSamples.
+template <typename T>
+bool FoldStoredSamples(std::span<const int64_t> times_ns, std::span<const T> values,
+                       std::span<const int64_t> ends, int64_t range, WindowFold fold,
+                       StepSeries* out);
 
 }  // namespace gpulse::query::promeval
