@@ -153,13 +153,31 @@ Status DbImpl::CopyStore(const std::string& path) {
     const storage::ZstdDictionary* was =
         tier ? tier_dicts_.Find(parts.tier, parts.field_id) : nullptr;
     const storage::ZstdDictionary* dict = tier ? writing.Find(parts.tier, parts.field_id) : nullptr;
-    if (tier && (storage::IsOlderFormatRollupBlock(value) ||
-                 (dict != nullptr && !storage::IsDictionaryCompressedBlock(value)))) {
-      // A tier block of an earlier format (written again in the current
-      // one, without the sketches a finer tier no longer keeps, in format
-      // 1), or one compressed without its field's dictionary. One that does
-      // not decode is copied as it is: tier rows are derived data, and
-      // `gpulse verify` names the block.
+    // The block written again (`encoded`) where `written` is OK; one that
+    // cannot be read is copied as it is.
+    const auto put_tier_block = [&](const Status& written) {
+      if (written.ok()) {
+        batch.Put(it->key(), encoded);
+        return;
+      }
+      Log("compact: a tier block that cannot be read is copied as it is (store key " +
+          storage::KeyHex(key) + "): " + written.message());
+      batch.Put(it->key(), it->value());
+    };
+    if (tier && !storage::IsOlderFormatRollupBlock(value) && dict != nullptr &&
+        !storage::IsDictionaryCompressedBlock(value)) {
+      // A block compressed without its field's dictionary: its body framed
+      // again with it, not decoded (one a dictionary does not make smaller
+      // stays plain, and costs a compression at every compaction).
+      encoded.clear();
+      put_tier_block(storage::ReframeBlock(value, was, dict, &encoded));
+      it->Next();
+    } else if (tier && storage::IsOlderFormatRollupBlock(value)) {
+      // A tier block of an earlier format, written again in the current one
+      // (without the sketches a finer tier no longer keeps, in format 1),
+      // with its field's dictionary if there is one. One that does not
+      // decode is copied as it is: tier rows are derived data, and `gpulse
+      // verify` names the block.
       encoded.clear();
       Status d;
       const auto rewrite = [&](auto kind) {
@@ -173,13 +191,7 @@ Status DbImpl::CopyStore(const std::string& path) {
       } else {
         rewrite(RollupKind{});
       }
-      if (d.ok()) {
-        batch.Put(it->key(), encoded);
-      } else {
-        Log("compact: a tier block that cannot be read is copied as it is (store key " +
-            storage::KeyHex(key) + "): " + d.message());
-        batch.Put(it->key(), it->value());
-      }
+      put_tier_block(d);
       it->Next();
     } else if (!chunk && storage::ParseDictionaryKey(key, &dict_tier, &dict_field) &&
                !with_blocks.contains(static_cast<uint64_t>(dict_tier) << 32 | dict_field)) {

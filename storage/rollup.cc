@@ -25,8 +25,6 @@ constexpr uint8_t kRollupFormat3 = 3;
 constexpr uint8_t kRollupFormat = 4;
 // Fast: a flush compresses every block it touches.
 constexpr int kZstdLevel = 1;
-// A block never inflates past this (288 rows of full sketches are far below).
-constexpr size_t kMaxBodyBytes = 64 << 20;
 
 // Calls fn(T{}) with the C++ type of a numeric field type.
 template <typename Fn>
@@ -515,7 +513,7 @@ Status DecodeRollups(std::string_view data, uint32_t parts, const ZstdDictionary
   const uint8_t format = data.empty() ? 0 : static_cast<uint8_t>(data[0]);
   const uint8_t expect =
       format == kRollupFormat1 || format == kRollupFormat3 ? format : kRollupFormat;
-  if (const Status framed = OpenBlock(data, expect, kMaxBodyBytes, dict, &inflated, &data);
+  if (const Status framed = OpenBlock(data, expect, kMaxBlockBodyBytes, dict, &inflated, &data);
       !framed.ok()) {
     return Corrupt(framed.message());
   }

@@ -17,8 +17,6 @@ namespace {
 constexpr uint8_t kTallyFormat = 2;
 // Fast: a flush compresses every block it touches.
 constexpr int kZstdLevel = 1;
-// A block never inflates past this (288 rows of 8 values are far below).
-constexpr size_t kMaxBodyBytes = 64 << 20;
 // A row is at least six one-byte varints: bucket step, first and last
 // offsets, count, other and the number of values.
 constexpr uint64_t kMinRowBytes = 6;
@@ -187,7 +185,8 @@ void EncodeTallies(const TallyColumn& rows, const ZstdDictionary* dict, std::str
 
 Status DecodeTallies(std::string_view data, const ZstdDictionary* dict, TallyColumn* out) {
   thread_local std::string inflated;
-  if (const Status framed = OpenBlock(data, kTallyFormat, kMaxBodyBytes, dict, &inflated, &data);
+  if (const Status framed =
+          OpenBlock(data, kTallyFormat, kMaxBlockBodyBytes, dict, &inflated, &data);
       !framed.ok()) {
     return Corrupt(framed.message());
   }

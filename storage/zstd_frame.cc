@@ -98,6 +98,17 @@ void AppendBlock(uint8_t format, std::string body, int level, const ZstdDictiona
   }
 }
 
+Status ReframeBlock(std::string_view block, const ZstdDictionary* was, const ZstdDictionary* dict,
+                    std::string* out) {
+  if (block.empty()) return Status::Corruption("truncated header");
+  const auto format = static_cast<uint8_t>(block[0]);
+  thread_local std::string scratch;
+  std::string_view body;
+  GPULSE_RETURN_IF_ERROR(OpenBlock(block, format, kMaxBlockBodyBytes, was, &scratch, &body));
+  AppendBlock(format, std::string(body), /*level=*/0, dict, out);
+  return Status::Ok();
+}
+
 Status OpenBlock(std::string_view data, uint8_t format, size_t max_bytes,
                  const ZstdDictionary* dict, std::string* scratch, std::string_view* body) {
   if (data.size() < 2) return Status::Corruption("truncated header");

@@ -36,6 +36,16 @@ Status ZstdDecompress(std::string_view frame, size_t max_bytes, std::string* bod
 // level, otherwise at `level` (as 2), when that is smaller than the body.
 void AppendBlock(uint8_t format, std::string body, int level, const ZstdDictionary* dict,
                  std::string* out);
+// The most a block's body may hold once decompressed (docs/format/rollups.md):
+// 288 rows of full sketches, or of 8 string values, are far below it.
+inline constexpr size_t kMaxBlockBodyBytes = 64 << 20;
+// Appends `block` framed again with `dict` (not null): the same format byte
+// and body, compressed with it as AppendBlock does. `was` is the dictionary `block`
+// may need to be opened. For a compaction that gives a field's blocks its
+// dictionary: their bodies stay as they are, and are not decoded. The
+// frame's fault (OpenBlock's) when the block cannot be opened.
+Status ReframeBlock(std::string_view block, const ZstdDictionary* was, const ZstdDictionary* dict,
+                    std::string* out);
 // Whether `data` is a block compressed with a dictionary (compression 3).
 inline bool IsDictionaryCompressedBlock(std::string_view data) {
   return data.size() >= 2 && data[1] == '\3';
