@@ -164,20 +164,22 @@ Status DbImpl::CopyStore(const std::string& path) {
           storage::KeyHex(key) + "): " + written.message());
       batch.Put(it->key(), it->value());
     };
-    if (tier && !storage::IsOlderFormatRollupBlock(value) && dict != nullptr &&
-        !storage::IsDictionaryCompressedBlock(value)) {
-      // A block compressed without its field's dictionary: its body framed
-      // again with it, not decoded (one a dictionary does not make smaller
-      // stays plain, and costs a compression at every compaction).
+    const bool needs_dict = dict != nullptr && !storage::IsDictionaryCompressedBlock(value);
+    if (tier && needs_dict &&
+        (storage::IsCurrentFormatRollupBlock(value) || storage::IsTallyBlock(value))) {
+      // A block of the current format compressed without its field's
+      // dictionary: its body framed again with it, not decoded (one a
+      // dictionary does not make smaller stays plain, and costs a
+      // compression at every compaction).
       encoded.clear();
       put_tier_block(storage::ReframeBlock(value, was, dict, &encoded));
       it->Next();
-    } else if (tier && storage::IsOlderFormatRollupBlock(value)) {
+    } else if (tier && (needs_dict || storage::IsOlderFormatRollupBlock(value))) {
       // A tier block of an earlier format, written again in the current one
       // (without the sketches a finer tier no longer keeps, in format 1),
       // with its field's dictionary if there is one. One that does not
-      // decode is copied as it is: tier rows are derived data, and `gpulse
-      // verify` names the block.
+      // decode (an unknown format) is copied as it is: tier rows are
+      // derived data, and `gpulse verify` names the block.
       encoded.clear();
       Status d;
       const auto rewrite = [&](auto kind) {

@@ -280,9 +280,9 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
         if (!d.ok()) {
           // A block that cannot be read (damaged, or written with a
           // dictionary the store lost): its rows again from the raw points
-          // left in its span (the range's are deleted by now), as a flush
-          // does, so that the delete (a retention pass, a replayed one) goes
-          // on. Rows past the raw retention are lost with it.
+          // left in its span outside the range, as a flush does, so that
+          // the delete (a retention pass, a replayed one) goes on. Rows past
+          // the raw retention are lost with it.
           Log("delete: the tier " + std::string(tier.name) + " block of series " +
               std::to_string(series_id) + " field " + std::to_string(k.field_id) + " from " +
               std::to_string(k.window_start) + " cannot be read (" + d.message() +
@@ -293,6 +293,9 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
                                storage::NextWindowStart(k.window_start, span),
                                window_cache_.epoch(), &raw);
           if (!trimmed.ok()) return;
+          // A retention pass deletes raw points in the batch it writes
+          // later, if at all (its raw cut may be older than the tier's).
+          EraseRange(&raw, first, last);
           Kind::Build(raw, tier.width_ns, &kept);
           Kind::Reset(type, &stored);  // none of its rows is kept as read
         }
@@ -325,7 +328,10 @@ Status DbImpl::DeleteTierRows(uint32_t series_id, int64_t first, int64_t last, u
           batch->Put(it->key(), encoded);
         }
       };
-      WithTierKind(type, trim);
+      if (!WithTierKind(type, trim)) {
+        trimmed =
+            Status::Corruption("a tier block under a field of booleans, which has no tier rows");
+      }
       if (!trimmed.ok()) return trimmed.WithContext("delete: tier " + std::string(tier.name));
       it->Next();
       GPULSE_RETURN_IF_ERROR(WriteIfLarge(store_.get(), batch, kDeleteBatchBytes));

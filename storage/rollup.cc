@@ -405,6 +405,10 @@ bool IsOlderFormatRollupBlock(std::string_view data) {
                            static_cast<uint8_t>(data[0]) == kRollupFormat3);
 }
 
+bool IsCurrentFormatRollupBlock(std::string_view data) {
+  return !data.empty() && static_cast<uint8_t>(data[0]) == kRollupFormat;
+}
+
 bool HasRollups(FieldType type) {
   return type == FieldType::kFloat || type == FieldType::kInt || type == FieldType::kUint;
 }

@@ -93,6 +93,8 @@ void MergeIntoLastRow(const RollupColumn& from, size_t j, RollupColumn* into);
 // Whether `data` is a rollup block of an earlier format (1 or 3,
 // docs/format/rollups.md), which compaction writes again in the current one.
 bool IsOlderFormatRollupBlock(std::string_view data);
+// Whether `data` is a rollup block of the format flushes write (4).
+bool IsCurrentFormatRollupBlock(std::string_view data);
 
 // Appends the block of `rows`, with their sketches when `sketches` (the
 // sketch tier's rows) and without otherwise; compressed with `dict`, the

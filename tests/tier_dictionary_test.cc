@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "storage/zstd_dictionary.h"
 #include "storage/zstd_frame.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/tier_rows.h"
 #include "tests/support/time_units.h"
 
 namespace gpulse {
@@ -340,6 +342,50 @@ TEST_F(TierDictionaryTest, AnUnreadableDictionaryIsReportedAndRepairedFromRaw) {
   Reopen();
   EXPECT_EQ(Answers(), after);
   EXPECT_EQ(LogLines("dictionary checksum mismatch"), 1u);
+}
+
+// A retention pass whose 1h cut falls inside blocks it cannot read (their
+// dictionary damaged) builds them again from the raw points after the cut
+// only: the raw retention is longer than the tier's, so the raw points
+// before the cut are still there to be left out.
+TEST_F(TierDictionaryTest, ARetentionPassOverUnreadableBlocksKeepsOnlyTheRowsAfterItsCut) {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  const int64_t day = storage::WindowStart(now - 2 * kDay, kDay);
+  WriteDay(day);
+  ASSERT_TRUE(db_->Compact().ok());
+  std::map<std::string, uint32_t> field_ids;
+  for (const auto& [key, value] : StoreKeys(storage::kFieldPrefix)) {
+    field_ids[value.substr(value.find('\0') + 1)] = storage::GetU32BE(key.data() + 1);
+  }
+  const std::string util_hours = storage::DictionaryKey(storage::kTiers[1].id, field_ids["util"]);
+  {
+    leveldb::DB* raw = nullptr;
+    ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
+    std::unique_ptr<leveldb::DB> store(raw);
+    std::string value;
+    ASSERT_TRUE(store->Get(leveldb::ReadOptions(), util_hours, &value).ok());
+    value[value.size() / 2] ^= 0x20;
+    ASSERT_TRUE(store->Put(leveldb::WriteOptions(), util_hours, value).ok());
+  }
+  // 1h rows kept from noon of the day on; raw points for good.
+  const int64_t cut = day + 12 * kHour;
+  options_.retention = {{"1h", std::chrono::nanoseconds(now - cut)}};
+  Reopen();
+  ASSERT_TRUE(db_->EnforceRetention(now).ok());
+  EXPECT_GE(LogLines("built again from the raw points left"), 1u);
+  for (const char* node : {"n000", "n007", "n159"}) {
+    const Series series{"gpu", {{"node", node}}};
+    const storage::RollupColumn rows = test::AllRollups(db_.get(), series, "util", 1);
+    ASSERT_EQ(rows.size(), 12u) << node;
+    EXPECT_EQ(rows.bucket.front(), cut) << node;
+    for (size_t i = 0; i < rows.size(); ++i) EXPECT_EQ(rows.count[i], 60u) << node << " " << i;
+  }
+  Db::VerifyReport report;
+  ASSERT_TRUE(db_->Verify(/*drop_damaged=*/false, &report).ok());
+  ASSERT_EQ(report.damaged.size(), 1u);  // the dictionary alone: every block was rebuilt
+  EXPECT_EQ(report.damaged[0].key, storage::KeyHex(util_hours));
 }
 
 // A dictionary no block needs any more (its field's series dropped) is not

@@ -165,7 +165,11 @@ bool FoldEach(std::span<const int64_t> times, std::span<const T> values,
     const int64_t end = ends[k], start = Minus(end, range);
     // [start, end] in milliseconds: [first, last] in the times' unit.
     const int64_t first = Scaled(start, per_ms);
-    const int64_t last = end == INT64_MAX ? INT64_MAX : Scaled(end + 1, per_ms) - 1;
+    // Where the millisecond after `end` is past int64's ends in the times'
+    // unit, the window holds every later time, or none.
+    const int64_t past = end == INT64_MAX ? INT64_MAX : Scaled(end + 1, per_ms);
+    if (past == INT64_MIN) continue;
+    const int64_t last = past == INT64_MAX ? INT64_MAX : past - 1;
     if (lo > 0 && times[lo - 1] >= first) lo = hi = 0;  // windows moved back (@)
     if (hi > lo && times[hi - 1] < first) lo = hi;      // windows that tile: skip the last
     while (lo < n && times[lo] < first) ++lo;
