@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "storage/crc32c.h"
 #include "storage/key_layout.h"
@@ -84,6 +85,9 @@ Status TierDictionaries::Load(leveldb::DB* store, int level, std::vector<std::st
 Status TrainTierDictionaries(leveldb::DB* store, const TierDictionaries& have, int level,
                              std::vector<TrainedDictionary>* out) {
   std::map<std::pair<uint8_t, uint32_t>, Sampled> seen;
+  // The dictionaries of `have` that some block still needs: only those
+  // count toward the cap (the copy drops the others).
+  std::set<std::pair<uint8_t, uint32_t>> in_use;
   size_t in_all = 0;
   std::unique_ptr<leveldb::Iterator> it(store->NewIterator(leveldb::ReadOptions()));
   std::string scratch;
@@ -91,7 +95,11 @@ Status TrainTierDictionaries(leveldb::DB* store, const TierDictionaries& have, i
        it->Next()) {
     storage::ChunkKeyParts k;
     if (!storage::ParseChunkKey(std::string_view(it->key().data(), it->key().size()), &k)) break;
-    if (have.Has(k.tier, k.field_id)) continue;
+    if (have.Has(k.tier, k.field_id)) {
+      // A lookup among at most 256 for each block; a node only for the first.
+      if (!in_use.contains({k.tier, k.field_id})) in_use.emplace(k.tier, k.field_id);
+      continue;
+    }
     const std::string_view value(it->value().data(), it->value().size());
     Sampled& s = seen[{k.tier, k.field_id}];
     s.stored += value.size();
@@ -122,7 +130,7 @@ Status TrainTierDictionaries(leveldb::DB* store, const TierDictionaries& have, i
   }
   std::sort(candidates.begin(), candidates.end(),
             [](const auto* a, const auto* b) { return a->second.stored > b->second.stored; });
-  size_t room = have.size() < kMaxDictionaries ? kMaxDictionaries - have.size() : 0;
+  size_t room = in_use.size() < kMaxDictionaries ? kMaxDictionaries - in_use.size() : 0;
   for (auto* entry : candidates) {
     if (room == 0) break;
     Sampled& s = entry->second;

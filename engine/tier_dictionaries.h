@@ -87,8 +87,9 @@ struct TrainedDictionary {
 // `store` that has no dictionary key (`have`) and enough tier blocks to train
 // one that pays for itself on them, its own bytes included: at least 8 KiB
 // of block bodies, sampled from the first 256 KiB in key order (64 MiB in
-// all), and at most 256 dictionaries in a store, the fields with the most
-// block bytes first. IOError when the store cannot be read.
+// all), and at most 256 dictionaries in a store (those of `have` that no
+// block needs, which a store copy drops, not counted), the fields with the
+// most block bytes first. IOError when the store cannot be read.
 Status TrainTierDictionaries(leveldb::DB* store, const TierDictionaries& have, int level,
                              std::vector<TrainedDictionary>* out);
 

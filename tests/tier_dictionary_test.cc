@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "engine/gpulse.h"
+#include "engine/tier_dictionaries.h"
 #include "leveldb/db.h"
 #include "query/query.h"
 #include "storage/key_layout.h"
@@ -416,6 +417,21 @@ TEST_F(TierDictionaryTest, CompactionDropsADictionaryNoBlockNeeds) {
   const std::map<std::string, std::string> again = StoreKeys(storage::kDictionaryPrefix);
   EXPECT_EQ(again.size(), dicts.size());
   for (const auto& [k, v] : dicts) EXPECT_TRUE(again.contains(k)) << storage::KeyHex(k);
+}
+
+// The cap of 256 counts only the dictionaries some block still needs: a
+// store copy drops the others, so they leave room for new ones.
+TEST_F(TierDictionaryTest, DictionariesNoBlockNeedsLeaveRoomUnderTheCap) {
+  WriteDay(kT0);
+  db_.reset();
+  leveldb::DB* raw = nullptr;
+  ASSERT_TRUE(leveldb::DB::Open(leveldb::Options(), dir_.path() + "/store", &raw).ok());
+  std::unique_ptr<leveldb::DB> store(raw);
+  engine::TierDictionaries have;  // 256 of fields with no block (unreadable ones, for brevity)
+  for (uint32_t f = 0; f < 256; ++f) have.Add(storage::kTiers[1].id, 1'000'000 + f, nullptr);
+  std::vector<engine::TrainedDictionary> trained;
+  ASSERT_TRUE(engine::TrainTierDictionaries(store.get(), have, 1, &trained).ok());
+  EXPECT_GE(trained.size(), 2u);  // the hour blocks of util and power at least
 }
 
 // A block written with a dictionary whose key is gone (lost with its table)
